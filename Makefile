@@ -1,0 +1,36 @@
+# Two commands do all the set-up on a fresh machine with python3 (3.11+) and make:
+#   make run    serve the app on http://localhost:8501
+#   make test   run the whole test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PORT ?= 8501
+ADDRESS ?= localhost
+export PYTHONPATH := $(CURDIR)
+
+.PHONY: run test venv lint bench clean
+
+# The venv is rebuilt whenever a requirements file is newer than the last install.
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/streamlit run app/streamlit_app.py --server.port $(PORT) --server.address $(ADDRESS)
+
+test: $(STAMP)
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/python -m ruff check .
+
+bench: $(STAMP)
+	$(BIN)/python bench/core.py
+
+clean:
+	rm -rf $(VENV) artifacts .pytest_cache .hypothesis

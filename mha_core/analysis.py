@@ -1,0 +1,119 @@
+"""Numbers about attention: how sure a head is, how heads differ, what MHA costs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mha_core.validation import as_float_array
+
+METRICS = ("l2", "js", "tv")
+
+
+def row_entropy(weights: np.ndarray, base: float = 2.0) -> np.ndarray:  # [..., n_k] -> [...]
+    """Entropy of each attention row (0 = one-hot; log_base(n_k) = uniform, "nothing to say")."""
+    w = as_float_array("weights", weights)
+    terms = np.where(w > 0, w * np.log(np.where(w > 0, w, 1.0)), 0.0)
+    return -terms.sum(axis=-1) / np.log(base)
+
+
+def normalised_entropy(weights: np.ndarray) -> np.ndarray:  # [..., n_k] -> [...] in [0, 1]
+    """Entropy divided by its maximum log(n_k): 1 means perfectly flat. 0 when n_k == 1."""
+    w = as_float_array("weights", weights)
+    n_k = w.shape[-1]
+    if n_k < 2:
+        return np.zeros(w.shape[:-1])
+    return row_entropy(w, base=n_k)
+
+
+def pairwise_disagreement(weights, query: int, metric: str = "l2") -> np.ndarray:
+    """[h, n_q, n_k], query index -> [h, h] distances between the heads' rows for that query.
+
+    "l2": Euclidean distance (seed 002's 0.813); "js": Jensen-Shannon distance, base 2, in [0, 1];
+    "tv": total variation distance, half the L1 distance, in [0, 1].
+    """
+    w = as_float_array("weights", weights)
+    if w.ndim != 3:
+        raise ValueError(f"weights must have shape [h, n_q, n_k], got {list(w.shape)}")
+    if isinstance(query, bool) or not isinstance(query, (int, np.integer)):
+        raise ValueError(f"query must be an integer index, got {query!r}")
+    if not -w.shape[1] <= query < w.shape[1]:
+        raise ValueError(f"query must index one of n_q={w.shape[1]} rows, got {query}")
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    rows = w[:, query, :]  # [h, n_k]
+    diff = rows[:, None, :] - rows[None, :, :]  # [h, h, n_k]
+    if metric == "l2":
+        return np.sqrt(np.sum(diff**2, axis=-1))
+    if metric == "tv":
+        return 0.5 * np.sum(np.abs(diff), axis=-1)
+    return _jensen_shannon_distance(rows)
+
+
+def _jensen_shannon_distance(rows: np.ndarray) -> np.ndarray:  # [h, n_k] -> [h, h]
+    p = rows[:, None, :]
+    r = rows[None, :, :]
+    m = 0.5 * (p + r)  # [h, h, n_k]
+    divergence = 0.5 * (_kl_base2(p, m) + _kl_base2(r, m))
+    return np.sqrt(np.clip(divergence, 0.0, 1.0))
+
+
+def _kl_base2(p: np.ndarray, m: np.ndarray) -> np.ndarray:  # [..., n_k] -> [...]
+    p, m = np.broadcast_arrays(p, m)
+    safe = p > 0
+    ratio = np.where(safe, p, 1.0) / np.where(safe, m, 1.0)
+    return np.sum(np.where(safe, p * np.log2(ratio), 0.0), axis=-1)
+
+
+def count_parameters(d_model: int, n_heads: int, d_k=None, d_v=None, bias: bool = False) -> int:
+    """Learnable numbers in one MHA block: h*(2*d_model*d_k + d_model*d_v) + h*d_v*d_model (+ biases).
+
+    d_k and d_v default to d_model / n_heads, which must then be a whole number.
+    """
+    d_model, n_heads = _positive_int("d_model", d_model), _positive_int("n_heads", n_heads)
+    d_k = _head_width("d_k", d_k, d_model, n_heads)
+    d_v = _head_width("d_v", d_v, d_model, n_heads)
+    weights = n_heads * (2 * d_model * d_k + d_model * d_v) + n_heads * d_v * d_model
+    biases = n_heads * (2 * d_k + d_v) + d_model if bias else 0
+    return weights + biases
+
+
+def attention_flops(n_q: int, n_k: int, n_heads: int, d_k: int, d_v: int | None = None) -> int:
+    """Multiply-adds x 2 of the attention core (QK^T and AV) for all heads: 2*h*n_q*n_k*(d_k+d_v).
+
+    h heads of width d_model/h cost exactly what one head of width d_model costs (seed 004, step 6).
+    """
+    n_q, n_k = _positive_int("n_q", n_q), _positive_int("n_k", n_k)
+    n_heads, d_k = _positive_int("n_heads", n_heads), _positive_int("d_k", d_k)
+    d_v = d_k if d_v is None else _positive_int("d_v", d_v)
+    return 2 * n_heads * n_q * n_k * (d_k + d_v)
+
+
+def mha_flops(n_q: int, n_k: int, d_model: int, n_heads: int, d_k: int, d_v: int) -> int:
+    """FLOPs of a whole MHA call: projections, attention core, and W_O."""
+    projections = 2 * n_heads * d_model * (n_q * d_k + n_k * (d_k + d_v))
+    mix = 2 * n_q * n_heads * d_v * d_model
+    return projections + attention_flops(n_q, n_k, n_heads, d_k, d_v) + mix
+
+
+def head_width(d_model: int, n_heads: int) -> int:
+    """d_model / n_heads, or a ValueError that says how to fix a split that is not whole."""
+    d_model, n_heads = _positive_int("d_model", d_model), _positive_int("n_heads", n_heads)
+    if d_model % n_heads:
+        divisors = [h for h in range(1, d_model + 1) if d_model % h == 0]
+        raise ValueError(
+            f"n_heads={n_heads} does not divide d_model={d_model}, so d_k = d_model/h = "
+            f"{d_model / n_heads:.3g} is not a whole number. Choose h in {divisors}, or make d_model "
+            f"a multiple of {n_heads} (e.g. {n_heads * max(1, round(d_model / n_heads))}), "
+            "or set d_k and d_v yourself."
+        )
+    return d_model // n_heads
+
+
+def _head_width(name: str, value, d_model: int, n_heads: int) -> int:
+    return head_width(d_model, n_heads) if value is None else _positive_int(name, value)
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)

@@ -1,0 +1,184 @@
+"""Multi-head attention in NumPy, returning every intermediate the page draws.
+
+The steps follow the textbook (shared/seeds): project, score, scale, mask,
+softmax, weight the values, concatenate the heads, mix with W_O.
+
+Conventions (those of PyTorch's ``scaled_dot_product_attention``):
+  * the scale is 1/sqrt(d_k) unless told otherwise;
+  * a boolean mask means "may attend" (True takes part).  Note that
+    ``torch.nn.MultiheadAttention``'s ``attn_mask`` uses the opposite
+    convention (True = blocked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mha_core.validation import (
+    as_float_array,
+    check_bias,
+    check_matrix,
+    check_projection,
+    resolve_mask,
+    resolve_scale,
+)
+
+
+@dataclass(frozen=True)
+class MHAResult:
+    """Every intermediate of one multi-head attention call (arrays are read-only)."""
+
+    q: np.ndarray  # [h, n_q, d_k]
+    k: np.ndarray  # [h, n_k, d_k]
+    v: np.ndarray  # [h, n_k, d_v]
+    scores: np.ndarray  # [h, n_q, n_k]  raw q . k
+    scaled: np.ndarray  # [h, n_q, n_k]  scores * scale, -inf where masked
+    weights: np.ndarray  # [h, n_q, n_k]  softmax over keys
+    head_outputs: np.ndarray  # [h, n_q, d_v]  weights @ v
+    concat: np.ndarray  # [n_q, h * d_v]  heads side by side, in head order
+    output: np.ndarray  # [n_q, d_model]  concat @ w_o (+ b_o)
+    scale: float  # the multiplier applied to the scores
+    mask: np.ndarray | None  # [n_q, n_k] bool, True = may attend; None = all allowed
+
+    @property
+    def n_heads(self) -> int:
+        return self.q.shape[0]
+
+
+def softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Max-shifted softmax. -inf gets weight 0; a row that is all -inf gives zeros, not NaN."""
+    z = np.asarray(z)
+    if not np.issubdtype(z.dtype, np.floating):
+        z = z.astype(np.float64)
+    if np.isnan(z).any() or np.isposinf(z).any():
+        raise ValueError(f"z must not contain NaN or +inf (shape {list(z.shape)})")
+    return _softmax(z, axis)
+
+
+def _softmax(z: np.ndarray, axis: int) -> np.ndarray:
+    """softmax without the input check: z is known to hold no NaN or +inf."""
+    row_max = np.max(z, axis=axis, keepdims=True)
+    row_max[np.isneginf(row_max)] = 0.0  # an all -inf row: exp(-inf - 0) = 0 everywhere
+    out = np.subtract(z, row_max)
+    np.exp(out, out=out)
+    total = np.sum(out, axis=axis, keepdims=True)
+    total[total == 0] = 1.0  # all -inf row stays all zeros
+    out /= total
+    return out
+
+
+def project(x: np.ndarray, w: np.ndarray) -> np.ndarray:  # [n, d_model], [h, d_model, d] -> [h, n, d]
+    """x @ w[i] for every head i, as one packed matrix product."""
+    h, d_model, d = w.shape
+    packed = w.transpose(1, 0, 2).reshape(d_model, h * d)  # [d_model, h*d]
+    return (x @ packed).reshape(x.shape[0], h, d).transpose(1, 0, 2)
+
+
+def multi_head_attention(
+    x,
+    w_q,
+    w_k,
+    w_v,
+    w_o,
+    *,
+    x_kv=None,
+    mask=None,
+    scale="sqrt",
+    b_q=None,
+    b_k=None,
+    b_v=None,
+    b_o=None,
+) -> MHAResult:
+    """Concat(head_1, ..., head_h) W_O with head_i = softmax(scale * Q_i K_i^T) V_i.
+
+    x [n_q, d_model]; x_kv [n_k, d_model] (default x); w_q, w_k [h, d_model, d_k];
+    w_v [h, d_model, d_v]; w_o [h*d_v, d_model]; b_q, b_k [h, d_k]; b_v [h, d_v];
+    b_o [d_model]; mask None | "causal" | bool [n_q, n_k] (True = may attend);
+    scale "sqrt" (1/sqrt(d_k)) | "none" | a positive float multiplier.
+    Invalid arguments raise ValueError naming the argument and its shape or value.
+    """
+    x = check_matrix("x", x)
+    dtype = x.dtype
+    x_kv = x if x_kv is None else check_matrix("x_kv", x_kv, dtype=dtype, d_model=x.shape[1])
+    d_model = x.shape[1]
+    w_q = check_projection("w_q", w_q, d_model, dtype)
+    h, _, d_k = w_q.shape
+    w_k = check_projection("w_k", w_k, d_model, dtype, h=h, d=d_k, d_name="d_k (from w_q)")
+    w_v = check_projection("w_v", w_v, d_model, dtype, h=h)
+    d_v = w_v.shape[2]
+    w_o = as_float_array("w_o", w_o, dtype)
+    if w_o.shape != (h * d_v, d_model):
+        raise ValueError(
+            f"w_o must have shape [h*d_v, d_model] = [{h * d_v}, {d_model}] "
+            f"(h={h}, d_v={d_v}), got {list(w_o.shape)}"
+        )
+    n_q, n_k = x.shape[0], x_kv.shape[0]
+    allowed = resolve_mask(mask, n_q, n_k)  # [n_q, n_k] bool or None
+    multiplier = resolve_scale(scale, d_k)
+
+    # 1) Project the tokens into each head's query, key and value spaces.
+    q = project(x, w_q)  # [h, n_q, d_k]
+    k = project(x_kv, w_k)  # [h, n_k, d_k]
+    v = project(x_kv, w_v)  # [h, n_k, d_v]
+    q = _add_bias(q, check_bias("b_q", b_q, (h, d_k), dtype))
+    k = _add_bias(k, check_bias("b_k", b_k, (h, d_k), dtype))
+    v = _add_bias(v, check_bias("b_v", b_v, (h, d_v), dtype))
+
+    # 2) Score every query against every key, then scale.
+    scores = q @ k.transpose(0, 2, 1)  # [h, n_q, n_k]
+    scaled = scores * dtype.type(multiplier)  # [h, n_q, n_k]
+    _check_no_overflow(q, k, v, scaled, multiplier)
+
+    # 3) Mask: a blocked pair gets -inf, hence weight 0.
+    if allowed is not None:
+        np.copyto(scaled, -np.inf, where=~allowed)
+
+    # 4) Softmax over the keys, then blend the values.
+    weights = _softmax(scaled, axis=-1)  # [h, n_q, n_k]
+    head_outputs = weights @ v  # [h, n_q, d_v]
+
+    # 5) Concatenate the heads in head order and mix them with W_O.
+    concat = head_outputs.transpose(1, 0, 2).reshape(n_q, h * d_v)  # [n_q, h*d_v]
+    output = concat @ w_o  # [n_q, d_model]
+    b_o = check_bias("b_o", b_o, (d_model,), dtype)
+    if b_o is not None:
+        output += b_o
+    if not np.isfinite(output).all():
+        raise ValueError(
+            "output overflowed: the values or w_o are too large for "
+            f"{dtype.name} (max |w_o| = {np.max(np.abs(w_o)):.3g})"
+        )
+
+    arrays = dict(
+        q=q, k=k, v=v, scores=scores, scaled=scaled, weights=weights,
+        head_outputs=head_outputs, concat=concat, output=output, mask=allowed,
+    )
+    for array in arrays.values():
+        if array is not None:
+            array.flags.writeable = False
+    return MHAResult(scale=float(multiplier), **arrays)
+
+
+def _add_bias(a: np.ndarray, bias: np.ndarray | None) -> np.ndarray:  # [h, n, d], [h, d] -> [h, n, d]
+    return a if bias is None else a + bias[:, None, :]
+
+
+def _check_no_overflow(q, k, v, scaled, multiplier) -> None:
+    """Raise if a projection or a score overflowed; the full scan only runs when it could have."""
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        if not np.isfinite(a).all():
+            raise ValueError(
+                f"the projection {name} overflowed in {a.dtype.name}: "
+                "x or its projection matrix holds values too large"
+            )
+    # |q . k| <= d_k * max|q| * max|k|, so small enough bounds need no scan of the scores.
+    bound = q.shape[-1] * float(np.max(np.abs(q))) * float(np.max(np.abs(k)))
+    if bound * max(multiplier, 1.0) < np.finfo(q.dtype).max / 2:
+        return
+    if not np.isfinite(scaled).all():
+        raise ValueError(
+            f"the scores q.k overflowed in {q.dtype.name} (bound {bound:.3g}): "
+            "scale the embeddings or projections down"
+        )
