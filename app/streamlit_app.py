@@ -1,12 +1,14 @@
-"""Entry point (placeholder until the workbench lands): one preset through the core, one heatmap."""
+"""Entry point, a picture frame: page config, state initialised once, navigation."""
 
-import plotly.express as px
 import streamlit as st
 
-from mha_core import DEFAULT_SCENARIO, all_scenarios
+from app import state, widgets
 
-st.set_page_config(page_title="Multi-head attention", layout="wide")
-scenario = all_scenarios()[DEFAULT_SCENARIO]
-result = scenario.run()
-st.title(scenario.title)
-st.plotly_chart(px.imshow(result.weights[0], zmin=0, zmax=1))
+st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
+state.init_state()
+st.session_state.inputs = widgets.sidebar_ui()  # shared by every page, so its state survives navigation
+page = st.navigation([
+    st.Page("views/workbench.py", title="Workbench", icon="🧮", default=True),
+    st.Page("views/textbook.py", title="Worked examples", icon="📖"),
+])
+page.run()

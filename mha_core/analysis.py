@@ -117,3 +117,16 @@ def _positive_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def head_contributions(head_outputs: np.ndarray, w_o: np.ndarray) -> np.ndarray:
+    """head_i @ W_O[rows of head i] for every head: [h, n_q, d_v], [h*d_v, d_model] -> [h, n_q, d_model].
+
+    Their sum over heads is concat @ W_O, the output before b_O.
+    """
+    head_outputs = as_float_array("head_outputs", head_outputs)
+    w_o = as_float_array("w_o", w_o)
+    h, _, d_v = head_outputs.shape
+    if w_o.shape[0] != h * d_v:
+        raise ValueError(f"w_o must have h*d_v = {h * d_v} rows, got shape {list(w_o.shape)}")
+    return head_outputs @ w_o.reshape(h, d_v, w_o.shape[1])  # [h, n_q, d_model]

@@ -1,0 +1,201 @@
+"""Session state: the inputs' source of truth, presets, resizing and the editors' edits.
+
+Each editable matrix has a *base* array (what its st.data_editor was given) and a version
+number in its widget key. The current value is the base with the editor's pending
+``edited_rows`` applied; the editor's returned frame is never fed back in (streamlit
+issue 7749). Loading a preset, filling or resizing writes a new base and bumps the version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+
+from mha_core import DEFAULT_SCENARIO, Scenario, all_scenarios, fill
+
+RANDOM = "random (seeded)"
+BLANK = "blank (zeros)"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Sizes the page accepts; a classroom needs far less, and the page stays quick within them."""
+
+    tokens: int = 24  # per side; heatmap cells keep their numbers up to 12
+    d_model: int = 512  # seed 001's examples H and I use 512
+    n_heads: int = 16
+    d_head: int = 128  # d_k and d_v
+    editable: int = 32  # a grid wider or taller than this is shown read-only (use the fill helper)
+
+
+LIMITS = Limits()
+MATRICES = ("x", "x_kv", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "mask")
+
+
+@st.cache_resource
+def scenarios() -> dict[str, Scenario]:
+    return all_scenarios()
+
+
+def preset_names() -> list[str]:
+    return [*scenarios(), RANDOM, BLANK]
+
+
+def preset_label(key: str) -> str:
+    scenario = scenarios().get(key)
+    return scenario.title if scenario else key
+
+
+def init_state() -> None:
+    """Fill session state once per session with the default preset."""
+    if "bases" not in st.session_state:
+        st.session_state.bases = {}
+        st.session_state.versions = dict.fromkeys(MATRICES, 0)
+        st.session_state.preset = DEFAULT_SCENARIO
+        load_preset()
+
+
+def bump(name: str) -> None:
+    st.session_state.versions[name] += 1
+
+
+def editor_key(name: str, head: int | None = None) -> str:
+    suffix = "" if head is None else f"_{head}"
+    return f"ed_{name}{suffix}_v{st.session_state.versions[name]}"
+
+
+def set_base(name: str, array: np.ndarray | None) -> None:
+    st.session_state.bases[name] = None if array is None else np.array(array, dtype=float)
+    bump(name)
+
+
+def load_preset() -> None:
+    """on_change of the preset picker: write the preset's inputs and options into state."""
+    key = st.session_state.preset
+    scenario = scenarios().get(key)
+    widgets = st.session_state
+    if scenario is None:
+        _load_generated(blank=key == BLANK)
+        return
+    h, d_model, d_k = scenario.w_q.shape
+    cross = scenario.x_kv is not None
+    widgets.tokens_text = " ".join(scenario.tokens)
+    widgets.kv_tokens_text = " ".join(scenario.kv_tokens or scenario.tokens)
+    widgets.mode = "cross-attention" if cross else "self-attention"
+    widgets.d_model, widgets.n_heads = d_model, h
+    widgets.d_k, widgets.d_v = d_k, scenario.w_v.shape[2]
+    widgets.custom_head_width = d_model % h != 0 or d_k * h != d_model or scenario.w_v.shape[2] != d_k
+    widgets.mask_kind = "causal" if scenario.mask == "causal" else "none"
+    if scenario.scale in ("sqrt", "none"):
+        widgets.scale_mode, widgets.temperature = scenario.scale, 1.0
+    else:
+        widgets.scale_mode, widgets.temperature = "temperature", round(1.0 / float(scenario.scale), 6)
+    widgets.use_bias = False
+    for name in ("x", "w_q", "w_k", "w_v", "w_o"):
+        set_base(name, getattr(scenario, name))
+    set_base("x_kv", scenario.x_kv if cross else scenario.x)
+    for name in ("b_q", "b_k", "b_v", "b_o", "mask"):
+        set_base(name, None)
+    widgets.focus_query = scenario.focus_query
+
+
+def _load_generated(blank: bool) -> None:
+    widgets = st.session_state
+    widgets.tokens_text = "the cat sat on the mat"
+    widgets.kv_tokens_text = "le chat est assis sur le tapis"
+    widgets.mode, widgets.mask_kind, widgets.scale_mode = "self-attention", "none", "sqrt"
+    widgets.d_model, widgets.n_heads, widgets.d_k, widgets.d_v = 8, 2, 4, 4
+    widgets.custom_head_width, widgets.use_bias, widgets.temperature = False, False, 1.0
+    widgets.focus_query = 0
+    for name in MATRICES:
+        set_base(name, None)  # conform() fills every missing matrix
+    st.session_state.new_fill = "zeros" if blank else "random"
+
+
+@dataclass(frozen=True)
+class Shapes:
+    n_q: int
+    n_k: int
+    d_model: int
+    n_heads: int
+    d_k: int
+    d_v: int
+    cross: bool
+    use_bias: bool
+
+    def of(self, name: str) -> tuple[int, ...] | None:
+        h = self.n_heads
+        table = {
+            "x": (self.n_q, self.d_model), "x_kv": (self.n_k, self.d_model),
+            "w_q": (h, self.d_model, self.d_k), "w_k": (h, self.d_model, self.d_k),
+            "w_v": (h, self.d_model, self.d_v), "w_o": (h * self.d_v, self.d_model),
+            "b_q": (h, self.d_k), "b_k": (h, self.d_k), "b_v": (h, self.d_v), "b_o": (self.d_model,),
+            "mask": (self.n_q, self.n_k),
+        }
+        return table[name]
+
+
+def resized(old: np.ndarray | None, shape: tuple[int, ...], filler: np.ndarray) -> np.ndarray:
+    """``filler`` of ``shape`` with the entries of ``old`` that still fit copied in."""
+    out = filler.copy()
+    if old is not None and old.ndim == len(shape):
+        overlap = tuple(slice(0, min(a, b)) for a, b in zip(old.shape, shape, strict=True))
+        out[overlap] = old[overlap]
+    return out
+
+
+def conform(shapes: Shapes, seed: int) -> None:
+    """Resize every base to the current sizes, keeping what fits (pending edits included)."""
+    rng = np.random.default_rng(seed)
+    kind = st.session_state.pop("new_fill", "random")
+    for name in MATRICES:
+        shape = shapes.of(name)
+        base = st.session_state.bases.get(name)
+        if base is not None and base.shape == shape:
+            continue
+        current = None if base is None else current_value(name, shapes)
+        if name == "mask":
+            filler = np.ones(shape)
+        else:
+            filler = fill(kind if kind != "zeros" or name != "w_o" else "identity", shape, rng)
+            if name.startswith("b_") and base is None:
+                filler = np.zeros(shape)
+        set_base(name, resized(current, shape, filler))
+
+
+def apply_edits(base: np.ndarray, edited_rows: dict) -> np.ndarray:  # [rows, cols] -> same
+    """The editor's pending edits ({row: {"c<j>": value}}) applied to a copy of base; None -> NaN."""
+    out = base.astype(float).copy()
+    for row, changes in edited_rows.items():
+        for column, value in changes.items():
+            j = int(str(column).lstrip("c"))
+            out[int(row), j] = np.nan if value is None else float(value)
+    return out
+
+
+def _edits(key: str) -> dict:
+    state = st.session_state.get(key)
+    return state.get("edited_rows", {}) if isinstance(state, dict) else {}
+
+
+def current_value(name: str, shapes: Shapes | None = None) -> np.ndarray:
+    """The matrix as the user sees it now: base plus pending edits, per head for 3-D weights."""
+    base = st.session_state.bases[name]
+    if base.ndim == 3:
+        return np.stack([apply_edits(base[head], _edits(editor_key(name, head)))
+                         for head in range(base.shape[0])])
+    if base.ndim == 1:
+        return apply_edits(base[None, :], _edits(editor_key(name)))[0]
+    return apply_edits(base, _edits(editor_key(name)))
+
+
+def fill_matrix(name: str, kind: str, seed: int, head: int | None = None) -> None:
+    """Replace a matrix (or one head of it) by a fill, keeping every other matrix as it is."""
+    base = current_value(name)
+    rng = np.random.default_rng(seed)
+    new = fill(kind, base.shape, rng)
+    if head is not None:  # only this head changes; its identity pattern is its own slice
+        new, new[head] = base.copy(), new[head]
+    set_base(name, new)

@@ -1,0 +1,62 @@
+"""Start a real Streamlit server on a free loopback port for browser and protocol tests."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENTRY = ROOT / "app" / "streamlit_app.py"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(*extra_args: str, timeout: float = 60.0):
+    """Yield the base URL of a headless Streamlit server serving the app; stop it afterwards."""
+    port = free_port()
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(ENTRY),
+        "--server.headless=true", "--server.address=127.0.0.1", f"--server.port={port}",
+        "--browser.gatherUsageStats=false", "--server.fileWatcherType=none", *extra_args,
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    log = open(ROOT / "artifacts" / f"server-{port}.log", "w") if (ROOT / "artifacts").is_dir() else None
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log or subprocess.DEVNULL,
+                               stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process, timeout)
+        yield url, process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        if log:
+            log.close()
+
+
+def _wait_healthy(url: str, process: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited early with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"streamlit did not become healthy at {url} within {timeout} s")
