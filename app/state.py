@@ -31,6 +31,7 @@ class Limits:
 
 
 LIMITS = Limits()
+PER_HEAD = ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v")  # edited one head at a time
 MATRICES = ("x", "x_kv", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "mask")
 
 
@@ -180,15 +181,19 @@ def _edits(key: str) -> dict:
     return state.get("edited_rows", {}) if isinstance(state, dict) else {}
 
 
+def as_grid(array: np.ndarray) -> np.ndarray:  # [d] -> [1, d]; [r, c] unchanged
+    """What an editor shows: a vector (a bias) is a one-row grid."""
+    return array[None, :] if array.ndim == 1 else array
+
+
 def current_value(name: str, shapes: Shapes | None = None) -> np.ndarray:
-    """The matrix as the user sees it now: base plus pending edits, per head for 3-D weights."""
+    """The matrix as the user sees it now: base plus pending edits (one editor per head for
+    the per-head weights and biases)."""
     base = st.session_state.bases[name]
-    if base.ndim == 3:
-        return np.stack([apply_edits(base[head], _edits(editor_key(name, head)))
-                         for head in range(base.shape[0])])
-    if base.ndim == 1:
-        return apply_edits(base[None, :], _edits(editor_key(name)))[0]
-    return apply_edits(base, _edits(editor_key(name)))
+    if name in PER_HEAD:
+        return np.stack([apply_edits(as_grid(base[head]), _edits(editor_key(name, head)))
+                         .reshape(base[head].shape) for head in range(base.shape[0])])
+    return apply_edits(as_grid(base), _edits(editor_key(name))).reshape(base.shape)
 
 
 def fill_matrix(name: str, kind: str, seed: int, head: int | None = None) -> None:

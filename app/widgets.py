@@ -129,6 +129,12 @@ MATRIX_LABELS = {"x": "X (embeddings)", "x_kv": "X_kv (key/value embeddings)", "
                  "mask": "mask"}
 
 
+def md_literal(text: str) -> str:
+    """Text for st.markdown/st.error shown literally: every ASCII punctuation mark backslash-escaped."""
+    return "".join("\\" + c if c.isascii() and not c.isalnum() and not c.isspace() else c
+                   for c in str(text))
+
+
 def row_labels(tokens: list[str]) -> list[str]:
     """Unique, literal row labels for editors: '1 · the', '5 · the'."""
     return [f"{i + 1} · {token}" for i, token in enumerate(tokens)]
@@ -140,7 +146,7 @@ def matrix_problem(values: np.ndarray, name: str, rows: list[str] | None = None)
     if bad.size == 0:
         return None
     index = tuple(int(i) for i in bad[0])
-    where = f"row {rows[index[-2]]!s}, column {index[-1] + 1}" if rows and values.ndim >= 2 else (
+    where = f"row {md_literal(rows[index[-2]])}, column {index[-1] + 1}" if rows and values.ndim >= 2 else (
         f"entry {index[-1] + 1}")
     what = "is empty" if np.isnan(values[index]) else "is infinite"
     more = f" ({len(bad)} cells in all)" if len(bad) > 1 else ""
@@ -156,7 +162,7 @@ def editor_ui(name: str, values: np.ndarray, rows: list[str], *, head: int | Non
     large to edit and is therefore shown read-only.
     """
     base = st.session_state.bases[name]
-    base2d = base[head] if head is not None else (base[None, :] if base.ndim == 1 else base)
+    base2d = state.as_grid(base[head] if head is not None else base)
     n_rows, n_cols = base2d.shape
     if max(n_rows, n_cols) > LIMITS.editable:
         st.caption(f"{n_rows} × {n_cols}: too large to edit cell by cell (limit {LIMITS.editable}); "

@@ -172,7 +172,7 @@ class Page:
         widgets.editor_ui("mask", mask, widgets.row_labels(self.q_tokens), boolean=True, col_prefix="k")
         blocked = np.flatnonzero(~mask.any(axis=1))
         if blocked.size:
-            names = ", ".join(f"{i + 1} ({self.q_tokens[i]!r})" for i in blocked)
+            names = ", ".join(widgets.md_literal(f"{i + 1} · {self.q_tokens[i]}") for i in blocked)
             st.warning(f"Row {names} blocks every key: nothing can be attended to, so its weights are all "
                        "0 and its head outputs are zero vectors. Tick at least one key to fix it.",
                        icon="⚠️")

@@ -1,0 +1,214 @@
+"""AppTest: every page and preset runs, edits reach the charts, bad input gets its message."""
+
+import numpy as np
+import pytest
+
+from mha_core import DEFAULT_SCENARIO, all_scenarios
+from tests.apptest_util import chart_specs, edit_cell, fresh_app, heatmap_values, texts
+
+SCENARIOS = all_scenarios()
+STEP_CHARTS = {"chart_x", "chart_scores", "chart_scaled", "chart_weights", "chart_heads", "chart_bars",
+               "chart_concat", "chart_contributions", "chart_output"}
+
+
+@pytest.fixture
+def at():
+    return fresh_app()
+
+
+def weights_drawn(at) -> np.ndarray:  # [h, n_q, n_k] as carried by the weights heatmap
+    values = heatmap_values(chart_specs(at)["chart_weights"])
+    return np.stack(values)
+
+
+def test_default_page_is_the_two_disagreeing_heads(at):
+    assert not at.exception
+    assert at.session_state["preset"] == DEFAULT_SCENARIO
+    np.testing.assert_allclose(weights_drawn(at), SCENARIOS[DEFAULT_SCENARIO].run().weights, atol=1e-6)
+    assert STEP_CHARTS <= set(chart_specs(at))
+    assert any("0.813" in text for text in texts(at.markdown))
+    assert len(at.latex) >= 8
+
+
+@pytest.mark.parametrize("key", list(SCENARIOS))
+def test_every_preset_runs_and_draws_its_weights(at, key):
+    at.selectbox(key="preset").set_value(key).run()
+    assert not at.exception, key
+    assert not at.error, texts(at.error)
+    specs = chart_specs(at)
+    assert STEP_CHARTS - ({"chart_disagreement"} if SCENARIOS[key].n_heads == 1 else set()) <= set(specs)
+    drawn = np.stack(heatmap_values(specs["chart_weights"]))
+    np.testing.assert_allclose(drawn, SCENARIOS[key].run().weights, atol=1e-6)
+
+
+@pytest.mark.parametrize("preset", ["random (seeded)", "blank (zeros)"])
+def test_generated_presets_run(at, preset):
+    at.selectbox(key="preset").set_value(preset).run()
+    assert not at.exception
+    assert not at.error, texts(at.error)
+    assert at.session_state["bases"]["w_q"].shape == (2, 8, 4)
+    is_blank = preset.startswith("blank")
+    assert (np.abs(at.session_state["bases"]["w_q"]).sum() == 0) == is_blank
+
+
+def test_worked_examples_page_runs(at):
+    at.switch_page("views/textbook.py").run()
+    assert not at.exception
+    assert len(at.button) >= len(SCENARIOS)
+
+
+def test_editing_an_embedding_cell_changes_the_weights(at):
+    before = weights_drawn(at)
+    edit_cell(at, "x", row=2, col=0, value=3.0)  # 'sat' = (3, 1): head A now scores it above 'the'
+    assert not at.exception
+    after = weights_drawn(at)
+    assert not np.allclose(before, after)
+    assert np.argmax(after[0, 2]) == 2 and np.argmax(before[0, 2]) == 0  # head A: 'sat' now wins
+    np.testing.assert_allclose(after.sum(-1), 1.0, atol=1e-6)
+
+
+def test_editing_a_projection_of_one_head_changes_only_that_head(at):
+    before = weights_drawn(at)
+    edit_cell(at, "w_q", row=1, col=0, value=2.0, head=1)
+    after = weights_drawn(at)
+    np.testing.assert_allclose(after[0], before[0])
+    assert not np.allclose(after[1], before[1])
+
+
+@pytest.mark.parametrize("bad, word", [(None, "empty"), (float("inf"), "infinite")])
+def test_a_bad_cell_gets_a_message_and_nothing_else_is_lost(at, bad, word):
+    w_q_before = at.session_state["bases"]["w_q"].copy()
+    edit_cell(at, "x", row=1, col=1, value=bad)
+    assert not at.exception
+    messages = texts(at.error)
+    assert any("X (embeddings)" in m and word in m and "2 · cat" in m for m in messages), messages
+    np.testing.assert_array_equal(at.session_state["bases"]["w_q"], w_q_before)
+    assert "chart_weights" not in chart_specs(at)
+    assert any("Waiting for valid input" in text for text in texts(at.info))
+    edit_cell(at, "x", row=1, col=1, value=2.0)  # fixing it brings the steps back
+    assert "chart_weights" in chart_specs(at) and not at.error
+
+
+def test_no_tokens_gets_a_message(at):
+    at.text_input(key="tokens_text").set_value("   ").run()
+    assert not at.exception
+    assert any("at least one token" in m for m in texts(at.error))
+
+
+def test_too_many_tokens_gets_a_message(at):
+    at.text_input(key="tokens_text").set_value(" ".join(["w"] * 30)).run()
+    assert not at.exception
+    assert any("over the limit" in m for m in texts(at.error))
+
+
+def test_heads_not_dividing_d_model_says_how_to_fix_it(at):
+    at.number_input(key="d_model").set_value(5).run()
+    assert not at.exception
+    message = " ".join(texts(at.error))
+    assert "does not divide d_model=5" in message and "Choose h in [1, 5]" in message
+    at.number_input(key="d_model").set_value(4).run()  # the matrices come back, resized
+    assert not at.error and at.session_state["bases"]["w_q"].shape == (2, 4, 2)
+
+
+def test_changing_a_size_keeps_the_entries_that_fit(at):
+    at.selectbox(key="preset").set_value("cat_chases_mouse").run()
+    x_before = at.session_state["bases"]["x"].copy()  # [3, 4]
+    at.text_input(key="tokens_text").set_value("cat chases mouse today").run()
+    x_after = at.session_state["bases"]["x"]
+    assert x_after.shape == (4, 4)
+    np.testing.assert_array_equal(x_after[:3], x_before)
+
+
+def test_an_edit_survives_a_resize(at):
+    edit_cell(at, "x", row=0, col=1, value=7.5)
+    at.text_input(key="tokens_text").set_value("the cat sat down").run()
+    assert at.session_state["bases"]["x"][0, 1] == 7.5
+
+
+def test_a_mask_row_that_blocks_everything_is_explained(at):
+    at.selectbox(key="mask_kind").set_value("custom").run()
+    version = at.session_state["versions"]["mask"]
+    at.session_state[f"ed_mask_v{version}"] = {
+        "edited_rows": {0: {"c0": False, "c1": False, "c2": False}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    assert not at.exception
+    assert any("blocks every key" in w for w in texts(at.warning))
+    assert np.all(weights_drawn(at)[:, 0, :] == 0)
+
+
+def test_causal_mask_blanks_the_future(at):
+    at.selectbox(key="mask_kind").set_value("causal").run()
+    scaled = np.stack(heatmap_values(chart_specs(at)["chart_scaled"]))
+    assert np.isnan(scaled[:, 0, 1:]).all() and not np.isnan(scaled[:, 2]).any()
+
+
+def test_scaling_none_and_temperature(at):
+    at.selectbox(key="preset").set_value("ex_f_scaled").run()
+    np.testing.assert_allclose(weights_drawn(at)[0, 0, 0], 0.9820, atol=5e-5)
+    at.selectbox(key="scale_mode").set_value("none").run()
+    assert weights_drawn(at)[0, 0, 0] > 0.9999999
+
+
+def test_cross_attention_draws_a_non_square_grid(at):
+    at.selectbox(key="preset").set_value("ex_h_cross_attention").run()
+    assert weights_drawn(at).shape == (8, 3, 5)
+    at.selectbox(key="preset").set_value(DEFAULT_SCENARIO).run()
+    at.radio(key="mode").set_value("cross-attention").run()
+    at.text_input(key="kv_tokens_text").set_value("a b c d").run()
+    assert not at.exception and weights_drawn(at).shape == (2, 3, 4)
+
+
+def test_tokens_are_literal_everywhere(at):
+    tokens = "<b>x</b> $x$ **x**"
+    at.text_input(key="tokens_text").set_value(tokens).run()
+    assert not at.exception
+    ticks = chart_specs(at)["chart_weights"]["layout"]["yaxis"]["ticktext"]
+    assert ticks == ["&lt;b&gt;x&lt;/b&gt;", "&#36;x&#36;", "**x**"]
+    for element in [*at.markdown, *at.error, *at.warning, *at.info, *at.success]:
+        assert "<b>x</b>" not in element.value and "$x$" not in element.value
+
+
+def test_biases_appear_and_change_the_output(at):
+    at.checkbox(key="use_bias").check().run()
+    assert not at.exception
+    before = heatmap_values(chart_specs(at)["chart_output"])[1]
+    version = at.session_state["versions"]["b_o"]
+    at.session_state[f"ed_b_o_v{version}"] = {"edited_rows": {0: {"c0": 1.5}}, "added_rows": [],
+                                              "deleted_rows": []}
+    at.run()
+    after = heatmap_values(chart_specs(at)["chart_output"])[1]
+    np.testing.assert_allclose(after[:, 0] - before[:, 0], 1.5, atol=1e-6)
+
+
+def test_fill_helper_replaces_one_matrix_only(at):
+    x_before = at.session_state["bases"]["x"].copy()
+    at.selectbox(key="fill_target").set_value("w_o").run()
+    at.radio(key="fill_kind").set_value("zeros").run()
+    at.button(key="fill_go").click().run()
+    assert not at.exception
+    assert np.all(at.session_state["bases"]["w_o"] == 0)
+    np.testing.assert_array_equal(at.session_state["bases"]["x"], x_before)
+
+
+def test_drill_down_writes_the_live_numbers(at):
+    latex = " ".join(texts(at.latex))
+    assert r"q_{3} \cdot k_{1}" not in latex  # default cell is (1, 1)
+    at.selectbox(key="drill_query").set_value(2).run()
+    at.selectbox(key="drill_key").set_value(0).run()
+    latex = " ".join(texts(at.latex))
+    assert r"q_{3} \cdot k_{1} = (1)(2) = 2" in latex
+    assert "0.6652" in latex
+
+
+def test_tokens_in_messages_are_escaped_not_rendered(at):
+    at.text_input(key="tokens_text").set_value("**x** $y$ <i>z</i>").run()
+    edit_cell(at, "x", row=0, col=0, value=None)
+    message = " ".join(texts(at.error))
+    assert r"1 · \*\*x\*\*" in message  # shown as **x**, not as bold x
+    at.selectbox(key="mask_kind").set_value("custom").run()
+    version = at.session_state["versions"]["mask"]
+    at.session_state[f"ed_mask_v{version}"] = {
+        "edited_rows": {1: {"c0": False, "c1": False, "c2": False}}, "added_rows": [], "deleted_rows": []}
+    edit_cell(at, "x", row=0, col=0, value=1.0)
+    warning = " ".join(texts(at.warning))
+    assert r"2 · \$y\$" in warning
