@@ -22,7 +22,7 @@ def normalised_entropy(weights: np.ndarray) -> np.ndarray:  # [..., n_k] -> [...
     n_k = w.shape[-1]
     if n_k < 2:
         return np.zeros(w.shape[:-1])
-    return row_entropy(w, base=n_k)
+    return np.clip(row_entropy(w, base=n_k), 0.0, 1.0)  # rounding can overshoot 1 by an ulp
 
 
 def pairwise_disagreement(weights, query: int, metric: str = "l2") -> np.ndarray:
@@ -45,7 +45,7 @@ def pairwise_disagreement(weights, query: int, metric: str = "l2") -> np.ndarray
     if metric == "l2":
         return np.sqrt(np.sum(diff**2, axis=-1))
     if metric == "tv":
-        return 0.5 * np.sum(np.abs(diff), axis=-1)
+        return np.clip(0.5 * np.sum(np.abs(diff), axis=-1), 0.0, 1.0)  # rounding can overshoot 1
     return _jensen_shannon_distance(rows)
 
 
