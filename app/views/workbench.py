@@ -106,7 +106,8 @@ class Page:
         with right:
             if "x" not in self.problems:
                 chart(figures.matrix_heatmap(self.values["x"], self.q_tokens,
-                                             figures.dims("d", self.shapes.d_model), title="X"), key="chart_x")
+                                             figures.dims("d", self.shapes.d_model), title="X"),
+                      key="chart_x")
 
     def projections(self):
         step_header(2)
