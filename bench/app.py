@@ -1,0 +1,73 @@
+"""Server-side cost of the page: the workbench against a plain 8-heatmap script, and chart bytes.
+
+Run: PYTHONPATH=. .venv/bin/python bench/app.py
+AppTest runs the script in-process exactly as the server would (same ScriptRunner), without a
+browser; the medians are wall time of `at.run()` over 20 reruns after two warm-up runs.
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+# `python bench/app.py` puts bench/ first on sys.path, where this file would shadow the app package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import streamlit  # noqa: E402  (after the sys.path fix above)
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app" / "streamlit_app.py"
+PLAIN = ROOT / "bench" / "plain_heatmaps.py"
+RERUNS = 20
+
+
+def median_rerun(at: AppTest) -> float:
+    at.run()
+    at.run()
+    times = []
+    for _ in range(RERUNS):
+        started = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def chart_bytes(at: AppTest) -> int:
+    return sum(len(chart.proto.spec) for chart in at.get("plotly_chart"))
+
+
+def classroom_app(n: int, h: int, d_model: int) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()
+    at.selectbox(key="preset").set_value("random (seeded)").run()
+    at.text_input(key="tokens_text").set_value(" ".join(f"w{i}" for i in range(n))).run()
+    at.number_input(key="d_model").set_value(d_model).run()
+    at.number_input(key="n_heads").set_value(h).run()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    return at
+
+
+def main() -> None:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    print(f"# bench/app.py  {datetime.date.today()}  {cpu}  streamlit {streamlit.__version__}")
+    page = AppTest.from_file(str(APP), default_timeout=120)
+    plain = AppTest.from_file(str(PLAIN), default_timeout=120)
+    page_s, plain_s = median_rerun(page), median_rerun(plain)
+    print(f"| default preset (the cat sat, n=3, h=2) | {page_s * 1e3:.1f} ms | plain 8 heatmaps "
+          f"{plain_s * 1e3:.1f} ms | ratio {page_s / plain_s:.2f} (target <= 2) | "
+          f"{chart_bytes(page) / 1e3:.1f} kB chart data |")
+    for n, h, d_model in ((8, 4, 16), (16, 8, 32)):
+        at = classroom_app(n, h, d_model)
+        seconds = median_rerun(at)
+        print(f"| random, n={n}, h={h}, d_model={d_model} | {seconds * 1e3:.1f} ms | | | "
+              f"{chart_bytes(at) / 1e3:.1f} kB chart data (target < 300) |")
+
+
+if __name__ == "__main__":
+    main()
