@@ -54,6 +54,7 @@ def init_state() -> None:
     if "bases" not in st.session_state:
         st.session_state.bases = {}
         st.session_state.versions = dict.fromkeys(MATRICES, 0)
+        st.session_state.kept_edits = {}  # editor key -> edited_rows, safe from widget clean-up
         st.session_state.preset = DEFAULT_SCENARIO
         load_preset()
 
@@ -68,7 +69,11 @@ def editor_key(name: str, head: int | None = None) -> str:
 
 
 def set_base(name: str, array: np.ndarray | None) -> None:
+    """A new base for a matrix; its editors get fresh keys and its kept edits are spent."""
     st.session_state.bases[name] = None if array is None else np.array(array, dtype=float)
+    kept = st.session_state.kept_edits
+    for key in [key for key, (owner, _) in kept.items() if owner == name]:
+        del kept[key]
     bump(name)
 
 
@@ -177,8 +182,29 @@ def apply_edits(base: np.ndarray, edited_rows: dict) -> np.ndarray:  # [rows, co
 
 
 def _edits(key: str) -> dict:
+    """An editor's pending edits: from its widget state, or, once Streamlit has dropped that
+    (the editor was not drawn in a run: another page, another head), from our own copy."""
     state = st.session_state.get(key)
-    return state.get("edited_rows", {}) if isinstance(state, dict) else {}
+    if isinstance(state, dict):
+        return state.get("edited_rows", {})
+    return st.session_state.kept_edits.get(key, (None, {}))[1]
+
+
+def keep_edits(name: str, key: str) -> None:
+    """on_change of every editor: copy its edits where widget clean-up cannot reach them."""
+    st.session_state.kept_edits[key] = (name, dict(st.session_state[key].get("edited_rows", {})))
+
+
+def restore_dropped_edits() -> None:
+    """Fold kept edits into the base of any matrix whose editor state Streamlit dropped.
+
+    Run before anything reads a matrix: the new base holds the edits, and the new version
+    gives its editors fresh keys, so the grid and the numbers agree again.
+    """
+    kept = st.session_state.kept_edits
+    dropped = {name for key, (name, rows) in kept.items() if rows and key not in st.session_state}
+    for name in dropped:
+        set_base(name, current_value(name))
 
 
 def as_grid(array: np.ndarray) -> np.ndarray:  # [d] -> [1, d]; [r, c] unchanged

@@ -173,4 +173,6 @@ def editor_ui(name: str, values: np.ndarray, rows: list[str], *, head: int | Non
     config = {f"c{j}": (st.column_config.CheckboxColumn(f"{col_prefix}{j + 1}") if boolean
                         else st.column_config.NumberColumn(f"{col_prefix}{j + 1}", format="%.4g"))
               for j in range(n_cols)}
-    st.data_editor(frame, key=state.editor_key(name, head), column_config=config, width="content")
+    key = state.editor_key(name, head)
+    st.data_editor(frame, key=key, column_config=config, width="content", on_change=state.keep_edits,
+                   args=(name, key))

@@ -69,10 +69,26 @@ def test_editing_an_embedding_cell_changes_the_weights(at):
 
 def test_editing_a_projection_of_one_head_changes_only_that_head(at):
     before = weights_drawn(at)
+    at.button_group(key="shown_head").set_value(1).run()  # step 2 shows head 2's matrices
     edit_cell(at, "w_q", row=1, col=0, value=2.0, head=1)
     after = weights_drawn(at)
     np.testing.assert_allclose(after[0], before[0])
     assert not np.allclose(after[1], before[1])
+    qkv = heatmap_values(chart_specs(at)["chart_qkv"])  # head 2's Q: 'cat' = (0, 2) now scores 2*2
+    assert qkv[0][1, 0] == 4.0
+
+
+def test_kept_edits_survive_when_their_editor_is_not_drawn(at):
+    """The browser's path: an editor's on_change keeps its edits; Streamlit then drops the widget
+    state of an editor that a run does not draw (another head, another page)."""
+    at.button_group(key="shown_head").set_value(1).run()
+    key = f"ed_w_q_1_v{at.session_state['versions']['w_q']}"
+    at.session_state["kept_edits"][key] = ("w_q", {1: {"c0": 2.0}})  # what keep_edits() stores
+    at.button_group(key="shown_head").set_value(0).run()  # head 2's editor is not drawn now
+    at.switch_page("views/textbook.py").run()
+    at.switch_page("views/workbench.py").run()
+    assert at.session_state["bases"]["w_q"][1, 1, 0] == 2.0  # folded into the base
+    assert not at.session_state["kept_edits"]
 
 
 @pytest.mark.parametrize("bad, word", [(None, "empty"), (float("inf"), "infinite")])

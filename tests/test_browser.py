@@ -82,3 +82,20 @@ def test_editing_an_embedding_cell_updates_the_heatmap(browser_page):
     assert page.locator("[data-testid='stException']").count() == 0
     assert page.locator("[data-testid='stAlertContentError']").count() == 0
     (ARTIFACTS / "browser-edit-seconds.txt").write_text(f"{seconds:.3f}\n")
+
+
+def test_an_edit_survives_a_visit_to_another_page(browser_page):
+    """Streamlit drops the state of widgets a run does not draw; the edit must not go with it."""
+    page = browser_page
+    edited = page.evaluate(READ_WEIGHTS)
+    assert max(range(3), key=lambda j: edited[0][2][j]) == 2  # the previous test's edit is live
+    page.get_by_role("link", name="Worked examples").click()
+    page.wait_for_selector("text=Open in the workbench", timeout=20_000)
+    page.wait_for_selector(IDLE)
+    page.get_by_role("link", name="Workbench").click()
+    page.wait_for_selector(WEIGHTS, timeout=20_000)
+    page.wait_for_selector(IDLE)
+    page.wait_for_timeout(500)
+    back = page.evaluate(READ_WEIGHTS)
+    assert all(abs(a - b) < 1e-9 for a, b in zip(back[0][2], edited[0][2], strict=True))
+    page.screenshot(path=str(ARTIFACTS / "browser-after-navigation.png"))

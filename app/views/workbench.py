@@ -69,6 +69,7 @@ def render() -> None:
     if inputs.shapes is None:
         st.warning("Fix the setting marked ⚠️ in the sidebar; nothing you typed in the grids is lost.")
         return
+    state.restore_dropped_edits()
     state.conform(inputs.shapes, inputs.seed)
     widgets.fill_ui(inputs.shapes, inputs.seed)
     values, problems = gather_inputs(inputs)
@@ -111,25 +112,28 @@ class Page:
 
     def projections(self):
         step_header(2)
-        tabs = st.tabs(self.heads)
-        for head, tab in enumerate(tabs):
-            with tab:
-                columns = st.columns(3)
-                for column, name, width in zip(columns, ("w_q", "w_k", "w_v"),
-                                               (self.shapes.d_k, self.shapes.d_k, self.shapes.d_v),
-                                               strict=True):
-                    with column:
-                        st.caption(f"{widgets.MATRIX_LABELS[name]} of {self.heads[head]} "
-                                   f"[{self.shapes.d_model} × {width}]")
-                        widgets.editor_ui(name, self.values[name][head],
-                                          figures.dims("d", self.shapes.d_model), head=head,
-                                          col_prefix=name[-1])
-                if self.shapes.use_bias:
-                    self._bias_editors(head)
-                if self.result is not None:
-                    r = self.result
-                    chart(figures.qkv_panels(r.q[head], r.k[head], r.v[head], self.q_tokens,
-                                             self.k_tokens), key=f"qkv_{head}")
+        # One head at a time: every head's matrices still count; only the drawing is per head.
+        st.session_state.setdefault("shown_head", 0)
+        if st.session_state.shown_head >= self.shapes.n_heads:
+            st.session_state.shown_head = 0
+        head = st.segmented_control("head", range(self.shapes.n_heads), key="shown_head",
+                                    format_func=lambda i: self.heads[i], required=True)
+        columns = st.columns(3)
+        for column, name, width in zip(columns, ("w_q", "w_k", "w_v"),
+                                       (self.shapes.d_k, self.shapes.d_k, self.shapes.d_v),
+                                       strict=True):
+            with column:
+                st.caption(f"{widgets.MATRIX_LABELS[name]} of {self.heads[head]} "
+                           f"[{self.shapes.d_model} × {width}]")
+                widgets.editor_ui(name, self.values[name][head],
+                                  figures.dims("d", self.shapes.d_model), head=head,
+                                  col_prefix=name[-1])
+        if self.shapes.use_bias:
+            self._bias_editors(head)
+        if self.result is not None:
+            r = self.result
+            chart(figures.qkv_panels(r.q[head], r.k[head], r.v[head], self.q_tokens,
+                                     self.k_tokens), key="chart_qkv")
         for name in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v"):
             show_problem(self.problems, name)
 
