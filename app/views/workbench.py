@@ -18,6 +18,15 @@ def chart(fig, key: str) -> None:
     st.plotly_chart(fig, key=key, config={"displaylogo": False})
 
 
+@st.cache_resource(max_entries=512, show_spinner=False)
+def _figure(builder: str, *args, **kwargs):
+    """figures.<builder>(*args, **kwargs), shared by every session that draws the same thing.
+
+    The figures are never modified after they are built (st.plotly_chart copies them).
+    """
+    return getattr(figures, builder)(*args, **kwargs)
+
+
 def step_header(number: int) -> None:
     step = STEPS[number]
     st.subheader(f"{number}. {step.title}")
@@ -106,7 +115,7 @@ class Page:
                 show_problem(self.problems, "x_kv")
         with right:
             if "x" not in self.problems:
-                chart(figures.matrix_heatmap(self.values["x"], self.q_tokens,
+                chart(_figure("matrix_heatmap", self.values["x"], self.q_tokens,
                                              figures.dims("d", self.shapes.d_model), title="X"),
                       key="chart_x")
 
@@ -132,7 +141,7 @@ class Page:
             self._bias_editors(head)
         if self.result is not None:
             r = self.result
-            chart(figures.qkv_panels(r.q[head], r.k[head], r.v[head], self.q_tokens,
+            chart(_figure("qkv_panels", r.q[head], r.k[head], r.v[head], self.q_tokens,
                                      self.k_tokens), key="chart_qkv")
         for name in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v"):
             show_problem(self.problems, name)
@@ -149,7 +158,7 @@ class Page:
         step_header(3)
         if self.result is None:
             return waiting()
-        chart(figures.head_grids(self.result.scores, self.q_tokens, self.k_tokens, kind="scores",
+        chart(_figure("head_grids", self.result.scores, self.q_tokens, self.k_tokens, kind="scores",
                                  head_names=self.heads), key="chart_scores")
 
     def softmax(self):
@@ -160,10 +169,10 @@ class Page:
             return waiting()
         r = self.result
         st.caption(f"Scaled scores (× {r.scale:.4g}); blank cells are masked")
-        chart(figures.head_grids(r.scaled, self.q_tokens, self.k_tokens, kind="scores",
+        chart(_figure("head_grids", r.scaled, self.q_tokens, self.k_tokens, kind="scores",
                                  head_names=self.heads), key="chart_scaled")
         st.caption("Attention weights A = softmax over each row (one colour scale 0 to 1 for all heads)")
-        chart(figures.head_grids(r.weights, self.q_tokens, self.k_tokens, kind="weights",
+        chart(_figure("head_grids", r.weights, self.q_tokens, self.k_tokens, kind="weights",
                                  head_names=self.heads), key="chart_weights")
         sums = r.weights.sum(axis=-1)  # [h, n_q]
         blocked = ~np.any(r.weights > 0, axis=-1) if r.mask is not None else np.zeros_like(sums, bool)
@@ -186,7 +195,7 @@ class Page:
         step_header(5)
         if self.result is None:
             return waiting()
-        chart(figures.head_grids(self.result.head_outputs, self.q_tokens,
+        chart(_figure("head_grids", self.result.head_outputs, self.q_tokens,
                                  figures.dims("v", self.shapes.d_v), kind="signed",
                                  head_names=self.heads, cols_are_tokens=False), key="chart_heads")
 
@@ -202,7 +211,7 @@ class Page:
         query = left.selectbox("query token", range(len(self.q_tokens)), key="focus_query",
                                format_func=lambda i: widgets.row_labels(self.q_tokens)[i])
         metric = right.selectbox("disagreement", METRICS, key="metric", format_func=METRIC_NAMES.get)
-        chart(figures.query_bars(r.weights, query, self.k_tokens, head_names=self.heads), key="chart_bars")
+        chart(_figure("query_bars", r.weights, query, self.k_tokens, head_names=self.heads), key="chart_bars")
         entropy = normalised_entropy(r.weights[:, query, :])  # [h]
         if self.shapes.n_heads > 1:
             distances = pairwise_disagreement(r.weights, query, metric)  # [h, h]
@@ -211,10 +220,10 @@ class Page:
                         f" = **{distances[a, b]:.3f}** ({METRIC_NAMES[metric]}).")
             cols = st.columns(2)
             with cols[0]:
-                chart(figures.disagreement_heatmap(distances, metric=metric, head_names=self.heads),
+                chart(_figure("disagreement_heatmap", distances, metric=metric, head_names=self.heads),
                       key="chart_disagreement")
             with cols[1]:
-                chart(figures.entropy_bars(entropy, head_names=self.heads, flat_at=FLAT_AT),
+                chart(_figure("entropy_bars", entropy, head_names=self.heads, flat_at=FLAT_AT),
                       key="chart_entropy")
             flat = [self.heads[i] for i in np.flatnonzero(entropy >= FLAT_AT)]
             if flat:
@@ -239,12 +248,12 @@ class Page:
         if self.result is None:
             return waiting()
         r = self.result
-        chart(figures.concat_bands(r.concat, self.q_tokens, self.shapes.n_heads, self.shapes.d_v,
+        chart(_figure("concat_bands", r.concat, self.q_tokens, self.shapes.n_heads, self.shapes.d_v,
                                    title="Concat(head_1, ..., head_h): one coloured band per head"),
               key="chart_concat")
         contributions = head_contributions(r.head_outputs, self.values["w_o"])  # [h, n_q, d_model]
         st.caption("Each head's contribution head_i · W_O[rows of head i]; they add up to the output")
-        chart(figures.head_grids(contributions, self.q_tokens, figures.dims("d", self.shapes.d_model),
+        chart(_figure("head_grids", contributions, self.q_tokens, figures.dims("d", self.shapes.d_model),
                                  kind="signed", head_names=self.heads, cols_are_tokens=False),
               key="chart_contributions")
         bias = self.values.get("b_o", 0.0)
@@ -255,7 +264,7 @@ class Page:
         step_header(8)
         if self.result is None:
             return waiting()
-        chart(figures.side_by_side(self.values["x"], self.result.output, self.q_tokens,
+        chart(_figure("side_by_side", self.values["x"], self.result.output, self.q_tokens,
                                    left_title="input X", right_title="output"), key="chart_output")
 
     def drill_down(self):
