@@ -14,6 +14,7 @@ import numpy as np
 import streamlit as st
 
 from mha_core import DEFAULT_SCENARIO, Scenario, all_scenarios, fill
+from mha_core.config import ConfigError, Setup, SetupLimits, settings_from_link, setup_from_json
 
 RANDOM = "random (seeded)"
 BLANK = "blank (zeros)"
@@ -31,6 +32,8 @@ class Limits:
 
 
 LIMITS = Limits()
+SETUP_LIMITS = SetupLimits(tokens=LIMITS.tokens, d_model=LIMITS.d_model, n_heads=LIMITS.n_heads,
+                           d_head=LIMITS.d_head)
 PER_HEAD = ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v")  # edited one head at a time
 MATRICES = ("x", "x_kv", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "mask")
 
@@ -57,6 +60,7 @@ def init_state() -> None:
         st.session_state.kept_edits = {}  # editor key -> edited_rows, safe from widget clean-up
         st.session_state.preset = DEFAULT_SCENARIO
         load_preset()
+        st.session_state.link_messages = apply_link(st.query_params.to_dict())
 
 
 def bump(name: str) -> None:
@@ -81,30 +85,74 @@ def load_preset() -> None:
     """on_change of the preset picker: write the preset's inputs and options into state."""
     key = st.session_state.preset
     scenario = scenarios().get(key)
-    widgets = st.session_state
     if scenario is None:
         _load_generated(blank=key == BLANK)
         return
-    h, d_model, d_k = scenario.w_q.shape
-    cross = scenario.x_kv is not None
-    widgets.tokens_text = " ".join(scenario.tokens)
-    widgets.kv_tokens_text = " ".join(scenario.kv_tokens or scenario.tokens)
+    apply_setup(Setup(tokens=scenario.tokens, kv_tokens=scenario.kv_tokens, x=scenario.x,
+                      x_kv=scenario.x_kv, w_q=scenario.w_q, w_k=scenario.w_k, w_v=scenario.w_v,
+                      w_o=scenario.w_o, mask=scenario.mask, scale=scenario.scale))
+    st.session_state.focus_query = scenario.focus_query
+
+
+def apply_setup(setup: Setup) -> None:
+    """Write a whole setup (a preset or a loaded file) into the widgets' state and the bases."""
+    widgets = st.session_state
+    h, d_model, d_k = setup.w_q.shape
+    d_v = setup.w_v.shape[2]
+    cross = setup.x_kv is not None
+    widgets.tokens_text = " ".join(setup.tokens)
+    widgets.kv_tokens_text = " ".join(setup.kv_tokens or setup.tokens)
     widgets.mode = "cross-attention" if cross else "self-attention"
-    widgets.d_model, widgets.n_heads = d_model, h
-    widgets.d_k, widgets.d_v = d_k, scenario.w_v.shape[2]
-    widgets.custom_head_width = d_model % h != 0 or d_k * h != d_model or scenario.w_v.shape[2] != d_k
-    widgets.mask_kind = "causal" if scenario.mask == "causal" else "none"
-    if scenario.scale in ("sqrt", "none"):
-        widgets.scale_mode, widgets.temperature = scenario.scale, 1.0
+    widgets.d_model, widgets.n_heads, widgets.d_k, widgets.d_v = d_model, h, d_k, d_v
+    widgets.custom_head_width = d_model % h != 0 or d_k * h != d_model or d_v != d_k
+    custom_mask = isinstance(setup.mask, np.ndarray)
+    widgets.mask_kind = "custom" if custom_mask else ("causal" if setup.mask == "causal" else "none")
+    if setup.scale in ("sqrt", "none"):
+        widgets.scale_mode, widgets.temperature = setup.scale, 1.0
     else:
-        widgets.scale_mode, widgets.temperature = "temperature", round(1.0 / float(scenario.scale), 6)
-    widgets.use_bias = False
+        widgets.scale_mode, widgets.temperature = "temperature", round(1.0 / float(setup.scale), 6)
+    biases = {name: getattr(setup, name) for name in ("b_q", "b_k", "b_v", "b_o")}
+    widgets.use_bias = any(value is not None for value in biases.values())
     for name in ("x", "w_q", "w_k", "w_v", "w_o"):
-        set_base(name, getattr(scenario, name))
-    set_base("x_kv", scenario.x_kv if cross else scenario.x)
-    for name in ("b_q", "b_k", "b_v", "b_o", "mask"):
-        set_base(name, None)
-    widgets.focus_query = scenario.focus_query
+        set_base(name, getattr(setup, name))
+    set_base("x_kv", setup.x_kv if cross else setup.x)
+    for name, value in biases.items():
+        set_base(name, value)  # None: conform() makes zeros of the right shape
+    set_base("mask", setup.mask if custom_mask else None)
+
+
+def current_setup(tokens, kv_tokens, values: dict, mask, scale) -> Setup:
+    """What the page shows now, as a Setup (for saving)."""
+    return Setup(tokens=tuple(tokens), kv_tokens=tuple(kv_tokens) if "x_kv" in values else None,
+                 mask=mask, scale=scale, **{name: values.get(name) for name in
+                                            ("x", "x_kv", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k",
+                                             "b_v", "b_o")})
+
+
+def load_uploaded() -> None:
+    """on_change of the file uploader: apply a saved setup, or say what is wrong with it."""
+    uploaded = st.session_state.get("setup_file")
+    st.session_state.load_message = None
+    if uploaded is None:
+        return
+    try:
+        apply_setup(setup_from_json(uploaded.getvalue(), SETUP_LIMITS))
+    except ConfigError as error:
+        st.session_state.load_message = f"{uploaded.name}: {error}"
+
+
+def apply_link(params: dict) -> list[str]:
+    """Settings from a shared link (?preset=...&tokens=...&d_model=...&heads=...&seed=...)."""
+    settings, refused = settings_from_link(params, SETUP_LIMITS, tuple(scenarios()))
+    if "preset" in settings:
+        st.session_state.preset = settings["preset"]
+        load_preset()
+    if "tokens" in settings:
+        st.session_state.tokens_text = " ".join(settings["tokens"])
+    for name, key in (("d_model", "d_model"), ("heads", "n_heads"), ("seed", "seed")):
+        if name in settings:
+            st.session_state[key] = settings[name]
+    return refused
 
 
 def _load_generated(blank: bool) -> None:

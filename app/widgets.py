@@ -176,3 +176,23 @@ def editor_ui(name: str, values: np.ndarray, rows: list[str], *, head: int | Non
     key = state.editor_key(name, head)
     st.data_editor(frame, key=key, column_config=config, width="content", on_change=state.keep_edits,
                    args=(name, key))
+
+
+SAVE_LIMIT = 40_000  # numbers; about 0.8 MB of JSON, inside the 1 MB upload limit
+
+
+def save_load_ui(setup_json, n_numbers: int) -> None:
+    """Download the current setup as JSON; upload one back. setup_json: () -> str, run on click."""
+    with st.sidebar.expander("Save or load this setup", expanded=False):
+        too_big = n_numbers > SAVE_LIMIT
+        st.download_button("⬇ Download as JSON", data=setup_json, file_name="attention-setup.json",
+                           mime="application/json", key="setup_download", on_click="ignore",
+                           disabled=too_big)
+        if too_big:
+            st.caption(f"{n_numbers:,} numbers is too many to save as a file (limit {SAVE_LIMIT:,}); "
+                       "share the page's link instead, e.g. ?preset=<example>.")
+        st.file_uploader("Load a saved setup", type=["json"], key="setup_file", max_upload_size=1,
+                         on_change=state.load_uploaded)
+        message = st.session_state.get("load_message")
+        if message:
+            st.error(f"Could not load {md_literal(message)}. Nothing on the page was changed.", icon="⚠️")

@@ -228,3 +228,23 @@ def test_tokens_in_messages_are_escaped_not_rendered(at):
     edit_cell(at, "x", row=0, col=0, value=1.0)
     warning = " ".join(texts(at.warning))
     assert r"2 · \$y\$" in warning
+
+
+def test_a_link_opens_a_preset_and_refuses_huge_sizes():
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest_util import ENTRY
+    at = AppTest.from_file(str(ENTRY), default_timeout=60)
+    at.query_params["preset"] = "ex_a_single_head"
+    at.query_params["d_model"] = "100000000"
+    at.run()
+    assert not at.exception
+    assert at.session_state["preset"] == "ex_a_single_head"
+    np.testing.assert_allclose(weights_drawn(at), SCENARIOS["ex_a_single_head"].run().weights, atol=1e-6)
+    assert any("d\\_model" in w and "1 to 512" in w for w in texts(at.warning)), texts(at.warning)
+
+
+def test_the_exam_size_examples_cannot_be_saved_but_say_why(at):
+    at.selectbox(key="preset").set_value("ex_i_parameter_count").run()
+    assert not at.exception
+    assert any("too many to save" in c for c in texts(at.caption))

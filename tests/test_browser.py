@@ -99,3 +99,34 @@ def test_an_edit_survives_a_visit_to_another_page(browser_page):
     back = page.evaluate(READ_WEIGHTS)
     assert all(abs(a - b) < 1e-9 for a, b in zip(back[0][2], edited[0][2], strict=True))
     page.screenshot(path=str(ARTIFACTS / "browser-after-navigation.png"))
+
+
+def upload(page, name: str, text: str) -> None:
+    page.get_by_text("Save or load this setup").click()
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+        files=[{"name": name, "mimeType": "application/json", "buffer": text.encode()}])
+    page.wait_for_timeout(500)
+    page.wait_for_selector(IDLE, timeout=20_000)
+
+
+def test_loading_a_saved_setup_and_refusing_a_bad_one(browser_page):
+    import json
+
+    from mha_core import all_scenarios
+    from mha_core.config import Setup, setup_to_json
+    page = browser_page
+    before = page.evaluate(READ_WEIGHTS)
+    bad = json.loads(setup_to_json(Setup(**{k: getattr(all_scenarios()["ex_a_single_head"], k) for k in
+                                            ("tokens", "x", "w_q", "w_k", "w_v", "w_o")})))
+    bad["tokens"] = ["w"] * 30
+    upload(page, "bad.json", json.dumps(bad))
+    assert page.get_by_text("Could not load bad.json").count() == 1
+    assert page.evaluate(READ_WEIGHTS) == before  # nothing on the page changed
+    good = all_scenarios()["ex_a_single_head"]
+    upload(page, "a.json", setup_to_json(Setup(tokens=good.tokens, x=good.x, w_q=good.w_q, w_k=good.w_k,
+                                                w_v=good.w_v, w_o=good.w_o)))
+    page.wait_for_function(f"() => {{ const z = ({READ_WEIGHTS})(); return z && z.length === 1; }}",
+                           timeout=10_000)
+    weights = page.evaluate(READ_WEIGHTS)
+    assert abs(weights[0][0][0] - 0.6698) < 5e-5  # seed 001, example A
+    assert page.locator("[data-testid='stException']").count() == 0

@@ -9,6 +9,7 @@ from app import figures, state, widgets
 from app.steps import STEPS
 from mha_core import head_contributions, multi_head_attention, normalised_entropy, pairwise_disagreement
 from mha_core.analysis import METRICS
+from mha_core.config import setup_to_json
 
 FLAT_AT = 0.95  # normalised entropy above which a head "has nothing to say" for that query
 METRIC_NAMES = {"l2": "L2 (Euclidean)", "js": "Jensen-Shannon", "tv": "total variation"}
@@ -51,9 +52,19 @@ def gather_inputs(inputs: widgets.Inputs) -> tuple[dict, dict]:
     return values, problems
 
 
+def mask_of(values: dict, inputs: widgets.Inputs):
+    return {"none": None, "causal": "causal"}.get(inputs.mask_kind, values.get("mask"))
+
+
+def setup_json(inputs: widgets.Inputs, values: dict) -> str:
+    """The page's current setup as JSON (run only when the download button is clicked)."""
+    return setup_to_json(state.current_setup(inputs.tokens, inputs.kv_tokens, values,
+                                             mask_of(values, inputs), inputs.scale))
+
+
 def compute(values: dict, inputs: widgets.Inputs):
     """Run the core; a ValueError (e.g. overflow) becomes a message instead of a traceback."""
-    mask = {"none": None, "causal": "causal"}.get(inputs.mask_kind, values.get("mask"))
+    mask = mask_of(values, inputs)
     try:
         return multi_head_attention(
             values["x"], values["w_q"], values["w_k"], values["w_v"], values["w_o"],
@@ -81,7 +92,10 @@ def render() -> None:
     state.restore_dropped_edits()
     state.conform(inputs.shapes, inputs.seed)
     widgets.fill_ui(inputs.shapes, inputs.seed)
+    for message in st.session_state.get("link_messages", []):
+        st.warning(f"Ignored from the link: {widgets.md_literal(message)}", icon="⚠️")
     values, problems = gather_inputs(inputs)
+    widgets.save_load_ui(lambda: setup_json(inputs, values), sum(v.size for v in values.values()))
     result, core_error = (None, None) if problems else compute(values, inputs)
     if core_error:
         st.error(f"The computation refused these inputs: {core_error}", icon="⚠️")
