@@ -9,7 +9,7 @@ PORT ?= 8501
 ADDRESS ?= localhost
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: run test venv lint bench clean
+.PHONY: run test venv lint bench clean container-test
 
 # The venv is rebuilt whenever a requirements file is newer than the last install.
 $(STAMP): requirements.txt requirements-dev.txt
@@ -31,6 +31,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/core.py
+
+# Builds the Docker image with podman and runs it for real (health, non-root, headless Chromium,
+# no outbound network); skips without podman/root unless REQUIRE_CONTAINER=1. Needs root.
+container-test: $(STAMP)
+	bash scripts/container-test.sh
 
 clean:
 	rm -rf $(VENV) artifacts .pytest_cache .hypothesis

@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# make container-test: build the Docker image with podman and run it for real on this machine.
+#
+#   1. base image: localhost/mha-base from Debian packages (debootstrap), because no image registry
+#      is reachable here; built once and then reused (podman rmi localhost/mha-base to rebuild);
+#   2. the image from ./Dockerfile with --build-arg BASE_IMAGE=localhost/mha-base;
+#   3. container 1, as deployed (port published on a free loopback port): /_stcore/health says ok,
+#      the image's own HEALTHCHECK passes, the server does not run as root, and headless Chromium
+#      renders the page (weights heatmap, no exception) -> artifacts/container.png;
+#   4. container 2, offline (--network none) with a Python audit hook (tests/container/netaudit):
+#      the same browser check through the container's network namespace, and no socket
+#      connect/sendto or name lookup outside loopback from any Python process in the container.
+#
+# Without podman, runc, root, Chromium or Playwright it prints why and exits 0 (skip), unless
+# REQUIRE_CONTAINER=1 (CI), where that is a failure. Podman quirks on this kind of machine (see
+# shared ENVIRONMENT.md): --runtime runc (crun fails on this kernel's cgroups) and explicit ulimits
+# (podman's defaults are refused).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+BASE_IMAGE=${BASE_IMAGE:-localhost/mha-base}
+IMAGE=${IMAGE:-localhost/mha-app:test}
+DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+PYTHON=${CONTAINER_TEST_PYTHON:-$ROOT/.venv/bin/python}  # not $PYTHON: `make PYTHON=...` exports that
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+CA_BUNDLE=${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
+ARTIFACTS=$ROOT/artifacts
+PODMAN_FLAGS=(--runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+WEB=mha-container-test-$$-web
+OFFLINE=mha-container-test-$$-offline
+T0=$EPOCHREALTIME
+
+log() { echo "container-test: $*"; }
+fail() { echo "container-test: FAIL: $*" >&2; exit 1; }
+skip() {
+  if [[ ${REQUIRE_CONTAINER:-0} == 1 ]]; then
+    fail "$1 (REQUIRE_CONTAINER=1, so this is not a skip)"
+  fi
+  echo "container-test: SKIP: $1"
+  exit 0
+}
+since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
+
+# podman without systemd logs an error for every container whose image has a HEALTHCHECK (it cannot
+# create the timer); `podman healthcheck run` still works. Show podman's stderr only on failure.
+quiet_podman() {
+  local err rc=0
+  err=$(mktemp)
+  podman "$@" 2>"$err" || rc=$?
+  if ((rc)); then grep -v 'systemd connection' "$err" >&2 || true; fi
+  rm -f "$err"
+  return "$rc"
+}
+
+# ---- can this machine run the test at all? ----
+[[ $(uname -s) == Linux ]] || skip "not Linux"
+command -v podman >/dev/null 2>&1 || skip "podman not found (apt-get install podman runc debootstrap)"
+[[ $(id -u) == 0 ]] || skip "needs root (rootful podman with runc; debootstrap builds the base as root)"
+command -v runc >/dev/null 2>&1 || skip "runc not found (apt-get install runc; crun fails on this kernel)"
+command -v nsenter >/dev/null 2>&1 || skip "nsenter not found (util-linux)"
+podman info >/dev/null 2>&1 || skip "podman is installed but does not work: $(podman info 2>&1 | tail -1)"
+if ! podman image exists "$BASE_IMAGE" && ! command -v debootstrap >/dev/null 2>&1; then
+  skip "no $BASE_IMAGE image and no debootstrap to build it (apt-get install debootstrap)"
+fi
+[[ -x $CHROMIUM ]] || skip "no Chromium at $CHROMIUM (apt-get install chromium)"
+"$PYTHON" -c "import playwright.sync_api" 2>/dev/null || skip "Playwright missing from $PYTHON (make venv)"
+
+mkdir -p "$ARTIFACTS"
+ROOTFS=
+cleanup() {
+  # One name per call: podman 4.3's `rm --force A B` with B missing removed neither and still exited 0.
+  local name
+  for name in "$WEB" "$OFFLINE"; do
+    if podman container exists "$name"; then quiet_podman rm --force --time 0 "$name" >/dev/null || true; fi
+  done
+  if [[ -n $ROOTFS ]]; then rm -rf "$ROOTFS"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- 1. the base image ----
+BASE_SECONDS=cached
+if podman image exists "$BASE_IMAGE"; then
+  log "base image $BASE_IMAGE exists: debootstrap skipped (podman rmi $BASE_IMAGE to rebuild it)"
+else
+  log "building base image $BASE_IMAGE with debootstrap ($DEBIAN_SUITE; about a minute)"
+  t=$EPOCHREALTIME
+  ROOTFS=$(mktemp -d /var/tmp/mha-base.XXXXXX)
+  debootstrap --variant=minbase --include=python3,python3-venv,curl "$DEBIAN_SUITE" "$ROOTFS" \
+      "$DEBIAN_MIRROR" >"$ARTIFACTS/debootstrap.log" 2>&1 \
+    || { tail -n 20 "$ARTIFACTS/debootstrap.log" >&2; fail "debootstrap failed (artifacts/debootstrap.log)"; }
+  # Downloaded .debs and package lists are ~100 MB the image does not need; the host's resolver
+  # and hostname must not be baked in (podman provides both at run time).
+  rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/*
+  : >"$ROOTFS/etc/resolv.conf"
+  : >"$ROOTFS/etc/hostname"
+  tar -C "$ROOTFS" -c . | podman import --quiet \
+      --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+      --change 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
+  rm -rf "$ROOTFS"
+  ROOTFS=
+  BASE_SECONDS=$(since "$t")
+  log "base image built in ${BASE_SECONDS} s"
+fi
+
+# ---- 2. the image ----
+# --format docker keeps HEALTHCHECK (the OCI format has no field for it). The host's CA bundle goes
+# in as an optional build secret for pip behind a TLS-inspecting proxy; no layer stores it.
+build_args=(--format docker "${PODMAN_FLAGS[@]}" --network host --build-arg "BASE_IMAGE=$BASE_IMAGE")
+if [[ -s $CA_BUNDLE ]]; then build_args+=(--secret "id=ca_bundle,src=$CA_BUNDLE"); fi
+log "building $IMAGE from ./Dockerfile (log: artifacts/container-build.log)"
+t=$EPOCHREALTIME
+podman build "${build_args[@]}" -t "$IMAGE" . >"$ARTIFACTS/container-build.log" 2>&1 \
+  || { tail -n 30 "$ARTIFACTS/container-build.log" >&2; fail "podman build failed (artifacts/container-build.log)"; }
+BUILD_SECONDS=$(since "$t")
+SIZE_BYTES=$(podman image inspect --format '{{.Size}}' "$IMAGE")
+SIZE_MB=$(awk -v b="$SIZE_BYTES" 'BEGIN { printf "%.0f", b / 1e6 }')
+log "image built in ${BUILD_SECONDS} s; size ${SIZE_MB} MB ($SIZE_BYTES bytes)"
+[[ $(podman image inspect --format '{{.Config.User}}' "$IMAGE") == streamlit ]] \
+  || fail "the image's USER is not 'streamlit'"
+
+wait_healthy() {  # container, seconds: the image's own HEALTHCHECK, run from inside the container
+  local deadline=$((SECONDS + $2))
+  until quiet_podman healthcheck run "$1" >/dev/null; do
+    if [[ $(podman inspect --format '{{.State.Running}}' "$1") != true ]]; then
+      podman logs "$1" >&2 || true
+      fail "container $1 exited before it was healthy"
+    fi
+    ((SECONDS < deadline)) || { podman logs "$1" >&2 || true; fail "$1 not healthy within $2 s"; }
+    sleep 1
+  done
+}
+
+not_root() {  # container: neither `podman exec id -u` nor the server process (PID 1) is root
+  local exec_uid pid1_uid
+  exec_uid=$(podman exec "$1" id -u)
+  pid1_uid=$(podman exec "$1" awk '/^Uid:/ { print $2 }' /proc/1/status)
+  log "$1: podman exec id -u = $exec_uid; server process (PID 1) uid = $pid1_uid"
+  [[ $exec_uid != 0 && $pid1_uid != 0 ]] || fail "the container runs as root"
+}
+
+# ---- 3. as deployed: published port ----
+t=$EPOCHREALTIME
+# Publish on a loopback port podman picks (no race for a free port, nothing exposed on the LAN).
+if quiet_podman run --detach --name "$WEB" "${PODMAN_FLAGS[@]}" -p 127.0.0.1::8501 "$IMAGE" >/dev/null; then
+  URL=http://$(podman port "$WEB" 8501/tcp | head -n 1)
+else
+  # Fallback where podman's bridge network does not work: the host's network on a free port.
+  log "publishing a port failed; falling back to --network host"
+  quiet_podman rm --force --time 0 "$WEB" >/dev/null 2>&1 || true
+  port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  quiet_podman run --detach --name "$WEB" "${PODMAN_FLAGS[@]}" --network host \
+      --health-cmd "/opt/venv/bin/python -c \"import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:$port/_stcore/health', timeout=4).read() != b'ok')\"" \
+      "$IMAGE" --server.address=127.0.0.1 "--server.port=$port" >/dev/null
+  URL=http://127.0.0.1:$port
+fi
+log "container $WEB serving at $URL"
+wait_healthy "$WEB" 60
+health=$("$PYTHON" -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
+  "$URL/_stcore/health")
+[[ $health == ok ]] || fail "$URL/_stcore/health answered '$health', not 'ok'"
+log "$URL/_stcore/health = $health; image HEALTHCHECK: healthy (after $(since "$t") s)"
+not_root "$WEB"
+"$PYTHON" tests/container/browser_check.py "$URL" "$ARTIFACTS/container.png" \
+  || { podman logs "$WEB" >&2 || true; fail "browser check against $URL"; }
+log "page rendered in headless Chromium; screenshot: artifacts/container.png"
+quiet_podman rm --force --time 0 "$WEB" >/dev/null
+
+# ---- 4. offline, with every Python network call audited ----
+quiet_podman run --detach --name "$OFFLINE" "${PODMAN_FLAGS[@]}" --network none \
+    -v "$ROOT/tests/container/netaudit:/netaudit:ro" -e PYTHONPATH=/app:/netaudit "$IMAGE" >/dev/null
+wait_healthy "$OFFLINE" 60
+log "container $OFFLINE (--network none) healthy (checked from inside with the image's HEALTHCHECK)"
+pid=$(podman inspect --format '{{.State.Pid}}' "$OFFLINE")
+# The browser joins the container's network namespace, where only its loopback exists.
+nsenter --net="/proc/$pid/ns/net" -- "$PYTHON" tests/container/browser_check.py \
+    http://127.0.0.1:8501 "$ARTIFACTS/container-offline.png" \
+  || { podman logs "$OFFLINE" >&2 || true; fail "browser check inside the offline container's network"; }
+audit=$(podman logs "$OFFLINE" 2>&1)
+grep -q '^NETAUDIT active pid=1$' <<<"$audit" || { echo "$audit" >&2; fail "the network audit hook did not load"; }
+if grep '^NETAUDIT outbound' <<<"$audit" >&2; then
+  fail "the app tried to reach the network at run time (lines above)"
+fi
+log "offline: page rendered; no outbound connection or name lookup by the server (audit hook active)"
+quiet_podman rm --force --time 0 "$OFFLINE" >/dev/null
+
+TOTAL_SECONDS=$(since "$T0")
+cat >"$ARTIFACTS/container-test.txt" <<REPORT
+base_build_seconds=$BASE_SECONDS
+image_build_seconds=$BUILD_SECONDS
+image_size_bytes=$SIZE_BYTES
+total_seconds=$TOTAL_SECONDS
+REPORT
+log "PASS in ${TOTAL_SECONDS} s (base: ${BASE_SECONDS}; image build: ${BUILD_SECONDS} s; image: ${SIZE_MB} MB)"
