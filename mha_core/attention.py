@@ -64,7 +64,7 @@ def softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
 def _softmax(z: np.ndarray, axis: int, out: np.ndarray | None = None) -> np.ndarray:
     """softmax without the input check: z is known to hold no NaN or +inf. Writes to out if given."""
     row_max = np.max(z, axis=axis, keepdims=True)
-    row_max[np.isneginf(row_max)] = 0.0  # an all -inf row: exp(-inf - 0) = 0 everywhere
+    row_max[row_max == -np.inf] = 0.0  # an all -inf row: exp(-inf - 0) = 0 everywhere
     out = np.subtract(z, row_max, out=out)
     np.exp(out, out=out)
     total = np.sum(out, axis=axis, keepdims=True)
@@ -118,7 +118,7 @@ def multi_head_attention(
         )
     n_q, n_k = x.shape[0], x_kv.shape[0]
     allowed = resolve_mask(mask, n_q, n_k)  # [n_q, n_k] bool or None
-    multiplier = resolve_scale(scale, d_k)
+    multiplier = resolve_scale(scale, d_k, dtype)
 
     # 1) Project the tokens into each head's query, key and value spaces.
     q = project(x, w_q)  # [h, n_q, d_k]
@@ -136,7 +136,7 @@ def multi_head_attention(
     scores, scaled, weights = block  # three [h, n_q, n_k] views
     np.matmul(q, k.transpose(0, 2, 1), out=scores)
     np.multiply(scores, dtype.type(multiplier), out=scaled)
-    bound = _check_no_overflow(q, k, v, scaled, multiplier)  # >= every finite |scaled|
+    bound = _check_no_overflow(q, k, v, scores, scaled, multiplier)  # >= every finite |scaled|
 
     # 3) Mask: a blocked pair gets -inf, hence weight 0.
     if allowed is not None:
@@ -176,13 +176,13 @@ def _add_bias(a: np.ndarray, bias: np.ndarray | None) -> np.ndarray:  # [h, n, d
     return a
 
 
-def _check_no_overflow(q, k, v, scaled, multiplier) -> float:
+def _check_no_overflow(q, k, v, scores, scaled, multiplier) -> float:
     """Raise if a projection or a score overflowed; return a bound on the finite |scaled| entries.
 
-    The scores are bounded without reading them (see _score_bound), so the full scan of the
-    scores only runs when they could have overflowed; the bound is then inf.
+    Large score grids are bounded without reading them (see _score_bound), so the full scan of
+    the scores only runs when they could have overflowed; the bound is then inf.
     """
-    bound = _score_bound(q, k)  # >= every |q . k|; not finite if q or k is not
+    bound = _score_bound(q, k, scores)  # >= every |q . k|; not finite if q or k is not
     suspects = (("v", v),) if bound < np.inf else (("q", q), ("k", k), ("v", v))
     for name, a in suspects:
         if not np.isfinite(a).all():
@@ -200,13 +200,16 @@ def _check_no_overflow(q, k, v, scaled, multiplier) -> float:
     return np.inf
 
 
-def _score_bound(q: np.ndarray, k: np.ndarray) -> float:  # [h, n_q, d], [h, n_k, d] -> float
-    """|q_i . k_j| <= |q_i| |k_j| <= (longest query) * (longest key)  (Cauchy-Schwarz).
+def _score_bound(q: np.ndarray, k: np.ndarray, scores: np.ndarray) -> float:
+    """A bound >= every |q_i . k_j|: the exact maximum when the scores are few (one cheap pass),
+    else (longest query) * (longest key), by Cauchy-Schwarz, without reading the scores.
 
     inf (or NaN) when q or k is not finite or their squared lengths overflow: callers then take
     their safe path.
     """
     with np.errstate(over="ignore", invalid="ignore"):
+        if scores.size <= _SCAN_SCORES_UP_TO:
+            return float(np.max(np.abs(scores)))
         q_len2 = float(np.einsum("hnd,hnd->hn", q, q).max())  # squared length of the longest query
         k_len2 = float(np.einsum("hnd,hnd->hn", k, k).max())
     return math.sqrt(q_len2) * math.sqrt(k_len2)
@@ -226,6 +229,8 @@ def _attention_softmax(z: np.ndarray, bound: float, out: np.ndarray) -> np.ndarr
     out /= total
     return out
 
+
+_SCAN_SCORES_UP_TO = 16_384  # below this a pass over the scores is cheaper than two einsums
 
 # exp(+-limit) and n_k terms of that size are finite and normal: half the log of the largest float.
 _EXP_SAFE = {np.dtype(t): float(np.log(np.finfo(t).max)) / 2 for t in (np.float32, np.float64)}

@@ -17,12 +17,11 @@ def as_float_array(name: str, value, dtype=None) -> np.ndarray:
         array = np.asarray(value)
     except (TypeError, ValueError) as error:  # ragged lists and the like
         raise ValueError(f"{name} must be a numeric array: {error}") from None
-    if array.dtype == object or not (
-        np.issubdtype(array.dtype, np.number) or array.dtype == bool
-    ):
-        raise ValueError(f"{name} must be numeric, got dtype {array.dtype}")
-    if np.issubdtype(array.dtype, np.complexfloating):
+    kind = array.dtype.kind  # b bool, i/u integers, f floats, c complex; anything else is not numeric
+    if kind == "c":
         raise ValueError(f"{name} must be real, got dtype {array.dtype}")
+    if kind not in "biuf":
+        raise ValueError(f"{name} must be numeric, got dtype {array.dtype}")
     target = dtype if dtype is not None else (
         array.dtype if array.dtype in FLOAT_DTYPES else np.float64
     )
@@ -101,8 +100,9 @@ def resolve_mask(mask, n_q: int, n_k: int) -> np.ndarray | None:  # -> [n_q, n_k
     return array.copy()
 
 
-def resolve_scale(scale, d_k: int) -> float:
-    """The multiplier for the scores: "sqrt" -> 1/sqrt(d_k), "none" -> 1, or a positive float."""
+def resolve_scale(scale, d_k: int, dtype=np.float64) -> float:
+    """The multiplier for the scores: "sqrt" -> 1/sqrt(d_k), "none" -> 1, or a positive float
+    that stays finite and non-zero in the compute dtype."""
     if isinstance(scale, str):
         if scale == "sqrt":
             return 1.0 / float(np.sqrt(d_k))
@@ -113,4 +113,8 @@ def resolve_scale(scale, d_k: int) -> float:
         raise ValueError(f"scale must be 'sqrt', 'none' or a positive number, got {scale!r}")
     if not np.isfinite(scale) or scale <= 0:
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    info = np.finfo(dtype)
+    if not info.tiny <= scale <= info.max:
+        raise ValueError(f"scale={scale!r} is outside what {np.dtype(dtype).name} can hold "
+                         f"(from {info.tiny:.3g} to {info.max:.3g})")
     return float(scale)

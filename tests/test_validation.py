@@ -216,9 +216,6 @@ def test_bad_scales_are_rejected(scale, pattern):
         call(scale=scale)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="mha_core bug: a float scale beyond float32's range (1e39) becomes inf in "
-                          "float32; the error blames the embeddings or w_o, never the scale")
 @pytest.mark.parametrize("zero_queries", [False, True], ids=["random", "zero-queries"])
 def test_a_scale_too_big_for_float32_is_named(zero_queries):
     case = {k: v.astype(np.float32) for k, v in valid_case().items()}
@@ -395,3 +392,11 @@ def test_softmax_rejects_nan_and_plus_inf(z, pattern):
 
 def test_softmax_accepts_minus_inf():
     np.testing.assert_array_equal(softmax(np.array([0.0, -np.inf])), [1.0, 0.0])
+
+
+def test_a_scale_too_small_for_float32_is_named_not_rounded_to_zero():
+    case = {k: v.astype(np.float32) for k, v in valid_case().items()}
+    with pytest.raises(ValueError, match=r"scale=1e-50 is outside what float32 can hold"):
+        multi_head_attention(**case, scale=1e-50)
+    result = multi_head_attention(**valid_case(), scale=1e-50)  # float64 holds it
+    assert result.scale == 1e-50
