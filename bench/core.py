@@ -27,6 +27,7 @@ import tracemalloc
 import numpy as np
 
 from mha_core import mha_flops, multi_head_attention, random_weights
+from mha_core.packing import to_packed
 
 try:
     import torch
@@ -95,17 +96,13 @@ def make_case(n: int, d_model: int, h: int, seed: int = 0) -> dict:
 def torch_module(args: dict, d_model: int, h: int):
     """nn.MultiheadAttention holding the same weights (its packed [out, in] layout)."""
     mha = torch.nn.MultiheadAttention(d_model, h, bias=True, batch_first=True)
-
-    def out_in(w):  # [h, d_model, d] -> [h*d, d_model]
-        return w.transpose(0, 2, 1).reshape(-1, d_model)
-
-    w_in = np.concatenate([out_in(args["w_q"]), out_in(args["w_k"]), out_in(args["w_v"])])
-    b_in = np.concatenate([args["b_q"].ravel(), args["b_k"].ravel(), args["b_v"].ravel()])
+    packed = to_packed(**{name: args[name] for name in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v",
+                                                        "b_o")})
     with torch.no_grad():
-        mha.in_proj_weight.copy_(torch.from_numpy(w_in))
-        mha.in_proj_bias.copy_(torch.from_numpy(b_in))
-        mha.out_proj.weight.copy_(torch.from_numpy(args["w_o"].T.copy()))
-        mha.out_proj.bias.copy_(torch.from_numpy(args["b_o"]))
+        mha.in_proj_weight.copy_(torch.from_numpy(packed["in_proj_weight"]))
+        mha.in_proj_bias.copy_(torch.from_numpy(packed["in_proj_bias"]))
+        mha.out_proj.weight.copy_(torch.from_numpy(packed["out_proj_weight"]))
+        mha.out_proj.bias.copy_(torch.from_numpy(packed["out_proj_bias"]))
     return mha.eval()
 
 

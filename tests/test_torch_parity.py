@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from mha_core import multi_head_attention, random_weights
+from mha_core.packing import from_packed, to_packed
 
 SKIP_REASON = "torch not installed; CI installs torch==2.13.0 and sets REQUIRE_TORCH=1"
 
@@ -206,17 +207,12 @@ def _to_torch_mha(params, d_model: int, h: int) -> torch.nn.MultiheadAttention:
         dtype=torch.float64,
     )
     assert mha._qkv_same_embed_dim and mha.in_proj_weight is not None
-
-    def out_in(w):  # [h, d_model, d] -> [h*d, d_model]
-        return w.transpose(0, 2, 1).reshape(-1, d_model)
-
-    in_proj_weight = np.concatenate([out_in(params["w_q"]), out_in(params["w_k"]), out_in(params["w_v"])])
-    in_proj_bias = np.concatenate([params["b_q"].ravel(), params["b_k"].ravel(), params["b_v"].ravel()])
+    packed = to_packed(**params)  # the mapping under test: mha_core.packing
     with torch.no_grad():
-        mha.in_proj_weight.copy_(torch.from_numpy(in_proj_weight))
-        mha.in_proj_bias.copy_(torch.from_numpy(in_proj_bias))
-        mha.out_proj.weight.copy_(torch.from_numpy(params["w_o"].T.copy()))
-        mha.out_proj.bias.copy_(torch.from_numpy(params["b_o"]))
+        mha.in_proj_weight.copy_(torch.from_numpy(packed["in_proj_weight"]))
+        mha.in_proj_bias.copy_(torch.from_numpy(packed["in_proj_bias"]))
+        mha.out_proj.weight.copy_(torch.from_numpy(packed["out_proj_weight"]))
+        mha.out_proj.bias.copy_(torch.from_numpy(packed["out_proj_bias"]))
     return mha.eval()
 
 
@@ -270,3 +266,20 @@ def test_wrong_mask_convention_would_be_caught():
         )
     assert torch.isfinite(attn).all()
     assert np.max(np.abs(ours.weights - attn[0].numpy())) > 1e-3
+
+
+def test_from_packed_inverts_to_packed_and_reads_a_torch_module():
+    rng = np.random.default_rng(3)
+    mha = torch.nn.MultiheadAttention(12, 3, bias=True, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_bias.copy_(torch.from_numpy(rng.normal(size=36)))
+    state = {name: value.detach().numpy() for name, value in mha.named_parameters()}
+    ours = from_packed(state["in_proj_weight"], state["in_proj_bias"], state["out_proj.weight"],
+                       state["out_proj.bias"], n_heads=3)
+    x = rng.normal(size=(5, 12))
+    expected, _ = mha(torch.from_numpy(x)[None], torch.from_numpy(x)[None], torch.from_numpy(x)[None])
+    result = multi_head_attention(x, **ours)
+    np.testing.assert_allclose(result.output, expected[0].detach().numpy(), rtol=RTOL, atol=ATOL)
+    again = to_packed(**ours)
+    np.testing.assert_array_equal(again["in_proj_weight"], state["in_proj_weight"])
+    np.testing.assert_array_equal(again["out_proj_weight"], state["out_proj.weight"])
