@@ -149,7 +149,8 @@ def multi_head_attention(
 
     # 5) Concatenate the heads in head order (free: heads is laid out that way) and mix with W_O.
     concat = heads.reshape(n_q, h * d_v)  # [n_q, h*d_v]
-    output = concat @ w_o  # [n_q, d_model]
+    with np.errstate(over="ignore", invalid="ignore"):  # checked just below, with a clear message
+        output = concat @ w_o  # [n_q, d_model]
     b_o = check_bias("b_o", b_o, (d_model,), dtype)
     if b_o is not None:
         output += b_o
