@@ -88,9 +88,7 @@ def load_preset() -> None:
     if scenario is None:
         _load_generated(blank=key == BLANK)
         return
-    apply_setup(Setup(tokens=scenario.tokens, kv_tokens=scenario.kv_tokens, x=scenario.x,
-                      x_kv=scenario.x_kv, w_q=scenario.w_q, w_k=scenario.w_k, w_v=scenario.w_v,
-                      w_o=scenario.w_o, mask=scenario.mask, scale=scenario.scale))
+    apply_setup(scenario.setup())
     st.session_state.focus_query = scenario.focus_query
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mha_core.attention import MHAResult, multi_head_attention
+from mha_core.config import Setup
 from mha_core.init import random_weights, select_matrix
 
 
@@ -47,6 +48,11 @@ class Scenario:
     @property
     def d_model(self) -> int:
         return self.x.shape[1]
+
+    def setup(self) -> Setup:
+        """The inputs alone, as the app and the JSON files carry them."""
+        return Setup(tokens=self.tokens, kv_tokens=self.kv_tokens, x=self.x, x_kv=self.x_kv, w_q=self.w_q,
+                     w_k=self.w_k, w_v=self.w_v, w_o=self.w_o, mask=self.mask, scale=self.scale)
 
     def run(self) -> MHAResult:
         return multi_head_attention(

@@ -113,18 +113,15 @@ def test_loading_a_saved_setup_and_refusing_a_bad_one(browser_page):
     import json
 
     from mha_core import all_scenarios
-    from mha_core.config import Setup, setup_to_json
+    from mha_core.config import setup_to_json
     page = browser_page
     before = page.evaluate(READ_WEIGHTS)
-    bad = json.loads(setup_to_json(Setup(**{k: getattr(all_scenarios()["ex_a_single_head"], k) for k in
-                                            ("tokens", "x", "w_q", "w_k", "w_v", "w_o")})))
-    bad["tokens"] = ["w"] * 30
+    example_a = setup_to_json(all_scenarios()["ex_a_single_head"].setup())
+    bad = {**json.loads(example_a), "tokens": ["w"] * 30}
     upload(page, "bad.json", json.dumps(bad))
     assert page.get_by_text("Could not load bad.json").count() == 1
     assert page.evaluate(READ_WEIGHTS) == before  # nothing on the page changed
-    good = all_scenarios()["ex_a_single_head"]
-    upload(page, "a.json", setup_to_json(Setup(tokens=good.tokens, x=good.x, w_q=good.w_q, w_k=good.w_k,
-                                                w_v=good.w_v, w_o=good.w_o)))
+    upload(page, "a.json", example_a)
     page.wait_for_function(f"() => {{ const z = ({READ_WEIGHTS})(); return z && z.length === 1; }}",
                            timeout=10_000)
     weights = page.evaluate(READ_WEIGHTS)

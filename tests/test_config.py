@@ -24,14 +24,8 @@ LIMITS = SetupLimits()
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def setup_of(scenario) -> Setup:
-    return Setup(tokens=scenario.tokens, kv_tokens=scenario.kv_tokens, x=scenario.x, x_kv=scenario.x_kv,
-                 w_q=scenario.w_q, w_k=scenario.w_k, w_v=scenario.w_v, w_o=scenario.w_o,
-                 mask=scenario.mask, scale=scenario.scale)
-
-
 def valid_document(**overrides) -> dict:
-    document = json.loads(setup_to_json(setup_of(SCENARIOS["the_cat_sat_two_heads"])))
+    document = json.loads(setup_to_json(SCENARIOS["the_cat_sat_two_heads"].setup()))
     document.update(overrides)
     return document
 
@@ -39,7 +33,7 @@ def valid_document(**overrides) -> dict:
 @pytest.mark.parametrize("key", list(SCENARIOS))
 def test_every_preset_round_trips_exactly(key):
     scenario = SCENARIOS[key]
-    text = setup_to_json(setup_of(scenario))
+    text = setup_to_json(scenario.setup())
     if scenario.d_model == 512:  # the exam-size examples: 1M numbers, about 23 MB of JSON
         with pytest.raises(ConfigError, match="limit is 2,000,000"):
             setup_from_json(text)
@@ -53,7 +47,7 @@ def test_every_preset_round_trips_exactly(key):
 
 
 def test_custom_mask_and_biases_round_trip(rng):
-    base = setup_of(SCENARIOS["cat_chases_mouse"])
+    base = SCENARIOS["cat_chases_mouse"].setup()
     mask = np.array([[True, False, True], [True, True, False], [False, False, True]])
     setup = Setup(**{**base.__dict__, "mask": mask, "b_o": rng.normal(size=4),
                      "b_q": rng.normal(size=(2, 2))})
