@@ -19,8 +19,12 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 venv: $(STAMP)
 
+# Streamlit's own start-up banner looks up "network" and "external" URLs over the internet when the
+# address is 0.0.0.0; the banner is hidden and this line says where the app is instead.
 run: $(STAMP)
-	$(BIN)/streamlit run app/streamlit_app.py --server.port $(PORT) --server.address $(ADDRESS)
+	@echo "Serving the app on http://$(ADDRESS):$(PORT) (Ctrl+C stops it)"
+	$(BIN)/streamlit run app/streamlit_app.py --server.port $(PORT) --server.address $(ADDRESS) \
+		--logger.hideWelcomeMessage true
 
 test: $(STAMP)
 	$(BIN)/python -m ruff check .
