@@ -7,7 +7,13 @@ import streamlit as st
 
 from app import figures, state, widgets
 from app.steps import STEPS
-from mha_core import head_contributions, multi_head_attention, normalised_entropy, pairwise_disagreement
+from mha_core import (
+    attention_flops,
+    head_contributions,
+    multi_head_attention,
+    normalised_entropy,
+    pairwise_disagreement,
+)
 from mha_core.analysis import METRICS
 from mha_core.config import setup_to_json
 
@@ -172,6 +178,11 @@ class Page:
         step_header(3)
         if self.result is None:
             return waiting()
+        sh, n_q, n_k = self.shapes, self.shapes.n_q, self.shapes.n_k
+        flops = attention_flops(n_q, n_k, sh.n_heads, sh.d_k, sh.d_v)
+        one_fat_head = attention_flops(n_q, n_k, 1, sh.n_heads * sh.d_k, sh.n_heads * sh.d_v)
+        st.caption(f"Cost of all {sh.n_heads} heads' scores and blends: {flops:,} FLOPs; one head of width "
+                   f"{sh.n_heads * sh.d_k} would cost {one_fat_head:,}. Thin heads add viewpoints, not work.")
         chart(_figure("head_grids", self.result.scores, self.q_tokens, self.k_tokens, kind="scores",
                                  head_names=self.heads), key="chart_scores")
 
