@@ -27,7 +27,7 @@ def test_default_page_is_the_two_disagreeing_heads(at):
     np.testing.assert_allclose(weights_drawn(at), SCENARIOS[DEFAULT_SCENARIO].run().weights, atol=1e-6)
     assert STEP_CHARTS <= set(chart_specs(at))
     assert any("0.813" in text for text in texts(at.markdown))
-    assert any("36 FLOPs; one head of width 2 would cost 36" in c for c in texts(at.caption))
+    assert any("72 FLOPs; one head of width 2 would cost 72" in c for c in texts(at.caption))
     assert len(at.latex) >= 8
 
 
