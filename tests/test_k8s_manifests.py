@@ -396,7 +396,8 @@ def test_the_docs_create_the_secret_the_deployment_reads():
     text = DOCS.read_text()
     assert f"create secret generic {name}" in text
     assert f'--from-literal={key}="$(openssl rand -hex 32)"' in text
-    assert "TODO(load test)" in text
+    holds = text.split("## What one replica holds", 1)[1]
+    assert "bench/load.py" in holds and "55 sessions" in holds  # sized from the measured load test
 
 
 def test_streamlit_reads_every_streamlit_variable_the_manifest_sets():

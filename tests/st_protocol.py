@@ -1,0 +1,163 @@
+"""A small client for Streamlit's own websocket protocol: a browser tab without the drawing.
+
+What the frontend of this Streamlit version does (checked against Chromium's frames):
+GET /_stcore/health and /_stcore/host-config (the health answer sets the ``_streamlit_xsrf``
+cookie), then open ``ws://<host>/_stcore/stream`` offering the subprotocols
+``["streamlit", <xsrf cookie>]`` with the cookie and a same-origin Origin header, and send a
+``BackMsg.rerun_script`` (a ``ClientState``: widget values, page hash, browser context). The
+server answers with ``ForwardMsg``s (new_session, deltas, ...) and ends every run with
+``script_finished``. The XSRF token only gates reading an auth cookie; a bare connection works too.
+Like the frontend, the client lists the hashes of the large elements (over 10 kB) it holds from
+the last run, and the server then sends those as ``ref_hash`` references, resolved here.
+
+Differences from a browser: widget values are sent only for the widgets this client has set
+(the server keeps the others, as it does for the values the browser sends unchanged), and no
+static files (index.html, the JavaScript bundle) are fetched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from http.cookies import SimpleCookie
+
+from streamlit.proto.Alert_pb2 import Alert
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ClientState_pb2 import ClientState
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+from websockets.asyncio.client import ClientConnection, connect
+
+FINISHED = {ForwardMsg.FINISHED_SUCCESSFULLY: "ok", ForwardMsg.FINISHED_WITH_COMPILE_ERROR: "compile error",
+            ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY: "fragment ok"}
+
+
+@dataclass
+class Run:
+    """What one script run sent back."""
+
+    seconds: float  # BackMsg sent -> script_finished received
+    status: str = ""
+    charts: dict[str, str] = field(default_factory=dict)  # plotly chart key -> figure JSON (see chart())
+    widget_ids: dict[str, str] = field(default_factory=dict)  # widget or element key -> element id
+    errors: list[str] = field(default_factory=list)  # exception elements, st.error alerts
+    messages: int = 0
+    bytes: int = 0
+
+    def chart(self, key: str) -> dict:
+        return json.loads(self.charts[key])
+
+
+def element_key(element_id: str) -> str | None:
+    """The user key of an element id ``$$ID-<hash>-<key>``; None for elements drawn without one."""
+    parts = element_id.split("-", 2)
+    return parts[2] if element_id.startswith("$$ID-") and len(parts) == 3 and parts[2] != "None" else None
+
+
+class Session:
+    """One browser tab's session. ``await open()``, then ``rerun()``/``set_json()``, ``close()``."""
+
+    def __init__(self, url: str, timeout: float = 60.0):
+        self.url = url.rstrip("/")  # http://127.0.0.1:<port>
+        self.timeout = timeout
+        self.ws: ClientConnection | None = None
+        self.widgets: dict[str, WidgetState] = {}  # widget id -> the value this client set
+        self.page_hash = ""  # sent back from the second run on, as the frontend does
+        self.last: Run | None = None
+        self._cache: dict[str, ForwardMsg] = {}  # large elements of the last run, by hash
+
+    def _get(self, path: str) -> str | None:
+        """An HTTP GET; returns the _streamlit_xsrf cookie it set, if any."""
+        with urllib.request.urlopen(self.url + path, timeout=self.timeout) as response:
+            response.read()
+            cookie = SimpleCookie(response.headers.get("Set-Cookie", ""))
+        return cookie["_streamlit_xsrf"].value if "_streamlit_xsrf" in cookie else None
+
+    async def open(self, query_string: str = "") -> Run:
+        """Connect as the frontend does and make the first run."""
+        xsrf = await asyncio.to_thread(self._get, "/_stcore/health")
+        await asyncio.to_thread(self._get, "/_stcore/host-config")
+        headers = {"Cookie": f"_streamlit_xsrf={xsrf}"} if xsrf else {}
+        self.ws = await connect(self.url.replace("http", "ws", 1) + "/_stcore/stream",
+                                subprotocols=["streamlit", *([xsrf] if xsrf else [])], origin=self.url,
+                                additional_headers=headers, max_size=None, ping_interval=None,
+                                open_timeout=self.timeout)
+        return await self.rerun(query_string=query_string)
+
+    def set_json(self, key: str, value) -> None:
+        """Set a widget that takes a JSON string (st.data_editor) by its key, for the next run."""
+        widget_id = self.last.widget_ids[key]
+        self.widgets[widget_id] = WidgetState(id=widget_id, string_value=json.dumps(value))
+
+    async def edit_cell(self, key: str, row: int, col: int, value: float) -> Run:
+        """One data_editor cell edit, as the grid sends it (edits are cumulative per editor)."""
+        widget_id = self.last.widget_ids[key]
+        old = self.widgets.get(widget_id)
+        edits = json.loads(old.string_value) if old else {"edited_rows": {}, "added_rows": [],
+                                                          "deleted_rows": []}
+        edits["edited_rows"].setdefault(str(row), {})[f"c{col}"] = value
+        self.set_json(key, edits)
+        return await self.rerun()
+
+    async def rerun(self, query_string: str = "") -> Run:
+        """Send rerun_script with the current widget values; read ForwardMsgs until the run ends."""
+        state = ClientState(query_string=query_string, page_script_hash=self.page_hash,
+                            cached_message_hashes=list(self._cache))
+        state.widget_states.widgets.extend(self.widgets.values())
+        state.context_info.timezone, state.context_info.locale = "UTC", "en-US"
+        state.context_info.url, state.context_info.color_scheme = self.url + "/", "light"
+        message = BackMsg()
+        message.rerun_script.CopyFrom(state)
+        started = time.perf_counter()
+        await self.ws.send(message.SerializeToString())
+        run, cache = Run(0.0), {}
+        async with asyncio.timeout(self.timeout):
+            while not run.status:
+                data = await self.ws.recv()
+                run.messages, run.bytes = run.messages + 1, run.bytes + len(data)
+                msg = ForwardMsg()
+                msg.ParseFromString(data)
+                if msg.HasField("ref_hash"):  # "you have this one": the frontend's message cache
+                    cache[msg.ref_hash] = self._cache[msg.ref_hash]
+                    cached = ForwardMsg()
+                    cached.CopyFrom(cache[msg.ref_hash])
+                    cached.metadata.CopyFrom(msg.metadata)
+                    msg = cached
+                elif msg.metadata.cacheable:  # large elements (over 10 kB by default)
+                    cache[msg.hash] = msg
+                self._read(msg, run)
+        run.seconds = time.perf_counter() - started
+        self._cache, self.last = cache, run
+        return run
+
+    def _read(self, msg: ForwardMsg, run: Run) -> None:
+        kind = msg.WhichOneof("type")
+        if kind == "new_session":
+            self.page_hash = msg.new_session.page_script_hash or self.page_hash
+        elif kind == "navigation":
+            self.page_hash = msg.navigation.page_script_hash or self.page_hash
+        elif kind == "session_event" and msg.session_event.HasField("script_compilation_exception"):
+            error = msg.session_event.script_compilation_exception
+            run.errors.append(f"compilation: {error.type}: {error.message}")
+        elif kind == "script_finished" and msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+            run.status = FINISHED.get(msg.script_finished, str(msg.script_finished))
+        elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            element = msg.delta.new_element
+            element_type = element.WhichOneof("type")
+            inner = getattr(element, element_type)
+            key = element_key(getattr(inner, "id", "") or "")
+            if key:
+                run.widget_ids[key] = inner.id
+            if element_type == "plotly_chart" and key:
+                run.charts[key] = inner.spec
+            elif element_type == "exception":
+                run.errors.append(f"exception: {inner.type}: {inner.message}")
+            elif element_type == "alert" and inner.format == Alert.ERROR:
+                run.errors.append(f"st.error: {inner.body}")
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
