@@ -88,7 +88,7 @@ def load_preset() -> None:
     if scenario is None:
         _load_generated(blank=key == BLANK)
         return
-    apply_setup(scenario.setup())
+    apply_setup(scenario)
     st.session_state.focus_query = scenario.focus_query
 
 

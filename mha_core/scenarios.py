@@ -21,22 +21,14 @@ from mha_core.config import Setup
 from mha_core.init import random_weights, select_matrix
 
 
-@dataclass(frozen=True)
-class Scenario:
+@dataclass(frozen=True, kw_only=True)
+class Scenario(Setup):
+    """A worked example: its inputs (a Setup: tokens, matrices, mask, scale) and what it teaches."""
+
     key: str
     title: str
     source: str  # which seed page and example
     story: str  # what the example teaches, in the seed's words where possible
-    tokens: tuple[str, ...]
-    x: np.ndarray  # [n_q, d_model]
-    w_q: np.ndarray  # [h, d_model, d_k]
-    w_k: np.ndarray  # [h, d_model, d_k]
-    w_v: np.ndarray  # [h, d_model, d_v]
-    w_o: np.ndarray  # [h*d_v, d_model]
-    kv_tokens: tuple[str, ...] | None = None  # cross-attention: the key/value side
-    x_kv: np.ndarray | None = None  # [n_k, d_model]
-    mask: str | None = None
-    scale: str | float = "sqrt"
     focus_query: int = 0  # the query row the seed talks about
     choices: str = ""  # what we chose where the seed is silent
     expected: dict = field(default_factory=dict)  # the seed's printed numbers, for tests and captions
@@ -49,15 +41,10 @@ class Scenario:
     def d_model(self) -> int:
         return self.x.shape[1]
 
-    def setup(self) -> Setup:
-        """The inputs alone, as the app and the JSON files carry them."""
-        return Setup(tokens=self.tokens, kv_tokens=self.kv_tokens, x=self.x, x_kv=self.x_kv, w_q=self.w_q,
-                     w_k=self.w_k, w_v=self.w_v, w_o=self.w_o, mask=self.mask, scale=self.scale)
-
     def run(self) -> MHAResult:
         return multi_head_attention(
-            self.x, self.w_q, self.w_k, self.w_v, self.w_o,
-            x_kv=self.x_kv, mask=self.mask, scale=self.scale,
+            self.x, self.w_q, self.w_k, self.w_v, self.w_o, x_kv=self.x_kv, mask=self.mask,
+            scale=self.scale, b_q=self.b_q, b_k=self.b_k, b_v=self.b_v, b_o=self.b_o,
         )
 
 

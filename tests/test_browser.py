@@ -116,7 +116,7 @@ def test_loading_a_saved_setup_and_refusing_a_bad_one(browser_page):
     from mha_core.config import setup_to_json
     page = browser_page
     before = page.evaluate(READ_WEIGHTS)
-    example_a = setup_to_json(all_scenarios()["ex_a_single_head"].setup())
+    example_a = setup_to_json(all_scenarios()["ex_a_single_head"])
     bad = {**json.loads(example_a), "tokens": ["w"] * 30}
     upload(page, "bad.json", json.dumps(bad))
     assert page.get_by_text("Could not load bad.json").count() == 1

@@ -1,5 +1,6 @@
 """The setup loader and the link reader: a clear ConfigError or a valid setup, never a crash."""
 
+import dataclasses
 import json
 import time
 
@@ -25,7 +26,7 @@ FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 
 
 def valid_document(**overrides) -> dict:
-    document = json.loads(setup_to_json(SCENARIOS["the_cat_sat_two_heads"].setup()))
+    document = json.loads(setup_to_json(SCENARIOS["the_cat_sat_two_heads"]))
     document.update(overrides)
     return document
 
@@ -33,7 +34,7 @@ def valid_document(**overrides) -> dict:
 @pytest.mark.parametrize("key", list(SCENARIOS))
 def test_every_preset_round_trips_exactly(key):
     scenario = SCENARIOS[key]
-    text = setup_to_json(scenario.setup())
+    text = setup_to_json(scenario)
     if scenario.d_model == 512:  # the exam-size examples: 1M numbers, about 23 MB of JSON
         with pytest.raises(ConfigError, match="limit is 2,000,000"):
             setup_from_json(text)
@@ -47,10 +48,9 @@ def test_every_preset_round_trips_exactly(key):
 
 
 def test_custom_mask_and_biases_round_trip(rng):
-    base = SCENARIOS["cat_chases_mouse"].setup()
+    base = SCENARIOS["cat_chases_mouse"]
     mask = np.array([[True, False, True], [True, True, False], [False, False, True]])
-    setup = Setup(**{**base.__dict__, "mask": mask, "b_o": rng.normal(size=4),
-                     "b_q": rng.normal(size=(2, 2))})
+    setup = dataclasses.replace(base, mask=mask, b_o=rng.normal(size=4), b_q=rng.normal(size=(2, 2)))
     loaded = setup_from_json(setup_to_json(setup))
     np.testing.assert_array_equal(loaded.mask, mask)
     np.testing.assert_array_equal(loaded.b_o, setup.b_o)
