@@ -207,14 +207,20 @@ def conform(shapes: Shapes, seed: int) -> None:
         base = st.session_state.bases.get(name)
         if base is not None and base.shape == shape:
             continue
-        current = None if base is None else current_value(name, shapes)
-        if name == "mask":
-            filler = np.ones(shape)
-        else:
-            filler = fill(kind if kind != "zeros" or name != "w_o" else "identity", shape, rng)
-            if name.startswith("b_") and base is None:
-                filler = np.zeros(shape)
-        set_base(name, resized(current, shape, filler))
+        current = None if base is None else current_value(name)
+        set_base(name, resized(current, shape, _new_entries(name, shape, kind, rng)))
+
+
+def _new_entries(name: str, shape: tuple[int, ...], kind: str, rng: np.random.Generator) -> np.ndarray:
+    """What fills cells that did not exist before: a mask allows every pair, biases start at
+    zero, and a blank start keeps W_O the identity so that the output still shows the heads."""
+    if name == "mask":
+        return np.ones(shape)
+    if name.startswith("b_"):
+        return np.zeros(shape)
+    if kind == "zeros" and name == "w_o":
+        return fill("identity", shape)
+    return fill(kind, shape, rng)
 
 
 def apply_edits(base: np.ndarray, edited_rows: dict) -> np.ndarray:  # [rows, cols] -> same
@@ -258,7 +264,7 @@ def as_grid(array: np.ndarray) -> np.ndarray:  # [d] -> [1, d]; [r, c] unchanged
     return array[None, :] if array.ndim == 1 else array
 
 
-def current_value(name: str, shapes: Shapes | None = None) -> np.ndarray:
+def current_value(name: str) -> np.ndarray:
     """The matrix as the user sees it now: base plus pending edits (one editor per head for
     the per-head weights and biases)."""
     base = st.session_state.bases[name]

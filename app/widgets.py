@@ -154,13 +154,10 @@ def matrix_problem(values: np.ndarray, name: str, rows: list[str] | None = None)
             "the other matrices keep their values and the steps below come back once it is fixed.")
 
 
-def editor_ui(name: str, values: np.ndarray, rows: list[str], *, head: int | None = None,
-              col_prefix: str = "", boolean: bool = False) -> None:
-    """An st.data_editor on the matrix's base; edits are read back through session state.
-
-    values [rows, cols] is the current value (base + edits), used only when the grid is too
-    large to edit and is therefore shown read-only.
-    """
+def editor_ui(name: str, rows: list[str], *, head: int | None = None, col_prefix: str = "",
+              boolean: bool = False) -> None:
+    """An st.data_editor on the matrix's base (one head of it for per-head matrices); its edits
+    are read back through session state (state.current_value), never from its return value."""
     base = st.session_state.bases[name]
     base2d = state.as_grid(base[head] if head is not None else base)
     n_rows, n_cols = base2d.shape

@@ -27,7 +27,7 @@ import tracemalloc
 import numpy as np
 
 from mha_core import mha_flops, multi_head_attention, random_weights
-from mha_core.packing import to_packed
+from tests.torch_reference import torch_mha
 
 try:
     import torch
@@ -95,15 +95,7 @@ def make_case(n: int, d_model: int, h: int, seed: int = 0) -> dict:
 
 def torch_module(args: dict, d_model: int, h: int):
     """nn.MultiheadAttention holding the same weights (its packed [out, in] layout)."""
-    mha = torch.nn.MultiheadAttention(d_model, h, bias=True, batch_first=True)
-    packed = to_packed(**{name: args[name] for name in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v",
-                                                        "b_o")})
-    with torch.no_grad():
-        mha.in_proj_weight.copy_(torch.from_numpy(packed["in_proj_weight"]))
-        mha.in_proj_bias.copy_(torch.from_numpy(packed["in_proj_bias"]))
-        mha.out_proj.weight.copy_(torch.from_numpy(packed["out_proj_weight"]))
-        mha.out_proj.bias.copy_(torch.from_numpy(packed["out_proj_bias"]))
-    return mha.eval()
+    return torch_mha(args, d_model, h)
 
 
 def batch_size(call) -> int:

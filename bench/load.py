@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import dataclasses
 import datetime
-import functools
 import json
 import os
 import platform
@@ -34,12 +33,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import numpy as np  # noqa: E402
 
-from mha_core import DEFAULT_SCENARIO, all_scenarios  # noqa: E402
-from tests.apptest_util import heatmap_values  # noqa: E402
 from tests.live_server import ROOT, streamlit_server  # noqa: E402
-from tests.st_protocol import Run, Session  # noqa: E402
+from tests.st_protocol import SAT, Run, Session, drawn_weights, expected_weights  # noqa: E402
 
-SAT = 2  # X row and query index of 'sat' in the default preset
 EDITOR = "ed_x_v1"  # the X editor's key in a fresh session (edits do not bump the version)
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -72,23 +68,14 @@ def status(pid: int) -> dict[str, int]:
 
 # --- one session ----------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=4096)
-def expected(value: float | None) -> np.ndarray:  # [h, n_q, n_k]
-    scenario = all_scenarios()[DEFAULT_SCENARIO]
-    x = scenario.x.astype(float).copy()
-    if value is not None:
-        x[SAT, 0] = value
-    return dataclasses.replace(scenario, x=x).run().weights
-
-
 def problems(run: Run, value: float | None) -> list[str]:
     """What is wrong with a run: its status, error elements, or weights that are not its own."""
     found = [] if run.status == "ok" else [f"status {run.status}"]
     found += run.errors
     if "chart_weights" not in run.charts:
         return found + ["no weights chart"]
-    drawn = np.stack(heatmap_values(run.chart("chart_weights")))
-    if drawn.shape != expected(value).shape or not np.allclose(drawn, expected(value), atol=1e-5):
+    drawn, expected = drawn_weights(run), expected_weights(value)
+    if drawn.shape != expected.shape or not np.allclose(drawn, expected, atol=1e-5):
         found.append(f"weights are not this session's (X[2][0] = {value})")
     return found
 

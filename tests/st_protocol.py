@@ -18,18 +18,24 @@ static files (index.html, the JavaScript bundle) are fetched.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import json
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 
+import numpy as np
 from streamlit.proto.Alert_pb2 import Alert
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import ClientConnection, connect
+
+from mha_core import DEFAULT_SCENARIO, all_scenarios
+from tests.apptest_util import heatmap_values
 
 FINISHED = {ForwardMsg.FINISHED_SUCCESSFULLY: "ok", ForwardMsg.FINISHED_WITH_COMPILE_ERROR: "compile error",
             ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY: "fragment ok"}
@@ -161,3 +167,22 @@ class Session:
     async def close(self) -> None:
         if self.ws is not None:
             await self.ws.close()
+
+
+# --- what the default page should draw -------------------------------------------------------------
+
+SAT = 2  # X row and query index of 'sat' in the default preset (seed 002's "the cat sat")
+
+
+@functools.lru_cache(maxsize=4096)
+def expected_weights(sat_x0: float | None) -> np.ndarray:  # [h, n_q, n_k]
+    """The default preset's weights after X['sat'][0] was set to sat_x0 (None: untouched)."""
+    scenario = all_scenarios()[DEFAULT_SCENARIO]
+    x = scenario.x.astype(float).copy()
+    if sat_x0 is not None:
+        x[SAT, 0] = sat_x0
+    return dataclasses.replace(scenario, x=x).run().weights
+
+
+def drawn_weights(run: Run) -> np.ndarray:  # [h, n_q, n_k] as carried by the weights heatmap
+    return np.stack(heatmap_values(run.chart("chart_weights")))

@@ -8,30 +8,18 @@ and no exception or st.error anywhere. The bench with timings is bench/load.py.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 
 import numpy as np
 
-from mha_core import DEFAULT_SCENARIO, all_scenarios
-from tests.apptest_util import heatmap_values
 from tests.live_server import streamlit_server
-from tests.st_protocol import Run, Session
+from tests.st_protocol import SAT, Run, Session, drawn_weights, expected_weights
 
 SESSIONS = 10
-SAT = 2  # X row and query index of 'sat' in the default preset
 
 
-def expected_weights(value: float | None) -> np.ndarray:  # [h, n_q, n_k]
-    scenario = all_scenarios()[DEFAULT_SCENARIO]
-    x = scenario.x.astype(float).copy()
-    if value is not None:
-        x[SAT, 0] = value
-    return dataclasses.replace(scenario, x=x).run().weights
-
-
-def drawn_weights(run: Run) -> np.ndarray:  # [h, n_q, n_k] as carried by the weights heatmap
+def own_weights(run: Run) -> np.ndarray:  # [h, n_q, n_k]
     assert run.status == "ok" and not run.errors, (run.status, run.errors)
-    return np.stack(heatmap_values(run.chart("chart_weights")))
+    return drawn_weights(run)
 
 
 async def one_session(url: str, i: int, start_edits: asyncio.Barrier) -> list[tuple[float | None, Run]]:
@@ -64,8 +52,8 @@ def test_concurrent_sessions_each_see_their_own_edit():
     sat_rows = set()
     for i, runs in enumerate(results):
         for value, run in runs:
-            np.testing.assert_allclose(drawn_weights(run), expected_weights(value), atol=1e-5,
+            np.testing.assert_allclose(own_weights(run), expected_weights(value), atol=1e-5,
                                        err_msg=f"session {i}, edit {value}")
-        sat_rows.add(tuple(np.round(drawn_weights(runs[-1][1])[0, SAT], 6)))
+        sat_rows.add(tuple(np.round(own_weights(runs[-1][1])[0, SAT], 6)))
     assert len(sat_rows) == SESSIONS  # ten edits, ten different answers for 'sat' in head 1
-    np.testing.assert_allclose(drawn_weights(fresh), expected_weights(None), atol=1e-5)
+    np.testing.assert_allclose(own_weights(fresh), expected_weights(None), atol=1e-5)

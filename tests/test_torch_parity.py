@@ -17,6 +17,7 @@ import pytest
 
 from mha_core import multi_head_attention, random_weights
 from mha_core.packing import from_packed, to_packed
+from tests.torch_reference import torch_mha
 
 SKIP_REASON = "torch not installed; CI installs torch==2.13.0 and sets REQUIRE_TORCH=1"
 
@@ -202,18 +203,9 @@ def _to_torch_mha(params, d_model: int, h: int) -> torch.nn.MultiheadAttention:
     out_proj.weight is [out, in] = w_o.T.  Our x_kv shares x's d_model, so kdim = vdim = embed_dim
     and torch uses the packed in_proj_weight (not separate q/k/v_proj_weight).
     """
-    mha = torch.nn.MultiheadAttention(
-        embed_dim=d_model, num_heads=h, bias=True, batch_first=True, kdim=d_model, vdim=d_model,
-        dtype=torch.float64,
-    )
+    mha = torch_mha(params, d_model, h, dtype=torch.float64)  # the mapping under test: mha_core.packing
     assert mha._qkv_same_embed_dim and mha.in_proj_weight is not None
-    packed = to_packed(**params)  # the mapping under test: mha_core.packing
-    with torch.no_grad():
-        mha.in_proj_weight.copy_(torch.from_numpy(packed["in_proj_weight"]))
-        mha.in_proj_bias.copy_(torch.from_numpy(packed["in_proj_bias"]))
-        mha.out_proj.weight.copy_(torch.from_numpy(packed["out_proj_weight"]))
-        mha.out_proj.bias.copy_(torch.from_numpy(packed["out_proj_bias"]))
-    return mha.eval()
+    return mha
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -126,11 +126,11 @@ class Page:
         left, right = st.columns(2)
         with left:
             st.caption("X: one row per query token (edit any cell)")
-            widgets.editor_ui("x", self.values["x"], widgets.row_labels(self.q_tokens), col_prefix="d")
+            widgets.editor_ui("x", widgets.row_labels(self.q_tokens), col_prefix="d")
             show_problem(self.problems, "x")
             if self.shapes.cross:
                 st.caption("X_kv: the key/value side (cross-attention)")
-                widgets.editor_ui("x_kv", self.values["x_kv"], widgets.row_labels(self.k_tokens),
+                widgets.editor_ui("x_kv", widgets.row_labels(self.k_tokens),
                                   col_prefix="d")
                 show_problem(self.problems, "x_kv")
         with right:
@@ -154,7 +154,7 @@ class Page:
             with column:
                 st.caption(f"{widgets.MATRIX_LABELS[name]} of {self.heads[head]} "
                            f"[{self.shapes.d_model} × {width}]")
-                widgets.editor_ui(name, self.values[name][head],
+                widgets.editor_ui(name,
                                   figures.dims("d", self.shapes.d_model), head=head,
                                   col_prefix=name[-1])
         if self.shapes.use_bias:
@@ -171,7 +171,7 @@ class Page:
         for column, name in zip(columns, ("b_q", "b_k", "b_v"), strict=True):
             with column:
                 st.caption(f"{widgets.MATRIX_LABELS[name]} of {self.heads[head]}")
-                widgets.editor_ui(name, self.values[name][head][None, :], [name], head=head,
+                widgets.editor_ui(name, [name], head=head,
                                   col_prefix=name[-1])
 
     def raw_scores(self):
@@ -208,7 +208,7 @@ class Page:
     def _mask_editor(self):
         st.caption("Mask: tick the (query, key) pairs that may attend")
         mask = self.values["mask"]
-        widgets.editor_ui("mask", mask, widgets.row_labels(self.q_tokens), boolean=True, col_prefix="k")
+        widgets.editor_ui("mask", widgets.row_labels(self.q_tokens), boolean=True, col_prefix="k")
         blocked = np.flatnonzero(~mask.any(axis=1))
         if blocked.size:
             names = ", ".join(widgets.md_literal(f"{i + 1} · {self.q_tokens[i]}") for i in blocked)
@@ -262,13 +262,13 @@ class Page:
         step_header(7)
         st.caption(f"W_O [{self.shapes.n_heads * self.shapes.d_v} × {self.shapes.d_model}]: "
                    "row band i mixes head i's output")
-        widgets.editor_ui("w_o", self.values["w_o"],
+        widgets.editor_ui("w_o",
                           [f"h{h + 1}·{j + 1}" for h in range(self.shapes.n_heads)
                            for j in range(self.shapes.d_v)], col_prefix="o")
         show_problem(self.problems, "w_o")
         if self.shapes.use_bias:
             st.caption("b_O")
-            widgets.editor_ui("b_o", self.values["b_o"][None, :], ["b_O"], col_prefix="o")
+            widgets.editor_ui("b_o", ["b_O"], col_prefix="o")
             show_problem(self.problems, "b_o")
         if self.result is None:
             return waiting()
