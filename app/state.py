@@ -1,284 +1,452 @@
-"""Session state: the inputs' source of truth, presets, resizing and the editors' edits.
+"""Session state: the arrays' source of truth, where they came from, resizing, and the link.
 
-Each editable matrix has a *base* array (what its st.data_editor was given) and a version
-number in its widget key. The current value is the base with the editor's pending
-``edited_rows`` applied; the editor's returned frame is never fed back in (streamlit
-issue 7749). Loading a preset, filling or resizing writes a new base and bumps the version.
+Every run reads the widgets into one ``Setup`` (``build``); everything downstream takes that
+Setup and its result as arguments. What lives here between runs:
+
+* ``work``: each array's base (what its editors were given) and ``versions`` (in the editors'
+  keys); pending edits stay in the editors' widget state (see app/editors.py);
+* ``reservoir``: for each array, every value it has held at a larger size in this session, so
+  that h 2 -> 4 -> 2 gives back exactly what was there;
+* ``origin``: the preset the page started from ("file", "link" or "" otherwise), which the
+  picker names, with "(edited)" once anything differs;
+* ``selections``: the head, query and cell the views focus on, by position.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import streamlit as st
 
-from mha_core import DEFAULT_SCENARIO, Scenario, all_scenarios, fill
-from mha_core.config import ConfigError, Setup, SetupLimits, settings_from_link, setup_from_json
+from app import editors
+from mha_core import (
+    ARRAYS,
+    DEFAULT_SCENARIO,
+    LIMITS,
+    MHAResult,
+    Scaling,
+    Scenario,
+    Setup,
+    Sizes,
+    all_scenarios,
+)
+from mha_core.codec import (
+    ConfigError,
+    settings_from_link,
+    setup_from_json,
+    setup_from_link,
+    setup_to_link,
+)
+from mha_core.init import fill
+from mha_core.scenarios import GENERATED, generated_setup
+from mha_core.setup import SPECS, covering, resized
 
-RANDOM = "random (seeded)"
-BLANK = "blank (zeros)"
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Sizes the page accepts; a classroom needs far less, and the page stays quick within them."""
-
-    tokens: int = 24  # per side; heatmap cells keep their numbers up to 12
-    d_model: int = 512  # seed 001's examples H and I use 512
-    n_heads: int = 16
-    d_head: int = 128  # d_k and d_v
-    editable: int = 32  # a grid wider or taller than this is shown read-only (use the fill helper)
-
-
-LIMITS = Limits()
-SETUP_LIMITS = SetupLimits(tokens=LIMITS.tokens, d_model=LIMITS.d_model, n_heads=LIMITS.n_heads,
-                           d_head=LIMITS.d_head)
-PER_HEAD = ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v")  # edited one head at a time
-MATRICES = ("x", "x_kv", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "mask")
+GENERATED_LABELS = {"random": "random (seeded)", "blank": "blank (zeros)"}
+YOUR_SETUP = "your setup"
+MASK = "mask"  # the custom mask's editor: 0/1 in work, bool in the Setup
+SELECTION_PARAMS = {"head": "shown_head", "query": "focus_query", "drill": ("drill_head", "drill_query",
+                                                                             "drill_key")}
 
 
 @st.cache_resource
-def scenarios() -> dict[str, Scenario]:
+def presets() -> dict[str, Scenario]:
     return all_scenarios()
 
 
-def preset_names() -> list[str]:
-    return [*scenarios(), RANDOM, BLANK]
+def label_of(origin: str) -> str:
+    scenario = presets().get(origin)
+    return scenario.title if scenario else GENERATED_LABELS.get(origin, YOUR_SETUP)
 
 
-def preset_label(key: str) -> str:
-    scenario = scenarios().get(key)
-    return scenario.title if scenario else key
+def base_setup(origin: str, seed: int) -> Setup | None:
+    """The unedited setup the page started from, or None for a file or link of its own."""
+    if origin in presets():
+        return presets()[origin]
+    if origin in GENERATED:
+        return generated_setup(origin, seed)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading a whole setup
 
 
 def init_state() -> None:
-    """Fill session state once per session with the default preset."""
-    if "bases" not in st.session_state:
-        st.session_state.bases = {}
-        st.session_state.versions = dict.fromkeys(MATRICES, 0)
-        st.session_state.kept_edits = {}  # editor key -> edited_rows, safe from widget clean-up
-        st.session_state.preset = DEFAULT_SCENARIO
-        load_preset()
-        st.session_state.link_messages = apply_link(st.query_params.to_dict())
-
-
-def bump(name: str) -> None:
-    st.session_state.versions[name] += 1
-
-
-def editor_key(name: str, head: int | None = None) -> str:
-    suffix = "" if head is None else f"_{head}"
-    return f"ed_{name}{suffix}_v{st.session_state.versions[name]}"
-
-
-def set_base(name: str, array: np.ndarray | None) -> None:
-    """A new base for a matrix; its editors get fresh keys and its kept edits are spent."""
-    st.session_state.bases[name] = None if array is None else np.array(array, dtype=float)
-    kept = st.session_state.kept_edits
-    for key in [key for key, (owner, _) in kept.items() if owner == name]:
-        del kept[key]
-    bump(name)
-
-
-def load_preset() -> None:
-    """on_change of the preset picker: write the preset's inputs and options into state."""
-    key = st.session_state.preset
-    scenario = scenarios().get(key)
-    if scenario is None:
-        _load_generated(blank=key == BLANK)
+    """Fill session state once per session: the default preset, then whatever the link says."""
+    if "work" in st.session_state:
         return
-    apply_setup(scenario)
-    st.session_state.focus_query = scenario.focus_query
+    ss = st.session_state
+    ss.work, ss.versions, ss.kept_edits, ss.reservoir = {}, {}, {}, {}
+    ss.selections, ss.notes, ss.link_notes = {}, [], []
+    ss.seed = 0
+    load_setup(presets()[DEFAULT_SCENARIO])
+    ss.link_notes = apply_link(st.query_params.to_dict())
 
 
-def apply_setup(setup: Setup) -> None:
-    """Write a whole setup (a preset or a loaded file) into the widgets' state and the bases."""
-    widgets = st.session_state
-    h, d_model, d_k = setup.w_q.shape
-    d_v = setup.w_v.shape[2]
-    cross = setup.x_kv is not None
-    widgets.tokens_text = " ".join(setup.tokens)
-    widgets.kv_tokens_text = " ".join(setup.kv_tokens or setup.tokens)
-    widgets.mode = "cross-attention" if cross else "self-attention"
-    widgets.d_model, widgets.n_heads, widgets.d_k, widgets.d_v = d_model, h, d_k, d_v
-    widgets.custom_head_width = d_model % h != 0 or d_k * h != d_model or d_v != d_k
-    custom_mask = isinstance(setup.mask, np.ndarray)
-    widgets.mask_kind = "custom" if custom_mask else ("causal" if setup.mask == "causal" else "none")
-    if setup.scale in ("sqrt", "none"):
-        widgets.scale_mode, widgets.temperature = setup.scale, 1.0
+def load_setup(setup: Setup, seed: int | None = None) -> None:
+    """Write a whole setup (a preset, a file, a link) into the widgets' state and the bases."""
+    ss = st.session_state
+    sizes = setup.sizes
+    ss.tokens_text = " ".join(setup.tokens)
+    ss.kv_tokens_text = " ".join(setup.key_tokens)
+    ss.mode = "cross-attention" if sizes.cross else "self-attention"
+    ss.d_model, ss.n_heads, ss.d_k, ss.d_v = sizes.d_model, sizes.n_heads, sizes.d_k, sizes.d_v
+    ss.custom_head_width = sizes.d_model % sizes.n_heads != 0 or sizes.d_k * sizes.n_heads != sizes.d_model \
+        or sizes.d_v != sizes.d_k
+    ss.mask_kind = setup.mask_kind
+    ss.scale_kind = setup.scaling.kind
+    if setup.scaling.kind == "multiply":
+        ss.scale_multiplier = float(setup.scaling.value)
+    if setup.scaling.kind == "sqrt_of":
+        ss.scale_sqrt_of = int(setup.scaling.value)
+    ss.use_bias = sizes.bias
+    ss.origin = setup.origin
+    ss.origin_seed = ss.seed if seed is None else seed
+    ss.reservoir = {}  # a new setup: nothing cut from it to remember
+    ss.fill_kind_new = "zeros" if setup.origin == "blank" else "random"
+    for spec in ARRAYS:
+        set_base(spec.name, getattr(setup, spec.name))
+    set_base(MASK, setup.mask.astype(float) if setup.mask_kind == "custom" else None)
+    if isinstance(setup, Scenario):
+        ss.selections = {"focus_query": setup.focus_query}
+
+
+def load_preset(origin: str) -> None:
+    """Load a preset exactly as it is (also a reset to it)."""
+    ss = st.session_state
+    if origin in GENERATED:
+        load_setup(generated_setup(origin, ss.seed), seed=ss.seed)
     else:
-        widgets.scale_mode, widgets.temperature = "temperature", round(1.0 / float(setup.scale), 6)
-    biases = {name: getattr(setup, name) for name in ("b_q", "b_k", "b_v", "b_o")}
-    widgets.use_bias = any(value is not None for value in biases.values())
-    for name in ("x", "w_q", "w_k", "w_v", "w_o"):
-        set_base(name, getattr(setup, name))
-    set_base("x_kv", setup.x_kv if cross else setup.x)
-    for name, value in biases.items():
-        set_base(name, value)  # None: conform() makes zeros of the right shape
-    set_base("mask", setup.mask if custom_mask else None)
+        load_setup(presets()[origin])
 
 
-def current_setup(tokens, kv_tokens, values: dict, mask, scale) -> Setup:
-    """What the page shows now, as a Setup (for saving)."""
-    return Setup(tokens=tuple(tokens), kv_tokens=tuple(kv_tokens) if "x_kv" in values else None,
-                 mask=mask, scale=scale, **{name: values.get(name) for name in
-                                            ("x", "x_kv", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k",
-                                             "b_v", "b_o")})
-
-
-def load_uploaded() -> None:
-    """on_change of the file uploader: apply a saved setup, or say what is wrong with it."""
-    uploaded = st.session_state.get("setup_file")
-    st.session_state.load_message = None
-    if uploaded is None:
-        return
+def load_file(data: bytes, name: str) -> str | None:
+    """Apply a saved setup; a message saying what is wrong with it, or None."""
     try:
-        apply_setup(setup_from_json(uploaded.getvalue(), SETUP_LIMITS))
+        setup = setup_from_json(data)
     except ConfigError as error:
-        st.session_state.load_message = f"{uploaded.name}: {error}"
+        return f"{name}: {error}"
+    known = setup.origin in presets()
+    load_setup(setup.with_origin(setup.origin if known else "file"))
+    return None
 
 
 def apply_link(params: dict) -> list[str]:
-    """Settings from a shared link (?preset=...&tokens=...&d_model=...&heads=...&seed=...)."""
-    settings, refused = settings_from_link(params, SETUP_LIMITS, tuple(scenarios()))
-    if "preset" in settings:
-        st.session_state.preset = settings["preset"]
-        load_preset()
-    if "tokens" in settings:
-        st.session_state.tokens_text = " ".join(settings["tokens"])
-    for name, key in (("d_model", "d_model"), ("heads", "n_heads"), ("seed", "seed")):
-        if name in settings:
-            st.session_state[key] = settings[name]
+    """Open what a link says: ?s=<state> (the state link), or the older ?preset=&tokens=&d_model=
+    &heads=&seed=, plus the selections. Returns one message for what was refused, if anything."""
+    refused: list[str] = []
+    seed = _last(params.get("seed", ""))
+    if isinstance(seed, str) and seed.isascii() and seed.isdigit() and len(seed) <= 7:
+        st.session_state.seed = int(seed)  # before any preset: a random one is drawn with it
+    if "s" in params:
+        try:
+            setup = setup_from_link(_last(params["s"]), presets())
+            load_setup(setup if setup.origin in presets() or setup.origin in GENERATED
+                       else setup.with_origin("link"))
+        except ConfigError as error:
+            refused.append(f"the page's state ({error}); the default preset is shown instead")
+    else:
+        refused += _apply_legacy_link(params)
+    refused += _apply_selections(params)
+    unread = [name for name in params if name not in ("s", *SELECTION_PARAMS, "preset", "tokens", "d_model",
+                                                      "heads", "seed")]
+    if unread:
+        shown = ", ".join(repr(name[:20]) for name in unread[:5])
+        refused.append(f"{len(unread)} parameter{'s' if len(unread) > 1 else ''} this app does not read "
+                       f"({shown}{', …' if len(unread) > 5 else ''})")
     return refused
 
 
-def _load_generated(blank: bool) -> None:
-    widgets = st.session_state
-    widgets.tokens_text = "the cat sat on the mat"
-    widgets.kv_tokens_text = "le chat est assis sur le tapis"
-    widgets.mode, widgets.mask_kind, widgets.scale_mode = "self-attention", "none", "sqrt"
-    widgets.d_model, widgets.n_heads, widgets.d_k, widgets.d_v = 8, 2, 4, 4
-    widgets.custom_head_width, widgets.use_bias, widgets.temperature = False, False, 1.0
-    widgets.focus_query = 0
-    for name in MATRICES:
-        set_base(name, None)  # conform() fills every missing matrix
-    st.session_state.new_fill = "zeros" if blank else "random"
+def _last(value):
+    return value[-1] if isinstance(value, list) and value else value
 
 
-@dataclass(frozen=True)
-class Shapes:
-    n_q: int
-    n_k: int
-    d_model: int
-    n_heads: int
-    d_k: int
-    d_v: int
-    cross: bool
-    use_bias: bool
-
-    def of(self, name: str) -> tuple[int, ...] | None:
-        h = self.n_heads
-        table = {
-            "x": (self.n_q, self.d_model), "x_kv": (self.n_k, self.d_model),
-            "w_q": (h, self.d_model, self.d_k), "w_k": (h, self.d_model, self.d_k),
-            "w_v": (h, self.d_model, self.d_v), "w_o": (h * self.d_v, self.d_model),
-            "b_q": (h, self.d_k), "b_k": (h, self.d_k), "b_v": (h, self.d_v), "b_o": (self.d_model,),
-            "mask": (self.n_q, self.n_k),
-        }
-        return table[name]
+def _apply_legacy_link(params: dict) -> list[str]:
+    ss = st.session_state
+    settings, refused = settings_from_link(params, LIMITS, tuple(presets()))
+    if "seed" in settings:
+        ss.seed = settings["seed"]
+    if "preset" in settings:
+        load_preset(settings["preset"])
+    if "tokens" in settings:
+        ss.tokens_text = " ".join(settings["tokens"])
+    for name, key in (("d_model", "d_model"), ("heads", "n_heads")):
+        if name in settings:
+            ss[key] = settings[name]
+    if {"tokens", "d_model", "heads"} & set(settings):
+        ss.origin = "link"
+    return refused
 
 
-def resized(old: np.ndarray | None, shape: tuple[int, ...], filler: np.ndarray) -> np.ndarray:
-    """``filler`` of ``shape`` with the entries of ``old`` that still fit copied in."""
-    out = filler.copy()
-    if old is not None and old.ndim == len(shape):
-        overlap = tuple(slice(0, min(a, b)) for a, b in zip(old.shape, shape, strict=True))
-        out[overlap] = old[overlap]
-    return out
+def _apply_selections(params: dict) -> list[str]:
+    refused = []
+    for param, keys in SELECTION_PARAMS.items():
+        if param not in params:
+            continue
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        parts = str(_last(params[param])).split(".")
+        if len(parts) != len(keys) or not all(p.isascii() and p.isdigit() and len(p) < 4 for p in parts):
+            refused.append(f"link parameter {param}: expected {len(keys)} whole number(s)")
+            continue
+        for key, part in zip(keys, parts, strict=True):
+            st.session_state.selections[key] = int(part) - 1  # the link counts from 1
+    return refused
 
 
-def conform(shapes: Shapes, seed: int) -> None:
-    """Resize every base to the current sizes, keeping what fits (pending edits included)."""
-    rng = np.random.default_rng(seed)
-    kind = st.session_state.pop("new_fill", "random")
-    for name in MATRICES:
-        shape = shapes.of(name)
-        base = st.session_state.bases.get(name)
+def link_params(current: Current) -> tuple[dict[str, str], bool]:
+    """The query parameters that reopen this page exactly, and whether the state fits in them."""
+    ss = st.session_state
+    base = current.base if ss.origin in presets() else None  # generated presets travel in full
+    params, complete = ({}, True) if current.setup is None else setup_to_link(current.setup, base)
+    if ss.origin in GENERATED:
+        params["seed"] = str(ss.origin_seed)  # so that the reopened page knows its preset unchanged
+    sel = ss.selections
+    for param, keys in SELECTION_PARAMS.items():
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        if all(key in sel for key in keys):
+            params[param] = ".".join(str(sel[key] + 1) for key in keys)
+    return params, complete
+
+
+# ---------------------------------------------------------------------------------------------
+# Bases, versions and resizing
+
+
+def set_base(name: str, array: np.ndarray | None) -> None:
+    """A new base for an array; its editors get fresh keys and its kept edits are spent."""
+    ss = st.session_state
+    ss.work[name] = None if array is None else np.array(array, dtype=float)
+    for key in [key for key, (owner, _) in ss.kept_edits.items() if owner == name]:
+        del ss.kept_edits[key]
+    ss.versions[name] = ss.versions.get(name, 0) + 1
+
+
+def key_of(name: str, head: int | None = None) -> str:
+    return editors.editor_key(name, st.session_state.versions.get(name, 0), head)
+
+
+def conform(sizes: Sizes, mask_kind: str, seed: int) -> list[str]:
+    """Give every present array the current sizes, reversibly; a note for each with new cells.
+
+    What is cut is remembered for the session (``reservoir``), so changing a size and changing
+    it back restores the values; cells never held before are filled deterministically (the
+    same seed gives the same numbers) and the note says so.
+    """
+    ss = st.session_state
+    shapes = {spec.name: spec.shape(sizes) for spec in sizes.present()}
+    if mask_kind == "custom":
+        shapes[MASK] = (sizes.n_q, sizes.n_k)
+    notes = []
+    for name, shape in shapes.items():
+        base = ss.work.get(name)
         if base is not None and base.shape == shape:
             continue
-        current = None if base is None else current_value(name)
-        set_base(name, resized(current, shape, _new_entries(name, shape, kind, rng)))
+        if base is not None:
+            now = read(name).value
+            now = np.where(np.isnan(now), base, now)  # a cell typed as a non-number keeps its number
+            kept = ss.reservoir.get(name)
+            ss.reservoir[name] = now if kept is None or kept.ndim != now.ndim else covering(kept, now)
+        kept = ss.reservoir.get(name)
+        if kept is not None and kept.ndim != len(shape):
+            kept = None
+        new_cells = int(np.prod(shape)) - (0 if kept is None else int(np.prod(
+            [min(a, b) for a, b in zip(kept.shape, shape, strict=True)])))
+        set_base(name, resized(kept, shape, _new_entries(name, shape, ss.fill_kind_new, seed)))
+        if new_cells and base is not None:
+            what = {"random": f"random numbers (seed {seed})", "zeros": "zeros"}[ss.fill_kind_new]
+            if name == MASK or name.startswith("b_"):
+                what = "ones (may attend)" if name == MASK else "zeros"
+            notes.append(f"{_label(name)}: {new_cells:,} new cell{'s' if new_cells > 1 else ''} filled with "
+                         f"{what}; change the size back to get the old values back.")
+    return notes
 
 
-def _new_entries(name: str, shape: tuple[int, ...], kind: str, rng: np.random.Generator) -> np.ndarray:
-    """What fills cells that did not exist before: a mask allows every pair, biases start at
-    zero, and a blank start keeps W_O the identity so that the output still shows the heads."""
-    if name == "mask":
+def _label(name: str) -> str:
+    return "mask" if name == MASK else SPECS[name].label
+
+
+def _new_entries(name: str, shape: tuple[int, ...], kind: str, seed: int) -> np.ndarray:
+    """What fills cells an array never held: a mask allows every pair, biases start at zero, and
+    a blank start keeps W_O the identity so that the output still shows the heads. The same
+    (seed, array) always gives the same numbers."""
+    if name == MASK:
         return np.ones(shape)
     if name.startswith("b_"):
         return np.zeros(shape)
     if kind == "zeros" and name == "w_o":
         return fill("identity", shape)
-    return fill(kind, shape, rng)
+    index = [spec.name for spec in ARRAYS].index(name)
+    return np.round(fill(kind, shape, np.random.default_rng([seed, index])), 2)
 
 
-def apply_edits(base: np.ndarray, edited_rows: dict) -> np.ndarray:  # [rows, cols] -> same
-    """The editor's pending edits ({row: {"c<j>": value}}) applied to a copy of base; None -> NaN."""
-    out = base.astype(float).copy()
-    for row, changes in edited_rows.items():
-        for column, value in changes.items():
-            j = int(str(column).lstrip("c"))
-            out[int(row), j] = np.nan if value is None else float(value)
-    return out
+# ---------------------------------------------------------------------------------------------
+# Reading the arrays back
 
 
-def _edits(key: str) -> dict:
-    """An editor's pending edits: from its widget state, or, once Streamlit has dropped that
-    (the editor was not drawn in a run: another page, another head), from our own copy."""
-    state = st.session_state.get(key)
-    if isinstance(state, dict):
-        return state.get("edited_rows", {})
-    return st.session_state.kept_edits.get(key, (None, {}))[1]
+@dataclass(frozen=True)
+class Read:
+    value: np.ndarray  # the base with the pending edits; NaN where a typed cell is not a number
+    bad: list[tuple[int | None, editors.BadCell]]  # (head, cell) of every cell at fault
+    ignored: int  # edits that named no cell
+
+
+def read(name: str) -> Read:
+    """An array as the user sees it now: its base plus the pending edits of its editors."""
+    ss = st.session_state
+    base = ss.work[name]
+    per_head = name in SPECS and SPECS[name].per_head
+    boolean = name == MASK
+    heads = range(base.shape[0]) if per_head else [None]
+    parts, bad, ignored = [], [], 0
+    for head in heads:
+        grid = editors.as_grid(base[head] if head is not None else base)
+        key = key_of(name, head)
+        values, cells, skipped = editors.apply_edits(grid, editors.pending_edits(
+            ss.get(key), ss.kept_edits, key), boolean)
+        parts.append(values.reshape(base[head].shape if head is not None else base.shape))
+        bad += [(head, cell) for cell in cells]
+        ignored += skipped
+    return Read(np.stack(parts) if per_head else parts[0], bad, ignored)
 
 
 def keep_edits(name: str, key: str) -> None:
     """on_change of every editor: copy its edits where widget clean-up cannot reach them."""
-    st.session_state.kept_edits[key] = (name, dict(st.session_state[key].get("edited_rows", {})))
+    state = st.session_state.get(key)
+    edited = state.get("edited_rows", {}) if isinstance(state, dict) else {}
+    st.session_state.kept_edits[key] = (name, dict(edited) if isinstance(edited, dict) else {})
 
 
 def restore_dropped_edits() -> None:
-    """Fold kept edits into the base of any matrix whose editor state Streamlit dropped.
+    """Fold kept edits into the base of any array whose editor state Streamlit dropped.
 
-    Run before anything reads a matrix: the new base holds the edits, and the new version
-    gives its editors fresh keys, so the grid and the numbers agree again.
+    Run before anything reads an array: the new base holds the edits, and the new version
+    gives its editors fresh keys, so the grid and the numbers agree again. Cells at fault
+    stay pending (they are not folded in) so that their message stays.
     """
-    kept = st.session_state.kept_edits
-    dropped = {name for key, (name, rows) in kept.items() if rows and key not in st.session_state}
+    ss = st.session_state
+    dropped = {name for key, (name, rows) in ss.kept_edits.items() if rows and key not in ss}
     for name in dropped:
-        set_base(name, current_value(name))
+        current = read(name)
+        if not current.bad and ss.work.get(name) is not None:
+            set_base(name, current.value)
 
 
-def as_grid(array: np.ndarray) -> np.ndarray:  # [d] -> [1, d]; [r, c] unchanged
-    """What an editor shows: a vector (a bias) is a one-row grid."""
-    return array[None, :] if array.ndim == 1 else array
-
-
-def current_value(name: str) -> np.ndarray:
-    """The matrix as the user sees it now: base plus pending edits (one editor per head for
-    the per-head weights and biases)."""
-    base = st.session_state.bases[name]
-    if name in PER_HEAD:
-        return np.stack([apply_edits(as_grid(base[head]), _edits(editor_key(name, head)))
-                         .reshape(base[head].shape) for head in range(base.shape[0])])
-    return apply_edits(as_grid(base), _edits(editor_key(name))).reshape(base.shape)
-
-
-def fill_matrix(name: str, kind: str, seed: int, head: int | None = None) -> None:
-    """Replace a matrix (or one head of it) by a fill, keeping every other matrix as it is."""
-    base = current_value(name)
-    rng = np.random.default_rng(seed)
-    new = fill(kind, base.shape, rng)
+def fill_array(name: str, kind: str, seed: int, head: int | None = None) -> None:
+    """Replace an array (or one head of it) by a fill, keeping every other array as it is."""
+    current = read(name).value
+    new = fill(kind, current.shape, np.random.default_rng(seed))
     if head is not None:  # only this head changes; its identity pattern is its own slice
-        new, new[head] = base.copy(), new[head]
+        new, new[head] = current.copy(), new[head]
     set_base(name, new)
+
+
+# ---------------------------------------------------------------------------------------------
+# One Setup per run
+
+
+@dataclass(frozen=True)
+class Current:
+    """What this run shows: the Setup read from the widgets (None while an input is at fault),
+    its result, and every message, keyed by the input it belongs to."""
+
+    setup: Setup | None
+    result: MHAResult | None
+    problems: dict[str, str] = field(default_factory=dict)  # array name or widget key -> message
+    error: str | None = None  # the core refused the setup as a whole (e.g. its size)
+    base: Setup | None = None  # the unedited preset it started from
+    notes: tuple[str, ...] = ()
+
+    @property
+    def edited(self) -> bool:
+        return self.setup is None or self.base is None or not self.setup.same_inputs(self.base)
+
+
+def build(tokens, kv_tokens, sizes: Sizes | None, scaling: Scaling | None, mask_kind: str, seed: int,
+          errors: dict) -> Current:
+    """Read every present array, check it, and make this run's Setup and result."""
+    ss = st.session_state
+    base = base_setup(ss.origin, ss.get("origin_seed", 0))
+    if sizes is None or scaling is None:
+        return Current(None, None, dict(errors), base=base)
+    restore_dropped_edits()
+    notes = tuple(conform(sizes, mask_kind, seed))
+    values, problems = {}, dict(errors)
+    for spec in sizes.present():
+        current = read(spec.name)
+        values[spec.name] = current.value
+        if current.bad or current.ignored:
+            problems[spec.name] = cell_message(spec.name, current, tokens, kv_tokens, sizes)
+    mask = {"none": None, "causal": "causal"}.get(mask_kind)
+    if mask_kind == "custom":
+        mask = read(MASK).value > 0.5  # [n_q, n_k] bool
+    if problems:
+        return Current(None, None, problems, base=base, notes=notes)
+    setup = Setup(tokens=tuple(tokens), kv_tokens=tuple(kv_tokens) if sizes.cross else None, mask=mask,
+                  scaling=scaling, origin=ss.origin, **values)
+    try:
+        result = setup.run()
+    except ValueError as error:
+        return Current(setup, None, problems, error=str(error), base=base, notes=notes)
+    return Current(setup, result, problems, base=base, notes=notes)
+
+
+def grid_labels(name: str, tokens, kv_tokens, sizes: Sizes | None = None) -> tuple[list[str], str]:
+    """An editor's row labels and its column prefix (d1, d2, ... or q1, q2, ...)."""
+    if name == "x":
+        return row_labels(tokens), "d"
+    if name == "x_kv":
+        return row_labels(kv_tokens), "d"
+    if name == MASK:
+        return row_labels(tokens), "k"
+    if name == "w_o":
+        h, d_v = sizes.n_heads, sizes.d_v
+        return [f"h{i + 1}·{j + 1}" for i in range(h) for j in range(d_v)], "d"
+    if name.startswith("b_"):
+        return [SPECS[name].label], "o" if name == "b_o" else name[-1]
+    return [f"d{i + 1}" for i in range(sizes.d_model)], name[-1]
+
+
+def row_labels(tokens) -> list[str]:
+    """Unique, literal row labels: '1 · the', '5 · the'."""
+    return [f"{i + 1} · {token}" for i, token in enumerate(tokens)]
+
+
+def cell_message(name: str, current: Read, tokens, kv_tokens, sizes: Sizes) -> str:
+    """One message naming the first cell at fault (and how many there are)."""
+    label = SPECS[name].label
+    if not current.bad:
+        return (f"{label}: {current.ignored} edit(s) named a cell this grid does not have and were "
+                "ignored; the grid's other cells keep their values.")
+    head, cell = current.bad[0]
+    rows, prefix = grid_labels(name, tokens, kv_tokens, sizes)
+    row = rows[cell.row] if cell.row < len(rows) else str(cell.row + 1)
+    where = f"{label} of head {head + 1}" if head is not None else label
+    more = f" ({len(current.bad)} cells in all)" if len(current.bad) > 1 else ""
+    return (f"{where}, row {row}, column {prefix}{cell.col + 1}: {cell.reason}{more}. Type a number such "
+            "as 0.5, -2 or 1e-3; the other inputs keep their values and the steps below come back once "
+            "it is fixed.")
+
+
+
+def sync_url(current: Current) -> None:
+    """Make the address bar open exactly this page; note when the state is too big for a link."""
+    if current.result is None:
+        return  # an input is at fault: the address keeps the last good state
+    params, complete = link_params(current)
+    if not complete:
+        st.sidebar.caption("This setup is too large for a link: the address opens its preset. Use "
+                           "'Save or load this setup' to keep all of it.")
+    if st.query_params.to_dict() != params:
+        st.query_params.from_dict(params)
+
+
+def sync_selection_params() -> None:
+    """From a fragment: update only the selections in the address bar."""
+    sel = st.session_state.selections
+    for param, keys in SELECTION_PARAMS.items():
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        if all(key in sel for key in keys):
+            value = ".".join(str(sel[key] + 1) for key in keys)
+            if st.query_params.get(param) != value:
+                st.query_params[param] = value

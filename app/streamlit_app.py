@@ -1,14 +1,32 @@
-"""Entry point, a picture frame: page config, state initialised once, navigation."""
+"""Entry point, a picture frame: page config, state initialised once, one Setup per run, navigation."""
 
 import streamlit as st
+import streamlit.components.v1 as components
 
 from app import state, widgets
+from app.views import textbook, workbench
 
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
 state.init_state()
-st.session_state.inputs = widgets.sidebar_ui()  # shared by every page, so its state survives navigation
-page = st.navigation([
-    st.Page("views/workbench.py", title="Workbench", icon="🧮", default=True),
-    st.Page("views/textbook.py", title="Worked examples", icon="📖"),
-])
+picker_slot = st.sidebar.container()  # filled last: its label says whether the page is edited
+inputs = widgets.sidebar_ui()  # shared by every page, so its state survives navigation
+current = state.build(inputs.tokens, inputs.kv_tokens, inputs.sizes, inputs.scaling, inputs.mask_kind,
+                      inputs.seed, inputs.errors)
+widgets.picker_ui(picker_slot, current)
+if inputs.sizes is not None:
+    widgets.fill_ui(inputs.sizes, inputs.seed)
+widgets.save_load_ui(current)
+state.sync_url(current)
+
+workbench_page = st.Page(lambda: workbench.render(current, inputs), title="Workbench", icon="🧮",
+                         url_path="workbench", default=True)
+textbook_page = st.Page(lambda: textbook.render(workbench_page), title="Worked examples", icon="📖",
+                        url_path="examples")
+page = st.navigation([workbench_page, textbook_page])
+if st.session_state.get("last_page") not in (None, page.url_path):
+    # A new page starts at its top (the browser keeps the old page's scroll position otherwise).
+    components.html("<script>const main = window.parent.document.querySelector('[data-testid=\"stMain\"]');"
+                    "if (main) { main.scrollTo(0, 0); } window.parent.scrollTo(0, 0);</script>", height=0)
+st.session_state.last_page = page.url_path
 page.run()
+st.session_state.link_notes = []  # shown once; gone after the next change

@@ -2,21 +2,26 @@
 
 from mha_core.analysis import (
     attention_flops,
+    contribution_gap,
     count_parameters,
     head_contributions,
     head_width,
     mha_flops,
+    most_disagreeing_pair,
     normalised_entropy,
     pairwise_disagreement,
     row_entropy,
+    row_sum_deviation,
 )
-from mha_core.attention import MHAResult, multi_head_attention, project, softmax
+from mha_core.attention import MHAResult, attention_bytes, multi_head_attention, project, softmax
 from mha_core.init import fill, random_matrix, random_weights, select_matrix
 from mha_core.scenarios import DEFAULT_SCENARIO, Scenario, all_scenarios
+from mha_core.setup import ARRAYS, LIMITS, Limits, Scaling, Setup, Sizes
 
 __all__ = [
-    "DEFAULT_SCENARIO", "MHAResult", "Scenario", "all_scenarios", "attention_flops",
-    "count_parameters", "fill", "head_contributions", "head_width", "mha_flops", "multi_head_attention",
+    "ARRAYS", "DEFAULT_SCENARIO", "LIMITS", "Limits", "MHAResult", "Scaling", "Scenario", "Setup", "Sizes",
+    "all_scenarios", "attention_bytes", "attention_flops", "contribution_gap", "count_parameters", "fill",
+    "head_contributions", "head_width", "mha_flops", "most_disagreeing_pair", "multi_head_attention",
     "normalised_entropy", "pairwise_disagreement", "project", "random_matrix", "random_weights",
-    "row_entropy", "select_matrix", "softmax",
+    "row_entropy", "row_sum_deviation", "select_matrix", "softmax",
 ]

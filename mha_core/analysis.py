@@ -130,3 +130,37 @@ def head_contributions(head_outputs: np.ndarray, w_o: np.ndarray) -> np.ndarray:
     if w_o.shape[0] != h * d_v:
         raise ValueError(f"w_o must have h*d_v = {h * d_v} rows, got shape {list(w_o.shape)}")
     return head_outputs @ w_o.reshape(h, d_v, w_o.shape[1])  # [h, n_q, d_model]
+
+
+def row_sum_deviation(weights: np.ndarray) -> float:  # [..., n_k] -> largest |row sum - 1|
+    """How far the attention rows are from summing to 1, ignoring rows that are fully masked
+    (all zero: nothing to attend to). 0.0 when every row is masked."""
+    w = as_float_array("weights", weights)
+    sums = w.sum(axis=-1)  # [...]
+    live = sums[np.any(w > 0, axis=-1)]
+    return float(np.max(np.abs(live - 1.0))) if live.size else 0.0
+
+
+def contribution_gap(contributions: np.ndarray, output: np.ndarray, b_o=None) -> float:
+    """Largest |sum of the heads' contributions (+ b_O) - output|: 0 up to rounding.
+
+    contributions [h, n_q, d_model], output [n_q, d_model], b_o [d_model] or None.
+    """
+    total = as_float_array("contributions", contributions).sum(axis=0)  # [n_q, d_model]
+    if b_o is not None:
+        total = total + as_float_array("b_o", b_o)
+    return float(np.max(np.abs(total - as_float_array("output", output))))
+
+
+def most_disagreeing_pair(distances: np.ndarray) -> tuple[int, int, float] | None:
+    """The two different heads furthest apart in a [h, h] distance matrix, as (a, b, distance)
+    with a < b; None with fewer than two heads."""
+    d = as_float_array("distances", distances)
+    h = d.shape[0]
+    if d.ndim != 2 or d.shape != (h, h):
+        raise ValueError(f"distances must be square [h, h], got {list(d.shape)}")
+    if h < 2:
+        return None
+    a, b = np.triu_indices(h, k=1)
+    best = int(np.argmax(d[a, b]))
+    return int(a[best]), int(b[best]), float(d[a[best], b[best]])

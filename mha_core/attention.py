@@ -13,6 +13,7 @@ Conventions (those of PyTorch's ``scaled_dot_product_attention``):
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,10 +22,18 @@ from mha_core.validation import (
     as_float_array,
     check_bias,
     check_matrix,
+    check_max_bytes,
     check_projection,
     resolve_mask,
     resolve_scale,
 )
+
+# The default memory budget of one call (max_bytes; see attention_bytes).  The largest size
+# benchmarked (bench/core.py: n = 2048, d_model = 512, h = 8) needs 0.4 GiB in float32 and 0.8 GiB
+# in float64, so 2 GiB leaves headroom above it, while n = 8192 with h = 8 (6 GiB in float32, seconds
+# per call) or n = 20000 with h = 16 (149 GiB) is refused up front instead of swapping or failing
+# with MemoryError halfway.  A server running many sessions in a small container should pass less.
+DEFAULT_MAX_BYTES = 2 * 2**30
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,7 @@ def multi_head_attention(
     b_k=None,
     b_v=None,
     b_o=None,
+    max_bytes: int | None = DEFAULT_MAX_BYTES,
 ) -> MHAResult:
     """Concat(head_1, ..., head_h) W_O with head_i = softmax(scale * Q_i K_i^T) V_i.
 
@@ -99,6 +109,8 @@ def multi_head_attention(
     w_v [h, d_model, d_v]; w_o [h*d_v, d_model]; b_q, b_k [h, d_k]; b_v [h, d_v];
     b_o [d_model]; mask None | "causal" | bool [n_q, n_k] (True = may attend);
     scale "sqrt" (1/sqrt(d_k)) | "none" | a positive float multiplier.
+    max_bytes: the most memory the call may allocate (see attention_bytes), None for no limit;
+    a larger call raises ValueError before allocating anything large.
     Invalid arguments raise ValueError naming the argument and its shape or value.
     """
     x = check_matrix("x", x)
@@ -117,6 +129,16 @@ def multi_head_attention(
             f"(h={h}, d_v={d_v}), got {list(w_o.shape)}"
         )
     n_q, n_k = x.shape[0], x_kv.shape[0]
+    max_bytes = check_max_bytes(max_bytes)
+    if max_bytes is not None:  # before the mask too: "causal" builds an [n_q, n_k] matrix
+        needed = _attention_bytes(n_q, n_k, h, d_k, d_v, d_model, dtype.itemsize, mask is not None)
+        if needed > max_bytes:
+            raise ValueError(
+                f"n_q={n_q}, n_k={n_k}, h={h}, d_k={d_k}, d_v={d_v}, d_model={d_model} in {dtype.name} "
+                f"would need {_format_bytes(needed)} (the score grids alone "
+                f"{_format_bytes(3 * h * n_q * n_k * dtype.itemsize)}); the budget max_bytes is "
+                f"{_format_bytes(max_bytes)}: use fewer tokens or heads, or raise max_bytes (None = no limit)"
+            )
     allowed = resolve_mask(mask, n_q, n_k)  # [n_q, n_k] bool or None
     multiplier = resolve_scale(scale, d_k, dtype)
 
@@ -168,6 +190,53 @@ def multi_head_attention(
         if array is not None:
             array.flags.writeable = False
     return MHAResult(scale=float(multiplier), **arrays)
+
+
+def attention_bytes(
+    n_q: int, n_k: int, h: int, d_k: int, d_v: int, d_model: int, itemsize: int, *, masked: bool = False,
+) -> int:
+    """The most bytes one multi_head_attention call of these sizes allocates (itemsize 8 for float64,
+    4 for float32; masked if a mask is given), so a size can be checked before calling.
+
+    The returned arrays, the largest temporary and the call's Python objects; not the inputs or
+    their conversion.  tests/test_validation.py checks it against tracemalloc: never below the
+    measured peak, and at most 10% above it from 100 KiB up.
+    """
+    sizes = dict(n_q=n_q, n_k=n_k, h=h, d_k=d_k, d_v=d_v, d_model=d_model, itemsize=itemsize)
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return _attention_bytes(*(int(v) for v in sizes.values()), bool(masked))
+
+
+def _attention_bytes(n_q, n_k, h, d_k, d_v, d_model, itemsize, masked) -> int:
+    """attention_bytes without the argument checks (the sizes come from validated arrays)."""
+    grid = h * n_q * n_k  # entries of one [h, n_q, n_k] grid
+    mask = n_q * n_k if masked else 0  # the returned bool mask
+    early = itemsize * (h * (n_q + n_k) * d_k + h * n_k * d_v + 3 * grid) + mask  # q, k, v, block, mask
+    late = itemsize * (n_q * h * d_v + n_q * d_model)  # heads (= concat, head_outputs) and output
+    # Temporaries of steps 2 to 4, all freed before heads and output exist: |scores| while the
+    # scores are few, else the bool finiteness scan of scaled or NumPy's ufunc buffer (dividing by
+    # the broadcast row sums buffers up to np.getbufsize() elements); one projection's finiteness
+    # (bool); the 0/-inf mask matrix; the softmax's row maxima and sums with their == tests.
+    if grid <= _SCAN_SCORES_UP_TO:
+        scores_temporary = grid * itemsize
+    else:
+        scores_temporary = max(grid, np.getbufsize() * itemsize)
+    temporary = max(
+        scores_temporary,
+        h * max(n_q, n_k) * max(d_k, d_v),
+        n_q * n_k * itemsize if masked else 0,
+        2 * h * n_q * (itemsize + 1),
+    )
+    return early + max(temporary, late + n_q * d_model) + _CALL_OVERHEAD_BYTES  # + the output's isfinite
+
+
+def _format_bytes(nbytes: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= size:
+            return f"{nbytes / size:.1f} {unit}"
+    return f"{nbytes} bytes"
 
 
 def _add_bias(a: np.ndarray, bias: np.ndarray | None) -> np.ndarray:  # [h, n, d], [h, d] -> [h, n, d]
@@ -230,6 +299,8 @@ def _attention_softmax(z: np.ndarray, bound: float, out: np.ndarray) -> np.ndarr
     out /= total
     return out
 
+
+_CALL_OVERHEAD_BYTES = 8 * 1024  # the call's Python objects: array headers, the result (4-6 KiB measured)
 
 _SCAN_SCORES_UP_TO = 16_384  # below this a pass over the scores is cheaper than two einsums
 

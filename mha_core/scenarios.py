@@ -1,7 +1,7 @@
-"""Every worked example of the textbook (shared/seeds) as a named preset.
+"""Every worked example of the course text (its four chapters) as a named preset.
 
 Each Scenario holds tokens, embeddings, per-head projections, W_O and options, and
-``run()`` reproduces the seed's printed numbers. Where a seed leaves something
+``run()`` reproduces the chapter's printed numbers. Where a chapter leaves something
 unspecified, the choice is documented in the scenario's ``choices`` text.
 
 Score-level examples (C to G) give only a row of scores and the values. They are
@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mha_core.attention import MHAResult, multi_head_attention
-from mha_core.config import Setup
 from mha_core.init import random_weights, select_matrix
+from mha_core.setup import Scaling, Setup, setup_fields
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,11 +26,14 @@ class Scenario(Setup):
 
     key: str
     title: str
-    source: str  # which seed page and example
-    story: str  # what the example teaches, in the seed's words where possible
-    focus_query: int = 0  # the query row the seed talks about
-    choices: str = ""  # what we chose where the seed is silent
-    expected: dict = field(default_factory=dict)  # the seed's printed numbers, for tests and captions
+    source: str  # which chapter and example
+    story: str  # what the example teaches, in the chapter's words where possible
+    focus_query: int = 0  # the query row the chapter talks about
+    choices: str = ""  # what we chose where the chapter is silent
+    expected: dict = field(default_factory=dict)  # the chapter's printed numbers, for tests and captions
+
+    def __post_init__(self):
+        object.__setattr__(self, "origin", self.key)  # a preset's setup says which preset it is
 
     @property
     def n_heads(self) -> int:
@@ -41,18 +43,19 @@ class Scenario(Setup):
     def d_model(self) -> int:
         return self.x.shape[1]
 
-    def run(self) -> MHAResult:
-        return multi_head_attention(
-            self.x, self.w_q, self.w_k, self.w_v, self.w_o, x_kv=self.x_kv, mask=self.mask,
-            scale=self.scale, b_q=self.b_q, b_k=self.b_k, b_v=self.b_v, b_o=self.b_o,
-        )
+    def setup(self) -> Setup:
+        """The inputs alone, as the page holds them."""
+        return Setup(**{name: getattr(self, name) for name in setup_fields()})
+
+
+NO_SCALING = Scaling("none")  # the score-level examples give their scores as they enter the softmax
 
 
 def _heads(*matrices) -> np.ndarray:  # h x [d_model, d] -> [h, d_model, d]
     return np.stack([np.asarray(m, dtype=float) for m in matrices])
 
 
-def _score_level(key, title, source, story, query, keys, scores, values, *, scale="none",
+def _score_level(key, title, source, story, query, keys, scores, values, *, scaling=NO_SCALING,
                  choices="", expected=None) -> Scenario:
     """One query over keys embedded as [score, value] (see the module docstring)."""
     pick_score = [[1.0], [0.0]]
@@ -61,9 +64,9 @@ def _score_level(key, title, source, story, query, keys, scores, values, *, scal
         tokens=(query,), x=np.array([[1.0, 0.0]]),
         kv_tokens=tuple(keys), x_kv=np.column_stack([scores, values]).astype(float),
         w_q=_heads(pick_score), w_k=_heads(pick_score), w_v=_heads([[0.0], [1.0]]),
-        w_o=np.array([[0.0, 1.0]]), scale=scale,
+        w_o=np.array([[0.0, 1.0]]), scaling=scaling,
         choices=("Score-level example: each key's embedding is [its score, its value]; "
-                 "x_kv column 1 holds the seed's scores and column 2 its values. " + choices),
+                 "x_kv column 1 holds the chapter's scores and column 2 its values. " + choices),
         expected=expected or {},
     )
 
@@ -74,7 +77,7 @@ def _cat_chases_mouse() -> Scenario:
     return Scenario(
         key="cat_chases_mouse",
         title="Cat chases mouse: tracing two heads",
-        source="Seed 000, worked example: tracing through two heads",
+        source="Chapter 000, worked example: tracing through two heads",
         story=("Head 1 keeps the first two embedding dimensions for queries and keys and the last two "
                "for values. 'mouse' attends most strongly to itself; 'cat' splits its attention between "
                "itself and 'mouse'; 'chases' between itself and 'mouse'. Head 2 uses different "
@@ -86,8 +89,8 @@ def _cat_chases_mouse() -> Scenario:
         w_v=_heads(keep_last_two, keep_first_two),
         w_o=np.eye(4),
         focus_query=2,
-        choices=("The seed leaves head 2 open. We mirror head 1: head 2's queries and keys keep the last two "
-                 "dimensions and its values the first two. 'mouse' = [1, 1, 0, 0] has nothing there, so "
+        choices=("The chapter leaves head 2 open. We mirror head 1: head 2's queries and keys keep the last "
+                 "two dimensions and its values the first two. 'mouse' = [1, 1, 0, 0] has nothing there, so "
                  "its head-2 row is flat: a head with nothing to say. W_O is the identity, so the output "
                  "is the concatenation itself."),
         expected={"scores_head1": [[1, 0, 1], [0, 1, 1], [1, 1, 2]],
@@ -99,14 +102,14 @@ def _the_cat_sat(two_heads: bool) -> Scenario:
     x = np.array([[2, 0], [0, 2], [1, 1]], dtype=float)  # the, cat, sat as points in 2-D
     horizontal, vertical = [[1.0], [0.0]], [[0.0], [1.0]]
     common = dict(tokens=("the", "cat", "sat"), x=x, w_o=np.eye(2), focus_query=2,
-                  source="Seed 002, self-attention & multi-head attention")
+                  source="Chapter 002, self-attention & multi-head attention")
     if not two_heads:
         return Scenario(
             key="the_cat_sat_one_head", title="The cat sat: one head, 'sat' is uniform",
             story=("Row 'sat' is exactly uniform: it sits equally close to both 'the' and 'cat', so it has "
                    "no reason to favor either. 'The' mostly attends to itself."),
             w_q=_heads(np.eye(2)), w_k=_heads(np.eye(2)), w_v=_heads(np.eye(2)),
-            choices="The seed draws the tokens as points: the = (2, 0), cat = (0, 2), sat = (1, 1); "
+            choices="The chapter draws the tokens as points: the = (2, 0), cat = (0, 2), sat = (1, 1); "
                     "all projections are the identity.",
             expected={"sat_row": [1 / 3, 1 / 3, 1 / 3]}, **common,
         )
@@ -118,7 +121,7 @@ def _the_cat_sat(two_heads: bool) -> Scenario:
                "opinion about where to look."),
         w_q=_heads(horizontal, vertical), w_k=_heads(horizontal, vertical),
         w_v=_heads(horizontal, vertical),
-        choices=("The seed leaves the values open: each head's value is the same coordinate it scores "
+        choices=("The chapter leaves the values open: each head's value is the same coordinate it scores "
                  "on (d_v = 1), and W_O is the identity, so the output is (head A, head B)."),
         expected={"sat_head_a": [0.67, 0.09, 0.24], "sat_head_b": [0.09, 0.67, 0.24],
                   "sat_softmax_a": [0.665, 0.090, 0.245], "disagreement": 0.813},
@@ -129,14 +132,14 @@ def _the_cat_sat(two_heads: bool) -> Scenario:
 def _example_a() -> Scenario:
     return Scenario(
         key="ex_a_single_head", title="A: single head, the bare core",
-        source="Seed 001, example A",
+        source="Chapter 001, example A",
         story=("h = 1, d_k = 2: strip away parallelism to see the core. The diagonal score is 1 "
                "(self-match), off-diagonal 0; scaled by 1/sqrt(2) it is 0.707; each output row is a "
                "convex mix of the values (2, 0) and (0, 4)."),
         tokens=("t1", "t2"), x=np.eye(2),
         w_q=_heads(np.eye(2)), w_k=_heads(np.eye(2)), w_v=_heads(np.diag([2.0, 4.0])),
         w_o=np.eye(2),
-        choices="The seed gives Q K^T = I and values (2, 0), (0, 4): X = I, W_Q = W_K = I, "
+        choices="The chapter gives Q K^T = I and values (2, 0), (0, 4): X = I, W_Q = W_K = I, "
                 "W_V = diag(2, 4), W_O = I.",
         expected={"scaled_diag": 0.707, "row1": [0.6698, 0.3302],
                   "head1": [[1.3396, 1.3208], [0.6604, 2.6792]]},
@@ -146,7 +149,7 @@ def _example_a() -> Scenario:
 def _example_b() -> Scenario:
     return Scenario(
         key="ex_b_two_heads_one_token", title="B: two heads split then re-join (one token)",
-        source="Seed 001, example B",
+        source="Chapter 001, example B",
         story=("With a single token attention cannot gather anything from neighbours: each softmax row "
                "is [1], each head outputs its own value slice, concatenation rebuilds (1, 2, 3, 4), and "
                "W_O = I changes nothing."),
@@ -162,14 +165,14 @@ def _example_h(rng: np.random.Generator) -> Scenario:
     weights = random_weights(rng, d_model=512, n_heads=8, d_k=64, d_v=64)
     return Scenario(
         key="ex_h_cross_attention", title="H: cross-attention, 3 queries over 5 keys",
-        source="Seed 001, example H",
+        source="Chapter 001, example H",
         story=("Queries come from the decoder (3 tokens), keys and values from the encoder (5 tokens): "
                "each head's score grid is 3 x 5, not square, and its output 3 x 64; 8 x 64 = 512 = "
                "d_model after concatenation."),
         tokens=("le", "chat", "dort"), kv_tokens=("the", "cat", "is", "sleeping", "."),
         x=rng.standard_normal((3, 512)), x_kv=rng.standard_normal((5, 512)), **weights,
-        choices="The seed gives only the shapes (d_model 512, h 8, d_k = d_v = 64): embeddings and "
-                "weights are random (seed 1), std 1/sqrt(fan_in).",
+        choices="The chapter gives only the shapes (d_model 512, h 8, d_k = d_v = 64): embeddings and "
+                "weights are random (random seed 1), std 1/sqrt(fan_in).",
         expected={"scores_shape": (8, 3, 5), "head_shape": (3, 64), "concat_shape": (3, 512)},
     )
 
@@ -178,11 +181,11 @@ def _example_i(rng: np.random.Generator) -> Scenario:
     weights = random_weights(rng, d_model=512, n_heads=8, d_k=64, d_v=64)
     return Scenario(
         key="ex_i_parameter_count", title="I: count the parameters (d_model 512, h 8)",
-        source="Seed 001, example I",
+        source="Chapter 001, example I",
         story=("Each W_i^Q is 512 x 64 = 32768 numbers; 3 x 8 of them make 786432; W_O adds 262144; "
                "the total 1048576 = 4 x 512^2. All heads' W^Q together equal one 512 x 512 matrix."),
         tokens=("the", "cat", "sat", "on", "the", "mat"), x=rng.standard_normal((6, 512)), **weights,
-        choices="Random weights (seed 2) of the seed's sizes; the count is of these very arrays.",
+        choices="Random weights (random seed 2) of the chapter's sizes; the count is of these very arrays.",
         expected={"per_head_projection": 32768, "projections": 786432, "w_o": 262144,
                   "total": 1048576},
     )
@@ -192,13 +195,14 @@ def _visual_walkthrough(rng: np.random.Generator) -> Scenario:
     weights = random_weights(rng, d_model=6, n_heads=3, d_k=2, d_v=2)
     return Scenario(
         key="visual_walkthrough", title="Visual walkthrough: 'the cat sat', 6 columns, 3 heads",
-        source="Seed 004, visual walkthrough",
+        source="Chapter 004, visual walkthrough",
         story=("A sentence is a stack of arrows: 'the cat sat' becomes 3 rows of d_model = 6 numbers. "
                "The wide grid is sliced into h = 3 coloured bands of width d_k = 2; each band is an "
                "independent little attention machine, then W_O mixes the lanes back to width 6."),
         tokens=("the", "cat", "sat"), x=np.round(rng.standard_normal((3, 6)), 2),
         **{name: np.round(w, 2) for name, w in weights.items()},
-        choices="The seed draws the grid without numbers: random values (seed 4), rounded to 2 decimals "
+        choices="The chapter draws the grid without numbers: random values (random seed 4), rounded to 2 "
+                "decimals "
                 "so they can be read and typed.",
     )
 
@@ -206,50 +210,50 @@ def _visual_walkthrough(rng: np.random.Generator) -> Scenario:
 def _score_examples() -> list[Scenario]:
     return [
         _score_level(
-            "ex_c_equal_scores", "C: all scores equal -> uniform weights", "Seed 001, example C",
+            "ex_c_equal_scores", "C: all scores equal -> uniform weights", "Chapter 001, example C",
             "Identical scores mean no token is preferred: attention is uniform (1/3 each) and the output "
             "is the plain average, 20. This is the maximum-entropy, 'I don't know who matters' case.",
             "q", ("k1", "k2", "k3"), [2, 2, 2], [10, 20, 30],
             expected={"weights": [1 / 3, 1 / 3, 1 / 3], "output": 20},
         ),
         _score_level(
-            "ex_d_one_huge_score", "D: one huge score -> one-hot", "Seed 001, example D",
+            "ex_d_one_huge_score", "D: one huge score -> one-hot", "Chapter 001, example D",
             "Exponentials magnify gaps: e^20 dwarfs e^0, so softmax collapses onto token 3 and the "
             "output is 29.99999994, glued to v_3 = 30. This is the hard-attention limit.",
             "q", ("k1", "k2", "k3"), [0, 0, 20], [10, 20, 30],
             expected={"w3": 0.99999999588, "w1": 0.0000000021, "output": 29.99999994},
         ),
         _score_level(
-            "ex_e_negative_score", "E: zero and negative scores", "Seed 001, example E",
+            "ex_e_negative_score", "E: zero and negative scores", "Chapter 001, example E",
             "e^-3 is small but positive: a negative score means 'listen less', never a negative "
             "amount. Token 2 wins most attention and the output, 198.20, lies between 100 and 200.",
             "q", ("k1", "k2"), [-3, 1], [100, 200],
             expected={"weights": [0.01799, 0.98201], "output": 198.20},
         ),
         _score_level(
-            "ex_f_unscaled", "F: scaling matters (unscaled)", "Seed 001, example F",
+            "ex_f_unscaled", "F: scaling matters (unscaled)", "Chapter 001, example F",
             "Unscaled, the gap 32 makes softmax nearly one-hot on token 1 (w_1 = 1 - e^-32): "
             "gradients die. Compare with the scaled version.",
-            "q", ("k1", "k2"), [40, 8], [1, 0], scale="none",
-            choices="Values 1 and 0 (unspecified in the seed) make the output equal w_1.",
+            "q", ("k1", "k2"), [40, 8], [1, 0], scaling=Scaling("none"),
+            choices="Values 1 and 0 (unspecified in the chapter) make the output equal w_1.",
             expected={"w1": 0.99999999999999},
         ),
         _score_level(
-            "ex_f_scaled", "F: scaling matters (divided by sqrt(64) = 8)", "Seed 001, example F",
+            "ex_f_scaled", "F: scaling matters (divided by sqrt(64) = 8)", "Chapter 001, example F",
             "Divided by sqrt(d_k) = 8 for d_k = 64, the scores become (5, 1), gap 4: w_1 = 0.982 "
             "leaves real weight (0.018) on token 2, so gradients flow to it.",
-            "q", ("k1", "k2"), [40, 8], [1, 0], scale=1 / 8,
-            choices="The seed's d_k = 64 is represented by the scale 1/8 = 1/sqrt(64); values 1 and 0 "
-                    "make the output equal w_1.",
+            "q", ("k1", "k2"), [40, 8], [1, 0], scaling=Scaling("sqrt_of", 64),
+            choices="The text's d_k = 64 is the scaling 'divide by √64' (= × 1/8) on this one-column "
+                    "toy; values 1 and 0 make the output equal w_1.",
             expected={"scaled": [5, 1], "w1": 0.9820},
         ),
         _score_level(
-            "ex_g_coreference", "G: pronoun co-reference, one head specialises", "Seed 001, example G",
+            "ex_g_coreference", "G: pronoun co-reference, one head specialises", "Chapter 001, example G",
             "This head's scores for the query 'it' favour 'cat' (3.0): about 70% of 'it''s attention "
             "lands on 'cat' -- the head has learned co-reference.",
             "it", ("cat", "ate", "the", "fish", "because", "it"), [3.0, 0.5, 0.2, 1.0, 0.3, 0.6],
             [1, 0, 0, 0, 0, 0],
-            choices="The seed gives six scores but not the sentence; we chose the words. Value 1 marks "
+            choices="The chapter gives six scores but not the sentence; we chose the words. Value 1 marks "
                     "'cat', so the output is the weight on 'cat'.",
             expected={"w_cat": 0.6963},
         ),
@@ -273,3 +277,31 @@ def all_scenarios() -> dict[str, Scenario]:
 
 
 DEFAULT_SCENARIO = "the_cat_sat_two_heads"
+
+
+GENERATED = ("random", "blank")  # presets made on demand rather than taken from a chapter
+
+
+def generated_setup(kind: str, seed: int) -> Setup:
+    """The "random" and "blank" presets: 'the cat sat on the mat', d_model 8, h 2, d_k = d_v = 4.
+
+    Random queries and keys are drawn wide enough (scaled scores with a spread of about 2.5)
+    that the heads have opinions worth discussing rather than near-uniform rows; numbers are
+    rounded to two decimals so that they can be read and typed. Blank is zeros, with W_O the
+    identity so that the output still shows the heads.
+    """
+    if kind not in GENERATED:
+        raise ValueError(f"kind must be one of {GENERATED}, got {kind!r}")
+    tokens = ("the", "cat", "sat", "on", "the", "mat")
+    n, d_model, h, d = len(tokens), 8, 2, 4
+    if kind == "blank":
+        return Setup(tokens=tokens, x=np.zeros((n, d_model)), w_q=np.zeros((h, d_model, d)),
+                     w_k=np.zeros((h, d_model, d)), w_v=np.zeros((h, d_model, d)),
+                     w_o=select_matrix((h * d, d_model)), origin="blank")
+    rng = np.random.default_rng(seed)
+    wide = np.sqrt(2.5 / d_model)  # std of W_Q, W_K: each q, k entry then has variance 2.5
+    arrays = dict(x=rng.standard_normal((n, d_model)), w_q=wide * rng.standard_normal((h, d_model, d)),
+                  w_k=wide * rng.standard_normal((h, d_model, d)), **{
+                      name: w for name, w in random_weights(rng, d_model, h, d, d).items()
+                      if name in ("w_v", "w_o")})
+    return Setup(tokens=tokens, origin="random", **{name: np.round(a, 2) for name, a in arrays.items()})

@@ -25,13 +25,31 @@ def as_float_array(name: str, value, dtype=None) -> np.ndarray:
     target = dtype if dtype is not None else (
         array.dtype if array.dtype in FLOAT_DTYPES else np.float64
     )
-    array = array.astype(target, copy=False)
+    source = array
+    if array.dtype != target:  # a narrowing cast can overflow to inf: told apart from a real inf below
+        with np.errstate(over="ignore"):
+            array = array.astype(target)
     if not np.isfinite(array).all():
-        bad = np.argwhere(~np.isfinite(array))[0]
-        raise ValueError(
-            f"{name} must be finite, found {array[tuple(bad)]} at index {tuple(int(i) for i in bad)}"
-        )
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        if np.isfinite(source[bad]):  # finite as given, so the cast overflowed
+            target = np.dtype(target)
+            raise ValueError(
+                f"{name} holds {source[bad]!s} at index {bad}, outside {target.name}'s range "
+                f"(±{np.finfo(target).max:.2g})"
+            )
+        raise ValueError(f"{name} must be finite, found {array[bad]} at index {bad}")
     return array
+
+
+def check_max_bytes(max_bytes) -> int | None:
+    """None (no limit) or a byte count >= 0; numpy integers are accepted, bools are not."""
+    if max_bytes is None or (max_bytes.__class__ is int and max_bytes >= 0):  # the common cases, fast
+        return max_bytes
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, numbers.Integral):
+        raise ValueError(f"max_bytes must be None or a whole number of bytes, got {max_bytes!r}")
+    if max_bytes < 0:
+        raise ValueError(f"max_bytes must be >= 0 (or None for no limit), got {max_bytes!r}")
+    return int(max_bytes)
 
 
 def check_matrix(name: str, value, dtype=None, d_model: int | None = None) -> np.ndarray:

@@ -9,6 +9,10 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from app.editors import editor_key
+from mha_core import all_scenarios
+from mha_core.scenarios import GENERATED
+
 ENTRY = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
 
 
@@ -43,13 +47,71 @@ def heatmap_values(spec: dict) -> list[np.ndarray]:
     return [decode(trace["z"]).astype(float) for trace in spec["data"] if trace["type"] == "heatmap"]
 
 
+def key_of(at: AppTest, name: str, head: int | None = None) -> str:
+    """The widget key of an array's editor as the app names it now."""
+    return editor_key(name, at.session_state["versions"][name], head)
+
+
+def edit_cells(at: AppTest, name: str, edited_rows: dict, head: int | None = None) -> None:
+    """Put edits into an editor's widget state, as the browser sends them, and rerun."""
+    at.session_state[key_of(at, name, head)] = {"edited_rows": edited_rows, "added_rows": [],
+                                                "deleted_rows": []}
+    at.run()
+
+
 def edit_cell(at: AppTest, name: str, row: int, col: int, value, head: int | None = None) -> None:
-    """Put an edit into a matrix editor's widget state, as the browser would, and rerun."""
-    version = at.session_state["versions"][name]
-    suffix = "" if head is None else f"_{head}"
-    key = f"ed_{name}{suffix}_v{version}"
-    at.session_state[key] = {"edited_rows": {row: {f"c{col}": value}}, "added_rows": [],
-                              "deleted_rows": []}
+    """One typed cell (the grid's text columns send strings)."""
+    edit_cells(at, name, {row: {f"c{col}": value}}, head)
+
+
+def work(at: AppTest, name: str) -> np.ndarray:
+    """An array's base as the app holds it."""
+    return at.session_state["work"][name]
+
+
+PRESET_TITLES = {key: scenario.title for key, scenario in all_scenarios().items()}
+PRESET_TITLES.update({"random": "random (seeded)", "blank": "blank (zeros)"})
+assert set(GENERATED) <= set(PRESET_TITLES)
+
+
+def pick_preset(at: AppTest, key: str) -> None:
+    """Choose a preset in the picker, as a person does (by its title)."""
+    at.selectbox(key="preset_picker").set_value(PRESET_TITLES[key]).run()
+
+
+def pick(at: AppTest, name: str, label: str) -> None:
+    """Choose an option of a selection widget (choice_ui) by its label."""
+    widget = at.selectbox(key=f"pick_{name}") if name != "shown_head" else at.button_group(key=f"pick_{name}")
+    widget.set_value(label).run()
+
+
+def address(at: AppTest) -> dict[str, str]:
+    """The page's query parameters as the address bar holds them (one value each)."""
+    out = {}
+    for name in at.query_params:
+        value = at.query_params[name]
+        out[name] = value[-1] if isinstance(value, list) else value
+    return out
+
+
+def open_address(params: dict[str, str]) -> AppTest:
+    """A fresh session opened at an address, as a new browser tab would be."""
+    fresh = AppTest.from_file(str(ENTRY), default_timeout=60)
+    for name, value in params.items():
+        fresh.query_params[name] = value
+    fresh.run()
+    return fresh
+
+
+def goto(at: AppTest, url_path: str) -> None:
+    """Open a page by its url_path, as a click on the navigation does, and run.
+
+    The pages are functions (st.Page(callable, url_path=...)), which AppTest.switch_page cannot
+    name by file; a real session asks for the page by the hash of its url_path, as this does.
+    """
+    from streamlit.util import calc_hash
+
+    at._page_hash = calc_hash(url_path)
     at.run()
 
 

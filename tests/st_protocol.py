@@ -98,8 +98,20 @@ class Session:
         widget_id = self.last.widget_ids[key]
         self.widgets[widget_id] = WidgetState(id=widget_id, string_value=json.dumps(value))
 
-    async def edit_cell(self, key: str, row: int, col: int, value: float) -> Run:
-        """One data_editor cell edit, as the grid sends it (edits are cumulative per editor)."""
+    def set_string(self, key: str, value: str) -> None:
+        """Set a widget whose value travels as a string (text input, selectbox: its label), by key."""
+        widget_id = self.last.widget_ids[key]
+        self.widgets[widget_id] = WidgetState(id=widget_id, string_value=value)
+
+    def set_strings(self, key: str, values: list[str]) -> None:
+        """Set a widget whose value travels as a list of strings (segmented control, pills), by key."""
+        widget_id = self.last.widget_ids[key]
+        state = WidgetState(id=widget_id)
+        state.string_array_value.data.extend(values)
+        self.widgets[widget_id] = state
+
+    async def edit_cell(self, key: str, row: int, col: int, value: str) -> Run:
+        """One data_editor cell edit, as the grid sends it: the typed text (edits are cumulative)."""
         widget_id = self.last.widget_ids[key]
         old = self.widgets.get(widget_id)
         edits = json.loads(old.string_value) if old else {"edited_rows": {}, "added_rows": [],

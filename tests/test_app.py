@@ -4,7 +4,20 @@ import numpy as np
 import pytest
 
 from mha_core import DEFAULT_SCENARIO, all_scenarios
-from tests.apptest_util import chart_specs, edit_cell, fresh_app, heatmap_values, texts
+from tests.apptest_util import (
+    ENTRY,
+    chart_specs,
+    edit_cell,
+    edit_cells,
+    fresh_app,
+    goto,
+    heatmap_values,
+    key_of,
+    pick,
+    pick_preset,
+    texts,
+    work,
+)
 
 SCENARIOS = all_scenarios()
 STEP_CHARTS = {"chart_x", "chart_scores", "chart_scaled", "chart_weights", "chart_heads", "chart_bars",
@@ -23,7 +36,8 @@ def weights_drawn(at) -> np.ndarray:  # [h, n_q, n_k] as carried by the weights 
 
 def test_default_page_is_the_two_disagreeing_heads(at):
     assert not at.exception
-    assert at.session_state["preset"] == DEFAULT_SCENARIO
+    assert at.session_state["origin"] == DEFAULT_SCENARIO
+    assert at.selectbox(key="preset_picker").value == SCENARIOS[DEFAULT_SCENARIO].title
     np.testing.assert_allclose(weights_drawn(at), SCENARIOS[DEFAULT_SCENARIO].run().weights, atol=1e-6)
     assert STEP_CHARTS <= set(chart_specs(at))
     assert any("0.813" in text for text in texts(at.markdown))
@@ -33,7 +47,7 @@ def test_default_page_is_the_two_disagreeing_heads(at):
 
 @pytest.mark.parametrize("key", list(SCENARIOS))
 def test_every_preset_runs_and_draws_its_weights(at, key):
-    at.selectbox(key="preset").set_value(key).run()
+    pick_preset(at, key)
     assert not at.exception, key
     assert not at.error, texts(at.error)
     specs = chart_specs(at)
@@ -42,25 +56,31 @@ def test_every_preset_runs_and_draws_its_weights(at, key):
     np.testing.assert_allclose(drawn, SCENARIOS[key].run().weights, atol=1e-6)
 
 
-@pytest.mark.parametrize("preset", ["random (seeded)", "blank (zeros)"])
+@pytest.mark.parametrize("preset", ["random", "blank"])
 def test_generated_presets_run(at, preset):
-    at.selectbox(key="preset").set_value(preset).run()
+    pick_preset(at, preset)
     assert not at.exception
     assert not at.error, texts(at.error)
-    assert at.session_state["bases"]["w_q"].shape == (2, 8, 4)
-    is_blank = preset.startswith("blank")
-    assert (np.abs(at.session_state["bases"]["w_q"]).sum() == 0) == is_blank
+    assert work(at, "w_q").shape == (2, 8, 4)
+    assert (np.abs(work(at, "w_q")).sum() == 0) == (preset == "blank")
+
+
+def test_the_random_preset_has_heads_with_opinions(at):
+    """A random setup worth discussing: not every row near uniform."""
+    from mha_core import normalised_entropy
+    pick_preset(at, "random")
+    assert normalised_entropy(weights_drawn(at)).min() < 0.6
 
 
 def test_worked_examples_page_runs(at):
-    at.switch_page("views/textbook.py").run()
+    goto(at, "examples")
     assert not at.exception
     assert len(at.button) >= len(SCENARIOS)
 
 
 def test_editing_an_embedding_cell_changes_the_weights(at):
     before = weights_drawn(at)
-    edit_cell(at, "x", row=2, col=0, value=3.0)  # 'sat' = (3, 1): head A now scores it above 'the'
+    edit_cell(at, "x", row=2, col=0, value="3")  # 'sat' = (3, 1): head A now scores it above 'the'
     assert not at.exception
     after = weights_drawn(at)
     assert not np.allclose(before, after)
@@ -70,8 +90,8 @@ def test_editing_an_embedding_cell_changes_the_weights(at):
 
 def test_editing_a_projection_of_one_head_changes_only_that_head(at):
     before = weights_drawn(at)
-    at.button_group(key="shown_head").set_value(1).run()  # step 2 shows head 2's matrices
-    edit_cell(at, "w_q", row=1, col=0, value=2.0, head=1)
+    pick(at, "shown_head", "head 2")  # step 2 shows head 2's matrices
+    edit_cell(at, "w_q", row=1, col=0, value="2", head=1)
     after = weights_drawn(at)
     np.testing.assert_allclose(after[0], before[0])
     assert not np.allclose(after[1], before[1])
@@ -82,28 +102,65 @@ def test_editing_a_projection_of_one_head_changes_only_that_head(at):
 def test_kept_edits_survive_when_their_editor_is_not_drawn(at):
     """The browser's path: an editor's on_change keeps its edits; Streamlit then drops the widget
     state of an editor that a run does not draw (another head, another page)."""
-    at.button_group(key="shown_head").set_value(1).run()
-    key = f"ed_w_q_1_v{at.session_state['versions']['w_q']}"
-    at.session_state["kept_edits"][key] = ("w_q", {1: {"c0": 2.0}})  # what keep_edits() stores
-    at.button_group(key="shown_head").set_value(0).run()  # head 2's editor is not drawn now
-    at.switch_page("views/textbook.py").run()
-    at.switch_page("views/workbench.py").run()
-    assert at.session_state["bases"]["w_q"][1, 1, 0] == 2.0  # folded into the base
+    pick(at, "shown_head", "head 2")
+    key = key_of(at, "w_q", head=1)
+    at.session_state["kept_edits"][key] = ("w_q", {1: {"c0": "2"}})  # what keep_edits() stores
+    pick(at, "shown_head", "head 1")  # head 2's editor is not drawn now
+    goto(at, "examples")
+    goto(at, "workbench")
+    assert work(at, "w_q")[1, 1, 0] == 2.0  # folded into the base
     assert not at.session_state["kept_edits"]
 
 
-@pytest.mark.parametrize("bad, word", [(None, "empty"), (float("inf"), "infinite")])
-def test_a_bad_cell_gets_a_message_and_nothing_else_is_lost(at, bad, word):
-    w_q_before = at.session_state["bases"]["w_q"].copy()
+@pytest.mark.parametrize("bad, words", [
+    (None, "is empty"), ("", "is empty"), ("inf", "'inf' is not a number"),
+    ("1e308", "1e308 is outside the range this page accepts"),  # was an overflow far from the cell
+    ("1,5", "use a point for decimals"),  # the number column read this as 15
+    ("0x10", "'0x10' is not a number"),  # the number column read this as 10
+    ("1e-400", "'1e-400'"),  # read as -1400 by the number column; here: 0.0, accepted (see below)
+    ("abc", "'abc' is not a number"), (float("nan"), "'nan' is not a number"), (True, "'True' is not"),
+])
+def test_a_bad_cell_gets_a_message_naming_it_and_nothing_else_is_lost(at, bad, words):
+    w_q_before = work(at, "w_q").copy()
     edit_cell(at, "x", row=1, col=1, value=bad)
     assert not at.exception
-    messages = texts(at.error)
-    assert any("X (embeddings)" in m and word in m and "2 · cat" in m for m in messages), messages
-    np.testing.assert_array_equal(at.session_state["bases"]["w_q"], w_q_before)
+    if bad == "1e-400":  # underflows to 0: a number, within range
+        assert not at.error and weights_drawn(at) is not None
+        return
+    messages = [m for m in texts(at.error) if "row 2 · cat, column d2" in m.replace("\\", "")]
+    assert len(messages) == 1 and words in messages[0].replace("\\", ""), texts(at.error)
+    np.testing.assert_array_equal(work(at, "w_q"), w_q_before)
     assert "chart_weights" not in chart_specs(at)
     assert any("Waiting for valid input" in text for text in texts(at.info))
-    edit_cell(at, "x", row=1, col=1, value=2.0)  # fixing it brings the steps back
+    edit_cell(at, "x", row=1, col=1, value="2")  # fixing it brings the steps back
     assert "chart_weights" in chart_specs(at) and not at.error
+
+
+@pytest.mark.parametrize("typed, value", [("1e-3", 0.001), ("−2", -2.0), (" 2.50 ", 2.5), ("+.5", 0.5),
+                                          (3, 3.0), ("1000000", 1e6)])
+def test_typed_numbers_are_read_exactly(at, typed, value):
+    edit_cell(at, "x", row=0, col=1, value=typed)
+    assert not at.error, texts(at.error)
+    r = SCENARIOS[DEFAULT_SCENARIO]
+    x = r.x.copy()
+    x[0, 1] = value
+    import dataclasses
+    np.testing.assert_allclose(weights_drawn(at), dataclasses.replace(r, x=x).run().weights, atol=1e-6)
+
+
+@pytest.mark.parametrize("edited_rows", [
+    {9: {"c0": "1"}},  # row 9 of a 3-row grid
+    {0: {"c-1": "1"}}, {0: {"c7": "1"}}, {0: {"name": "1"}},  # columns the grid does not have
+    {"x": {"c0": "1"}}, {0: "not a dict"},
+])
+def test_edits_a_grid_could_not_send_are_refused_on_the_server(at, edited_rows):
+    """A websocket client can send any edit; none raises, each gets a message."""
+    before = weights_drawn(at)
+    edit_cells(at, "x", edited_rows)
+    assert not at.exception
+    assert any("named a cell this grid does not have" in m for m in texts(at.error)), texts(at.error)
+    edit_cells(at, "x", {})
+    np.testing.assert_allclose(weights_drawn(at), before)
 
 
 def test_no_tokens_gets_a_message(at):
@@ -118,39 +175,48 @@ def test_too_many_tokens_gets_a_message(at):
     assert any("over the limit" in m for m in texts(at.error))
 
 
+@pytest.mark.parametrize("tokens, words", [
+    ("the " + "x" * 83_000, "characters"),  # finding 9 (AppTest, like the browser, cuts at max_chars)
+    ("the " + "x" * 41, "token 2 has 41 characters"),
+    ("ca\u200bt sat", "U+200B"), ("\ufeffcat sat", "U+FEFF"), ("the \u202ecat", "U+202E"),
+])
+def test_overlong_or_invisible_tokens_are_refused_next_to_the_box(at, tokens, words):
+    at.text_input(key="tokens_text").set_value(tokens).run()
+    assert not at.exception
+    assert any(words in m.replace("\\", "") for m in texts(at.error)), texts(at.error)
+    assert not chart_specs(at)  # nothing computed for it
+
+
 def test_heads_not_dividing_d_model_says_how_to_fix_it(at):
     at.number_input(key="d_model").set_value(5).run()
     assert not at.exception
     message = " ".join(texts(at.error))
     assert "does not divide d_model=5" in message and "Choose h in [1, 5]" in message
     at.number_input(key="d_model").set_value(4).run()  # the matrices come back, resized
-    assert not at.error and at.session_state["bases"]["w_q"].shape == (2, 4, 2)
+    assert not at.error and work(at, "w_q").shape == (2, 4, 2)
 
 
 def test_changing_a_size_keeps_the_entries_that_fit(at):
-    at.selectbox(key="preset").set_value("cat_chases_mouse").run()
-    x_before = at.session_state["bases"]["x"].copy()  # [3, 4]
+    pick_preset(at, "cat_chases_mouse")
+    x_before = work(at, "x").copy()  # [3, 4]
     at.text_input(key="tokens_text").set_value("cat chases mouse today").run()
-    x_after = at.session_state["bases"]["x"]
+    x_after = work(at, "x")
     assert x_after.shape == (4, 4)
     np.testing.assert_array_equal(x_after[:3], x_before)
 
 
 def test_an_edit_survives_a_resize(at):
-    edit_cell(at, "x", row=0, col=1, value=7.5)
+    edit_cell(at, "x", row=0, col=1, value="7.5")
     at.text_input(key="tokens_text").set_value("the cat sat down").run()
-    assert at.session_state["bases"]["x"][0, 1] == 7.5
+    assert work(at, "x")[0, 1] == 7.5
 
 
 def test_a_mask_row_that_blocks_everything_is_explained(at):
     at.selectbox(key="mask_kind").set_value("custom").run()
-    version = at.session_state["versions"]["mask"]
-    at.session_state[f"ed_mask_v{version}"] = {
-        "edited_rows": {0: {"c0": False, "c1": False, "c2": False}}, "added_rows": [], "deleted_rows": []}
-    at.run()
+    edit_cells(at, "mask", {0: {"c0": False, "c1": False, "c2": False}})
     assert not at.exception
     assert any("blocks every key" in w for w in texts(at.warning))
-    assert np.all(weights_drawn(at)[:, 0, :] == 0)
+    assert np.isnan(weights_drawn(at)[:, 0, :]).all()  # masked: blank, as among the scores
 
 
 def test_causal_mask_blanks_the_future(at):
@@ -159,17 +225,24 @@ def test_causal_mask_blanks_the_future(at):
     assert np.isnan(scaled[:, 0, 1:]).all() and not np.isnan(scaled[:, 2]).any()
 
 
-def test_scaling_none_and_temperature(at):
-    at.selectbox(key="preset").set_value("ex_f_scaled").run()
+def test_scaling_none_sqrt_of_and_multiply(at):
+    pick_preset(at, "ex_f_scaled")
     np.testing.assert_allclose(weights_drawn(at)[0, 0, 0], 0.9820, atol=5e-5)
-    at.selectbox(key="scale_mode").set_value("none").run()
+    assert at.number_input(key="scale_sqrt_of").value == 64  # the text's d_k, not "temperature 8"
+    assert any(r"\sqrt{64}" in latex for latex in texts(at.latex))
+    at.selectbox(key="scale_kind").set_value("none").run()
     assert weights_drawn(at)[0, 0, 0] > 0.9999999
+    assert not any(r"\sqrt" in latex and "softmax" in latex for latex in texts(at.latex))
+    at.selectbox(key="scale_kind").set_value("multiply").run()
+    at.number_input(key="scale_multiplier").set_value(0.3).run()
+    assert at.session_state["work"] and not at.exception
+    np.testing.assert_allclose(weights_drawn(at)[0, 0, 0], 1 / (1 + np.exp(-0.3 * 32)), rtol=1e-6)
 
 
 def test_cross_attention_draws_a_non_square_grid(at):
-    at.selectbox(key="preset").set_value("ex_h_cross_attention").run()
+    pick_preset(at, "ex_h_cross_attention")
     assert weights_drawn(at).shape == (8, 3, 5)
-    at.selectbox(key="preset").set_value(DEFAULT_SCENARIO).run()
+    pick_preset(at, DEFAULT_SCENARIO)
     at.radio(key="mode").set_value("cross-attention").run()
     at.text_input(key="kv_tokens_text").set_value("a b c d").run()
     assert not at.exception and weights_drawn(at).shape == (2, 3, 4)
@@ -189,29 +262,26 @@ def test_biases_appear_and_change_the_output(at):
     at.checkbox(key="use_bias").check().run()
     assert not at.exception
     before = heatmap_values(chart_specs(at)["chart_output"])[1]
-    version = at.session_state["versions"]["b_o"]
-    at.session_state[f"ed_b_o_v{version}"] = {"edited_rows": {0: {"c0": 1.5}}, "added_rows": [],
-                                              "deleted_rows": []}
-    at.run()
+    edit_cell(at, "b_o", row=0, col=0, value="1.5")
     after = heatmap_values(chart_specs(at)["chart_output"])[1]
     np.testing.assert_allclose(after[:, 0] - before[:, 0], 1.5, atol=1e-6)
 
 
 def test_fill_helper_replaces_one_matrix_only(at):
-    x_before = at.session_state["bases"]["x"].copy()
+    x_before = work(at, "x").copy()
     at.selectbox(key="fill_target").set_value("w_o").run()
     at.radio(key="fill_kind").set_value("zeros").run()
     at.button(key="fill_go").click().run()
     assert not at.exception
-    assert np.all(at.session_state["bases"]["w_o"] == 0)
-    np.testing.assert_array_equal(at.session_state["bases"]["x"], x_before)
+    assert np.all(work(at, "w_o") == 0)
+    np.testing.assert_array_equal(work(at, "x"), x_before)
 
 
 def test_drill_down_writes_the_live_numbers(at):
     latex = " ".join(texts(at.latex))
     assert r"q_{3} \cdot k_{1}" not in latex  # default cell is (1, 1)
-    at.selectbox(key="drill_query").set_value(2).run()
-    at.selectbox(key="drill_key").set_value(0).run()
+    pick(at, "drill_query", "3 · sat")
+    pick(at, "drill_key", "1 · the")
     latex = " ".join(texts(at.latex))
     assert r"q_{3} \cdot k_{1} = (1)(2) = 2" in latex
     assert "0.6652" in latex
@@ -223,10 +293,9 @@ def test_tokens_in_messages_are_escaped_not_rendered(at):
     message = " ".join(texts(at.error))
     assert r"1 · \*\*x\*\*" in message  # shown as **x**, not as bold x
     at.selectbox(key="mask_kind").set_value("custom").run()
-    version = at.session_state["versions"]["mask"]
-    at.session_state[f"ed_mask_v{version}"] = {
+    at.session_state[key_of(at, "mask")] = {
         "edited_rows": {1: {"c0": False, "c1": False, "c2": False}}, "added_rows": [], "deleted_rows": []}
-    edit_cell(at, "x", row=0, col=0, value=1.0)
+    edit_cell(at, "x", row=0, col=0, value="1")
     warning = " ".join(texts(at.warning))
     assert r"2 · \$y\$" in warning
 
@@ -234,18 +303,17 @@ def test_tokens_in_messages_are_escaped_not_rendered(at):
 def test_a_link_opens_a_preset_and_refuses_huge_sizes():
     from streamlit.testing.v1 import AppTest
 
-    from tests.apptest_util import ENTRY
     at = AppTest.from_file(str(ENTRY), default_timeout=60)
     at.query_params["preset"] = "ex_a_single_head"
     at.query_params["d_model"] = "100000000"
     at.run()
     assert not at.exception
-    assert at.session_state["preset"] == "ex_a_single_head"
+    assert at.session_state["origin"] == "ex_a_single_head"
     np.testing.assert_allclose(weights_drawn(at), SCENARIOS["ex_a_single_head"].run().weights, atol=1e-6)
     assert any("d\\_model" in w and "1 to 512" in w for w in texts(at.warning)), texts(at.warning)
 
 
 def test_the_exam_size_examples_cannot_be_saved_but_say_why(at):
-    at.selectbox(key="preset").set_value("ex_i_parameter_count").run()
+    pick_preset(at, "ex_i_parameter_count")
     assert not at.exception
     assert any("too many to save" in c for c in texts(at.caption))

@@ -40,17 +40,42 @@ except ImportError:
 
 
 @pytest.fixture(scope="module")
-def browser_page():
+def live():
+    """One real server and one Chromium for the module: (url, browser)."""
     ARTIFACTS.mkdir(exist_ok=True)
     with streamlit_server() as (url, _), sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM, args=FLAGS)  # launch() gives a fresh temporary profile
-        page = browser.new_page(viewport={"width": 1400, "height": 5000})
-        page.goto(url)
-        page.wait_for_selector(WEIGHTS, timeout=60_000)
-        page.wait_for_selector(IDLE, timeout=60_000)
-        yield page
+        yield url, browser
         browser.close()
+
+
+def open_page(browser, url: str, viewport=(1400, 5000)):
+    """A fresh browser context (no cookies, no session) on url, once the page has drawn."""
+    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+    page = context.new_page()
+    page.goto(url)
+    settle(page, WEIGHTS)
+    return page
+
+
+def settle(page, selector: str = WEIGHTS, timeout: float = 60_000) -> None:
+    page.wait_for_selector(selector, timeout=timeout)
+    page.wait_for_timeout(300)  # the debounce of Streamlit's own e2e tests
+    page.wait_for_selector(IDLE, timeout=timeout)
+
+
+def no_error_on(page) -> None:
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert page.locator("[data-testid='stAlertContentError']").count() == 0
+
+
+@pytest.fixture(scope="module")
+def browser_page(live):
+    url, browser = live
+    page = open_page(browser, url)
+    yield page
+    page.context.close()
 
 
 def click_cell(page, editor_index: int, row: int, col_from_right: int) -> None:
@@ -112,8 +137,9 @@ def upload(page, name: str, text: str) -> None:
 def test_loading_a_saved_setup_and_refusing_a_bad_one(browser_page):
     import json
 
-    from mha_core import all_scenarios
     from mha_core.config import setup_to_json
+
+    from mha_core import all_scenarios
     page = browser_page
     before = page.evaluate(READ_WEIGHTS)
     example_a = setup_to_json(all_scenarios()["ex_a_single_head"])
@@ -127,3 +153,105 @@ def test_loading_a_saved_setup_and_refusing_a_bad_one(browser_page):
     weights = page.evaluate(READ_WEIGHTS)
     assert abs(weights[0][0][0] - 0.6698) < 5e-5  # seed 001, example A
     assert page.locator("[data-testid='stException']").count() == 0
+
+
+def type_tokens(page, text: str) -> None:
+    box = page.locator("input[aria-label*='Tokens (queries)' i]")
+    box.fill(text)
+    box.press("Enter")
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=20_000)
+
+
+@pytest.mark.parametrize("sentence", ["a dog ran", "a b c"])
+def test_own_sentence_then_any_click_keeps_every_step(live, sentence):
+    """Findings 1 and 8: Chromium sends the query selectbox's old label back once the tokens change;
+    the old page then replaced steps 6 to 8 by an error box (and, for a sentence of the same
+    length, failed every rerun for the rest of the session)."""
+    url, browser = live
+    page = open_page(browser, url)
+    type_tokens(page, sentence)
+    page.locator("button:has-text('head 2')").first.click()
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=20_000)
+    for _ in range(2):  # "then any interaction", twice
+        page.locator("button:has-text('head 1')").first.click()
+        page.wait_for_timeout(300)
+        page.wait_for_selector(IDLE, timeout=20_000)
+    no_error_on(page)
+    for key in ("chart_bars", "chart_concat", "chart_output"):
+        assert page.locator(f".st-key-{key} .js-plotly-plot").count() == 1, key
+    assert sentence.split()[-1] in page.locator(".st-key-chart_weights").inner_text()
+    page.context.close()
+
+
+def chart_data(page) -> dict:
+    return page.evaluate("""() => Object.fromEntries(Array.from(
+        document.querySelectorAll("[class*='st-key-chart_'] .js-plotly-plot"),
+        el => [el.closest("[class*='st-key-chart_']").className.match(/st-key-(chart_\\w+)/)[1],
+               JSON.stringify(el.data.map(t => [t.z && (t.z._inputArray || t.z), t.y]))]))""")
+
+
+def test_the_address_bar_reopens_an_edit_in_a_fresh_browser(live):
+    url, browser = live
+    page = open_page(browser, url)
+    click_cell(page, editor_index=0, row=1, col_from_right=1)  # X: row 'cat', column d2
+    page.wait_for_timeout(300)
+    page.keyboard.type("-1.5")
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(500)
+    page.wait_for_selector(IDLE, timeout=20_000)
+    page.wait_for_timeout(500)
+    address = page.url
+    assert "s=1." in address, address
+    mine = chart_data(page)
+    other = open_page(browser, address)
+    other.wait_for_timeout(500)
+    assert chart_data(other) == mine
+    assert "(edited)" in other.locator("[data-testid='stSidebar']").inner_text()
+    page.context.close()
+    other.context.close()
+
+
+@pytest.mark.parametrize("preset", ["ex_h_cross_attention", "ex_i_parameter_count"])
+def test_the_512_wide_examples_paint_every_chart_quickly(live, preset):
+    """Finding 2: examples H and I froze Chromium for 68 to 118 s and drew blank panels."""
+    url, browser = live
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    started = time.perf_counter()
+    page.goto(f"{url}/?preset={preset}")
+    page.wait_for_selector(WEIGHTS, timeout=60_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    page.wait_for_function("""() => {
+        const plots = document.querySelectorAll("[class*='st-key-chart_'] .js-plotly-plot");
+        return plots.length >= 8 && Array.from(plots).every(p => p._fullLayout && p.querySelector(
+            ".heatmaplayer image, .heatmaplayer .hm, .barlayer .point, .plot .trace"));
+    }""", timeout=60_000)
+    seconds = time.perf_counter() - started
+    blank = page.evaluate("""() => Array.from(
+        document.querySelectorAll(".js-plotly-plot .heatmaplayer image"))
+        .filter(img => !(img.getAttribute("href") || "").startsWith("data:image")).length""")
+    no_error_on(page)
+    page.screenshot(path=str(ARTIFACTS / f"browser-{preset}.png"), full_page=True)
+    (ARTIFACTS / f"browser-{preset}-seconds.txt").write_text(f"{seconds:.3f}\n")
+    assert blank == 0
+    context.close()
+
+
+def test_open_in_the_workbench_lands_at_the_top(live):
+    url, browser = live
+    page = open_page(browser, url, viewport=(1280, 720))
+    page.get_by_role("link", name="Worked examples").click()
+    page.wait_for_selector("text=Open in the workbench", timeout=20_000)
+    page.wait_for_selector(IDLE)
+    buttons = page.get_by_role("button", name="Open in the workbench")
+    buttons.nth(4).scroll_into_view_if_needed()  # example B, well down the page
+    buttons.nth(4).click()
+    settle(page)
+    page.wait_for_timeout(800)
+    top = page.evaluate("""() => { const m = document.querySelector("[data-testid='stMain']");
+                                   return (m ? m.scrollTop : 0) + window.scrollY; }""")
+    assert top < 50, top
+    assert "B: two heads" in page.locator("[data-testid='stSidebar']").inner_text()
+    page.context.close()

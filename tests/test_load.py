@@ -11,6 +11,7 @@ import asyncio
 
 import numpy as np
 
+from app.editors import editor_key
 from tests.live_server import streamlit_server
 from tests.st_protocol import SAT, Run, Session, drawn_weights, expected_weights
 
@@ -28,7 +29,7 @@ async def one_session(url: str, i: int, start_edits: asyncio.Barrier) -> list[tu
         runs = [(None, await session.open())]
         await start_edits.wait()  # every session is open: the edits' runs overlap
         value = 1.25 + 0.25 * i  # the preset has 1.0 there: every session really changes it
-        runs.append((value, await session.edit_cell("ed_x_v1", SAT, 0, value)))
+        runs.append((value, await session.edit_cell(editor_key("x", 1), SAT, 0, str(value))))
         runs.append((value, await session.rerun()))
         return runs
     finally:

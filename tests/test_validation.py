@@ -1,6 +1,10 @@
 """Every invalid argument raises ValueError with a message naming the argument and its shape or value."""
 
+import gc
 import re
+import time
+import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -16,6 +20,7 @@ from mha_core import (
     row_entropy,
     softmax,
 )
+from mha_core.attention import DEFAULT_MAX_BYTES, attention_bytes
 
 # A valid call: h=2, n_q=n_k=3, d_model=4, d_k=2, d_v=3.
 H, N, D_MODEL, D_K, D_V = 2, 3, 4, 2, 3
@@ -137,8 +142,50 @@ def test_a_weight_too_big_for_float32_is_named_when_computing_in_float32():
     huge = with_value(valid_case()["w_k"], (0, 0, 0), 1e300)  # fine in float64 ...
     assert np.isfinite(call(w_k=huge).weights).all()
     case = {k: v.astype(np.float32) for k, v in valid_case().items()}
-    with np.errstate(over="ignore"), pytest.raises(ValueError, match=r"w_k.*finite.*inf.*\(0, 0, 0\)"):
+    with pytest.raises(ValueError, match=re.escape(
+        "w_k holds 1e+300 at index (0, 0, 0), outside float32's range (±3.4e+38)"
+    )):
         multi_head_attention(**{**case, "w_k": huge})  # ... but not once cast to float32
+
+
+OUT_OF_FLOAT32 = {  # name, the float64 value, its index, the value as the message prints it
+    "w_q": ("w_q", 1e300, (0, 1, 0), "1e+300"),
+    "w_v negative": ("w_v", -5e38, (1, 3, 2), "-5e+38"),
+    "x_kv": ("x_kv", 1e39, (2, 0), "1e+39"),
+    "w_o": ("w_o", -1e300, (5, 3), "-1e+300"),
+    "b_k": ("b_k", 7e38, (1, 0), "7e+38"),
+    "b_o": ("b_o", 1e300, (3,), "1e+300"),
+}
+
+
+@pytest.mark.parametrize("name, value, index, printed", OUT_OF_FLOAT32.values(), ids=OUT_OF_FLOAT32.keys())
+def test_float64_values_outside_float32s_range_are_named_not_reported_as_inf(name, value, index, printed):
+    """The cast to float32 overflows to inf; the message names the value as given, and no warning leaks."""
+    case = {k: v.astype(np.float32) for k, v in valid_case().items()}
+    base = {"x_kv": valid_case()["x"], "b_k": np.zeros((H, D_K)), "b_o": np.zeros(D_MODEL)}.get(name)
+    array = with_value(valid_case()[name] if base is None else base, index, value)  # float64
+    expected = f"{name} holds {printed} at index {index}, outside float32's range (±3.4e+38)"
+    with warnings.catch_warnings(), pytest.raises(ValueError) as error:
+        warnings.simplefilter("error")  # the old code warned "overflow encountered in cast" first
+        multi_head_attention(**{**case, name: array})
+    assert str(error.value) == expected
+
+
+def test_a_real_inf_cast_to_float32_is_still_reported_as_not_finite():
+    case = {k: v.astype(np.float32) for k, v in valid_case().items()}
+    w_k = with_value(valid_case()["w_k"], (1, 2, 1), -np.inf)  # float64 -inf, not an overflow
+    with pytest.raises(ValueError, match=re.escape("w_k must be finite, found -inf at index (1, 2, 1)")):
+        multi_head_attention(**{**case, "w_k": w_k})
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).max < np.longdouble("1e400"),
+                    reason="long double is float64 on this platform")
+def test_a_long_double_outside_float64s_range_is_named():
+    x = np.ones((N, D_MODEL), dtype=np.longdouble)
+    x[1, 2] = np.longdouble("1e400")
+    expected = "x holds 1e+400 at index (1, 2), outside float64's range (±1.8e+308)"
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        call(x=x)
 
 
 NON_NUMERIC = {
@@ -400,3 +447,152 @@ def test_a_scale_too_small_for_float32_is_named_not_rounded_to_zero():
         multi_head_attention(**case, scale=1e-50)
     result = multi_head_attention(**valid_case(), scale=1e-50)  # float64 holds it
     assert result.scale == 1e-50
+
+
+# --- memory budget -----------------------------------------------------------------------------------------
+
+def sized_case(n_q, n_k, h, d_model, d_k, d_v, dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed)
+    case = dict(
+        x=rng.standard_normal((n_q, d_model)), x_kv=rng.standard_normal((n_k, d_model)),
+        w_q=rng.standard_normal((h, d_model, d_k)), w_k=rng.standard_normal((h, d_model, d_k)),
+        w_v=rng.standard_normal((h, d_model, d_v)), w_o=rng.standard_normal((h * d_v, d_model)),
+    )
+    return {name: a.astype(dtype) for name, a in case.items()}
+
+
+def traced_peak(fn) -> int:
+    """Bytes allocated at fn()'s peak above those allocated before (tracemalloc sees NumPy's arrays)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        fn()
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_default_budget_is_2_gib():
+    assert DEFAULT_MAX_BYTES == 2 * 2**30
+
+
+@pytest.mark.parametrize("mask", [None, "causal"])
+def test_20000_tokens_and_16_heads_are_refused_at_once_without_allocating(mask):
+    """143 GiB of score grids: the old code raised MemoryError, after allocating the projections.
+    "causal" too: the check comes before the [n_q, n_k] causal mask is built (400 MB)."""
+    case = sized_case(20_000, 20_000, 16, 4, 4, 4)
+    del case["x_kv"]  # self-attention
+    errors = []
+
+    def refused():
+        with pytest.raises(ValueError) as error:
+            multi_head_attention(**case, mask=mask)
+        errors.append(str(error.value))
+
+    start = time.perf_counter()
+    peak = traced_peak(refused)
+    seconds = time.perf_counter() - start
+    message = errors[0]
+    sizes = re.escape("n_q=20000, n_k=20000, h=16, d_k=4, d_v=4, d_model=4 in float64 would need ")
+    assert re.match(sizes + r"149\.\d GiB \(the score grids alone 143\.1 GiB\)", message), message
+    assert "the budget max_bytes is 2.0 GiB" in message, message
+    assert peak < 2**20, peak  # the input checks' temporaries (x is 625 KiB), nothing of the call's size
+    assert seconds < 1.0, seconds  # about a millisecond here; 1 s leaves room for a loaded machine
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["unmasked", "causal"])
+def test_a_call_just_over_a_custom_budget_is_refused_and_just_under_accepted(masked):
+    n_q, n_k, h, d_model, d_k, d_v = 300, 200, 4, 32, 8, 16  # ~3 MB in float32
+    case = sized_case(n_q, n_k, h, d_model, d_k, d_v, np.float32)
+    mask = "causal" if masked else None
+    needed = attention_bytes(n_q, n_k, h, d_k, d_v, d_model, 4, masked=masked)
+    assert 3e6 < needed < 4e6, needed
+    with pytest.raises(ValueError, match=r"n_q=300, n_k=200, h=4, d_k=8, d_v=16.*float32.*max_bytes"):
+        multi_head_attention(**case, mask=mask, max_bytes=needed - 1)
+    result = multi_head_attention(**case, mask=mask, max_bytes=needed)
+    assert result.weights.shape == (h, n_q, n_k)
+    assert multi_head_attention(**case, mask=mask, max_bytes=np.int64(needed)).weights.shape == (h, n_q, n_k)
+
+
+def test_max_bytes_none_means_no_limit_and_zero_refuses_everything():
+    assert call(max_bytes=None).output.shape == (N, D_MODEL)
+    with pytest.raises(ValueError, match=r"n_q=3, n_k=3, h=2.*max_bytes is 0 bytes"):
+        call(max_bytes=0)
+
+
+@pytest.mark.parametrize("max_bytes, pattern", [
+    (-1, r"max_bytes.*>= 0.*-1"),
+    (-(2**40), r"max_bytes.*>= 0"),
+    (True, r"max_bytes.*True"),
+    (False, r"max_bytes.*False"),
+    (2.0**31, r"max_bytes.*2147483648\.0"),
+    (np.float64(1e9), r"max_bytes.*1000000000\.0"),
+    ("2GiB", r"max_bytes.*'2GiB'"),
+    ([1024], r"max_bytes.*\[1024\]"),
+])
+def test_invalid_max_bytes_is_named(max_bytes, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        call(max_bytes=max_bytes)
+
+
+@pytest.mark.parametrize("args, pattern", [
+    ((0, 3, 1, 2, 2, 4, 8), r"n_q.*positive.*\b0\b"),
+    ((3, 3, -1, 2, 2, 4, 8), r"\bh\b.*positive.*-1"),
+    ((3, 3, 1, 2.0, 2, 4, 8), r"d_k.*positive integer.*2\.0"),
+    ((3, 3, 1, 2, 2, True, 8), r"d_model.*True"),
+    ((3, 3, 1, 2, 2, 4, 0), r"itemsize.*\b0\b"),
+])
+def test_attention_bytes_rejects_bad_sizes(args, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        attention_bytes(*args)
+
+
+def orthogonal_scores_case(n_q, n_k, h, d_model, d_k, d_v, dtype):
+    """Queries and keys in orthogonal halves of d_k, scaled so |q| |k| overflows: every score is 0,
+    but the Cauchy-Schwarz bound is not finite, so the call takes its path that scans the scores
+    for overflow and softmaxes with the max shift (the path with the largest temporary)."""
+    case = sized_case(n_q, n_k, h, d_model, d_k, d_v)
+    half = d_k // 2
+    case["w_q"][:, :, half:] = 0
+    case["w_k"][:, :, :half] = 0
+    big = 1e20 if dtype == np.float32 else 1e160
+    case["x"] *= big
+    case["x_kv"] *= big
+    case["w_v"][:] = 0  # keeps v and the output finite
+    return {name: a.astype(dtype) for name, a in case.items()}
+
+
+ESTIMATE_SIZES = [  # (n_q, n_k, h, d_model, d_k, d_v)
+    (3, 3, 2, 4, 2, 3),  # tiny: the call's Python objects dominate
+    (100, 100, 1, 8, 2, 2),
+    (300, 200, 4, 32, 8, 16),
+    (50, 700, 1, 64, 3, 5),  # NumPy's ufunc buffer is the largest temporary
+    (1, 2000, 8, 64, 8, 256),  # one query, wide values
+    (2000, 1, 8, 16, 2, 2),  # one key
+    (64, 64, 16, 1024, 64, 64),  # wide model
+    (1000, 1000, 1, 8, 2, 2),  # one head, the score grids dominate
+    (512, 512, 8, 512, 64, 64),  # the benchmark's middle size
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("path", ["plain", "overflow-scan"])
+@pytest.mark.parametrize("mask", [None, "causal"], ids=["unmasked", "causal"])
+@pytest.mark.parametrize("sizes", ESTIMATE_SIZES, ids=["x".join(map(str, s)) for s in ESTIMATE_SIZES])
+def test_attention_bytes_matches_the_peak_tracemalloc_measures(sizes, mask, path, dtype):
+    """Never below the measured peak; at most 10% above it from 100 KiB up, and at most its 8 KiB
+    allowance for the call's Python objects (~5 KiB measured) above it below that."""
+    n_q, n_k, h, d_model, d_k, d_v = sizes
+    make = orthogonal_scores_case if path == "overflow-scan" else sized_case
+    case = make(n_q, n_k, h, d_model, d_k, d_v, dtype)
+    itemsize = np.dtype(dtype).itemsize
+    estimate = attention_bytes(n_q, n_k, h, d_k, d_v, d_model, itemsize, masked=mask is not None)
+    multi_head_attention(**case, mask=mask, scale="none")  # warm-up: NumPy's and Python's caches
+    peak = traced_peak(lambda: multi_head_attention(**case, mask=mask, scale="none"))
+    assert peak <= estimate, (peak, estimate)
+    if estimate >= 100 * 2**10:
+        assert estimate <= 1.10 * peak, (peak, estimate)
+    else:
+        assert estimate - peak <= 8 * 2**10, (peak, estimate)

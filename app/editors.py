@@ -1,0 +1,123 @@
+"""The rules of the matrix editors, in one place: widget keys, columns, reading edits back.
+
+Each editable array has a *base* (what its st.data_editor was given) and a version number
+in its widget key. The value the page uses is the base with the editor's pending
+``edited_rows`` applied; the editor's returned frame is never fed back in (streamlit issue
+7749). Cells are text columns: what a person typed is parsed here (``parse_number``), so
+"1e308", "1,5" or "0x10" get a message naming the cell instead of being silently read as
+something else. Edits are checked on the server: a browser, or anything speaking its
+websocket protocol, can send any row, column or value.
+
+Streamlit drops the state of a widget that a run does not draw (another head, another
+page); ``keep_edits`` copies the edits on every change, and ``restore_dropped_edits``
+folds them into the base when that happens.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mha_core.setup import parse_number
+
+_COLUMN = re.compile(r"c(\d{1,4})")
+
+
+def editor_key(name: str, version: int, head: int | None = None) -> str:
+    """The widget key of an array's editor (one per head for per-head arrays)."""
+    suffix = "" if head is None else f"_{head}"
+    return f"ed_{name}{suffix}_v{version}"
+
+
+def column_name(j: int) -> str:
+    return f"c{j}"
+
+
+def as_grid(array: np.ndarray) -> np.ndarray:  # [d] -> [1, d]; [r, c] unchanged
+    """What an editor shows: a vector (a bias) is a one-row grid."""
+    return array[None, :] if array.ndim == 1 else array
+
+
+def cell_text(value: float) -> str:
+    """A number as an editor shows it: exact (shortest round-trip), without a trailing '.0'."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def grid_frame(grid: np.ndarray, rows: list[str], boolean: bool = False) -> pd.DataFrame:
+    """The editor's input: one text column per matrix column (check boxes for a mask)."""
+    columns = [column_name(j) for j in range(grid.shape[1])]
+    if boolean:
+        return pd.DataFrame(grid.astype(bool), columns=columns, index=rows)
+    return pd.DataFrame([[cell_text(v) for v in row] for row in grid.tolist()], columns=columns, index=rows)
+
+
+@dataclass(frozen=True)
+class BadCell:
+    row: int
+    col: int
+    reason: str  # "is empty", "'1,5' is not a number ..."
+
+
+def apply_edits(grid: np.ndarray, edited_rows, boolean: bool = False) -> tuple[np.ndarray, list[BadCell],
+                                                                                 int]:
+    """grid [r, c] with the editor's edits ({row: {"c<j>": value}}) applied to a copy.
+
+    Returns the new grid (NaN where a typed cell is not a number), the cells at fault, and
+    how many edits named no cell of this grid (ignored).
+    """
+    out = grid.astype(float).copy()
+    bad, ignored = [], 0
+    rows, cols = grid.shape
+    for row, changes in (edited_rows.items() if isinstance(edited_rows, dict) else ()):
+        i = _index(row, rows)
+        if i is None or not isinstance(changes, dict):
+            ignored += 1
+            continue
+        for column, value in changes.items():
+            match = _COLUMN.fullmatch(str(column))
+            j = int(match.group(1)) if match else None
+            if j is None or j >= cols:
+                ignored += 1
+                continue
+            if boolean:
+                out[i, j] = 1.0 if value is True else 0.0
+                ignored += value not in (True, False)
+                continue
+            try:
+                out[i, j] = parse_number(_typed(value))
+            except ValueError as error:
+                out[i, j] = np.nan
+                bad.append(BadCell(i, j, str(error)))
+    return out, bad, ignored
+
+
+def _index(row, n: int) -> int | None:
+    try:
+        i = int(row)
+    except (TypeError, ValueError):
+        return None
+    return i if 0 <= i < n and str(row).strip().lstrip("+").isdigit() else None
+
+
+def _typed(value) -> str:
+    """What the person typed, as text (a client may send a number or nothing)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return str(value)
+
+
+def pending_edits(widget_state, kept: dict, key: str) -> dict:
+    """An editor's pending edits: from its widget state, or, once Streamlit has dropped that
+    (the editor was not drawn in a run), from our kept copy."""
+    if isinstance(widget_state, dict):
+        edited = widget_state.get("edited_rows", {})
+        return edited if isinstance(edited, dict) else {}
+    return kept.get(key, (None, {}))[1]

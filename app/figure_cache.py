@@ -1,0 +1,75 @@
+"""Built figures shared by every session of a server process, bounded by bytes, not entries.
+
+A figure is keyed on its builder and a digest of its arguments (arrays by their bytes), and
+costs roughly the bytes of the arrays it holds. When the total passes ``BUDGET_BYTES`` the
+least recently used figures go first, so one session drawing huge tokens or big grids cannot
+keep the server's memory up for everyone else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from app import figures
+
+BUDGET_BYTES = 64 * 2**20  # the figures of a few hundred classroom-size pages
+_lock = threading.Lock()
+_entries: OrderedDict[bytes, tuple[object, int]] = OrderedDict()
+_total = 0
+
+
+def _feed(digest, value) -> int:
+    """Hash one argument into digest; return the bytes it stands for."""
+    if isinstance(value, np.ndarray):
+        digest.update(f"a{value.dtype}{value.shape}".encode())
+        digest.update(np.ascontiguousarray(value).tobytes())
+        return value.nbytes
+    if isinstance(value, (list, tuple)):
+        digest.update(f"l{len(value)}".encode())
+        return sum(_feed(digest, item) for item in value) + 8 * len(value)
+    if isinstance(value, dict):
+        return sum(_feed(digest, k) + _feed(digest, v) for k, v in sorted(value.items()))
+    text = repr(value)
+    digest.update(f"s{len(text)}:{text}".encode())
+    return len(text)
+
+
+def figure(builder: str, *args, **kwargs):
+    """figures.<builder>(*args, **kwargs), shared across reruns and sessions.
+
+    The figures are never modified after they are built (st.plotly_chart copies them).
+    """
+    global _total
+    digest = hashlib.blake2b(builder.encode(), digest_size=20)
+    cost = _feed(digest, args) + _feed(digest, kwargs)
+    key = digest.digest()
+    with _lock:
+        if key in _entries:
+            _entries.move_to_end(key)
+            return _entries[key][0]
+    built = getattr(figures, builder)(*args, **kwargs)
+    cost *= 3  # the figure's own copy of the data, its float32 z, its text and hover strings
+    with _lock:
+        if key not in _entries and cost <= BUDGET_BYTES:
+            _entries[key] = (built, cost)
+            _total += cost
+            while _total > BUDGET_BYTES:
+                _, (_, dropped) = _entries.popitem(last=False)
+                _total -= dropped
+    return built
+
+
+def held_bytes() -> int:
+    """What the cache holds now, by its own reckoning (for tests and the bench)."""
+    return _total
+
+
+def clear() -> None:
+    global _total
+    with _lock:
+        _entries.clear()
+        _total = 0

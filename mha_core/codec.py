@@ -1,0 +1,413 @@
+"""A Setup as JSON (a saved file) and as a link (the page's address): both ways, strictly.
+
+Both codecs read the one table of input arrays (``mha_core.setup.ARRAYS``) and the one set of
+limits (``LIMITS``). Reading refuses anything oversized before it allocates arrays: the text
+length first, then every list's length while walking it. Every refusal is a ConfigError (a
+ValueError) whose message names the field at fault and says what was found there.
+
+A link is ``?preset=<key>`` while the page shows a preset unchanged; otherwise ``?s=<state>``,
+the setup as JSON with every array that equals the preset's left out and every array that
+differs in a few cells written as those cells, deflated and base64url-encoded, behind a version
+prefix ("1."). A state too long for a link (LIMITS.link_chars) falls back to the preset.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import zlib
+from dataclasses import replace
+from itertools import chain
+
+import numpy as np
+
+from mha_core.setup import ARRAYS, LIMITS, SPECS, Limits, Scaling, Setup, Sizes, token_problem
+
+FORMAT = "mha-visualizer/setup-v2"
+FORMAT_V1 = "mha-visualizer/setup-v1"  # "scale": "sqrt" | "none" | a multiplier; still read
+LINK_VERSION = "1."
+LEGACY_LINK = ("preset", "tokens", "d_model", "heads", "seed")  # links from before the state link
+
+
+class ConfigError(ValueError):
+    """A setup that cannot be loaded; the message says which field and why."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Setup <-> document (a plain dict of lists), shared by both codecs
+
+
+def setup_to_document(setup: Setup) -> dict:
+    out: dict = {"format": FORMAT, "tokens": list(setup.tokens), "scaling": _scaling_out(setup.scaling)}
+    if setup.kv_tokens is not None:
+        out["kv_tokens"] = list(setup.kv_tokens)
+    for name, value in setup.arrays().items():
+        out[name] = np.asarray(value, dtype=float).tolist()
+    if setup.mask_kind == "custom":
+        out["mask"] = np.asarray(setup.mask, dtype=bool).tolist()
+    elif setup.mask is not None:
+        out["mask"] = setup.mask
+    if setup.origin:
+        out["origin"] = setup.origin
+    return out
+
+
+def setup_from_document(data, limits: Limits = LIMITS) -> Setup:
+    """Check a parsed document and build its Setup; ConfigError names the field at fault."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"the top level must be a JSON object, got {_kind(data)}")
+    if data.get("format") not in (FORMAT, FORMAT_V1):
+        raise ConfigError(f"format must be {FORMAT!r}, got {_short(data.get('format'))}")
+    known = {"format", "tokens", "kv_tokens", "mask", "scaling", "scale", "origin", "extra",
+             *(spec.name for spec in ARRAYS)}
+    unknown = sorted(str(k) for k in data if k not in known)
+    if unknown:
+        raise ConfigError(f"unknown field {_short(unknown[0])}: this app reads only {sorted(known)}")
+    tokens = _tokens("tokens", data.get("tokens"))
+    kv_tokens = None if data.get("kv_tokens") is None else _tokens("kv_tokens", data["kv_tokens"])
+    arrays = {spec.name: _array(spec.name, data[spec.name], limits) for spec in ARRAYS
+              if data.get(spec.name) is not None}
+    for name in ("x", "w_q", "w_k", "w_v", "w_o"):
+        if name not in arrays:
+            raise ConfigError(f"{name} is missing")
+    sizes = _sizes(tokens, kv_tokens, arrays, limits)
+    if sizes.bias:  # a file may give some biases only: the others are zero
+        arrays = {**{s.name: np.zeros(sizes.shape(s.name)) for s in ARRAYS if s.when == "bias"}, **arrays}
+    for spec in sizes.present():
+        if arrays[spec.name].shape != spec.shape(sizes):
+            raise ConfigError(f"{spec.name} must have shape {list(spec.shape(sizes))} for these tokens and "
+                              f"sizes, got {list(arrays[spec.name].shape)}")
+    if "scale" in data and "scaling" in data:
+        raise ConfigError("give either scaling or the older scale, not both")
+    scaling = _scale_v1(data) if "scale" in data else _scaling_in(data)
+    setup = Setup(tokens=tokens, kv_tokens=kv_tokens, mask=_mask(data.get("mask"), sizes),
+                  scaling=scaling, origin=_origin(data.get("origin")), **arrays)
+    try:
+        setup.run()  # the core's own checks, e.g. an overflow
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    return setup
+
+
+def _sizes(tokens, kv_tokens, arrays: dict, limits: Limits) -> Sizes:
+    x, w_q, w_v = arrays["x"], arrays["w_q"], arrays["w_v"]
+    if x.ndim != 2 or w_q.ndim != 3 or w_v.ndim != 3:
+        raise ConfigError(f"x must be 2-D [tokens, d_model] and w_q, w_v 3-D [h, d_model, d]; got "
+                          f"{list(x.shape)}, {list(w_q.shape)}, {list(w_v.shape)}")
+    h, d_model, d_k = w_q.shape
+    for name, size, limit in (("d_model", d_model, limits.d_model), ("heads", h, limits.n_heads),
+                              ("d_k", d_k, limits.d_head), ("d_v", w_v.shape[2], limits.d_head)):
+        if size > limit:
+            raise ConfigError(f"{name} = {size} is over the limit {limit}")
+    if ("x_kv" in arrays) != (kv_tokens is not None):
+        raise ConfigError("x_kv and kv_tokens come together (cross-attention) or not at all")
+    return Sizes(n_q=len(tokens), n_k=len(kv_tokens or tokens), d_model=d_model, n_heads=h, d_k=d_k,
+                 d_v=w_v.shape[2], cross=kv_tokens is not None,
+                 bias=any(s.name in arrays for s in ARRAYS if s.when == "bias"))
+
+
+def _kind(value) -> str:
+    return {bool: "true/false", str: "a string", type(None): "null", list: "a list", dict: "an object",
+            int: "a number", float: "a number", _Huge: "a number"}.get(type(value), type(value).__name__)
+
+
+def _short(value) -> str:
+    return repr(value)[:60]
+
+
+def _tokens(name: str, value) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise ConfigError(f"{name} must be a list of strings, got {_kind(value)}")
+    problem = token_problem(value, name)
+    if problem:
+        raise ConfigError(problem)
+    return tuple(value)
+
+
+def _shape_of(name: str, value, limits: Limits) -> tuple[int, ...]:
+    """The shape of a nested list (by its first elements) within the limits, without building it."""
+    shape: list[int] = []
+    level = value
+    while isinstance(level, list):
+        if not level:
+            raise ConfigError(f"{name} has an empty axis")
+        shape.append(len(level))
+        if len(shape) > 3:
+            raise ConfigError(f"{name} has more than 3 axes")
+        level = level[0]
+    cap = max(limits.tokens, limits.d_model, limits.n_heads * limits.d_head)
+    for axis, size in enumerate(shape):
+        if size > cap:
+            raise ConfigError(f"{name} axis {axis} has {size} entries; the limit is {cap}")
+    if math.prod(shape) > limits.n_heads * limits.d_model * limits.d_head:
+        raise ConfigError(f"{name} has {math.prod(shape):,} entries, too many")
+    return tuple(shape)
+
+
+def _leaves(value, depth: int):
+    """Every entry of a nested list of the given depth (a shorter row just ends sooner)."""
+    for _ in range(depth - 1):
+        if not all(isinstance(row, list) for row in value):
+            return None
+        value = list(chain.from_iterable(value))
+    return value
+
+
+def _array(name: str, value, limits: Limits) -> np.ndarray:
+    if not isinstance(value, list):
+        raise ConfigError(f"{name} must be a (nested) list of numbers, got {_kind(value)}")
+    shape = _shape_of(name, value, limits)
+    leaves = _leaves(value, len(shape))
+    if leaves is None:
+        raise ConfigError(f"{name} is not rectangular (expected shape {list(shape)})")
+    for index, entry in enumerate(leaves):
+        if type(entry) not in (int, float):  # bool, str, null, a list, a huge integer
+            what = f"a whole number of {len(entry.digits)} digits" if isinstance(entry, _Huge) else (
+                f"{_kind(entry)} {_short(entry)}" if isinstance(entry, str) else _kind(entry))
+            raise ConfigError(f"{name} holds {what} at entry {index + 1}; it must hold numbers within "
+                              f"±{limits.max_abs:,.0f}")
+        if not math.isfinite(entry):
+            raise ConfigError(f"{name} holds a number too large to represent ({entry}) at entry {index + 1}")
+        if not abs(entry) <= limits.max_abs:
+            raise ConfigError(f"{name} holds {entry:g} at entry {index + 1}, outside ±{limits.max_abs:,.0f}")
+    array = np.array(leaves, dtype=float)
+    if array.size != math.prod(shape):
+        raise ConfigError(f"{name} is not rectangular (expected shape {list(shape)})")
+    return array.reshape(shape)
+
+
+def _mask(value, sizes: Sizes):
+    if value is None or value in ("none", "causal"):
+        return None if value == "none" else value
+    if not isinstance(value, list):
+        raise ConfigError(f"mask must be null, 'causal' or a grid of true/false, got {_short(value)}")
+    rows = [row for row in value if isinstance(row, list)]
+    if len(rows) != len(value) or [len(r) for r in rows] != [sizes.n_k] * sizes.n_q or not all(
+            type(v) is bool for v in chain.from_iterable(rows)):
+        raise ConfigError(f"mask must be a {sizes.n_q} × {sizes.n_k} grid of true/false (queries × keys)")
+    return np.array(value, dtype=bool)
+
+
+def _scaling_out(scaling: Scaling):
+    return scaling.kind if scaling.value is None else {scaling.kind: scaling.value}
+
+
+def _scaling_in(data: dict) -> Scaling:
+    value = data.get("scaling", "sqrt")
+    kind, number = (value, None) if isinstance(value, str) else (
+        next(iter(value.items())) if isinstance(value, dict) and len(value) == 1 else (None, None))
+    try:
+        return Scaling(kind, number)
+    except ValueError as error:
+        raise ConfigError(f"scaling: {error}") from None
+
+
+def _scale_v1(data: dict) -> Scaling:
+    """The first format's "scale": 'sqrt', 'none' or the multiplier itself."""
+    value = data.get("scale", "sqrt")
+    try:
+        return Scaling(value) if isinstance(value, str) else Scaling("multiply", value)
+    except ValueError:
+        low, high = LIMITS.multiplier
+        raise ConfigError(f"scale must be 'sqrt', 'none' or a multiplier from {low:g} to {high:g}, "
+                          f"got {_short(value)}") from None
+
+
+def _origin(value) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > 40:
+        raise ConfigError(f"origin must be a short string, got {_kind(value)}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON text
+
+
+class _Huge:
+    """An integer too long to read as a number (Python refuses over 4300 digits)."""
+
+    def __init__(self, digits: str):
+        self.digits = digits
+
+
+def _parse_int(text: str):
+    return _Huge(text) if len(text) > 20 else int(text)
+
+
+def _refuse_constant(name: str):
+    raise ConfigError(f"{name} is not a number this app accepts (NaN and Infinity are refused)")
+
+
+def setup_to_json(setup: Setup) -> str:
+    """The setup as JSON text that setup_from_json reads back exactly."""
+    return json.dumps(setup_to_document(setup))
+
+
+def setup_from_json(text: str | bytes, limits: Limits = LIMITS) -> Setup:
+    """Parse and check a saved setup; raise ConfigError naming the field at fault."""
+    if len(text) > limits.file_bytes:
+        raise ConfigError(f"the file is {len(text):,} bytes; the limit is {limits.file_bytes:,}")
+    return setup_from_document(_parse(text), limits)
+
+
+def _parse(text: str | bytes):
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_int=_parse_int)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
+        raise ConfigError(f"not valid JSON: {error}") from None
+
+
+def save_problem(setup_or_none: Setup | None, reason: str | None) -> str | None:
+    """Why the page cannot be saved as a file now, or None."""
+    if setup_or_none is None:
+        return reason or "fix the inputs marked ⚠️ first: a file must load back"
+    if setup_or_none.number_count() > LIMITS.save_numbers:
+        return (f"{setup_or_none.number_count():,} numbers is too many to save as a file (limit "
+                f"{LIMITS.save_numbers:,}); the page's link opens the preset instead")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Links
+
+
+def setup_to_link(setup: Setup, base: Setup | None) -> tuple[dict[str, str], bool]:
+    """Query parameters that reopen ``setup``, and whether they hold all of it.
+
+    base: the preset the setup came from (its arrays are left out where equal), or None.
+    """
+    if base is not None and setup.same_inputs(base):
+        return {"preset": base.origin}, True
+    document = setup_to_document(setup)
+    if base is not None:
+        document["base"] = base.origin
+        for name, value in setup.arrays().items():
+            delta = _delta(value, getattr(base, name))
+            if delta is not None:
+                document[name] = delta
+    text = json.dumps(document, separators=(",", ":"))
+    state = LINK_VERSION + base64.urlsafe_b64encode(zlib.compress(text.encode(), 9)).decode().rstrip("=")
+    if len(state) <= LIMITS.link_chars:
+        return {"s": state}, True
+    return ({"preset": base.origin} if base is not None else {}), False
+
+
+def _delta(value: np.ndarray, base: np.ndarray | None):
+    """What to write for an array given the preset's: "=" if equal, a few cells, or None (all)."""
+    if base is None or base.shape != value.shape:
+        return None
+    changed = np.flatnonzero(value.ravel() != base.ravel())
+    if changed.size == 0:
+        return "="
+    if changed.size * 3 < value.size:
+        return {"cells": [[int(i), float(value.flat[i])] for i in changed]}
+    return None
+
+
+def setup_from_link(state: str, presets: dict[str, Setup]) -> Setup:
+    """The Setup a state parameter ``s`` describes; ConfigError says what was refused."""
+    if not isinstance(state, str) or not state.startswith(LINK_VERSION):
+        raise ConfigError("the link's state is not one this version of the app wrote (it should start "
+                          f"with {LINK_VERSION!r})")
+    if len(state) > LIMITS.link_chars * 2:
+        raise ConfigError(f"the link's state is {len(state):,} characters; the limit is "
+                          f"{LIMITS.link_chars:,}")
+    body = state[len(LINK_VERSION):]
+    try:
+        packed = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        inflater = zlib.decompressobj()
+        text = inflater.decompress(packed, LIMITS.file_bytes)
+        if inflater.unconsumed_tail or not inflater.eof:
+            raise ConfigError("the link's state is truncated or too large")
+    except (binascii.Error, ValueError, zlib.error) as error:
+        if isinstance(error, ConfigError):
+            raise
+        raise ConfigError("the link's state is damaged (it may have been cut or changed)") from None
+    document = _parse(text)
+    if isinstance(document, dict) and "base" in document:
+        document = _with_base(document, presets)
+    return setup_from_document(document)
+
+
+def _with_base(document: dict, presets: dict[str, Setup]) -> dict:
+    """Fill the arrays a link left out ("=" or a few cells) from the preset it names."""
+    base = presets.get(document.pop("base")) if isinstance(document.get("base"), str) else None
+    if base is None:
+        raise ConfigError("the link names a preset this app does not have")
+    for spec in ARRAYS:
+        value = document.get(spec.name)
+        original = getattr(base, spec.name)
+        if value == "=" or isinstance(value, dict):
+            if original is None:
+                raise ConfigError(f"{spec.name}: the link refers to the preset's, which has none")
+            document[spec.name] = _apply_cells(spec.name, value, original)
+    return document
+
+
+def _apply_cells(name: str, value, original: np.ndarray) -> list:
+    if value == "=":
+        return original.tolist()
+    cells = value.get("cells")
+    if set(value) != {"cells"} or not isinstance(cells, list) or len(cells) > original.size:
+        raise ConfigError(f"{name}: the link's changed cells are malformed")
+    out = original.astype(float).ravel().copy()
+    for cell in cells:
+        if not (isinstance(cell, list) and len(cell) == 2 and type(cell[0]) is int
+                and 0 <= cell[0] < out.size and type(cell[1]) in (int, float)):
+            raise ConfigError(f"{name}: the link's changed cell {_short(cell)} is malformed")
+        out[cell[0]] = cell[1]
+    return out.reshape(original.shape).tolist()
+
+
+def _link_ranges(limits: Limits) -> dict[str, tuple[int, int]]:
+    return {"d_model": (1, limits.d_model), "heads": (1, limits.n_heads), "seed": (0, 1_000_000)}
+
+
+def settings_from_link(params: dict, limits: Limits = LIMITS,
+                       presets: tuple[str, ...] = ()) -> tuple[dict, list[str]]:
+    """Read the links of before the state link: ?preset=...&tokens=...&d_model=...&heads=...&seed=...
+
+    Returns the accepted settings and a message for each refused one; sizes over the limits
+    are refused here, before anything is allocated for them. Parameters that are not these
+    are left to the caller.
+    """
+    settings, refused = {}, []
+    for name, raw in params.items():
+        if name not in LEGACY_LINK:
+            continue
+        value = raw[-1] if isinstance(raw, list) and raw else raw
+        if not isinstance(value, str) or len(value) > limits.token_text:
+            refused.append(f"link parameter {name!r}: too long or not text")
+        elif name == "preset":
+            if value in presets:
+                settings["preset"] = value
+            else:
+                refused.append(f"link parameter preset={value[:40]!r}: no such preset")
+        elif name == "tokens":
+            problem = token_problem(value.split(), "link parameter tokens")
+            if problem:
+                refused.append(problem)
+            else:
+                settings["tokens"] = value.split()
+        else:
+            low, high = _link_ranges(limits)[name]
+            number = int(value) if value.isascii() and value.isdigit() and len(value) <= 9 else None
+            if number is None or not low <= number <= high:
+                refused.append(f"link parameter {name}={value[:20]!r}: must be a whole number from "
+                               f"{low} to {high}")
+            else:
+                settings[name] = number
+    return settings, refused
+
+
+def limits_with(**changes) -> Limits:
+    """LIMITS with some values changed (tests use a larger file limit, for example)."""
+    return replace(LIMITS, **changes)
+
+
+__all__ = ["FORMAT", "ConfigError", "SPECS", "save_problem", "settings_from_link", "setup_from_document",
+           "setup_from_json", "setup_from_link", "setup_to_document", "setup_to_json", "setup_to_link"]

@@ -1,0 +1,295 @@
+"""One attention setup: tokens, every input array, the mask and the scaling (NumPy only).
+
+``ARRAYS`` declares each input array once: its name, its label, its shape formula, whether
+it is edited one head at a time, and when it is present. Shapes, the page's editors, the JSON
+and link codecs and the tests all derive from that table, so adding an input is a new row
+there, a field on ``Setup`` and, if it is new to the core, an argument of the call in ``run``.
+
+``LIMITS`` is the one declaration of the sizes every route (the page, a file, a link) accepts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+
+import numpy as np
+
+from mha_core.attention import DEFAULT_MAX_BYTES, MHAResult, multi_head_attention
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What every route into a Setup accepts; a classroom needs far less, and the page stays quick."""
+
+    tokens: int = 24  # per side; heatmap cells keep their numbers up to 12
+    token_chars: int = 40  # a longer "token" is a paste gone wrong, and costs chart bytes per label
+    d_model: int = 512  # chapter 001's examples H and I use 512
+    n_heads: int = 16
+    d_head: int = 128  # d_k and d_v
+    max_abs: float = 1e6  # |entry|: in float64 no score, weight or output can overflow below this
+    editable: int = 32  # a grid wider or taller than this is shown read-only (use "fill a matrix")
+    file_bytes: int = 1_000_000  # a saved setup; the same as the page's upload limit
+    save_numbers: int = 40_000  # about 0.8 MB of JSON, inside file_bytes
+    link_chars: int = 8_000  # a state link longer than this holds only the preset (browsers cut ~8 kB)
+    multiplier: tuple[float, float] = (1e-3, 1e3)  # a scaling typed as "multiply the scores by s"
+    sqrt_of: tuple[int, int] = (1, 1_000_000)  # a scaling typed as "divide by √d" with d given
+
+    @property
+    def token_text(self) -> int:
+        """Characters of a whole token box: every token at its longest, one space between."""
+        return self.tokens * (self.token_chars + 1)
+
+
+LIMITS = Limits()
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Every dimension of a setup; the shape formulas of ``ARRAYS`` read these."""
+
+    n_q: int
+    n_k: int
+    d_model: int
+    n_heads: int
+    d_k: int
+    d_v: int
+    cross: bool = False  # keys and values from their own tokens (x_kv)
+    bias: bool = False  # b_Q, b_K, b_V, b_O present
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return SPECS[name].shape(self)
+
+    def present(self) -> tuple[ArraySpec, ...]:
+        return tuple(spec for spec in ARRAYS if spec.present(self))
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """One input array: declared once, read by shapes, editors, codecs and tests."""
+
+    name: str  # the core's argument name
+    label: str  # what the page calls it
+    shape: Callable[[Sizes], tuple[int, ...]]
+    per_head: bool  # edited one head at a time (axis 0 is the head)
+    when: str  # "always", "cross" or "bias"
+
+    def present(self, sizes: Sizes) -> bool:
+        return self.when == "always" or (self.when == "cross" and sizes.cross) or (
+            self.when == "bias" and sizes.bias)
+
+
+ARRAYS = (
+    ArraySpec("x", "X", lambda s: (s.n_q, s.d_model), False, "always"),
+    ArraySpec("x_kv", "X_kv", lambda s: (s.n_k, s.d_model), False, "cross"),
+    ArraySpec("w_q", "W_Q", lambda s: (s.n_heads, s.d_model, s.d_k), True, "always"),
+    ArraySpec("w_k", "W_K", lambda s: (s.n_heads, s.d_model, s.d_k), True, "always"),
+    ArraySpec("w_v", "W_V", lambda s: (s.n_heads, s.d_model, s.d_v), True, "always"),
+    ArraySpec("w_o", "W_O", lambda s: (s.n_heads * s.d_v, s.d_model), False, "always"),
+    ArraySpec("b_q", "b_Q", lambda s: (s.n_heads, s.d_k), True, "bias"),
+    ArraySpec("b_k", "b_K", lambda s: (s.n_heads, s.d_k), True, "bias"),
+    ArraySpec("b_v", "b_V", lambda s: (s.n_heads, s.d_v), True, "bias"),
+    ArraySpec("b_o", "b_O", lambda s: (s.d_model,), False, "bias"),
+)
+SPECS = {spec.name: spec for spec in ARRAYS}
+MASK_KINDS = ("none", "causal", "custom")
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """What multiplies the scores before the softmax.
+
+    "sqrt": 1/√d_k (the standard); "none": 1; "sqrt_of": 1/√value for a d named by the text
+    (example F divides by √64 on a one-column toy); "multiply": the scores times value.
+    """
+
+    kind: str = "sqrt"
+    value: float | None = None
+
+    def __post_init__(self):
+        low, high = (LIMITS.sqrt_of if self.kind == "sqrt_of" else LIMITS.multiplier)
+        if self.kind in ("sqrt", "none"):
+            if self.value is not None:
+                raise ValueError(f"scaling {self.kind!r} takes no value, got {self.value!r}")
+        elif self.kind in ("sqrt_of", "multiply"):
+            if isinstance(self.value, bool) or not isinstance(self.value, (int, float)) or not (
+                    low <= self.value <= high):
+                raise ValueError(f"scaling {self.kind!r} needs a value from {low:g} to {high:g}, "
+                                 f"got {self.value!r}")
+            if self.kind == "sqrt_of" and float(self.value) != int(self.value):
+                raise ValueError(f"scaling 'sqrt_of' needs a whole number d, got {self.value!r}")
+        else:
+            raise ValueError(f"scaling kind must be 'sqrt', 'none', 'sqrt_of' or 'multiply', "
+                             f"got {self.kind!r}")
+
+    def core_argument(self) -> str | float:
+        """The core's ``scale`` argument."""
+        if self.kind in ("sqrt", "none"):
+            return self.kind
+        return 1.0 / math.sqrt(self.value) if self.kind == "sqrt_of" else float(self.value)
+
+    def multiplier(self, d_k: int) -> float:
+        return {"sqrt": 1.0 / math.sqrt(d_k), "none": 1.0}.get(self.kind) or float(self.core_argument())
+
+    def latex(self, d_k: int) -> str:
+        """The scaled score as the page's formula writes it, with the numbers in use."""
+        if self.kind == "sqrt":
+            return rf"\frac{{Q_i K_i^{{\top}}}}{{\sqrt{{d_k}}}} = \frac{{Q_i K_i^{{\top}}}}{{\sqrt{{{d_k}}}}}"
+        if self.kind == "sqrt_of":
+            return rf"\frac{{Q_i K_i^{{\top}}}}{{\sqrt{{{int(self.value)}}}}}"
+        if self.kind == "none":
+            return r"Q_i K_i^{\top}"
+        return rf"{self.value:g}\; Q_i K_i^{{\top}}"
+
+    def describe(self, d_k: int) -> str:
+        """One line for captions: what is applied and its value."""
+        times = f"× {self.multiplier(d_k):.4g}"
+        if self.kind == "sqrt":
+            return f"divided by √d_k = √{d_k} ({times})"
+        if self.kind == "sqrt_of":
+            return f"divided by √{int(self.value)} ({times})"
+        return "not scaled (× 1)" if self.kind == "none" else f"multiplied by {self.value:g}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Setup:
+    """Tokens, every input array and the options: everything needed to redraw a page.
+
+    origin says where it came from: a preset key, "file", "link", or "" for a setup built on
+    the page. It is not part of what the setup computes (see ``same_inputs``).
+    """
+
+    tokens: tuple[str, ...]
+    x: np.ndarray  # [n_q, d_model]
+    w_q: np.ndarray  # [h, d_model, d_k]
+    w_k: np.ndarray  # [h, d_model, d_k]
+    w_v: np.ndarray  # [h, d_model, d_v]
+    w_o: np.ndarray  # [h*d_v, d_model]
+    kv_tokens: tuple[str, ...] | None = None  # cross-attention: the key/value side's tokens
+    x_kv: np.ndarray | None = None  # [n_k, d_model]
+    b_q: np.ndarray | None = None  # [h, d_k]
+    b_k: np.ndarray | None = None  # [h, d_k]
+    b_v: np.ndarray | None = None  # [h, d_v]
+    b_o: np.ndarray | None = None  # [d_model]
+    mask: str | np.ndarray | None = None  # None | "causal" | bool [n_q, n_k], True = may attend
+    scaling: Scaling = field(default_factory=Scaling)
+    origin: str = ""
+
+    @property
+    def cross(self) -> bool:
+        return self.x_kv is not None
+
+    @property
+    def key_tokens(self) -> tuple[str, ...]:
+        return self.kv_tokens if self.kv_tokens is not None else self.tokens
+
+    @property
+    def sizes(self) -> Sizes:
+        h, d_model, d_k = self.w_q.shape
+        return Sizes(n_q=len(self.tokens), n_k=len(self.key_tokens), d_model=d_model, n_heads=h,
+                     d_k=d_k, d_v=self.w_v.shape[2], cross=self.cross, bias=self.b_q is not None)
+
+    @property
+    def mask_kind(self) -> str:
+        return "custom" if isinstance(self.mask, np.ndarray) else (self.mask or "none")
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every input array present, by name, in the table's order."""
+        present = ((spec.name, getattr(self, spec.name)) for spec in ARRAYS)
+        return {name: value for name, value in present if value is not None}
+
+    def run(self, max_bytes: int | None = DEFAULT_MAX_BYTES) -> MHAResult:
+        """The core on these inputs; max_bytes as multi_head_attention's (None: no limit)."""
+        return multi_head_attention(mask=self.mask, scale=self.scaling.core_argument(), max_bytes=max_bytes,
+                                    **self.arrays())
+
+    def same_inputs(self, other: Setup) -> bool:
+        """Everything that changes a result is equal (tokens, arrays, mask, scaling)."""
+        if (self.tokens, self.kv_tokens, self.scaling, self.mask_kind) != (
+                other.tokens, other.kv_tokens, other.scaling, other.mask_kind):
+            return False
+        mine, theirs = self.arrays(), other.arrays()
+        if mine.keys() != theirs.keys() or not all(_equal(mine[k], theirs[k]) for k in mine):
+            return False
+        return self.mask_kind != "custom" or _equal(self.mask, other.mask)
+
+    def with_origin(self, origin: str) -> Setup:
+        return replace(self, origin=origin)
+
+    def number_count(self) -> int:
+        return sum(a.size for a in self.arrays().values())
+
+
+def _equal(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+def setup_fields() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(Setup))
+
+
+# Characters that hide or reorder text around them: zero-width, BOM, bidirectional controls
+# (U+202E turns "cat" into "tac"), and every other format or control character.
+_INVISIBLE = ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def token_problem(tokens: tuple[str, ...] | list[str], what: str = "tokens") -> str | None:
+    """Why a token list cannot be used (naming the token), or None. Shared by box, file and link."""
+    if not tokens:
+        return f"{what}: type at least one token (words separated by spaces)."
+    if len(tokens) > LIMITS.tokens:
+        return (f"{what}: {len(tokens)} tokens is over the limit of {LIMITS.tokens}; the grids would be "
+                "too large to read. Remove some tokens.")
+    for position, token in enumerate(tokens, start=1):
+        if not isinstance(token, str) or not token or any(c.isspace() for c in token):
+            return f"{what}: token {position} must be a word without spaces, got {str(token)[:40]!r}."
+        if len(token) > LIMITS.token_chars:
+            return (f"{what}: token {position} has {len(token):,} characters; the limit is "
+                    f"{LIMITS.token_chars}.")
+        hidden = next((c for c in token if unicodedata.category(c) in _INVISIBLE), None)
+        if hidden is not None:
+            name = unicodedata.name(hidden, "a control character")
+            return (f"{what}: token {position} holds U+{ord(hidden):04X} ({name}), an invisible character "
+                    "that would hide or reverse the labels. Remove it.")
+    return None
+
+
+def parse_number(text: str) -> float:
+    """A number typed by a person: decimal or scientific notation, nothing else, within LIMITS.
+
+    Raises ValueError saying what was found: "1,5" (a comma), "0x10", "inf" and "1e308" are
+    refused rather than silently read as something else.
+    """
+    cleaned = str(text).strip().replace("\u2212", "-")  # a typographic minus is a minus
+    if not cleaned:
+        raise ValueError("is empty")
+    if not _NUMBER.fullmatch(cleaned):
+        hint = " (use a point for decimals, e.g. 1.5)" if "," in cleaned else ""
+        raise ValueError(f"{str(text)[:30]!r} is not a number{hint}")
+    value = float(cleaned)
+    if not abs(value) <= LIMITS.max_abs:
+        raise ValueError(f"{cleaned[:30]} is outside the range this page accepts "
+                         f"(±{LIMITS.max_abs:,.0f})")
+    return value
+
+
+def resized(old: np.ndarray | None, shape: tuple[int, ...], filler: np.ndarray) -> np.ndarray:
+    """``filler`` of ``shape`` with the entries of ``old`` that still fit copied in."""
+    out = np.array(filler, dtype=float, copy=True)
+    if old is not None and old.ndim == len(shape):
+        overlap = tuple(slice(0, min(a, b)) for a, b in zip(old.shape, shape, strict=True))
+        out[overlap] = old[overlap]
+    return out
+
+
+def covering(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """An array as large as both on every axis: b's entries over a's (a's beyond b's reach)."""
+    shape = tuple(max(i, j) for i, j in zip(a.shape, b.shape, strict=True))
+    out = np.zeros(shape)
+    out[tuple(slice(0, n) for n in a.shape)] = a
+    out[tuple(slice(0, n) for n in b.shape)] = b
+    return out

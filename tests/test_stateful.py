@@ -1,0 +1,207 @@
+"""A class's worth of random use: a Hypothesis state machine driving the whole page through AppTest.
+
+Rules do what users do (type tokens of any length, change sizes, toggle cross-attention, the mask,
+biases and the scaling, edit cells with good and bad values, pick heads and queries, load presets,
+save and reload, open the page's own link in a fresh session, switch pages). After every step:
+
+* no exception element;
+* every weights and output chart equals mha_core run on the Setup the page's *address* describes
+  (decoded independently of the session), or, when an input is at fault, there is a message and
+  no chart computed from stale numbers;
+* inputs that were not at fault keep their values.
+
+``make test`` runs a bounded number of steps (STATEFUL_EXAMPLES, a few by default); ``make fuzz``
+runs for FUZZ_SECONDS with a fresh seed that it prints (scripts/fuzz.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from app.state import row_labels
+from mha_core import LIMITS, all_scenarios
+from mha_core.codec import ConfigError, setup_from_json, setup_from_link, setup_to_json
+from tests.apptest_util import (
+    PRESET_TITLES,
+    address,
+    chart_specs,
+    edit_cell,
+    fresh_app,
+    goto,
+    heatmap_values,
+    open_address,
+    pick,
+    texts,
+    work,
+)
+
+SCENARIOS = all_scenarios()
+EXAMPLES = int(os.environ.get("STATEFUL_EXAMPLES", "6"))
+STEPS = int(os.environ.get("STATEFUL_STEPS", "12"))
+
+WORDS = st.sampled_from(["the", "cat", "sat", "a", "dog", "ran", "<b>x</b>", "$y$", "**z**", "é", "猫", "🙂",
+                         "le", "chat", "x" * LIMITS.token_chars, "x" * (LIMITS.token_chars + 1), "ca\u200bt"])
+TOKENS = st.lists(WORDS, min_size=0, max_size=LIMITS.tokens + 1).map(" ".join)
+GOOD_VALUES = st.sampled_from(["0", "1", "-1.5", "2e-3", "0.25", "−3", "1e6"])
+BAD_VALUES = st.sampled_from(["", "abc", "1,5", "0x10", "inf", "1e308", "nan"])
+
+
+def decoded_setup(at):
+    """The Setup the page's address describes, decoded here without the session."""
+    params = address(at)
+    if "s" in params:
+        return setup_from_link(params["s"], SCENARIOS)
+    if set(params) - {"head", "query", "drill"} == {"preset"} and params["preset"] in SCENARIOS:
+        return SCENARIOS[params["preset"]]
+    return None  # e.g. the legacy link a test opened, before the page wrote its own address
+
+
+class Workbench(RuleBasedStateMachine):
+    @initialize()
+    def open_page(self):
+        self.at = fresh_app()
+        self.faulty = False
+
+    # --- what users do -----------------------------------------------------------------------
+
+    @rule(text=TOKENS)
+    def type_tokens(self, text):
+        self.at.text_input(key="tokens_text").set_value(text).run()
+
+    @rule(d_model=st.integers(1, 12))
+    def set_d_model(self, d_model):
+        self.at.number_input(key="d_model").set_value(d_model).run()
+
+    @rule(h=st.integers(1, 6))
+    def set_heads(self, h):
+        self.at.number_input(key="n_heads").set_value(h).run()
+
+    @rule(custom=st.booleans(), d_k=st.integers(1, 6), d_v=st.integers(1, 6))
+    def set_head_width(self, custom, d_k, d_v):
+        box = self.at.checkbox(key="custom_head_width")
+        (box.check() if custom else box.uncheck()).run()
+        if custom:
+            self.at.number_input(key="d_k").set_value(d_k).run()
+            self.at.number_input(key="d_v").set_value(d_v).run()
+
+    @rule(cross=st.booleans(), text=TOKENS)
+    def toggle_cross(self, cross, text):
+        self.at.radio(key="mode").set_value("cross-attention" if cross else "self-attention").run()
+        if cross:
+            self.at.text_input(key="kv_tokens_text").set_value(text).run()
+
+    @rule(kind=st.sampled_from(["none", "causal", "custom"]))
+    def set_mask(self, kind):
+        self.at.selectbox(key="mask_kind").set_value(kind).run()
+
+    @rule(on=st.booleans())
+    def toggle_bias(self, on):
+        box = self.at.checkbox(key="use_bias")
+        (box.check() if on else box.uncheck()).run()
+
+    @rule(kind=st.sampled_from(["sqrt", "none", "sqrt_of", "multiply"]), value=st.integers(1, 100))
+    def set_scaling(self, kind, value):
+        self.at.selectbox(key="scale_kind").set_value(kind).run()
+        if kind == "sqrt_of":
+            self.at.number_input(key="scale_sqrt_of").set_value(value).run()
+        elif kind == "multiply":
+            self.at.number_input(key="scale_multiplier").set_value(value / 10).run()
+
+    @precondition(lambda self: not self.at.sidebar.error)  # the grids are drawn only for valid sizes
+    @rule(data=st.data(), good=st.booleans())
+    def edit_a_cell(self, data, good):
+        names = [n for n in ("x", "w_o") if self.at.session_state["work"].get(n) is not None]
+        name = data.draw(st.sampled_from(names))
+        grid = work(self.at, name)
+        if max(grid.shape) > LIMITS.editable:
+            return
+        row, col = data.draw(st.integers(0, grid.shape[0] - 1)), data.draw(st.integers(0, grid.shape[1] - 1))
+        value = data.draw(GOOD_VALUES if good else BAD_VALUES)
+        others = {n: a.copy() for n, a in self.at.session_state["work"].items()
+                  if a is not None and n != name}
+        had_bad_cell = any("column" in m for m in texts(self.at.error))
+        edit_cell(self.at, name, row, col, value)
+        for other, before in others.items():  # inputs not at fault keep their values
+            now = self.at.session_state["work"].get(other)
+            if now is not None and now.shape == before.shape:
+                np.testing.assert_array_equal(now, before, err_msg=other)
+        if not good:
+            assert any("column" in m for m in texts(self.at.error)), texts(self.at.error)
+        elif not had_bad_cell:
+            assert not any("column" in m for m in texts(self.at.error)), texts(self.at.error)
+
+    @rule(data=st.data())
+    def pick_a_selection(self, data):
+        labels = {"shown_head": [f"head {i + 1}" for i in range(int(self.at.session_state["n_heads"]))],
+                  "focus_query": row_labels(self.at.session_state["tokens_text"].split())}
+        name = data.draw(st.sampled_from(sorted(labels)))
+        key = f"pick_{name}"
+        present = [w for w in (self.at.get("selectbox") + self.at.get("button_group")) if w.key == key]
+        if present and labels[name]:
+            label = data.draw(st.sampled_from(present[0].options))
+            pick(self.at, name, label)
+
+    @rule(key=st.sampled_from(sorted(PRESET_TITLES)))
+    def load_preset(self, key):
+        if key in ("ex_h_cross_attention", "ex_i_parameter_count"):
+            return  # the 512-wide presets are tested on their own; here they only slow every step
+        self.at.selectbox(key="preset_picker").set_value(PRESET_TITLES[key]).run()
+
+    @rule()
+    def save_and_reload(self):
+        setup = decoded_setup(self.at)
+        if setup is None or self.at.error:
+            return
+        again = setup_from_json(setup_to_json(setup))
+        assert again.same_inputs(setup)
+
+    @rule()
+    def open_the_address_in_a_fresh_session(self):
+        if self.at.error or not chart_specs(self.at):
+            return
+        fresh = open_address(address(self.at))
+        assert not fresh.exception
+        mine, theirs = chart_specs(self.at), chart_specs(fresh)
+        for key in ("chart_weights", "chart_output"):
+            assert json.dumps(mine.get(key)) == json.dumps(theirs.get(key)), key
+
+    @rule(page=st.sampled_from(["examples", "workbench"]))
+    def switch_page(self, page):
+        goto(self.at, page)
+        if page == "examples":
+            goto(self.at, "workbench")
+
+    # --- after every step ---------------------------------------------------------------------
+
+    @invariant()
+    def no_exception(self):
+        assert not self.at.exception, [e.value for e in self.at.exception]
+
+    @invariant()
+    def the_charts_are_the_address_setup_run_by_the_core(self):
+        specs = chart_specs(self.at)
+        if "chart_weights" not in specs:
+            assert self.at.error or self.at.warning, "no weights and no message saying why"
+            return
+        try:
+            setup = decoded_setup(self.at)
+        except ConfigError as error:
+            raise AssertionError(f"the page's own address does not decode: {error}") from None
+        if setup is None:
+            return
+        result = setup.run()
+        np.testing.assert_allclose(np.stack(heatmap_values(specs["chart_weights"])), np.where(
+            result.mask if result.mask is not None else True, result.weights, np.nan), atol=1e-6)
+        drawn_output = heatmap_values(specs["chart_output"])[1]
+        np.testing.assert_allclose(drawn_output, result.output, rtol=1e-5, atol=1e-5)
+
+
+Workbench.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
+                                       suppress_health_check=list(HealthCheck))
+TestWorkbench = Workbench.TestCase
