@@ -9,7 +9,7 @@ PORT ?= 8501
 ADDRESS ?= localhost
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: run test venv lint bench clean container-test
+.PHONY: run test venv lint bench clean container-test fuzz
 
 # The venv is rebuilt whenever a requirements file is newer than the last install.
 $(STAMP): requirements.txt requirements-dev.txt
@@ -35,6 +35,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/core.py
+
+# The stateful test for longer than make test runs it: FUZZ_SECONDS (300), a fresh seed it prints,
+# FUZZ_SEED=N to replay one.
+fuzz: $(STAMP)
+	$(BIN)/python scripts/fuzz.py
 
 # Builds the Docker image with podman and runs it for real (health, non-root, headless Chromium,
 # no outbound network); skips without podman/root unless REQUIRE_CONTAINER=1. Needs root.

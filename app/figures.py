@@ -4,18 +4,21 @@ Axes are integer positions counted from 1 with the labels as tick text, because 
 repeated category labels ("the ... the"). Token text is escaped before it reaches any label, so
 "<b>x</b>" or "$x$" shows literally. Colours: Okabe-Ito for heads, viridis for weights (0.25 and
 0.33 look different), red-blue centred at 0 for signed values (both readable with colour-blind
-vision).
+vision). Numbers go through format_number (cells) and hover_number (hover), so 2.1e-9 and
+1 − 4.1e-9 never print as 0.00 and 1.00.
 
-Legibility at every size: panels are laid out in pixels (the height is exact; widths are planned
-for a main column of ``FULL_WIDTH`` px and scale with the real one). Panels of many heads wrap into
-rows of at most ``MAX_PER_ROW``; row labels are drawn once per row of panels; numbers are printed
-on cells only when they fit, and large grids drop per-cell text, gaps and hover strings and show a
-few evenly spaced tick labels, so a 3 x 512 matrix paints as fast as a 3 x 3 one.
-``large=True`` scales fonts and cells up for a projector.
+Legibility at every size: panels are laid out in pixels. Heights are exact; widths are planned for
+a column of ``width`` px (FULL_WIDTH, the main column at a 1280-px window) and stretch with the real
+one, and whatever must not collide is checked as if the chart were FIT_SLACK narrower. Many heads
+wrap into rows of at most MAX_PER_ROW panels; row labels are drawn once per row of panels; long
+titles wrap; numbers are printed on cells only when all of them fit; large grids drop per-cell
+text, gaps and hover strings and keep a few evenly spaced tick labels, so a 3 x 512 matrix paints
+as fast as a 3 x 3 one. ``large=True`` scales fonts and cells up for a projector.
 
 Figures are assembled as plain dicts and wrapped without plotly's per-property validation
 (``_validate=False``): validation and ``make_subplots`` cost about 7x the build itself, and
-the page draws a dozen figures on every rerun. tests/test_figures.py checks the specs.
+the page draws a dozen figures on every rerun. tests/test_figures.py checks the specs (and that
+they would pass validation), and draws example H in Chromium.
 """
 
 from __future__ import annotations
@@ -510,17 +513,13 @@ def _strings(values: np.ndarray, rows: list[str], cols: list[str], *, what: str,
     if max(values.shape) > NUMBERS_UP_TO:
         return None, None
     rows, cols = _hover_labels(rows), _hover_labels(cols)
+    lead = f"{what} " if what else ""
     texts, hovers = [], []
     for r, line in zip(rows, values.tolist(), strict=True):
         texts.append([format_number(v, digits, near_one=near_one) for v in line])
-        if attention:
-            hovers.append([f"query {r}, key {c}: " + ("masked" if math.isnan(v) else
-                                                      f"{what} {hover_number(v, near_one=near_one)}")
-                           for c, v in zip(cols, line, strict=True)])
-        else:
-            hovers.append([f"{r}, {c}: " + ("masked" if math.isnan(v) else
-                                            (f"{what} " if what else "") + hover_number(v))
-                           for c, v in zip(cols, line, strict=True)])
+        hovers.append([(f"query {r}, key {c}: " if attention else f"{r}, {c}: ")
+                       + ("masked" if math.isnan(v) else lead + hover_number(v, near_one=near_one))
+                       for c, v in zip(cols, line, strict=True)])
     return texts, hovers
 
 

@@ -28,15 +28,16 @@ import sys
 import time
 from pathlib import Path
 
-# `python bench/load.py` puts bench/ first on sys.path, where bench/app.py would shadow the app package.
+# `python bench/load.py` puts bench/ first on sys.path, where a file named like a package would shadow it.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import numpy as np  # noqa: E402
 
+from app.editors import editor_key  # noqa: E402
 from tests.live_server import ROOT, streamlit_server  # noqa: E402
 from tests.st_protocol import SAT, Run, Session, drawn_weights, expected_weights  # noqa: E402
 
-EDITOR = "ed_x_v1"  # the X editor's key in a fresh session (edits do not bump the version)
+EDITOR = editor_key("x", 1)  # the X editor's key in a fresh session (edits do not bump the version)
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -105,7 +106,7 @@ async def session(i: int, url: str, args, load_start: float, stats: Stats) -> No
             await asyncio.sleep(wait)
             if rng.random() < args.edit_share:
                 kind, value = "edit", round(rng.uniform(-3, 3), 3)
-                run = await client.edit_cell(EDITOR, SAT, 0, value)
+                run = await client.edit_cell(EDITOR, SAT, 0, repr(value))
             else:
                 kind, run = "rerun", await client.rerun()
     except Exception as error:  # a timeout, a closed connection: the session is lost
@@ -121,7 +122,7 @@ async def open_and_close(url: str, runs: int = 0) -> None:
     client = Session(url)
     await client.open()
     for n in range(runs):
-        await (client.edit_cell(EDITOR, SAT, 0, 1.5 + n) if n % 2 else client.rerun())
+        await (client.edit_cell(EDITOR, SAT, 0, repr(1.5 + n)) if n % 2 else client.rerun())
     await client.close()
 
 

@@ -1,4 +1,4 @@
-"""Baseline page for bench/app.py: eight unadorned n x n heatmaps and nothing else."""
+"""Baseline page for bench/page.py: eight unadorned n x n heatmaps and nothing else."""
 
 import numpy as np
 import plotly.graph_objects as go

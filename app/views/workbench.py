@@ -146,10 +146,10 @@ class Page:
             self.problem(name)
         if self.result is not None:
             r, n = self.result, head + 1
-            st.caption(", ".join(figures.shape_title(f"{name}{_sub(n)}", a[head].shape)
-                                 for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))))
+            titles = [figures.shape_title(f"{name}{_sub(n)}", a[head].shape)
+                      for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))]
             chart(figure("qkv_panels", r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
-                         large=self.large), key="chart_qkv")
+                         titles=titles, large=self.large), key="chart_qkv")
 
     def raw_scores(self):
         step_header(3)
@@ -191,9 +191,9 @@ class Page:
         st.success(f"Check: every row sums to 1 (largest deviation {deviation:.1e}).", icon="✅")
 
     def _titled(self, symbol: str, values) -> list[str]:
-        """Panel titles with the shape of one head's grid: 'head 1: A₁ [3 × 5]'."""
-        return [f"{name}: {figures.shape_title(f'{symbol}{_sub(i + 1)}', values.shape[1:])}"
-                for i, name in enumerate(self.heads)]
+        """Panel titles: the head's symbol and the shape of its grid, 'A₁ [3 × 5]' for head 1."""
+        return [figures.shape_title(f"{symbol}{_sub(head + 1)}", values.shape[1:])
+                for head in range(len(self.heads))]
 
     def _mask_editor(self):
         st.caption("Mask: tick the (query, key) pairs that may attend")

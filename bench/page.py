@@ -1,6 +1,6 @@
 """Server-side cost of the page: the workbench against a plain 8-heatmap script, and chart bytes.
 
-Run: PYTHONPATH=. .venv/bin/python bench/app.py
+Run: PYTHONPATH=. .venv/bin/python bench/page.py
 AppTest runs the script in-process exactly as the server would (same ScriptRunner), without a
 browser; the medians are wall time of `at.run()` over 20 reruns after two warm-up runs.
 """
@@ -10,15 +10,13 @@ from __future__ import annotations
 import datetime
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
-# `python bench/app.py` puts bench/ first on sys.path, where this file would shadow the app package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import streamlit
+from streamlit.testing.v1 import AppTest
 
-import streamlit  # noqa: E402  (after the sys.path fix above)
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from app.editors import editor_key
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app" / "streamlit_app.py"
@@ -42,8 +40,8 @@ def median_edit_rerun(at: AppTest) -> float:
     at.run()
     times = []
     for i in range(RERUNS):
-        key = f"ed_x_v{at.session_state['versions']['x']}"
-        at.session_state[key] = {"edited_rows": {2: {"c0": 1.0 + 0.01 * i}}, "added_rows": [],
+        key = editor_key("x", at.session_state["versions"]["x"])
+        at.session_state[key] = {"edited_rows": {2: {"c0": repr(1.0 + 0.01 * i)}}, "added_rows": [],
                                  "deleted_rows": []}
         started = time.perf_counter()
         at.run()
@@ -58,7 +56,7 @@ def chart_bytes(at: AppTest) -> int:
 def classroom_app(n: int, h: int, d_model: int) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.run()
-    at.selectbox(key="preset").set_value("random (seeded)").run()
+    at.selectbox(key="preset_picker").set_value("random (seeded)").run()
     at.text_input(key="tokens_text").set_value(" ".join(f"w{i}" for i in range(n))).run()
     at.number_input(key="d_model").set_value(d_model).run()
     at.number_input(key="n_heads").set_value(h).run()
@@ -69,7 +67,7 @@ def classroom_app(n: int, h: int, d_model: int) -> AppTest:
 def main() -> None:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
-    print(f"# bench/app.py  {datetime.date.today()}  {cpu}  streamlit {streamlit.__version__}")
+    print(f"# bench/page.py  {datetime.date.today()}  {cpu}  streamlit {streamlit.__version__}")
     page = AppTest.from_file(str(APP), default_timeout=120)
     plain = AppTest.from_file(str(PLAIN), default_timeout=120)
     page_s, plain_s = median_rerun(page), median_rerun(plain)
