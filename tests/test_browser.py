@@ -65,6 +65,11 @@ def settle(page, selector: str = WEIGHTS, timeout: float = 60_000) -> None:
     page.wait_for_selector(IDLE, timeout=timeout)
 
 
+def picker(page) -> str:
+    """What the preset picker shows."""
+    return page.locator(".st-key-preset_picker input").input_value()
+
+
 def no_error_on(page) -> None:
     assert page.locator("[data-testid='stException']").count() == 0
     assert page.locator("[data-testid='stAlertContentError']").count() == 0
@@ -78,10 +83,14 @@ def browser_page(live):
     page.context.close()
 
 
+COLUMN_PX, ROW_PX = 75, 35  # a "small" text column; rows and the header
+
+
 def click_cell(page, editor_index: int, row: int, col_from_right: int) -> None:
-    """Click a data-editor cell: rows and the header are 35 px, the number columns ~50 px wide."""
+    """Click a data-editor cell, counting columns from the grid's right edge."""
     box = page.locator("[data-testid='stDataFrame']").nth(editor_index).bounding_box()
-    page.mouse.click(box["x"] + box["width"] - 50 * col_from_right + 25, box["y"] + 35 * (row + 1) + 17)
+    page.mouse.click(box["x"] + box["width"] - COLUMN_PX * col_from_right + COLUMN_PX / 2,
+                     box["y"] + ROW_PX * (row + 1) + ROW_PX / 2)
 
 
 def test_editing_an_embedding_cell_updates_the_heatmap(browser_page):
@@ -137,9 +146,8 @@ def upload(page, name: str, text: str) -> None:
 def test_loading_a_saved_setup_and_refusing_a_bad_one(browser_page):
     import json
 
-    from mha_core.config import setup_to_json
-
     from mha_core import all_scenarios
+    from mha_core.codec import setup_to_json
     page = browser_page
     before = page.evaluate(READ_WEIGHTS)
     example_a = setup_to_json(all_scenarios()["ex_a_single_head"])
@@ -197,18 +205,16 @@ def test_the_address_bar_reopens_an_edit_in_a_fresh_browser(live):
     page = open_page(browser, url)
     click_cell(page, editor_index=0, row=1, col_from_right=1)  # X: row 'cat', column d2
     page.wait_for_timeout(300)
-    page.keyboard.type("-1.5")
+    page.keyboard.type("-1.5", delay=100)  # the grid's text editor opens on the first key
     page.keyboard.press("Enter")
-    page.wait_for_timeout(500)
+    page.wait_for_function("() => location.search.includes('s=1.')", timeout=20_000)
     page.wait_for_selector(IDLE, timeout=20_000)
-    page.wait_for_timeout(500)
     address = page.url
-    assert "s=1." in address, address
     mine = chart_data(page)
     other = open_page(browser, address)
     other.wait_for_timeout(500)
     assert chart_data(other) == mine
-    assert "(edited)" in other.locator("[data-testid='stSidebar']").inner_text()
+    assert picker(other) == picker(page) == "The cat sat: two heads that disagree (edited)"
     page.context.close()
     other.context.close()
 
@@ -253,5 +259,5 @@ def test_open_in_the_workbench_lands_at_the_top(live):
     top = page.evaluate("""() => { const m = document.querySelector("[data-testid='stMain']");
                                    return (m ? m.scrollTop : 0) + window.scrollY; }""")
     assert top < 50, top
-    assert "B: two heads" in page.locator("[data-testid='stSidebar']").inner_text()
+    assert picker(page).startswith("B: two heads")
     page.context.close()
