@@ -1,4 +1,4 @@
-"""The page's eight steps: title, formula and the textbook's what/why (shared/seeds, seed 004)."""
+"""The page's eight steps: title, formula and the course's what/why (chapter 004's walkthrough)."""
 
 from dataclasses import dataclass
 

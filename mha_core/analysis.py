@@ -28,7 +28,7 @@ def normalised_entropy(weights: np.ndarray) -> np.ndarray:  # [..., n_k] -> [...
 def pairwise_disagreement(weights, query: int, metric: str = "l2") -> np.ndarray:
     """[h, n_q, n_k], query index -> [h, h] distances between the heads' rows for that query.
 
-    "l2": Euclidean distance (seed 002's 0.813); "js": Jensen-Shannon distance, base 2, in [0, 1];
+    "l2": Euclidean distance (chapter 002's 0.813); "js": Jensen-Shannon distance, base 2, in [0, 1];
     "tv": total variation distance, half the L1 distance, in [0, 1].
     """
     w = as_float_array("weights", weights)
@@ -80,7 +80,7 @@ def count_parameters(d_model: int, n_heads: int, d_k=None, d_v=None, bias: bool 
 def attention_flops(n_q: int, n_k: int, n_heads: int, d_k: int, d_v: int | None = None) -> int:
     """Multiply-adds x 2 of the attention core (QK^T and AV) for all heads: 2*h*n_q*n_k*(d_k+d_v).
 
-    h heads of width d_model/h cost exactly what one head of width d_model costs (seed 004, step 6).
+    h heads of width d_model/h cost exactly what one head of width d_model costs (chapter 004, step 6).
     """
     n_q, n_k = _positive_int("n_q", n_q), _positive_int("n_k", n_k)
     n_heads, d_k = _positive_int("n_heads", n_heads), _positive_int("d_k", d_k)

@@ -1,6 +1,6 @@
 """Multi-head attention in NumPy, returning every intermediate the page draws.
 
-The steps follow the textbook (shared/seeds): project, score, scale, mask,
+The steps follow the course text (its four chapters): project, score, scale, mask,
 softmax, weight the values, concatenate the heads, mix with W_O.
 
 Conventions (those of PyTorch's ``scaled_dot_product_attention``):

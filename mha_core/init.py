@@ -14,11 +14,11 @@ def random_matrix(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarra
 
 
 def select_matrix(shape: tuple[int, ...]) -> np.ndarray:
-    """0/1 "select" matrices like the seeds use.
+    """0/1 "select" matrices like the chapters use.
 
     [a, b]: ones on the diagonal (wrapping when b > a), so a square one is the identity.
     [h, a, b]: head i picks input dimensions i*b ... i*b+b-1 (mod a), so the heads
-    together tile the input, as "head 1 keeps the first two dims" does in seed 000.
+    together tile the input, as "head 1 keeps the first two dims" does in chapter 000.
     """
     if len(shape) == 2:
         a, b = shape

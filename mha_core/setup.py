@@ -234,7 +234,7 @@ def setup_fields() -> tuple[str, ...]:
 # Characters that hide or reorder text around them: zero-width, BOM, bidirectional controls
 # (U+202E turns "cat" into "tac"), and every other format or control character.
 _INVISIBLE = ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp")
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)  # ASCII digits only
 
 
 def token_problem(tokens: tuple[str, ...] | list[str], what: str = "tokens") -> str | None:

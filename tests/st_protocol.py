@@ -183,7 +183,7 @@ class Session:
 
 # --- what the default page should draw -------------------------------------------------------------
 
-SAT = 2  # X row and query index of 'sat' in the default preset (seed 002's "the cat sat")
+SAT = 2  # X row and query index of 'sat' in the default preset (chapter 002's "the cat sat")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -87,7 +87,7 @@ def test_count_accepts_numpy_integers():
     (512, 8, 10, 10), (64, 4, 3, 5), (12, 3, 7, 1), (6, 6, 2, 9), (1, 1, 1, 1), (1024, 16, 128, 64),
 ])
 def test_thin_heads_cost_the_same_as_one_wide_head(d_model, h, n_q, n_k):
-    """Seed 004 step 6: h heads of width d_model/h do the work of one head of width d_model."""
+    """Chapter 004 step 6: h heads of width d_model/h do the work of one head of width d_model."""
     thin = attention_flops(n_q, n_k, h, d_model // h)
     wide = attention_flops(n_q, n_k, 1, d_model)
     assert thin == wide == 4 * n_q * n_k * d_model

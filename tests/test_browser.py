@@ -96,7 +96,7 @@ def click_cell(page, editor_index: int, row: int, col_from_right: int) -> None:
 def test_editing_an_embedding_cell_updates_the_heatmap(browser_page):
     page = browser_page
     before = page.evaluate(READ_WEIGHTS)
-    assert before is not None and abs(before[0][2][0] - 0.6652) < 1e-3  # seed 002: 'sat' row, head A
+    assert before is not None and abs(before[0][2][0] - 0.6652) < 1e-3  # chapter 002: 'sat' row, head A
     click_cell(page, editor_index=0, row=2, col_from_right=2)  # X: row 'sat', column d1
     page.wait_for_timeout(300)  # the grid selects the cell first; typing then opens its editor
     page.keyboard.type("3")
@@ -159,7 +159,7 @@ def test_loading_a_saved_setup_and_refusing_a_bad_one(browser_page):
     page.wait_for_function(f"() => {{ const z = ({READ_WEIGHTS})(); return z && z.length === 1; }}",
                            timeout=10_000)
     weights = page.evaluate(READ_WEIGHTS)
-    assert abs(weights[0][0][0] - 0.6698) < 5e-5  # seed 001, example A
+    assert abs(weights[0][0][0] - 0.6698) < 5e-5  # chapter 001, example A
     assert page.locator("[data-testid='stException']").count() == 0
 
 

@@ -427,7 +427,7 @@ def test_disagreement_extremes_and_seed_002_value():
         d = pairwise_disagreement(one_hots, 0, metric)
         np.testing.assert_allclose(d, [[0, 1, 0], [1, 0, 1], [0, 1, 0]], rtol=0, atol=1e-15, err_msg=metric)
     np.testing.assert_allclose(pairwise_disagreement(one_hots, 0, "l2")[0, 1], math.sqrt(2), rtol=1e-15)
-    # Seed 002: query "sat", head A softmax(2, 0, 1), head B softmax(0, 2, 1): disagreement 0.813.
+    # Chapter 002: query "sat", head A softmax(2, 0, 1), head B softmax(0, 2, 1): disagreement 0.813.
     rows = softmax(np.array([[[2.0, 0.0, 1.0]], [[0.0, 2.0, 1.0]]]))
     assert pairwise_disagreement(rows, 0, "l2")[0, 1] == pytest.approx(0.813, abs=5e-4)
 

@@ -1,4 +1,4 @@
-"""Every number the textbook (shared/seeds) prints, checked to the precision it prints."""
+"""Every number the course text (its four chapters) prints, checked to the precision it prints."""
 
 import math
 
@@ -38,7 +38,7 @@ def test_every_scenario_runs_and_reproduces_nothing_nan():
         np.testing.assert_allclose(result.weights.sum(-1), 1.0, err_msg=key)
 
 
-# Seed 000: cat chases mouse, head 1.
+# Chapter 000: cat chases mouse, head 1.
 def test_seed000_head1_scores_and_scaled_scores():
     result = run("cat_chases_mouse")
     np.testing.assert_array_equal(result.q[0], [[1, 0], [0, 1], [1, 1]])
@@ -61,7 +61,7 @@ def test_seed000_head2_sees_differently():
     np.testing.assert_allclose(result.weights[1, 2], 1 / 3)  # our head 2: 'mouse' has nothing to say
 
 
-# Seed 002: the cat sat.
+# Chapter 002: the cat sat.
 def test_seed002_single_head_sat_is_uniform_and_the_attends_to_itself():
     w = run("the_cat_sat_one_head").weights[0]
     np.testing.assert_allclose(w[2], [1 / 3, 1 / 3, 1 / 3], rtol=1e-12)
@@ -90,7 +90,7 @@ def test_seed002_flat_head_for_the_and_cat():
     np.testing.assert_allclose(w[0, 1], 1 / 3)  # 'cat' = (0, 2): head A (horizontal) sees nothing
 
 
-# Seed 001: examples A to I.
+# Chapter 001: examples A to I.
 def test_example_a():
     result = run("ex_a_single_head")
     np.testing.assert_array_equal(result.scores[0], np.eye(2))
@@ -174,7 +174,7 @@ def test_example_i_parameter_count():
 
 
 def test_scenarios_record_expected_numbers_consistent_with_their_runs():
-    """The `expected` dicts shown in the app's captions are the seeds' numbers, and they hold."""
+    """The `expected` dicts shown in the app's captions are the chapters' numbers, and they hold."""
     two = SCENARIOS["the_cat_sat_two_heads"]
     assert_printed(pairwise_disagreement(two.run().weights, two.focus_query)[0, 1],
                    str(two.expected["disagreement"]))
