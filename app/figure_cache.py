@@ -13,7 +13,6 @@ import threading
 from collections import OrderedDict
 
 import numpy as np
-import plotly.graph_objects as go
 
 from app import figures
 
@@ -39,22 +38,6 @@ def _feed(digest, value) -> int:
     return len(text)
 
 
-class FrozenFigure(go.Figure):
-    """A built figure's spec, handed to st.plotly_chart: ``to_dict()`` returns it as it is.
-
-    st.plotly_chart calls only ``to_dict()`` on a figure, and plotly's deep copy there cost more
-    than the rest of drawing the chart; building a second go.Figure around the spec costs as much
-    again (one axis object per panel). So this never runs go.Figure's constructor: it is a plotly
-    figure for isinstance checks and nothing else. The spec is never changed after it is built.
-    """
-
-    def __init__(self, spec: dict):  # noqa: D107 - deliberately not calling go.Figure.__init__
-        object.__setattr__(self, "_frozen_spec", spec)
-
-    def to_dict(self) -> dict:
-        return self._frozen_spec
-
-
 def figure(builder: str, *args, **kwargs):
     """figures.<builder>(*args, **kwargs), shared across reruns and sessions.
 
@@ -68,7 +51,7 @@ def figure(builder: str, *args, **kwargs):
         if key in _entries:
             _entries.move_to_end(key)
             return _entries[key][0]
-    built = FrozenFigure(getattr(figures, builder)(*args, **kwargs).to_dict())
+    built = getattr(figures, builder)(*args, **kwargs)
     cost *= 3  # the figure's own copy of the data, its float32 z, its text and hover strings
     with _lock:
         if key not in _entries and cost <= BUDGET_BYTES:

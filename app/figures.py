@@ -15,10 +15,11 @@ titles wrap; numbers are printed on cells only when all of them fit; large grids
 text, gaps and hover strings and keep a few evenly spaced tick labels, so a 3 x 512 matrix paints
 as fast as a 3 x 3 one. ``large=True`` scales fonts and cells up for a projector.
 
-Figures are assembled as plain dicts and wrapped without plotly's per-property validation
-(``_validate=False``): validation and ``make_subplots`` cost about 7x the build itself, and
-the page draws a dozen figures on every rerun. tests/test_figures.py checks the specs (and that
-they would pass validation), and draws example H in Chromium.
+Figures are assembled as plain dicts and returned as a ``FigureSpec``, a go.Figure that is only
+its spec: plotly's validation, ``make_subplots`` and even go.Figure's constructor cost several
+times the build itself, and the page draws a dozen figures on every rerun.
+tests/test_figures.py checks the specs (and that they would pass validation), and draws
+example H in Chromium.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
+from _plotly_utils.utils import to_typed_array_spec  # what go.Figure does to NumPy arrays
 from plotly.colors import get_colorscale
 
 HEAD_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -451,10 +453,37 @@ def _plan(panels: list[_Panel], per_row: int, s: Style, width: int, *, title: st
     return _Plan(layout, cells, min(right, 1.0) + colorbar_pad / plot_w, min(plot_h, COLORBAR_MAX))
 
 
-def _figure(data: list[dict], layout: dict) -> go.Figure:
-    # An empty template: st.plotly_chart's theme styles the figure in the browser, and plotly's
-    # default template costs ~3 ms per figure to copy in on the server.
-    return go.Figure({"data": data, "layout": layout}, _validate=False)
+class FigureSpec(go.Figure):
+    """A figure kept as the plain spec it was built as: ``fig["data"]``, ``fig["layout"]`` and
+    ``to_dict()`` give that spec itself.
+
+    st.plotly_chart asks a figure only for ``to_dict()``; a go.Figure would build one object per
+    trace and axis (most of a build, for a 16-panel grid) and deep-copy it all again on every
+    run. So the constructor of go.Figure never runs here: this is a plotly figure to isinstance
+    checks and plotly.io, and a dict otherwise. Specs are never changed after they are built.
+    """
+
+    def __init__(self, spec: dict):  # deliberately not go.Figure.__init__ (see above)
+        object.__setattr__(self, "_spec", spec)
+
+    def to_dict(self) -> dict:
+        return self._spec
+
+    to_plotly_json = to_dict
+
+    def __getitem__(self, key: str):
+        return self._spec[key]
+
+
+def _figure(data: list[dict], layout: dict) -> FigureSpec:
+    """The spec as plotly.js reads it: NumPy arrays as base64 typed arrays (what go.Figure would
+    make of them; plain JSON lists are about twice the bytes), and an empty template, as
+    st.plotly_chart's theme styles the figure in the browser."""
+    for trace in data:
+        for name, value in trace.items():
+            if isinstance(value, np.ndarray):
+                trace[name] = to_typed_array_spec(value)
+    return FigureSpec({"data": data, "layout": {"template": {}, **layout}})
 
 
 def _numbers(panels: list[_Panel], plan: _Plan, s: Style) -> list[list[list[str]]] | None:
@@ -469,7 +498,7 @@ def _numbers(panels: list[_Panel], plan: _Plan, s: Style) -> list[list[list[str]
 
 
 def _panel_figure(panels: list[_Panel], *, per_row: int, zmin: float, zmax: float, colorscale, s: Style,
-                  width: int, title: str = "", colorbar: bool = True, shapes=None) -> go.Figure:
+                  width: int, title: str = "", colorbar: bool = True, shapes=None) -> FigureSpec:
     """One heatmap trace per panel on a shared colour range; one colour bar by the first row."""
     plan = _plan(panels, per_row, s, width, title=title, colorbar=colorbar)
     numbers = _numbers(panels, plan, s)
@@ -538,7 +567,7 @@ def _value_panel(values, rows: list[str], cols: list[str], *, title="", digits=2
 
 
 def matrix_heatmap(values, row_labels, col_labels, *, title="", digits=2, large: bool = False,
-                   width: int = HALF_WIDTH) -> go.Figure:
+                   width: int = HALF_WIDTH) -> FigureSpec:
     """A labelled matrix (embeddings, projections, outputs): signed values, red-blue centred at 0.
 
     values [n_rows, n_cols]; `width` is the column width the figure is planned for (px).
@@ -560,7 +589,7 @@ KINDS = {  # kind -> (word in the hover, colours); weights on a fixed 0..1 range
 
 def head_grids(values, row_tokens, col_labels, *, kind: str, head_names=None, title="",
                cols_are_tokens: bool = True, mask=None, large: bool = False,
-               width: int = FULL_WIDTH) -> go.Figure:
+               width: int = FULL_WIDTH) -> FigureSpec:
     """One panel per head, all on one colour scale, in rows of at most four. values [h, n_rows, n_cols].
 
     kind "weights": 0..1 on viridis; "scores" or "signed": red-blue centred at 0, one range
@@ -616,7 +645,7 @@ def head_grids(values, row_tokens, col_labels, *, kind: str, head_names=None, ti
 
 
 def qkv_panels(q, k, v, q_tokens, k_tokens, *, titles=None, large: bool = False,
-               width: int = FULL_WIDTH) -> go.Figure:
+               width: int = FULL_WIDTH) -> FigureSpec:
     """One head's Q [n_q, d_k], K [n_k, d_k] and V [n_k, d_v] side by side, one signed scale.
 
     Q shows the query tokens; K shows the key tokens only when they differ (cross-attention);
@@ -635,7 +664,7 @@ def qkv_panels(q, k, v, q_tokens, k_tokens, *, titles=None, large: bool = False,
 
 
 def side_by_side(left, right, row_labels, *, left_title, right_title, large: bool = False,
-                 width: int = FULL_WIDTH) -> go.Figure:
+                 width: int = FULL_WIDTH) -> FigureSpec:
     """Two matrices with the same rows, e.g. the output next to the input, on one shared scale.
 
     left [n, d_left], right [n, d_right]; the rows are labelled once, on the left panel.
@@ -653,7 +682,7 @@ BAND_LINE = 3  # px: outline of each head's band in the concatenation
 
 
 def concat_bands(concat, q_tokens, n_heads: int, d_v: int, *, title="", large: bool = False,
-                 width: int = FULL_WIDTH) -> go.Figure:
+                 width: int = FULL_WIDTH) -> FigureSpec:
     """The concatenation [n_q, h*d_v] with each head's band outlined in its colour.
 
     Columns are labelled h1·1, h1·2, ... while they fit, else one label per band ("head 3").
@@ -689,7 +718,7 @@ def _bar_layout(s: Style, top: float = 0) -> dict:
 
 
 def query_bars(weights, query: int, k_tokens, *, head_names=None, large: bool = False,
-               width: int = FULL_WIDTH) -> go.Figure:
+               width: int = FULL_WIDTH) -> FigureSpec:
     """Every head's attention row for one query as grouped bars. weights [h, n_q, n_k]."""
     weights = np.asarray(weights, dtype=float)  # [h, n_q, n_k]
     h, _, n_k = weights.shape
@@ -721,7 +750,7 @@ def query_bars(weights, query: int, k_tokens, *, head_names=None, large: bool = 
 
 
 def disagreement_heatmap(distances, *, metric: str, head_names=None, large: bool = False,
-                         width: int = HALF_WIDTH) -> go.Figure:
+                         width: int = HALF_WIDTH) -> FigureSpec:
     """The head x head distance matrix for one query. distances [h, h]; 0 to the metric's maximum."""
     distances = np.asarray(distances, dtype=float)  # [h, h]
     h = distances.shape[0]
@@ -736,7 +765,7 @@ def disagreement_heatmap(distances, *, metric: str, head_names=None, large: bool
 
 
 def entropy_bars(normalised, *, head_names=None, flat_at: float, large: bool = False,
-                 width: int = HALF_WIDTH) -> go.Figure:
+                 width: int = HALF_WIDTH) -> FigureSpec:
     """Each head's normalised entropy for the chosen query; bars at or past flat_at say 'flat'."""
     normalised = np.asarray(normalised, dtype=float)  # [h]
     h = normalised.shape[0]

@@ -224,7 +224,7 @@ def editor_ui(name: str, rows: list[str], *, head: int | None = None, col_prefix
                   for j, c in enumerate(columns)}
     key = state.key_of(name, head)
     try:
-        st.data_editor(editors.grid_frame(grid, rows, boolean), key=key, column_config=config,
+        st.data_editor(_frame(key, grid, rows, boolean), key=key, column_config=config,
                        width="content", on_change=state.keep_edits, args=(name, key))
     except Exception:  # noqa: BLE001 - Streamlit applies the sent edits itself and can fail on any
         # edit a grid could not have sent (row 9 of 3, a column it does not have): the page has
@@ -232,6 +232,18 @@ def editor_ui(name: str, rows: list[str], *, head: int | None = None, col_prefix
         # starts again from that.
         state.set_base(name, state.read(name).value)
         editor_ui(name, rows, head=head, col_prefix=col_prefix, boolean=boolean)
+
+
+def _frame(key: str, grid, rows: list[str], boolean: bool):
+    """The editor's input frame, built once per base version and row labels (a key names a
+    version of the base, so the frame can only change with its row labels)."""
+    cache = st.session_state.setdefault("editor_frames", {})
+    cached = cache.get(key)
+    if cached is None or cached[0] != rows:
+        if len(cache) > 64:  # old versions' frames
+            cache.clear()
+        cached = cache[key] = (list(rows), editors.grid_frame(grid, rows, boolean))
+    return cached[1]
 
 
 def save_load_ui(current: state.Current) -> None:

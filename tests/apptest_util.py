@@ -81,7 +81,9 @@ def pick_preset(at: AppTest, key: str) -> None:
 
 def pick(at: AppTest, name: str, label: str) -> None:
     """Choose an option of a selection widget (choice_ui) by its label."""
-    widget = at.selectbox(key=f"pick_{name}") if name != "shown_head" else at.button_group(key=f"pick_{name}")
+    key = f"pick_{name}"
+    widget = at.button_group(key=key) if any(w.key == key for w in at.get("button_group")) else (
+        at.selectbox(key=key))
     widget.set_value(label).run()
 
 

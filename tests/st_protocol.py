@@ -103,6 +103,11 @@ class Session:
         widget_id = self.last.widget_ids[key]
         self.widgets[widget_id] = WidgetState(id=widget_id, string_value=value)
 
+    def set_bool(self, key: str, value: bool) -> None:
+        """Set a checkbox or toggle by its key, for the next run."""
+        widget_id = self.last.widget_ids[key]
+        self.widgets[widget_id] = WidgetState(id=widget_id, bool_value=value)
+
     def set_strings(self, key: str, values: list[str]) -> None:
         """Set a widget whose value travels as a list of strings (segmented control, pills), by key."""
         widget_id = self.last.widget_ids[key]

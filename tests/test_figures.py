@@ -196,7 +196,7 @@ def test_height_grows_with_rows_of_panels_and_query_rows(rng):
     def height(h, n, n_cols=30):  # 30 columns: no numbers, so always four panels per row
         fig = figures.head_grids(rng.normal(size=(h, n, n_cols)), [f"t{i}" for i in range(n)],
                                  figures.dims("d", n_cols), kind="signed", cols_are_tokens=False)
-        return fig.layout.height
+        return fig["layout"]["height"]
     assert height(4, 6) < height(5, 6) < height(9, 6) < height(13, 6)  # one to four rows of panels
     assert height(4, 3) < height(4, 6) < height(4, 12) < height(4, 64)
     assert height(4, 512) <= height(4, 64) + figures.NORMAL.max_panel  # tall grids stop growing
@@ -507,7 +507,7 @@ def test_cell_text_is_at_least_12_px_and_at_least_20_px_when_large():
         for kind in ("cell", "tick", "title"):
             if small_sizes[kind]:
                 assert min(large_sizes[kind]) > max(small_sizes[kind]), (name, kind)
-        assert large[name].layout.height > normal[name].layout.height, name
+        assert large[name]["layout"]["height"] > normal[name]["layout"]["height"], name
     assert font_sizes(spec(normal["weights"]))["cell"] == [12, 12]
     assert font_sizes(spec(large["weights"]))["cell"] == [20, 20]
 

@@ -55,6 +55,8 @@ async def _stale_label_session(url: str, name: str, stale: str, sentence: str) -
     session = Session(url)
     try:
         runs = [await session.open()]
+        session.set_bool("drill_open", True)
+        runs.append(await session.rerun())
         session.set_string("tokens_text", sentence)
         runs.append(await session.rerun())
         session.set_string(f"pick_{name}", stale)  # what Chromium sends: the label it last showed
@@ -248,6 +250,7 @@ def test_example_i_shows_its_parameter_counts(at):
 
 def test_example_d_shows_the_winners_weight_without_rounding_it_to_one(at):
     pick_preset(at, "ex_d_one_huge_score")
+    at.toggle(key="drill_open").set_value(True).run()
     spec = chart_specs(at)["chart_weights"]
     cells = json.dumps(spec["data"][0].get("text"))
     assert "2.1e-9" in cells and "1 \\u2212 4.1e-9" in cells
@@ -281,10 +284,10 @@ def test_example_b_names_no_head_against_itself_and_explains_the_empty_entropy(a
 
 def test_step_4_formula_follows_the_scaling_and_the_mask(at):
     at.selectbox(key="scale_kind").set_value("none").run()
-    formula = next(latex for latex in texts(at.latex) if "softmax" in latex)
+    formula = next(text for text in texts(at.markdown) if "operatorname{softmax}" in text)
     assert r"\sqrt" not in formula
     at.selectbox(key="mask_kind").set_value("causal").run()
-    formula = next(latex for latex in texts(at.latex) if "softmax" in latex)
+    formula = next(text for text in texts(at.markdown) if "operatorname{softmax}" in text)
     assert r"-\infty" in formula
 
 

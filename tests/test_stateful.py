@@ -24,7 +24,6 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from app.state import row_labels
 from mha_core import LIMITS, all_scenarios
 from mha_core.codec import ConfigError, setup_from_json, setup_from_link, setup_to_json
 from tests.apptest_util import (
@@ -138,14 +137,17 @@ class Workbench(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def pick_a_selection(self, data):
-        labels = {"shown_head": [f"head {i + 1}" for i in range(int(self.at.session_state["n_heads"]))],
-                  "focus_query": row_labels(self.at.session_state["tokens_text"].split())}
-        name = data.draw(st.sampled_from(sorted(labels)))
-        key = f"pick_{name}"
-        present = [w for w in (self.at.get("selectbox") + self.at.get("button_group")) if w.key == key]
-        if present and labels[name]:
-            label = data.draw(st.sampled_from(present[0].options))
-            pick(self.at, name, label)
+        """Any head, query or cell selection on the page, chosen by its label as a browser does."""
+        present = [w for w in [*self.at.get("selectbox"), *self.at.get("button_group")]
+                   if str(w.key).startswith("pick_") and w.options]
+        if present:
+            widget = data.draw(st.sampled_from(present))
+            pick(self.at, widget.key.removeprefix("pick_"), data.draw(st.sampled_from(list(widget.options))))
+
+    @rule(on=st.booleans())
+    def toggle_drill_down(self, on):
+        if any(toggle.key == "drill_open" for toggle in self.at.toggle):  # drawn while the page computes
+            self.at.toggle(key="drill_open").set_value(on).run()
 
     @rule(key=st.sampled_from(sorted(PRESET_TITLES)))
     def load_preset(self, key):

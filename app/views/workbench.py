@@ -36,10 +36,10 @@ def chart(fig, key: str) -> None:
 
 
 def step_header(number: int, formula: str | None = None) -> None:
+    """Title, formula and what/why as one element (each element drawn costs a rerun time)."""
     step = STEPS[number]
-    st.subheader(f"{number}. {step.title}")
-    st.latex(formula or step.formula)
-    st.markdown(f"**What.** {step.what}  \n**Why.** {step.why}")
+    st.markdown(f"### {number}. {step.title}\n\n$$\n{formula or step.formula}\n$$\n\n"
+                f"**What.** {step.what}  \n**Why.** {step.why}")
 
 
 def waiting() -> None:
@@ -258,7 +258,9 @@ class Page:
     def drill_down(self):
         if self.result is None:
             return
-        with st.expander("🔍 Drill down: one (query, key) cell of one head, with the live numbers"):
+        # A toggle rather than an expander: a collapsed expander still builds its contents every run.
+        if st.toggle("🔍 Drill down: one (query, key) cell of one head, with the live numbers",
+                     key="drill_open"):
             drill_down(self.result, self.q_tokens, self.k_tokens, self.heads)
 
 
