@@ -47,12 +47,19 @@ def cell_text(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+ROW_LABELS = "row"  # the read-only first column that names the rows
+
+
 def grid_frame(grid: np.ndarray, rows: list[str], boolean: bool = False) -> pd.DataFrame:
-    """The editor's input: one text column per matrix column (check boxes for a mask)."""
+    """The editor's input: the row labels, then one text column per matrix column (check boxes
+    for a mask). The labels are a column rather than the index: Streamlit hashes a non-range
+    index on every run (half of an editor's cost), and a changed index would reset the edits."""
     columns = [column_name(j) for j in range(grid.shape[1])]
-    if boolean:
-        return pd.DataFrame(grid.astype(bool), columns=columns, index=rows)
-    return pd.DataFrame([[cell_text(v) for v in row] for row in grid.tolist()], columns=columns, index=rows)
+    cells = grid.astype(bool) if boolean else [[cell_text(v) for v in row] for row in grid.tolist()]
+    frame = pd.DataFrame(cells, columns=pd.Index(columns, dtype=object), dtype=None if boolean else object)
+    frame.insert(0, ROW_LABELS, pd.Series(rows, dtype=object))
+    frame.columns = pd.Index(frame.columns, dtype=object)  # pandas' Arrow strings are slow to check here
+    return frame
 
 
 @dataclass(frozen=True)

@@ -222,9 +222,10 @@ def editor_ui(name: str, rows: list[str], *, head: int | None = None, col_prefix
     else:
         config = {c: st.column_config.TextColumn(f"{col_prefix}{j + 1}", width="small")
                   for j, c in enumerate(columns)}
+    config[editors.ROW_LABELS] = st.column_config.TextColumn("", disabled=True)
     key = state.key_of(name, head)
     try:
-        st.data_editor(_frame(key, grid, rows, boolean), key=key, column_config=config,
+        st.data_editor(_frame(key, grid, rows, boolean), key=key, column_config=config, hide_index=True,
                        width="content", on_change=state.keep_edits, args=(name, key))
     except Exception:  # noqa: BLE001 - Streamlit applies the sent edits itself and can fail on any
         # edit a grid could not have sent (row 9 of 3, a column it does not have): the page has
