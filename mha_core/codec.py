@@ -282,13 +282,16 @@ def setup_to_link(setup: Setup, base: Setup | None) -> tuple[dict[str, str], boo
     """
     if base is not None and setup.same_inputs(base):
         return {"preset": base.origin}, True
+    deltas = {name: _delta(value, getattr(base, name) if base is not None else None)
+              for name, value in setup.arrays().items()}
+    numbers = sum(value.size if deltas[name] is None else len(deltas[name].get("cells", ()))
+                  if isinstance(deltas[name], dict) else 0 for name, value in setup.arrays().items())
+    if numbers > LIMITS.link_chars:  # every number costs at least a character: too big, unwritten
+        return ({"preset": base.origin} if base is not None else {}), False
     document = setup_to_document(setup)
     if base is not None:
         document["base"] = base.origin
-        for name, value in setup.arrays().items():
-            delta = _delta(value, getattr(base, name))
-            if delta is not None:
-                document[name] = delta
+        document.update({name: delta for name, delta in deltas.items() if delta is not None})
     text = json.dumps(document, separators=(",", ":"))
     state = LINK_VERSION + base64.urlsafe_b64encode(zlib.compress(text.encode(), 9)).decode().rstrip("=")
     if len(state) <= LIMITS.link_chars:

@@ -284,3 +284,19 @@ def test_a_link_bomb_is_refused_without_inflating_it():
     assert len(bomb) < 2 * LIMITS.link_chars * 10
     with pytest.raises(ConfigError):
         setup_from_link(bomb, SCENARIOS)
+
+
+def test_a_setup_far_too_big_for_a_link_is_not_even_encoded(rng, monkeypatch):
+    """Every number costs at least a character, so 4 million are refused by counting them: the page
+    wrote this link on every rerun, and encoding it took 20 s a run at every limit."""
+    import mha_core.codec
+
+    def no_encoding(*args, **kwargs):
+        raise AssertionError("the link was encoded")
+
+    monkeypatch.setattr(mha_core.codec.json, "dumps", no_encoding)
+    h, d_model, d = 16, 512, 128
+    zeros = np.zeros((h, d_model, d))
+    setup = Setup(tokens=("a",), x=rng.normal(size=(1, d_model)), w_q=zeros, w_k=zeros, w_v=zeros,
+                  w_o=np.zeros((h * d, d_model)))
+    assert setup_to_link(setup, None) == ({}, False)

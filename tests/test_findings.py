@@ -346,3 +346,33 @@ def test_every_page_opens_after_any_preset(at):
         goto(at, "examples")
         goto(at, "workbench")
         assert not at.exception, key
+
+
+# --- 9: the most one session can hold ----------------------------------------------------------------
+
+SESSION_BUDGET_BYTES = 160 * 2**20  # README, "Limits": what one session's inputs may cost at most
+
+
+def test_one_session_at_every_limit_stays_within_its_memory_budget():
+    """Every size at its limit (24 + 24 tokens, d_model 512, 16 heads of width 128, biases): the
+    arrays the session keeps (bases and what resizing remembers) and a rerun's peak allocation."""
+    import tracemalloc
+
+    at = fresh_app()
+    at.radio(key="mode").set_value("cross-attention").run()
+    at.text_input(key="kv_tokens_text").set_value(" ".join(f"k{i}" for i in range(24))).run()
+    at.text_input(key="tokens_text").set_value(" ".join(f"q{i}" for i in range(24))).run()
+    at.checkbox(key="use_bias").check().run()
+    at.checkbox(key="custom_head_width").check().run()
+    at.number_input(key="d_k").set_value(128).run()
+    at.number_input(key="d_v").set_value(128).run()
+    at.number_input(key="n_heads").set_value(16).run()
+    tracemalloc.start()
+    at.number_input(key="d_model").set_value(512).run()  # every array and figure made anew
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert not at.exception and not at.error, texts(at.error)
+    kept = [*at.session_state["work"].values(), *at.session_state["reservoir"].values()]
+    held = sum(a.nbytes for a in kept if a is not None)
+    print(f"session at every limit: holds {held / 2**20:.1f} MiB, a rerun peaks at {peak / 2**20:.1f} MiB")
+    assert held + peak <= SESSION_BUDGET_BYTES, (held / 2**20, peak / 2**20)
