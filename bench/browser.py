@@ -31,15 +31,15 @@ SWITCHES = ("H: cross-attention", "I: count the parameters", "The cat sat: two h
 
 
 def edit_seconds(page, value: str) -> float:
-    before = page.evaluate(READ_WEIGHTS)
+    before = page.evaluate(f"() => JSON.stringify(({READ_WEIGHTS})())")
     click_cell(page, editor_index=0, row=2, col_from_right=2)  # X: row 'sat', column d1
     page.wait_for_timeout(300)
     page.keyboard.type(value, delay=50)
     page.wait_for_timeout(200)
     started = time.perf_counter()
     page.keyboard.press("Enter")
-    page.wait_for_function(f"(old) => JSON.stringify(({READ_WEIGHTS})()) !== old",
-                           arg=str(before).replace("'", '"'), timeout=20_000)
+    page.wait_for_function(f"(old) => JSON.stringify(({READ_WEIGHTS})()) !== old", arg=before,
+                           timeout=20_000)
     seconds = time.perf_counter() - started
     page.wait_for_selector(IDLE, timeout=20_000)
     page.wait_for_timeout(500)
@@ -81,7 +81,10 @@ def main() -> None:
         page.wait_for_timeout(1000)
         edits = [edit_seconds(page, str(1.5 + 0.25 * i)) for i in range(args.edits)]
         page.set_viewport_size({"width": 1280, "height": 720})
-        switches = {title: [switch_seconds(page, title) for _ in range(2)] for title in SWITCHES}
+        switches = {title: [] for title in SWITCHES}
+        for _ in range(3):  # each switch leaves another preset
+            for title in SWITCHES:
+                switches[title].append(switch_seconds(page, title))
         loads = []
         for _ in range(args.loads):
             context = browser.new_context(viewport={"width": 1280, "height": 720})
