@@ -78,7 +78,7 @@ def init_state() -> None:
         return
     ss = st.session_state
     ss.work, ss.versions, ss.kept_edits, ss.reservoir = {}, {}, {}, {}
-    ss.selections, ss.notes, ss.link_notes = {}, [], []
+    ss.selections, ss.link_notes = {}, []
     ss.seed = 0
     load_setup(presets()[DEFAULT_SCENARIO])
     ss.link_notes = apply_link(st.query_params.to_dict())
