@@ -191,6 +191,8 @@ def _apply_selections(params: dict) -> list[str]:
             continue
         for key, part in zip(keys, parts, strict=True):
             st.session_state.selections[key] = int(part) - 1  # the link counts from 1
+        if param == "drill":
+            st.session_state.drill_open = True  # a link to a cell opens the drill-down on it
     return refused
 
 
@@ -201,12 +203,18 @@ def link_params(current: Current) -> tuple[dict[str, str], bool]:
     params, complete = ({}, True) if current.setup is None else setup_to_link(current.setup, base)
     if ss.origin in GENERATED:
         params["seed"] = str(ss.origin_seed)  # so that the reopened page knows its preset unchanged
-    sel = ss.selections
+    params.update(_selection_params())
+    return params, complete
+
+
+def _selection_params() -> dict[str, str]:
+    """The selections as link parameters, counting from 1 (the drill-down's only while it is open)."""
+    sel, params = st.session_state.selections, {}
     for param, keys in SELECTION_PARAMS.items():
         keys = keys if isinstance(keys, tuple) else (keys,)
-        if all(key in sel for key in keys):
+        if all(key in sel for key in keys) and (param != "drill" or st.session_state.get("drill_open")):
             params[param] = ".".join(str(sel[key] + 1) for key in keys)
-    return params, complete
+    return params
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,7 +235,7 @@ def key_of(name: str, head: int | None = None) -> str:
 
 
 def conform(sizes: Sizes, mask_kind: str, seed: int) -> list[str]:
-    """Give every present array the current sizes, reversibly; a note for each with new cells.
+    """Give every present array the current sizes, reversibly; one note naming the new cells.
 
     What is cut is remembered for the session (``reservoir``), so changing a size and changing
     it back restores the values; cells never held before are filled deterministically (the
@@ -237,7 +245,7 @@ def conform(sizes: Sizes, mask_kind: str, seed: int) -> list[str]:
     shapes = {spec.name: spec.shape(sizes) for spec in sizes.present()}
     if mask_kind == "custom":
         shapes[MASK] = (sizes.n_q, sizes.n_k)
-    notes = []
+    grown: dict[str, int] = {}
     for name, shape in shapes.items():
         base = ss.work.get(name)
         if base is not None and base.shape == shape:
@@ -254,12 +262,13 @@ def conform(sizes: Sizes, mask_kind: str, seed: int) -> list[str]:
             [min(a, b) for a, b in zip(kept.shape, shape, strict=True)])))
         set_base(name, resized(kept, shape, _new_entries(name, shape, ss.fill_kind_new, seed)))
         if new_cells and base is not None:
-            what = {"random": f"random numbers (seed {seed})", "zeros": "zeros"}[ss.fill_kind_new]
-            if name == MASK or name.startswith("b_"):
-                what = "ones (may attend)" if name == MASK else "zeros"
-            notes.append(f"{_label(name)}: {new_cells:,} new cell{'s' if new_cells > 1 else ''} filled with "
-                         f"{what}; change the size back to get the old values back.")
-    return notes
+            grown[_label(name)] = new_cells
+    if not grown:
+        return []
+    what = {"random": f"random numbers (seed {seed})", "zeros": "zeros"}[ss.fill_kind_new]
+    cells = ", ".join(f"{label} {count:,}" for label, count in grown.items())
+    return [f"New cells ({cells}) are filled with {what}, biases with zeros and a custom mask with ticks; "
+            "values cut by a smaller size come back when the size does."]
 
 
 def _label(name: str) -> str:
@@ -443,10 +452,6 @@ def sync_url(current: Current) -> None:
 
 def sync_selection_params() -> None:
     """From a fragment: update only the selections in the address bar."""
-    sel = st.session_state.selections
-    for param, keys in SELECTION_PARAMS.items():
-        keys = keys if isinstance(keys, tuple) else (keys,)
-        if all(key in sel for key in keys):
-            value = ".".join(str(sel[key] + 1) for key in keys)
-            if st.query_params.get(param) != value:
-                st.query_params[param] = value
+    for param, value in _selection_params().items():
+        if st.query_params.get(param) != value:
+            st.query_params[param] = value

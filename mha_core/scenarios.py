@@ -249,7 +249,7 @@ def _score_examples() -> list[Scenario]:
         ),
         _score_level(
             "ex_g_coreference", "G: pronoun co-reference, one head specialises", "Chapter 001, example G",
-            "This head's scores for the query 'it' favour 'cat' (3.0): about 70% of 'it''s attention "
+            "This head's scores for the query 'it' favour 'cat' (3.0): about 70% of the attention of 'it' "
             "lands on 'cat' -- the head has learned co-reference.",
             "it", ("cat", "ate", "the", "fish", "because", "it"), [3.0, 0.5, 0.2, 1.0, 0.3, 0.6],
             [1, 0, 0, 0, 0, 0],

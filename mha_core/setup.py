@@ -266,7 +266,7 @@ def parse_number(text: str) -> float:
     """
     cleaned = str(text).strip().replace("\u2212", "-")  # a typographic minus is a minus
     if not cleaned:
-        raise ValueError("is empty")
+        raise ValueError("the cell is empty")
     if not _NUMBER.fullmatch(cleaned):
         hint = " (use a point for decimals, e.g. 1.5)" if "," in cleaned else ""
         raise ValueError(f"{str(text)[:30]!r} is not a number{hint}")

@@ -217,6 +217,8 @@ def test_a_mask_row_that_blocks_everything_is_explained(at):
     assert not at.exception
     assert any("blocks every key" in w for w in texts(at.warning))
     assert np.isnan(weights_drawn(at)[:, 0, :]).all()  # masked: blank, as among the scores
+    check = " ".join(texts(at.success))
+    assert "every row that may attend to a key sums to 1" in check and "1 fully masked row" in check
 
 
 def test_causal_mask_blanks_the_future(at):

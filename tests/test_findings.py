@@ -138,7 +138,7 @@ def test_an_empty_head_selector_falls_back_to_the_shown_head(at):
 def test_a_size_changed_and_changed_back_restores_the_preset_exactly(at, key, widget, there, back):
     pick_preset(at, key)
     at.number_input(key=widget).set_value(there).run()
-    assert any("new cell" in i for i in texts(at.info)) or there < back  # new cells are announced
+    assert any("New cells" in i for i in texts(at.info)) or there < back  # new cells are announced
     assert picker(at).endswith("(edited)")
     at.number_input(key=widget).set_value(back).run()
     assert not at.exception
@@ -376,3 +376,26 @@ def test_one_session_at_every_limit_stays_within_its_memory_budget():
     held = sum(a.nbytes for a in kept if a is not None)
     print(f"session at every limit: holds {held / 2**20:.1f} MiB, a rerun peaks at {peak / 2**20:.1f} MiB")
     assert held + peak <= SESSION_BUDGET_BYTES, (held / 2**20, peak / 2**20)
+
+
+def test_large_type_grows_the_charts_and_the_pages_text(at):
+    def cell_fonts():
+        return {trace["textfont"]["size"] for trace in chart_specs(at)["chart_weights"]["data"]}
+
+    def styles():
+        return [str(element.proto) for element in at.get("html")]
+
+    assert max(cell_fonts()) < 20 and not any("font-size" in body for body in styles())
+    at.toggle(key="large_type").set_value(True).run()
+    assert min(cell_fonts()) >= 20
+    assert any("font-size: 1.4rem" in body for body in styles())
+
+
+def test_a_link_to_a_drill_down_cell_opens_the_drill_down_on_it():
+    fresh = open_address({"preset": "the_cat_sat_two_heads", "drill": "2.3.1"})
+    assert not fresh.exception and fresh.toggle(key="drill_open").value
+    assert fresh.selectbox(key="pick_drill_head").value == "head 2"
+    assert fresh.selectbox(key="pick_drill_query").value == "3 · sat"
+    assert any(r"q_{3} \cdot k_{1}" in line for line in texts(fresh.latex))
+    fresh.toggle(key="drill_open").set_value(False).run()
+    assert "drill" not in address(fresh)  # a closed drill-down is not in the address

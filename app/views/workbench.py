@@ -15,6 +15,7 @@ from app.state import Current
 from app.steps import STEPS
 from app.widgets import Inputs, md_literal
 from mha_core import (
+    LIMITS,
     attention_flops,
     contribution_gap,
     count_parameters,
@@ -27,6 +28,14 @@ from mha_core import (
 from mha_core.analysis import METRICS
 from mha_core.setup import SPECS
 
+# Large type: the page's own text grows with the charts' (the grids' canvas keeps its size).
+LARGE_TYPE_CSS = """<style>
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] li { font-size: 1.4rem; line-height: 1.45; }
+[data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 1.15rem; }
+[data-testid="stMain"] h3 { font-size: 2.1rem; }
+[data-testid="stMain"] .katex { font-size: 1.5em; }
+</style>"""
 FLAT_AT = 0.95  # normalised entropy above which a head "has nothing to say" for that query
 METRIC_NAMES = {"l2": "L2 (Euclidean)", "js": "Jensen-Shannon", "tv": "total variation"}
 
@@ -35,11 +44,11 @@ def chart(fig, key: str) -> None:
     st.plotly_chart(fig, key=key, config={"displaylogo": False})
 
 
-def step_header(number: int, formula: str | None = None) -> None:
+def step_header(number: int, formula: str | None = None, what: str | None = None) -> None:
     """Title, formula and what/why as one element (each element drawn costs a rerun time)."""
     step = STEPS[number]
     st.markdown(f"### {number}. {step.title}\n\n$$\n{formula or step.formula}\n$$\n\n"
-                f"**What.** {step.what}  \n**Why.** {step.why}")
+                f"**What.** {what or step.what}  \n**Why.** {step.why}")
 
 
 def waiting() -> None:
@@ -52,6 +61,8 @@ def render(current: Current, inputs: Inputs) -> None:
     if inputs.sizes is None:
         st.warning("Fix the setting marked ⚠️ in the sidebar; nothing you typed in the grids is lost.")
         return
+    if inputs.large:
+        st.html(LARGE_TYPE_CSS)
     story(current)
     for note in current.notes:
         st.info(md_literal(note), icon="➕")
@@ -113,8 +124,9 @@ class Page:
         step_header(1)
         left, right = st.columns(2)
         with left:
-            st.caption(f"X [{self.sizes.n_q} × {self.sizes.d_model}]: one row per query token "
-                       "(edit any cell)")
+            editable = max(self.sizes.n_q, self.sizes.d_model) <= LIMITS.editable
+            st.caption(f"X [{self.sizes.n_q} × {self.sizes.d_model}]: one row per query token"
+                       + (" (edit any cell)" if editable else ""))
             self.editor("x")
             self.problem("x")
             if self.sizes.cross:
@@ -126,6 +138,11 @@ class Page:
                 x = self.setup.x
                 chart(figure("matrix_heatmap", x, self.q_tokens, figures.dims("d", self.sizes.d_model),
                              title=figures.shape_title("X", x.shape), large=self.large), key="chart_x")
+                if self.setup.x_kv is not None:
+                    chart(figure("matrix_heatmap", self.setup.x_kv, self.k_tokens,
+                                 figures.dims("d", self.sizes.d_model),
+                                 title=figures.shape_title("X_kv", self.setup.x_kv.shape), large=self.large),
+                          key="chart_x_kv")
 
     def projections(self):
         step_header(2)
@@ -171,7 +188,11 @@ class Page:
         formula = (r"A_i = \operatorname{softmax}\!\left(" + scaling_formula
                    + (r" + M\right),\quad M_{jk} = -\infty \text{ where } j \text{ may not attend to } k"
                       if masked else r"\right)"))
-        step_header(4, formula)
+        what = None
+        if setup is not None and setup.scaling.kind != "sqrt":
+            what = (f"Scale every score (here: {setup.scaling.describe(self.sizes.d_k)}), then turn each "
+                    "row into positive weights that add up to 1.")
+        step_header(4, formula, what)
         if self.inputs.mask_kind == "custom":
             self._mask_editor()
         if self.result is None:
@@ -188,7 +209,12 @@ class Page:
         chart(figure("head_grids", r.weights, self.q_tokens, self.k_tokens, kind="weights", mask=r.mask,
                      head_names=self._titled("A", r.weights), large=self.large), key="chart_weights")
         deviation = row_sum_deviation(r.weights)
-        st.success(f"Check: every row sums to 1 (largest deviation {deviation:.1e}).", icon="✅")
+        blocked = int(np.sum(~r.mask.any(axis=1))) if r.mask is not None else 0  # rows with no key
+        check = f"Check: every row sums to 1 (largest deviation {deviation:.1e})."
+        if blocked:
+            check = (f"Check: every row that may attend to a key sums to 1 (largest deviation "
+                     f"{deviation:.1e}); {blocked} fully masked row(s) attend to nothing (all 0).")
+        st.success(check, icon="✅")
 
     def _titled(self, symbol: str, values) -> list[str]:
         """Panel titles: the head's symbol and the shape of its grid, 'A₁ [3 × 5]' for head 1."""
@@ -311,6 +337,9 @@ def drill_down(r, q_tokens, k_tokens, heads) -> None:
     key = widgets.choice_ui(cols[2], "key", state.row_labels(k_tokens), "drill_key")
     for line in drill_lines(r, head, query, key):
         st.latex(line)
+    st.caption("The core computes exactly this fraction. When a score is large enough for e^s to overflow, "
+               "it first subtracts the row's largest score from every score, which leaves the fraction "
+               "unchanged.")
     state.sync_selection_params()
 
 
@@ -351,9 +380,6 @@ def drill_lines(r, head: int, query: int, key: int) -> list[str]:
     if np.isfinite(scaled):
         lines.append(rf"a_{{{query + 1},{key + 1}}} = \frac{{e^{{{_num(scaled)}}}}}{{{denominator}}}"
                      rf" = {_num(r.weights[head, query, key], weight=True)}")
-        lines.append(r"\text{(the core computes exactly this; when a score is large enough for } e^{s} "
-                     r"\text{ to overflow, it first subtracts the row's largest score from every } s_j "
-                     r"\text{, which leaves the fraction unchanged)}")
     else:
         lines.append(rf"a_{{{query + 1},{key + 1}}} = 0 \quad \text{{(masked: this query may not attend to "
                      r"this key)}")
