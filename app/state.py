@@ -446,12 +446,23 @@ def sync_url(current: Current) -> None:
     if not complete:
         st.sidebar.caption("This setup is too large for a link: the address opens its preset. Use "
                            "'Save or load this setup' to keep all of it.")
-    if st.query_params.to_dict() != params:
-        st.query_params.from_dict(params)
+    _set_address(params)
+
+
+def _set_address(params: dict[str, str]) -> None:
+    """Change only the parameters that differ: each change is a message to the browser, which
+    records it in the tab's history."""
+    now = st.query_params.to_dict()
+    for name in [name for name in now if name not in params]:
+        del st.query_params[name]
+    for name, value in params.items():
+        if now.get(name) != value:
+            st.query_params[name] = value
 
 
 def sync_selection_params() -> None:
     """From a fragment: update only the selections in the address bar."""
+    now = st.query_params.to_dict()
     for param, value in _selection_params().items():
-        if st.query_params.get(param) != value:
+        if now.get(param) != value:
             st.query_params[param] = value
