@@ -250,7 +250,7 @@ def _frame(key: str, grid, rows: list[str], boolean: bool):
 def save_load_ui(current: state.Current) -> None:
     """Download the current setup as JSON; upload one back."""
     with st.sidebar.expander("Save or load this setup", expanded=False):
-        problem = save_problem(current.setup, None)
+        problem = save_problem(current.setup)
         st.download_button("⬇ Download as JSON", data=lambda: setup_to_json(current.setup),
                            file_name="attention-setup.json", mime="application/json", key="setup_download",
                            on_click="ignore", disabled=problem is not None)

@@ -23,7 +23,7 @@ from itertools import chain
 
 import numpy as np
 
-from mha_core.setup import ARRAYS, LIMITS, SPECS, Limits, Scaling, Setup, Sizes, token_problem
+from mha_core.setup import ARRAYS, LIMITS, Limits, Scaling, Setup, Sizes, token_problem
 
 FORMAT = "mha-visualizer/setup-v2"
 FORMAT_V1 = "mha-visualizer/setup-v1"  # "scale": "sqrt" | "none" | a multiplier; still read
@@ -261,12 +261,12 @@ def _parse(text: str | bytes):
         raise ConfigError(f"not valid JSON: {error}") from None
 
 
-def save_problem(setup_or_none: Setup | None, reason: str | None) -> str | None:
-    """Why the page cannot be saved as a file now, or None."""
-    if setup_or_none is None:
-        return reason or "fix the inputs marked ⚠️ first: a file must load back"
-    if setup_or_none.number_count() > LIMITS.save_numbers:
-        return (f"{setup_or_none.number_count():,} numbers is too many to save as a file (limit "
+def save_problem(setup: Setup | None) -> str | None:
+    """Why the page cannot be saved as a file now (None: it can): a file must load back."""
+    if setup is None:
+        return "fix the inputs marked ⚠️ first: a file must load back"
+    if setup.number_count() > LIMITS.save_numbers:
+        return (f"{setup.number_count():,} numbers is too many to save as a file (limit "
                 f"{LIMITS.save_numbers:,}); the page's link opens the preset instead")
     return None
 
@@ -412,5 +412,6 @@ def limits_with(**changes) -> Limits:
     return replace(LIMITS, **changes)
 
 
-__all__ = ["FORMAT", "ConfigError", "SPECS", "save_problem", "settings_from_link", "setup_from_document",
-           "setup_from_json", "setup_from_link", "setup_to_document", "setup_to_json", "setup_to_link"]
+__all__ = ["FORMAT", "ConfigError", "limits_with", "save_problem", "settings_from_link",
+           "setup_from_document", "setup_from_json", "setup_from_link", "setup_to_document", "setup_to_json",
+           "setup_to_link"]
