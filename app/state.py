@@ -115,8 +115,9 @@ def load_setup(setup: Setup, seed: int | None = None) -> None:
 def load_preset(origin: str) -> None:
     """Load a preset exactly as it is (also a reset to it)."""
     ss = st.session_state
-    if origin in GENERATED:
-        load_setup(generated_setup(origin, ss.seed), seed=ss.seed)
+    if origin in GENERATED:  # a reset draws with the seed it was drawn with; a new pick with the box's
+        seed = ss.origin_seed if ss.get("origin") == origin else ss.seed
+        load_setup(generated_setup(origin, seed), seed=seed)
     else:
         load_setup(presets()[origin])
 
@@ -444,7 +445,8 @@ def sync_url(current: Current) -> None:
         return  # an input is at fault: the address keeps the last good state
     params, complete = link_params(current)
     if not complete:
-        st.sidebar.caption("This setup is too large for a link: the address opens its preset. Use "
+        opens = "its preset" if "preset" in params else "the default preset"
+        st.sidebar.caption(f"This setup is too large for a link: the address opens {opens}. Use "
                            "'Save or load this setup' to keep all of it.")
     _set_address(params)
 

@@ -316,9 +316,9 @@ def setup_from_link(state: str, presets: dict[str, Setup]) -> Setup:
     if not isinstance(state, str) or not state.startswith(LINK_VERSION):
         raise ConfigError("the link's state is not one this version of the app wrote (it should start "
                           f"with {LINK_VERSION!r})")
-    if len(state) > LIMITS.link_chars * 2:
+    if len(state) > LIMITS.link_chars * 2:  # twice what the page writes: room for other writers' links
         raise ConfigError(f"the link's state is {len(state):,} characters; the limit is "
-                          f"{LIMITS.link_chars:,}")
+                          f"{LIMITS.link_chars * 2:,}")
     body = state[len(LINK_VERSION):]
     try:
         packed = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))

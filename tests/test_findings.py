@@ -399,3 +399,16 @@ def test_a_link_to_a_drill_down_cell_opens_the_drill_down_on_it():
     assert any(r"q_{3} \cdot k_{1}" in line for line in texts(fresh.latex))
     fresh.toggle(key="drill_open").set_value(False).run()
     assert "drill" not in address(fresh)  # a closed drill-down is not in the address
+
+
+def test_reset_gives_back_the_random_preset_drawn_with_its_own_seed(at):
+    from mha_core.scenarios import generated_setup
+    at.number_input(key="seed").set_value(7).run()
+    pick_preset(at, "random")
+    drawn = generated_setup("random", 7)
+    at.number_input(key="seed").set_value(8).run()  # the box changes; the preset on screen does not
+    edit_cell(at, "x", row=0, col=0, value="5")
+    assert picker(at) == "random (seeded) (edited)"
+    at.button(key="reset").click().run()
+    assert picker(at) == "random (seeded)"
+    np.testing.assert_array_equal(work(at, "x"), drawn.x)
