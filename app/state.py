@@ -401,20 +401,23 @@ def build(tokens, kv_tokens, sizes: Sizes | None, scaling: Scaling | None, mask_
     return Current(setup, result, problems, base=base, notes=notes)
 
 
-def grid_labels(name: str, tokens, kv_tokens, sizes: Sizes | None = None) -> tuple[list[str], str]:
-    """An editor's row labels and its column prefix (d1, d2, ... or q1, q2, ...)."""
-    if name == "x":
-        return row_labels(tokens), "d"
-    if name == "x_kv":
-        return row_labels(kv_tokens), "d"
+def grid_labels(name: str, tokens, kv_tokens, sizes: Sizes) -> tuple[list[str], list[str]]:
+    """An editor's row and column labels: tokens for token axes ('1 · the'; a mask's columns are
+    the keys), d1, d2, ... for d_model, q1, k1, v1, ... for a head's width, h2·1 for W_O's rows."""
+    def dims(prefix: str, n: int) -> list[str]:
+        return [f"{prefix}{j + 1}" for j in range(n)]
+
     if name == MASK:
-        return row_labels(tokens), "k"
+        return row_labels(tokens), row_labels(kv_tokens)
+    if name in ("x", "x_kv"):
+        return row_labels(tokens if name == "x" else kv_tokens), dims("d", sizes.d_model)
     if name == "w_o":
-        h, d_v = sizes.n_heads, sizes.d_v
-        return [f"h{i + 1}·{j + 1}" for i in range(h) for j in range(d_v)], "d"
+        heads = [f"h{i + 1}·{j + 1}" for i in range(sizes.n_heads) for j in range(sizes.d_v)]
+        return heads, dims("d", sizes.d_model)
+    width = sizes.shape(name)[-1]
     if name.startswith("b_"):
-        return [SPECS[name].label], "o" if name == "b_o" else name[-1]
-    return [f"d{i + 1}" for i in range(sizes.d_model)], name[-1]
+        return [SPECS[name].label], dims("o" if name == "b_o" else name[-1], width)
+    return dims("d", sizes.d_model), dims(name[-1], width)
 
 
 def row_labels(tokens) -> list[str]:
@@ -429,11 +432,12 @@ def cell_message(name: str, current: Read, tokens, kv_tokens, sizes: Sizes) -> s
         return (f"{label}: {current.ignored} edit(s) named a cell this grid does not have and were "
                 "ignored; the grid's other cells keep their values.")
     head, cell = current.bad[0]
-    rows, prefix = grid_labels(name, tokens, kv_tokens, sizes)
+    rows, columns = grid_labels(name, tokens, kv_tokens, sizes)
     row = rows[cell.row] if cell.row < len(rows) else str(cell.row + 1)
     where = f"{label} of head {head + 1}" if head is not None else label
     more = f" ({len(current.bad)} cells in all)" if len(current.bad) > 1 else ""
-    return (f"{where}, row {row}, column {prefix}{cell.col + 1}: {cell.reason}{more}. Type a number such "
+    column = columns[cell.col] if cell.col < len(columns) else str(cell.col + 1)
+    return (f"{where}, row {row}, column {column}: {cell.reason}{more}. Type a number such "
             "as 0.5, -2 or 1e-3; the other inputs keep their values and the steps below come back once "
             "it is fixed.")
 

@@ -205,7 +205,7 @@ def fill_ui(sizes: Sizes, seed: int) -> None:
         st.button("Fill", key="fill_go", on_click=state.fill_array, args=(target, kind, seed, head))
 
 
-def editor_ui(name: str, rows: list[str], *, head: int | None = None, col_prefix: str = "",
+def editor_ui(name: str, rows: list[str], columns: list[str], *, head: int | None = None,
               boolean: bool = False) -> None:
     """An st.data_editor on the array's base (one head of it for per-head arrays); its edits are
     read back through session state (state.read), never from its return value."""
@@ -216,12 +216,11 @@ def editor_ui(name: str, rows: list[str], *, head: int | None = None, col_prefix
         st.caption(f"{n_rows} × {n_cols}: too large to edit cell by cell (limit {LIMITS.editable}); "
                    "use 'Fill a matrix' in the sidebar.")
         return
-    columns = [editors.column_name(j) for j in range(n_cols)]
+    labelled = zip((editors.column_name(j) for j in range(n_cols)), columns, strict=True)
     if boolean:
-        config = {c: st.column_config.CheckboxColumn(f"{col_prefix}{j + 1}") for j, c in enumerate(columns)}
+        config = {key: st.column_config.CheckboxColumn(label) for key, label in labelled}
     else:
-        config = {c: st.column_config.TextColumn(f"{col_prefix}{j + 1}", width="small")
-                  for j, c in enumerate(columns)}
+        config = {key: st.column_config.TextColumn(label, width="small") for key, label in labelled}
     config[editors.ROW_LABELS] = st.column_config.TextColumn("", disabled=True)
     key = state.key_of(name, head)
     try:
@@ -232,7 +231,7 @@ def editor_ui(name: str, rows: list[str], *, head: int | None = None, col_prefix
         # read what it could (state.read, whose message says what was ignored), so the editor
         # starts again from that.
         state.set_base(name, state.read(name).value)
-        editor_ui(name, rows, head=head, col_prefix=col_prefix, boolean=boolean)
+        editor_ui(name, rows, columns, head=head, boolean=boolean)
 
 
 def _frame(key: str, grid, rows: list[str], boolean: bool):

@@ -1,5 +1,7 @@
 """AppTest: every page and preset runs, edits reach the charts, bad input gets its message."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -219,6 +221,10 @@ def test_a_mask_row_that_blocks_everything_is_explained(at):
     assert np.isnan(weights_drawn(at)[:, 0, :]).all()  # masked: blank, as among the scores
     check = " ".join(texts(at.success))
     assert "every row that may attend to a key sums to 1" in check and "1 fully masked row" in check
+    mask_editor = next(e for e in at.dataframe if e.proto.id.endswith(key_of(at, "mask")))
+    labels = [column["label"] for name, column in json.loads(mask_editor.proto.columns).items()
+              if name.startswith("c")]
+    assert labels == ["1 · the", "2 · cat", "3 · sat"]  # the mask's columns are the keys
 
 
 def test_causal_mask_blanks_the_future(at):

@@ -117,8 +117,8 @@ class Page:
             st.error(md_literal(self.problems[name]), icon="⚠️")
 
     def editor(self, name: str, head: int | None = None, boolean: bool = False) -> None:
-        rows, prefix = state.grid_labels(name, self.q_tokens, self.k_tokens, self.sizes)
-        widgets.editor_ui(name, rows, head=head, col_prefix=prefix, boolean=boolean)
+        rows, columns = state.grid_labels(name, self.q_tokens, self.k_tokens, self.sizes)
+        widgets.editor_ui(name, rows, columns, head=head, boolean=boolean)
 
     def embeddings(self):
         step_header(1)
