@@ -14,6 +14,7 @@ import streamlit as st
 from app import editors, state
 from mha_core import LIMITS, Scaling, Sizes, head_width
 from mha_core.codec import save_problem, setup_to_json
+from mha_core.export import setup_to_script
 from mha_core.init import FILLS
 from mha_core.setup import SPECS, token_problem
 
@@ -255,6 +256,15 @@ def save_load_ui(current: state.Current) -> None:
                            on_click="ignore", disabled=problem is not None)
         if problem:
             st.caption(f"Cannot save now: {md_literal(problem)}.")
+        recipe = getattr(current.base, "recipe", "") if not current.edited else ""
+        title = state.label_of(st.session_state.origin) + (" (edited)" if current.edited else "")
+        # The data is made on click, outside this run: it may use only what it is given here.
+        st.download_button("⬇ Download as Python (NumPy only)",
+                           data=lambda: setup_to_script(current.setup, title=title, recipe=recipe),
+                           file_name="attention_step_by_step.py", mime="text/x-python", key="script_download",
+                           on_click="ignore", disabled=problem is not None and not recipe,
+                           help="A short script that rebuilds these exact inputs and computes every step "
+                                "with plain NumPy, printing the weights and the output.")
         st.file_uploader("Load a saved setup", type=["json"], key="setup_file",
                          max_upload_size=LIMITS.file_bytes // 1_000_000, on_change=_uploaded)
         message = st.session_state.get("load_message")

@@ -31,6 +31,7 @@ class Scenario(Setup):
     focus_query: int = 0  # the query row the chapter talks about
     choices: str = ""  # what we chose where the chapter is silent
     expected: dict = field(default_factory=dict)  # the chapter's printed numbers, for tests and captions
+    recipe: str = ""  # NumPy statements that rebuild the arrays (an exported script's, for big presets)
 
     def __post_init__(self):
         object.__setattr__(self, "origin", self.key)  # a preset's setup says which preset it is
@@ -161,6 +162,15 @@ def _example_b() -> Scenario:
     )
 
 
+def _random_recipe(seed: int, d_model: int, h: int, d: int, rows: dict[str, int]) -> str:
+    """The NumPy statements that draw what random_weights and then the rows' standard_normal drew."""
+    draw = f"rng.standard_normal(({h}, {d_model}, {d})) / np.sqrt({d_model})  # [h, d_model, d]"
+    weights = "".join(f"{name} = {draw}\n" for name in ("w_q", "w_k", "w_v"))
+    w_o = f"w_o = rng.standard_normal(({h * d}, {d_model})) / np.sqrt({h * d})  # [h * d_v, d_model]\n"
+    inputs = "".join(f"{name} = rng.standard_normal(({n}, {d_model}))\n" for name, n in rows.items())
+    return f"rng = np.random.default_rng({seed})  # the preset's own random numbers\n{weights}{w_o}{inputs}"
+
+
 def _example_h(rng: np.random.Generator) -> Scenario:
     weights = random_weights(rng, d_model=512, n_heads=8, d_k=64, d_v=64)
     return Scenario(
@@ -174,6 +184,7 @@ def _example_h(rng: np.random.Generator) -> Scenario:
         choices="The chapter gives only the shapes (d_model 512, h 8, d_k = d_v = 64): embeddings and "
                 "weights are random (random seed 1), std 1/sqrt(fan_in).",
         expected={"scores_shape": (8, 3, 5), "head_shape": (3, 64), "concat_shape": (3, 512)},
+        recipe=_random_recipe(1, 512, 8, 64, {"x": 3, "x_kv": 5}),
     )
 
 
@@ -188,6 +199,7 @@ def _example_i(rng: np.random.Generator) -> Scenario:
         choices="Random weights (random seed 2) of the chapter's sizes; the count is of these very arrays.",
         expected={"per_head_projection": 32768, "projections": 786432, "w_o": 262144,
                   "total": 1048576},
+        recipe=_random_recipe(2, 512, 8, 64, {"x": 6}),
     )
 
 

@@ -261,3 +261,28 @@ def test_open_in_the_workbench_lands_at_the_top(live):
     assert top < 50, top
     assert picker(page).startswith("B: two heads")
     page.context.close()
+
+
+def test_the_downloaded_script_prints_the_weights_the_page_draws(live, tmp_path):
+    """Export as code (issue 8), through the browser's own download."""
+    import ast
+    import subprocess
+    import sys
+
+    url, browser = live
+    page = open_page(browser, url)
+    page.get_by_text("Save or load this setup").click()
+    with page.expect_download(timeout=20_000) as download:
+        page.get_by_role("button", name="Download as Python (NumPy only)").click()
+    path = tmp_path / download.value.suggested_filename
+    download.value.save_as(path)
+    done = subprocess.run([sys.executable, "-I", str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    printed = dict(line.split(" = ", 1) for line in done.stdout.splitlines())
+    drawn = page.evaluate(READ_WEIGHTS)  # per head, rows of {index: weight}
+    ours = ast.literal_eval(printed["weights"])
+    for head_drawn, head_ours in zip(drawn, ours, strict=True):
+        for row_drawn, row_ours in zip(head_drawn, head_ours, strict=True):
+            values = list(row_drawn.values()) if isinstance(row_drawn, dict) else row_drawn
+            assert all(abs(a - b) < 1e-6 for a, b in zip(values, row_ours, strict=True))
+    page.context.close()

@@ -1,0 +1,133 @@
+"""A Setup as a short Python script that needs only NumPy and computes every step in the course's order.
+
+    python -m mha_core.export --preset ex_a_single_head     # a preset
+    python -m mha_core.export attention-setup.json          # a file saved from the page
+
+The script rebuilds the exact inputs (tokens as comments, arrays as literals, or, for the
+512-wide presets, the seeded NumPy calls that drew them), then projects, scores, scales, masks,
+takes the softmax, blends the values, concatenates and mixes with W_O, and prints the weights
+and the output as Python lists (every digit, so that they can be compared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from mha_core.codec import ConfigError, setup_from_json
+from mha_core.setup import LIMITS, Setup
+
+HEADER = '''"""Multi-head attention, step by step: {title}.
+
+Exported from the multi-head attention workbench. Needs only NumPy: python {file}
+Shapes: {n_q} queries x {n_k} keys, d_model = {d_model}, h = {h}, d_k = {d_k}, d_v = {d_v}.
+"""
+
+import numpy as np
+
+'''
+
+STEPS = '''
+# Step 2: project every token into each head's query, key and value spaces.
+q = x @ w_q{b_q}  # [h, n_q, d_k]
+k = x_kv @ w_k{b_k}  # [h, n_k, d_k]
+v = x_kv @ w_v{b_v}  # [h, n_k, d_v]
+
+# Step 3: one dot product per (query, key) pair.
+scores = q @ k.transpose(0, 2, 1)  # [h, n_q, n_k]
+
+# Step 4: scale, mask (a blocked pair gets -inf, hence weight 0), softmax over the keys.
+scaled = scores * scale
+scaled = np.where(allowed, scaled, -np.inf)
+row_max = scaled.max(axis=-1, keepdims=True)
+row_max[np.isinf(row_max)] = 0.0  # a row that may attend to nothing stays all zeros
+e = np.exp(scaled - row_max)  # subtracting the row's largest score leaves the softmax unchanged
+total = e.sum(axis=-1, keepdims=True)
+weights = e / np.where(total == 0, 1.0, total)  # [h, n_q, n_k]
+
+# Step 5: each head's answer is a blend of the values.
+head_outputs = weights @ v  # [h, n_q, d_v]
+
+# Step 7: concatenate the heads side by side, then one final mix W_O.
+concat = head_outputs.transpose(1, 0, 2).reshape(len(x), -1)  # [n_q, h * d_v]
+output = concat @ w_o{b_o}  # [n_q, d_model]
+
+print("weights =", weights.tolist())
+print("output =", output.tolist())
+'''
+
+
+def setup_to_script(setup: Setup, title: str = "your setup", recipe: str = "") -> str:
+    """The script's text. recipe: NumPy statements that rebuild the arrays instead of literals."""
+    sizes = setup.sizes
+    if not recipe and setup.number_count() > LIMITS.save_numbers:
+        raise ValueError(f"{setup.number_count():,} numbers is too many to write out as literals (limit "
+                         f"{LIMITS.save_numbers:,})")
+    parts = [HEADER.format(title=title, file="this_file.py", n_q=sizes.n_q, n_k=sizes.n_k,
+                           d_model=sizes.d_model, h=sizes.n_heads, d_k=sizes.d_k, d_v=sizes.d_v)]
+    parts.append(_tokens_comment("Queries", setup.tokens))
+    if setup.kv_tokens is not None:
+        parts.append(_tokens_comment("Keys and values", setup.kv_tokens))
+    parts.append(recipe or "".join(f"{name} = np.array({value.tolist()!r})  # {list(value.shape)}\n"
+                                   for name, value in setup.arrays().items()))
+    if setup.x_kv is None:
+        parts.append("x_kv = x  # self-attention: keys and values come from the same tokens\n")
+    parts.append(f"scale = {setup.scaling.multiplier(sizes.d_k)!r}  # {setup.scaling.describe(sizes.d_k)}\n")
+    parts.append(_mask_line(setup))
+    biases = {name: f" + {name}[:, None, :]" if getattr(setup, name) is not None else ""
+              for name in ("b_q", "b_k", "b_v")}
+    biases["b_o"] = " + b_o" if setup.b_o is not None else ""
+    parts.append(STEPS.format(**biases))
+    return "".join(parts)
+
+
+def _tokens_comment(what: str, tokens) -> str:
+    lines = "".join(f"#   {i + 1}: {token!r}\n" for i, token in enumerate(tokens))
+    return f"# {what}, one row each:\n{lines}"
+
+
+def _mask_line(setup: Setup) -> str:
+    n_q, n_k = setup.sizes.n_q, setup.sizes.n_k
+    if setup.mask_kind == "custom":
+        grid = np.asarray(setup.mask, dtype=bool).tolist()
+        return f"allowed = np.array({grid!r})  # [n_q, n_k], True: may attend\n"
+    if setup.mask_kind == "causal":
+        return f"allowed = np.tril(np.ones(({n_q}, {n_k}), dtype=bool))  # causal: no peeking ahead\n"
+    return f"allowed = np.ones(({n_q}, {n_k}), dtype=bool)  # no mask: every query sees every key\n"
+
+
+def preset_script(key: str) -> str:
+    """The script for a preset of the course, by its key."""
+    from mha_core.scenarios import all_scenarios
+
+    scenario = all_scenarios()[key]
+    return setup_to_script(scenario, title=scenario.title, recipe=scenario.recipe)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mha_core.export", description=__doc__.split("\n\n")[0])
+    parser.add_argument("file", nargs="?", type=Path, help="a setup saved from the page (JSON)")
+    parser.add_argument("--preset", help="a preset's key instead, e.g. ex_a_single_head")
+    args = parser.parse_args(argv)
+    if (args.file is None) == (args.preset is None):
+        parser.error("give a saved setup file or --preset NAME (one of them)")
+    try:
+        if args.preset is not None:
+            from mha_core.scenarios import all_scenarios
+
+            if args.preset not in all_scenarios():
+                parser.error(f"no preset {args.preset!r}; the presets are {', '.join(all_scenarios())}")
+            sys.stdout.write(preset_script(args.preset))
+        else:
+            sys.stdout.write(setup_to_script(setup_from_json(args.file.read_bytes()), title=args.file.name))
+    except (OSError, ConfigError, ValueError) as error:
+        print(f"python -m mha_core.export: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Export as code: the script runs with NumPy alone and prints what mha_core computes, to 1e-9."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mha_core import Scaling, Setup, Sizes, all_scenarios
+from mha_core.codec import setup_to_json
+from mha_core.export import main, preset_script, setup_to_script
+
+SCENARIOS = all_scenarios()
+
+
+def run_script(text: str, tmp_path) -> dict[str, np.ndarray]:
+    """Run an exported script in a fresh, isolated interpreter (-I: no PYTHONPATH, so no mha_core)."""
+    path = tmp_path / "exported.py"
+    path.write_text(text)
+    done = subprocess.run([sys.executable, "-I", str(path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    printed = dict(line.split(" = ", 1) for line in done.stdout.splitlines())
+    return {name: np.array(ast.literal_eval(value)) for name, value in printed.items()}
+
+
+def assert_same(printed: dict, setup: Setup) -> None:
+    result = setup.run()
+    np.testing.assert_allclose(printed["weights"], result.weights, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(printed["output"], result.output, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("key", list(SCENARIOS))
+def test_every_presets_script_prints_the_cores_numbers(key, tmp_path):
+    text = preset_script(key)
+    assert "import mha_core" not in text and len(text) < 20_000  # short, and NumPy alone
+    assert_same(run_script(text, tmp_path), SCENARIOS[key])
+
+
+@st.composite
+def setups(draw) -> Setup:
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    cross, bias = draw(st.booleans()), draw(st.booleans())
+    n_q, n_k = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    sizes = Sizes(n_q=n_q, n_k=n_k if cross else n_q, d_model=draw(st.integers(1, 5)),
+                  n_heads=draw(st.integers(1, 3)), d_k=draw(st.integers(1, 3)), d_v=draw(st.integers(1, 3)),
+                  cross=cross, bias=bias)
+    mask_kind = draw(st.sampled_from(["none", "causal", "custom"]))
+    mask = {"none": None, "causal": "causal"}.get(mask_kind)
+    if mask_kind == "custom":
+        mask = rng.random((sizes.n_q, sizes.n_k)) < 0.6  # some rows may block every key
+    scaling = draw(st.sampled_from([Scaling("sqrt"), Scaling("none"), Scaling("sqrt_of", 64),
+                                    Scaling("multiply", 0.3), Scaling("multiply", 999.0)]))
+    arrays = {spec.name: rng.normal(size=spec.shape(sizes)) * 2 for spec in sizes.present()}
+    return Setup(tokens=tuple(f"t{i}" for i in range(n_q)),
+                 kv_tokens=tuple(f"k{i}" for i in range(n_k)) if cross else None, mask=mask,
+                 scaling=scaling, **arrays)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(setups())
+def test_a_random_setups_script_prints_the_cores_numbers(tmp_path, setup):
+    assert_same(run_script(setup_to_script(setup), tmp_path), setup)
+
+
+def test_the_command_line_exports_a_saved_file_and_a_preset(tmp_path, capsys):
+    saved = tmp_path / "attention-setup.json"
+    saved.write_text(setup_to_json(SCENARIOS["cat_chases_mouse"]))
+    assert main([str(saved)]) == 0
+    assert_same(run_script(capsys.readouterr().out, tmp_path), SCENARIOS["cat_chases_mouse"])
+    assert main(["--preset", "ex_f_scaled"]) == 0
+    assert "divided by √64" in capsys.readouterr().out
+
+
+def test_the_command_line_refuses_a_bad_file_with_a_message(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "mha-visualizer/setup-v2", "tokens": ["a"], "x": [["1.5"]]}')
+    assert main([str(bad)]) == 2
+    assert "x holds a string '1.5'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--preset", "no_such_preset"])
+
+
+def test_a_setup_too_big_for_literals_is_refused():
+    big = SCENARIOS["ex_i_parameter_count"].setup()  # no recipe: a million literals
+    with pytest.raises(ValueError, match="too many to write out"):
+        setup_to_script(big)
