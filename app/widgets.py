@@ -14,7 +14,7 @@ import streamlit as st
 from app import editors, state
 from mha_core import LIMITS, Scaling, Sizes, head_width
 from mha_core.codec import save_problem, setup_to_json
-from mha_core.export import setup_to_script
+from mha_core.export import setup_to_csv_zip, setup_to_script
 from mha_core.init import FILLS
 from mha_core.setup import SPECS, token_problem
 
@@ -265,6 +265,13 @@ def save_load_ui(current: state.Current) -> None:
                            on_click="ignore", disabled=problem is not None and not recipe,
                            help="A short script that rebuilds these exact inputs and computes every step "
                                 "with plain NumPy, printing the weights and the output.")
+        st.download_button("⬇ Download all numbers (CSV files, ZIP)",
+                           data=lambda: setup_to_csv_zip(current.setup), file_name="attention-numbers.zip",
+                           mime="application/zip", key="numbers_download", on_click="ignore",
+                           disabled=problem is not None or current.result is None,
+                           help="One CSV file per matrix and step (X, each head's W, Q, K, V, scores, "
+                                "scaled scores, weights and output, the concatenation, W_O, the output), "
+                                "with the tokens as row and column labels.")
         st.file_uploader("Load a saved setup", type=["json"], key="setup_file",
                          max_upload_size=LIMITS.file_bytes // 1_000_000, on_change=_uploaded)
         message = st.session_state.get("load_message")

@@ -131,3 +131,59 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def setup_to_csv_zip(setup: Setup) -> bytes:
+    """Every input and intermediate as CSV files in one ZIP, named by step, tokens as labels.
+
+    Per-head arrays get one file per head ("2_w_q_head1.csv"); rows and columns are labelled by
+    the tokens where an axis is tokens (queries down, keys across), d1, q1, ... otherwise.
+    """
+    import io
+    import zipfile
+
+    r, sizes = setup.run(), setup.sizes
+    q_rows = [f"{i + 1} {t}" for i, t in enumerate(setup.tokens)]
+    k_rows = [f"{i + 1} {t}" for i, t in enumerate(setup.key_tokens)]
+
+    def dims(prefix: str, n: int) -> list[str]:
+        return [f"{prefix}{j + 1}" for j in range(n)]
+
+    d = dims("d", sizes.d_model)
+    tables = {"1_x": (setup.x, q_rows, d)}
+    if setup.x_kv is not None:
+        tables["1_x_kv"] = (setup.x_kv, k_rows, d)
+    for head in range(sizes.n_heads):
+        n = f"head{head + 1}"
+        tables.update({
+            f"2_w_q_{n}": (setup.w_q[head], d, dims("q", sizes.d_k)),
+            f"2_w_k_{n}": (setup.w_k[head], d, dims("k", sizes.d_k)),
+            f"2_w_v_{n}": (setup.w_v[head], d, dims("v", sizes.d_v)),
+            f"2_q_{n}": (r.q[head], q_rows, dims("q", sizes.d_k)),
+            f"2_k_{n}": (r.k[head], k_rows, dims("k", sizes.d_k)),
+            f"2_v_{n}": (r.v[head], k_rows, dims("v", sizes.d_v)),
+            f"3_scores_{n}": (r.scores[head], q_rows, k_rows),
+            f"4_scaled_{n}": (r.scaled[head], q_rows, k_rows),  # -inf where masked
+            f"4_weights_{n}": (r.weights[head], q_rows, k_rows),
+            f"5_head_output_{n}": (r.head_outputs[head], q_rows, dims("v", sizes.d_v)),
+        })
+    heads = [f"h{i + 1}.{j + 1}" for i in range(sizes.n_heads) for j in range(sizes.d_v)]
+    tables["7_concat"] = (r.concat, q_rows, heads)
+    tables["7_w_o"] = (setup.w_o, heads, d)
+    tables["8_output"] = (r.output, q_rows, d)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, (values, rows, columns) in tables.items():
+            archive.writestr(f"{name}.csv", _csv(values, rows, columns))
+    return out.getvalue()
+
+
+def _csv(values: np.ndarray, rows: list[str], columns: list[str]) -> str:
+    """A labelled CSV: every number in full (repr), labels quoted."""
+    def cell(text: str) -> str:
+        return '"' + text.replace('"', '""') + '"'
+
+    lines = [",".join(["", *map(cell, columns)])]
+    for label, row in zip(rows, values.tolist(), strict=True):
+        lines.append(",".join([cell(label), *(repr(float(v)) for v in row)]))
+    return "\n".join(lines) + "\n"

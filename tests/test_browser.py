@@ -286,3 +286,24 @@ def test_the_downloaded_script_prints_the_weights_the_page_draws(live, tmp_path)
             values = list(row_drawn.values()) if isinstance(row_drawn, dict) else row_drawn
             assert all(abs(a - b) < 1e-6 for a, b in zip(values, row_ours, strict=True))
     page.context.close()
+
+
+def test_the_downloaded_numbers_hold_the_weights_the_page_draws(live, tmp_path):
+    import csv
+    import io
+    import zipfile
+
+    url, browser = live
+    page = open_page(browser, url)
+    page.get_by_text("Save or load this setup").click()
+    with page.expect_download(timeout=20_000) as download:
+        page.get_by_role("button", name="Download all numbers (CSV files, ZIP)").click()
+    path = tmp_path / download.value.suggested_filename
+    download.value.save_as(path)
+    rows = list(csv.reader(io.StringIO(zipfile.ZipFile(path).read("4_weights_head1.csv").decode())))
+    assert rows[0][1:] == ["1 the", "2 cat", "3 sat"]
+    drawn = page.evaluate(READ_WEIGHTS)[0]  # head 1, rows of {index: weight}
+    for row_drawn, row in zip(drawn, rows[1:], strict=True):
+        values = list(row_drawn.values()) if isinstance(row_drawn, dict) else row_drawn
+        assert all(abs(a - float(b)) < 1e-6 for a, b in zip(values, row[1:], strict=True))
+    page.context.close()

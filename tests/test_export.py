@@ -89,3 +89,27 @@ def test_a_setup_too_big_for_literals_is_refused():
     big = SCENARIOS["ex_i_parameter_count"].setup()  # no recipe: a million literals
     with pytest.raises(ValueError, match="too many to write out"):
         setup_to_script(big)
+
+
+@settings(max_examples=10, deadline=None)
+@given(setups())
+def test_the_csv_zip_holds_every_step_with_its_labels_and_exact_numbers(setup):
+    import csv
+    import io
+    import zipfile
+
+    from mha_core.export import setup_to_csv_zip
+
+    archive = zipfile.ZipFile(io.BytesIO(setup_to_csv_zip(setup)))
+    result, h = setup.run(), setup.sizes.n_heads
+    expected = {"1_x": setup.x, "7_concat": result.concat, "7_w_o": setup.w_o, "8_output": result.output,
+                f"4_weights_head{h}": result.weights[h - 1], f"3_scores_head{h}": result.scores[h - 1],
+                f"2_w_q_head{h}": setup.w_q[h - 1], f"5_head_output_head{h}": result.head_outputs[h - 1]}
+    assert len(archive.namelist()) == 4 + (setup.x_kv is not None) + 10 * h
+    for name, values in expected.items():
+        rows = list(csv.reader(io.StringIO(archive.read(f"{name}.csv").decode())))
+        numbers = np.array([[float(v) for v in row[1:]] for row in rows[1:]])
+        np.testing.assert_array_equal(numbers, values)
+    weights = list(csv.reader(io.StringIO(archive.read("4_weights_head1.csv").decode())))
+    assert weights[0][1:] == [f"{i + 1} {t}" for i, t in enumerate(setup.key_tokens)]
+    assert [row[0] for row in weights[1:]] == [f"{i + 1} {t}" for i, t in enumerate(setup.tokens)]
