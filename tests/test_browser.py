@@ -263,6 +263,16 @@ def test_open_in_the_workbench_lands_at_the_top(live):
     page.context.close()
 
 
+def download(page, button: str, folder) -> Path:
+    """Click a download button of "Save or load this setup" and keep the file the browser gets."""
+    page.get_by_text("Save or load this setup").click()
+    with page.expect_download(timeout=20_000) as started:
+        page.get_by_role("button", name=button).click()
+    path = folder / started.value.suggested_filename
+    started.value.save_as(path)
+    return path
+
+
 def test_the_downloaded_script_prints_the_weights_the_page_draws(live, tmp_path):
     """Export as code (issue 8), through the browser's own download."""
     import ast
@@ -271,11 +281,7 @@ def test_the_downloaded_script_prints_the_weights_the_page_draws(live, tmp_path)
 
     url, browser = live
     page = open_page(browser, url)
-    page.get_by_text("Save or load this setup").click()
-    with page.expect_download(timeout=20_000) as download:
-        page.get_by_role("button", name="Download as Python (NumPy only)").click()
-    path = tmp_path / download.value.suggested_filename
-    download.value.save_as(path)
+    path = download(page, "Download as Python (NumPy only)", tmp_path)
     done = subprocess.run([sys.executable, "-I", str(path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     printed = dict(line.split(" = ", 1) for line in done.stdout.splitlines())
@@ -295,11 +301,7 @@ def test_the_downloaded_numbers_hold_the_weights_the_page_draws(live, tmp_path):
 
     url, browser = live
     page = open_page(browser, url)
-    page.get_by_text("Save or load this setup").click()
-    with page.expect_download(timeout=20_000) as download:
-        page.get_by_role("button", name="Download all numbers (CSV files, ZIP)").click()
-    path = tmp_path / download.value.suggested_filename
-    download.value.save_as(path)
+    path = download(page, "Download all numbers (CSV files, ZIP)", tmp_path)
     rows = list(csv.reader(io.StringIO(zipfile.ZipFile(path).read("4_weights_head1.csv").decode())))
     assert rows[0][1:] == ["1 the", "2 cat", "3 sat"]
     drawn = page.evaluate(READ_WEIGHTS)[0]  # head 1, rows of {index: weight}
