@@ -6,6 +6,15 @@ import streamlit.components.v1 as components
 from app import state, widgets
 from app.views import textbook, workbench
 
+TO_THE_TOP = """<script>
+const toTheTop = () => {
+  const main = window.parent.document.querySelector('[data-testid="stMain"]');
+  if (main) { main.scrollTo(0, 0); }
+  window.parent.scrollTo(0, 0);
+};
+for (const ms of [0, 150, 400, 800, 1500]) { setTimeout(toTheTop, ms); }
+</script>"""
+
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
 state.init_state()
 picker_slot = st.sidebar.container()  # filled last: its label says whether the page is edited
@@ -25,8 +34,8 @@ textbook_page = st.Page(lambda: textbook.render(workbench_page), title="Worked e
 page = st.navigation([workbench_page, textbook_page])
 if st.session_state.get("last_page") not in (None, page.url_path):
     # A new page starts at its top (the browser keeps the old page's scroll position otherwise).
-    components.html("<script>const main = window.parent.document.querySelector('[data-testid=\"stMain\"]');"
-                    "if (main) { main.scrollTo(0, 0); } window.parent.scrollTo(0, 0);</script>", height=0)
+    # Again a few times while the page is drawn: charts arriving late could otherwise leave it lower.
+    components.html(TO_THE_TOP, height=0)
 st.session_state.last_page = page.url_path
 page.run()
 st.session_state.link_notes = []  # shown once; gone after the next change

@@ -32,6 +32,7 @@ if not Path(CHROMIUM).exists():
     pytest.skip("no Chromium found (apt-get install chromium); CI installs it and sets REQUIRE_BROWSER=1",
                 allow_module_level=True)
 try:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 except ImportError:
     if REQUIRED:
@@ -255,10 +256,12 @@ def test_open_in_the_workbench_lands_at_the_top(live):
     buttons.nth(4).scroll_into_view_if_needed()  # example B, well down the page
     buttons.nth(4).click()
     settle(page)
-    page.wait_for_timeout(800)
-    top = page.evaluate("""() => { const m = document.querySelector("[data-testid='stMain']");
-                                   return (m ? m.scrollTop : 0) + window.scrollY; }""")
-    assert top < 50, top
+    top = """() => { const m = document.querySelector("[data-testid='stMain']");
+                     return (m ? m.scrollTop : 0) + window.scrollY; }"""
+    try:  # the page scrolls itself up while it is drawn (without the fix it stays where B was)
+        page.wait_for_function(f"() => ({top})() < 50", timeout=5_000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"the workbench opened {page.evaluate(top)} px down the page") from None
     assert picker(page).startswith("B: two heads")
     page.context.close()
 
