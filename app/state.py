@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import streamlit as st
 
-from app import editors
+from app import editors, figures
 from mha_core import (
     ARRAYS,
     DEFAULT_SCENARIO,
@@ -45,8 +45,8 @@ from mha_core.setup import SPECS, covering, resized
 GENERATED_LABELS = {"random": "random (seeded)", "blank": "blank (zeros)"}
 YOUR_SETUP = "your setup"
 MASK = "mask"  # the custom mask's editor: 0/1 in work, bool in the Setup
-SELECTION_PARAMS = {"head": "shown_head", "query": "focus_query", "drill": ("drill_head", "drill_query",
-                                                                             "drill_key")}
+SELECTION_PARAMS = {  # link parameter -> the selections it holds, counted from 1 in the link
+    "head": ("shown_head",), "query": ("focus_query",), "drill": ("drill_head", "drill_query", "drill_key")}
 
 
 @st.cache_resource
@@ -185,7 +185,6 @@ def _apply_selections(params: dict) -> list[str]:
     for param, keys in SELECTION_PARAMS.items():
         if param not in params:
             continue
-        keys = keys if isinstance(keys, tuple) else (keys,)
         parts = str(_last(params[param])).split(".")
         if len(parts) != len(keys) or not all(p.isascii() and p.isdigit() and len(p) < 4 for p in parts):
             refused.append(f"link parameter {param}: expected {len(keys)} whole number(s)")
@@ -212,7 +211,6 @@ def _selection_params() -> dict[str, str]:
     """The selections as link parameters, counting from 1 (the drill-down's only while it is open)."""
     sel, params = st.session_state.selections, {}
     for param, keys in SELECTION_PARAMS.items():
-        keys = keys if isinstance(keys, tuple) else (keys,)
         if all(key in sel for key in keys) and (param != "drill" or st.session_state.get("drill_open")):
             params[param] = ".".join(str(sel[key] + 1) for key in keys)
     return params
@@ -404,20 +402,17 @@ def build(tokens, kv_tokens, sizes: Sizes | None, scaling: Scaling | None, mask_
 def grid_labels(name: str, tokens, kv_tokens, sizes: Sizes) -> tuple[list[str], list[str]]:
     """An editor's row and column labels: tokens for token axes ('1 · the'; a mask's columns are
     the keys), d1, d2, ... for d_model, q1, k1, v1, ... for a head's width, h2·1 for W_O's rows."""
-    def dims(prefix: str, n: int) -> list[str]:
-        return [f"{prefix}{j + 1}" for j in range(n)]
-
     if name == MASK:
         return row_labels(tokens), row_labels(kv_tokens)
     if name in ("x", "x_kv"):
-        return row_labels(tokens if name == "x" else kv_tokens), dims("d", sizes.d_model)
+        return row_labels(tokens if name == "x" else kv_tokens), figures.dims("d", sizes.d_model)
     if name == "w_o":
         heads = [f"h{i + 1}·{j + 1}" for i in range(sizes.n_heads) for j in range(sizes.d_v)]
-        return heads, dims("d", sizes.d_model)
+        return heads, figures.dims("d", sizes.d_model)
     width = sizes.shape(name)[-1]
     if name.startswith("b_"):
-        return [SPECS[name].label], dims("o" if name == "b_o" else name[-1], width)
-    return dims("d", sizes.d_model), dims(name[-1], width)
+        return [SPECS[name].label], figures.dims("o" if name == "b_o" else name[-1], width)
+    return figures.dims("d", sizes.d_model), figures.dims(name[-1], width)
 
 
 def row_labels(tokens) -> list[str]:
