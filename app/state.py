@@ -46,7 +46,10 @@ GENERATED_LABELS = {"random": "random (seeded)", "blank": "blank (zeros)"}
 YOUR_SETUP = "your setup"
 MASK = "mask"  # the custom mask's editor: 0/1 in work, bool in the Setup
 SELECTION_PARAMS = {  # link parameter -> the selections it holds, counted from 1 in the link
-    "head": ("shown_head",), "query": ("focus_query",), "drill": ("drill_head", "drill_query", "drill_key")}
+    "head": ("shown_head",), "query": ("focus_query",), "drill": ("drill_head", "drill_query", "drill_key"),
+    "step": ("present_step",),  # the presenter's screen
+    "quiz": ("quiz_seed",),  # the quiz's draw: one link, the same questions for everyone
+}
 
 
 @st.cache_resource

@@ -4,7 +4,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 from app import state, widgets
-from app.views import textbook, workbench
+from app.views import labs, present, quiz, textbook, workbench
 
 TO_THE_TOP = """<script>
 const toTheTop = () => {
@@ -31,7 +31,11 @@ workbench_page = st.Page(lambda: workbench.render(current, inputs), title="Workb
                          url_path="workbench", default=True)
 textbook_page = st.Page(lambda: textbook.render(workbench_page), title="Worked examples", icon="📖",
                         url_path="examples")
-page = st.navigation([workbench_page, textbook_page])
+present_page = st.Page(lambda: present.render(current, inputs), title="Present", icon="📽️",
+                       url_path="present")
+labs_page = st.Page(labs.render, title="Labs", icon="🧪", url_path="labs")
+quiz_page = st.Page(lambda: quiz.render(current, workbench_page), title="Quiz", icon="❓", url_path="quiz")
+page = st.navigation([workbench_page, present_page, labs_page, quiz_page, textbook_page])
 if st.session_state.get("last_page") not in (None, page.url_path):
     # A new page starts at its top (the browser keeps the old page's scroll position otherwise).
     # Again a few times while the page is drawn: charts arriving late could otherwise leave it lower.
