@@ -1,7 +1,6 @@
 """Entry point, a picture frame: page config, state initialised once, one Setup per run, navigation."""
 
 import streamlit as st
-import streamlit.components.v1 as components
 
 from app import state, widgets
 from app.views import labs, present, quiz, textbook, workbench
@@ -39,7 +38,7 @@ page = st.navigation([workbench_page, present_page, labs_page, quiz_page, textbo
 if st.session_state.get("last_page") not in (None, page.url_path):
     # A new page starts at its top (the browser keeps the old page's scroll position otherwise).
     # Again a few times while the page is drawn: charts arriving late could otherwise leave it lower.
-    components.html(TO_THE_TOP, height=0)
+    st.iframe(TO_THE_TOP, height=1)
 st.session_state.last_page = page.url_path
 page.run()
 st.session_state.link_notes = []  # shown once; gone after the next change

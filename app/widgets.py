@@ -38,6 +38,19 @@ class Inputs:
     errors: dict  # widget key -> message shown next to it
 
 
+IMAGE_FORMATS = ("png", "svg")  # what the camera button of every chart's modebar downloads
+
+
+def chart(fig, key: str) -> None:
+    """A plotly figure whose modebar camera downloads it (made in the browser, offline) as a PNG
+    at twice the screen's resolution or as an SVG, named after the chart."""
+    image_format = st.session_state.get("image_format", "png")
+    options = {"format": image_format, "filename": key.removeprefix("chart_")}
+    if image_format == "png":
+        options["scale"] = 2
+    st.plotly_chart(fig, key=key, config={"displaylogo": False, "toImageButtonOptions": options})
+
+
 def md_literal(text: str) -> str:
     """Text for st.markdown/st.error shown literally: every ASCII punctuation mark backslash-escaped."""
     return "".join("\\" + c if c.isascii() and not c.isalnum() and not c.isspace() else c
@@ -272,6 +285,8 @@ def save_load_ui(current: state.Current) -> None:
                            help="One CSV file per matrix and step (X, each head's W, Q, K, V, scores, "
                                 "scaled scores, weights and output, the concatenation, W_O, the output), "
                                 "with the tokens as row and column labels.")
+        st.radio("Charts download as (the camera on each chart)", IMAGE_FORMATS, key="image_format",
+                 horizontal=True, format_func=str.upper)
         st.file_uploader("Load a saved setup", type=["json"], key="setup_file",
                          max_upload_size=LIMITS.file_bytes // 1_000_000, on_change=_uploaded)
         message = st.session_state.get("load_message")

@@ -6,6 +6,7 @@ from mha_core.analysis import (
     count_parameters,
     head_contributions,
     head_width,
+    largest_change,
     mha_flops,
     most_disagreeing_pair,
     normalised_entropy,
@@ -21,7 +22,8 @@ from mha_core.setup import ARRAYS, LIMITS, Limits, Scaling, Setup, Sizes
 __all__ = [
     "ARRAYS", "DEFAULT_SCENARIO", "LIMITS", "Limits", "MHAResult", "Scaling", "Scenario", "Setup", "Sizes",
     "all_scenarios", "attention_bytes", "attention_flops", "contribution_gap", "count_parameters", "fill",
-    "head_contributions", "head_width", "mha_flops", "most_disagreeing_pair", "multi_head_attention",
+    "head_contributions", "head_width", "largest_change", "mha_flops", "most_disagreeing_pair",
+    "multi_head_attention",
     "normalised_entropy", "pairwise_disagreement", "project", "random_matrix", "random_weights",
     "row_entropy", "row_sum_deviation", "select_matrix", "softmax",
 ]

@@ -164,3 +164,18 @@ def most_disagreeing_pair(distances: np.ndarray) -> tuple[int, int, float] | Non
     a, b = np.triu_indices(h, k=1)
     best = int(np.argmax(d[a, b]))
     return int(a[best]), int(b[best]), float(d[a[best], b[best]])
+
+
+def largest_change(before: np.ndarray, after: np.ndarray) -> tuple[tuple[int, ...], float, float]:
+    """Where two arrays of one shape differ most, as (index, value before, value after).
+
+    Cells that are not finite on either side (masked: NaN or -inf) are skipped; with no
+    difference at all the first cell is returned.
+    """
+    a, b = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"before and after must have one shape, got {list(a.shape)} and {list(b.shape)}")
+    gap = np.abs(b - a)  # same shape as the inputs
+    gap[~(np.isfinite(a) & np.isfinite(b))] = -1.0
+    index = tuple(int(i) for i in np.unravel_index(int(np.argmax(gap)), gap.shape))
+    return index, float(a[index]), float(b[index])

@@ -12,12 +12,23 @@ the value, and W_O = [[0, 1]] writes the blended value into the output's second 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from mha_core.init import random_weights, select_matrix
 from mha_core.setup import Scaling, Setup, setup_fields
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """How a class meets a preset: the point to find, the presenter screen that shows it, and the
+    chapter's own Forecast box (a question to ask before that screen, and the chapter's answer)."""
+
+    look_for: str  # the chapter's point and the numbers to find on the page
+    screen: int  # the presenter screen (1-9) where the point appears
+    forecast: str = ""  # asked before `screen` is revealed
+    forecast_answer: str = ""  # the chapter's forecast, shown on Reveal
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +43,7 @@ class Scenario(Setup):
     choices: str = ""  # what we chose where the chapter is silent
     expected: dict = field(default_factory=dict)  # the chapter's printed numbers, for tests and captions
     recipe: str = ""  # NumPy statements that rebuild the arrays (an exported script's, for big presets)
+    lesson: Lesson | None = None  # what to look for, for the presenter and the workbench
 
     def __post_init__(self):
         object.__setattr__(self, "origin", self.key)  # a preset's setup says which preset it is
@@ -285,7 +297,84 @@ def all_scenarios() -> dict[str, Scenario]:
         _example_i(np.random.default_rng(2)),
         _visual_walkthrough(np.random.default_rng(4)),
     ]
-    return {scenario.key: scenario for scenario in scenarios}
+    return {scenario.key: replace(scenario, lesson=LESSONS[scenario.key]) for scenario in scenarios}
+
+
+LESSONS = {  # presenter screens: 1 X, 2 Q K V, 3 scores, 4 softmax, 5 values, 6 heads, 7 disagreement,
+    # 8 concatenation and W_O, 9 cost
+    "the_cat_sat_two_heads": Lesson(
+        "Row 'sat': head 1 puts 0.67 on 'the', head 2 puts 0.67 on 'cat' (each 0.24 on 'sat' itself): "
+        "two strong, opposite opinions, L2 distance 0.813. For 'the' and 'cat' one head is flat instead.",
+        7, "'sat' = (1, 1) sits between 'the' = (2, 0) and 'cat' = (0, 2). Head 1 sees only the horizontal "
+        "axis, head 2 only the vertical one. Where will 'sat' look in each head?",
+        "Head 1 looks mostly at 'the' (0.67), head 2 mostly at 'cat' (0.67): they disagree."),
+    "the_cat_sat_one_head": Lesson(
+        "Row 'sat' is exactly uniform, 1/3 = 0.33 on each key: it is as close to 'the' as to 'cat'. "
+        "'the' mostly attends to itself.", 4,
+        "'sat' = (1, 1) is equally close to 'the' = (2, 0) and 'cat' = (0, 2). How will it split its "
+        "attention?", "Evenly: 1/3 on each token, since its scores with 'the', 'cat' and itself are all 2."),
+    "cat_chases_mouse": Lesson(
+        "Head 1's raw scores: 'mouse' with itself scores 2, the other pairs 0 or 1; scaled by 1/sqrt(2) "
+        "they become 1.41 and 0.71. 'mouse' attends most to itself. Head 2's 'mouse' row is flat.", 3),
+    "ex_a_single_head": Lesson(
+        "The scaled diagonal is 1/sqrt(2) = 0.707; row 1's weights are 0.6698 and 0.3302; head output "
+        "row 1 = (1.34, 1.32): a convex mix of the values (2, 0) and (0, 4).", 4,
+        "Q K^T = I and the values are (2, 0) and (0, 4). What will each output row look like?",
+        "Close to its own value but blurred: each row is a convex mix of (2, 0) and (0, 4), so both "
+        "coordinates lie inside [0, 4]; row 1 leans toward (2, 0), row 2 toward (0, 4)."),
+    "ex_b_two_heads_one_token": Lesson(
+        "Every softmax row is [1]: head 1 outputs (1, 2), head 2 (3, 4), and the output is (1, 2, 3, 4), "
+        "the input itself.", 8,
+        "With a single token, what can attention gather, and what will the output be?",
+        "Nothing from neighbours: concatenation rebuilds the 4-vector and W_O = I changes nothing, so "
+        "the output is (1, 2, 3, 4)."),
+    "ex_c_equal_scores": Lesson(
+        "Equal scores give uniform weights, 1/3 = 0.33 each, and the output 20: the plain average of 10, "
+        "20 and 30.", 4,
+        "All three scores are 2. What weights does softmax give, and what is the output?",
+        "Uniform, 1/3 each: no token is preferred, so the output is the plain average, 20."),
+    "ex_d_one_huge_score": Lesson(
+        "The winner takes 0.99999999588; the others get 2.1e-9 each; the output 29.99999994 is glued to "
+        "v_3 = 30.", 4,
+        "Scores 0, 0 and 20. Where does the attention go, and what is the output?",
+        "Almost all on token 3: softmax collapses towards one-hot, so the output is near 30."),
+    "ex_e_negative_score": Lesson(
+        "The negative score still gets a positive weight, 0.01799; token 2 takes 0.98201 and the output "
+        "is 198.20, between 100 and 200.", 4,
+        "Scores -3 and 1. Can the first weight be negative? Where will the output lie?",
+        "Token 2 wins most attention, but both weights stay positive: the output lies between 100 and "
+        "200, nearer 200."),
+    "ex_f_unscaled": Lesson(
+        "Unscaled, the gap of 32 makes the weights (1 - 1.3e-14, 1.3e-14): one-hot, and gradients die. "
+        "Compare with 'F: scaling matters (divided by sqrt(64) = 8)': there token 2 keeps real weight.", 4,
+        "Scores 40 and 8, not scaled. How peaked will the weights be?",
+        "Nearly one-hot on token 1: the gap 32 is huge, so the softmax is 'peaky' and gradients die."),
+    "ex_f_scaled": Lesson(
+        "Divided by 8 the scores become 5 and 1 (gap 4): w_1 = 0.982 and 0.018 is left for token 2, so "
+        "gradients still reach it.", 4,
+        "Scores 40 and 8, divided by sqrt(64) = 8. How peaked will the weights be now?",
+        "The gap shrinks from 32 to 4: softer, healthier weights (0.982 and 0.018)."),
+    "ex_g_coreference": Lesson(
+        "The query 'it' puts 0.6963 of its attention on 'cat' (score 3.0): this head has learned "
+        "co-reference.", 4,
+        "'cat' has the top score, 3.0; the others are 1.0 or less. Where will 'it' look?",
+        "Mostly at 'cat': the head does its co-reference job (about 70 %)."),
+    "ex_h_cross_attention": Lesson(
+        "Each head's score grid is 3 x 5 (3 decoder queries, 5 encoder keys), not square; each head's "
+        "output is 3 x 64 and the concatenation 3 x 512 = d_model.", 3,
+        "3 queries from the decoder, 5 keys from the encoder, d_k = 64. What shape is each head's "
+        "score grid, and each head's output?",
+        "Scores: one row per query, one column per key, 3 x 5. Output: one row per query, 3 x 64."),
+    "ex_i_parameter_count": Lesson(
+        "W_Q, W_K and W_V have 262,144 numbers each (8 heads x 512 x 64), W_O 262,144: 1,048,576 in all "
+        "= 4 x 512^2.", 9,
+        "d_model = 512 and h = 8. About how many parameters does this block have?",
+        "The four big matrices are each effectively 512 x 512, so about 4 x 512^2, roughly a million "
+        "(exactly 1,048,576)."),
+    "visual_walkthrough": Lesson(
+        "The 6 columns of X are sliced into 3 coloured bands of width 2; each band runs its own "
+        "attention, and W_O mixes the three lanes back to width 6.", 6),
+}
 
 
 DEFAULT_SCENARIO = "the_cat_sat_two_heads"

@@ -312,3 +312,83 @@ def test_the_downloaded_numbers_hold_the_weights_the_page_draws(live, tmp_path):
         values = list(row_drawn.values()) if isinstance(row_drawn, dict) else row_drawn
         assert all(abs(a - float(b)) < 1e-6 for a, b in zip(values, row[1:], strict=True))
     page.context.close()
+
+
+# --- Presenter mode and chart images (issue 8) ------------------------------------------------------
+
+SMALLEST_TEXT = """() => {
+    // The smallest font of any number drawn on a chart's cells, and of the page's own text.
+    const sizes = (nodes) => Array.from(nodes).filter(n => n.getBoundingClientRect().width > 0
+        && /\\d/.test(n.textContent)).map(n => parseFloat(getComputedStyle(n).fontSize));
+    const cells = sizes(document.querySelectorAll(".js-plotly-plot .textpoint"));
+    return {cells: cells.length ? Math.min(...cells) : null, count: cells.length};
+}"""
+SCREEN_SHOWN = "(start) => (document.querySelector('h3') || {}).innerText?.startsWith(start)"
+OVERFLOW = """() => {
+    // Elements of the page whose box crosses the viewport's left or right edge.
+    const width = document.documentElement.clientWidth;
+    return Array.from(document.querySelectorAll("[data-testid='stMain'] *")).filter(el => {
+        const box = el.getBoundingClientRect();
+        return box.width > 0 && box.height > 0 && (box.right > width + 1 || box.left < -1)
+            && getComputedStyle(el).visibility !== 'hidden';
+    }).slice(0, 5).map(el => el.tagName + '.' + el.className.toString().slice(0, 60));
+}"""
+
+
+def test_the_presenter_walks_all_steps_readably_at_projector_size(live):
+    """1280 x 720, the keyboard's arrows: every screen's cell numbers are at least 20 px and
+    nothing crosses the viewport's edge; the forecast's Reveal shows the result."""
+    url, browser = live
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.goto(f"{url}/present?preset=the_cat_sat_two_heads")
+    settle(page, ".st-key-present_next")
+    seen = []
+    for screen in range(1, 10):
+        title = page.locator("h3").first.inner_text()
+        assert title.startswith(f"{screen}. "), title
+        reveal = page.locator(".st-key-present_reveal button")
+        if reveal.count():
+            reveal.click()
+            page.wait_for_timeout(300)
+            page.wait_for_selector(IDLE, timeout=20_000)
+        page.wait_for_timeout(500)  # charts finish drawing
+        text = page.evaluate(SMALLEST_TEXT)
+        if text["count"]:
+            assert text["cells"] >= 20, (screen, text)
+            seen.append(screen)
+        assert page.evaluate(OVERFLOW) == [], screen
+        no_error_on(page)
+        page.screenshot(path=str(ARTIFACTS / f"present-{screen}.png"), full_page=True)
+        if screen < 9:
+            page.mouse.click(5, 300)  # focus the page, not a field
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function(SCREEN_SHOWN, arg=f"{screen + 1}. ", timeout=20_000)
+            page.wait_for_selector(IDLE, timeout=20_000)
+    assert len(seen) >= 6  # the screens with numbered grids were measured, not skipped
+    assert "step=9" in page.url
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function(SCREEN_SHOWN, arg="8. ", timeout=20_000)
+    context.close()
+
+
+@pytest.mark.parametrize("image_format", ["png", "svg"])
+def test_every_chart_downloads_as_an_image_offline(live, tmp_path, image_format):
+    """Plotly's own modebar camera, with no network: a PNG or an SVG as the sidebar chooses."""
+    url, browser = live
+    page = open_page(browser, url)
+    if image_format == "svg":
+        page.get_by_text("Save or load this setup").click()
+        page.locator("label:has-text('SVG')").click()
+        page.wait_for_timeout(300)
+        page.wait_for_selector(IDLE, timeout=20_000)
+    chart = page.locator(".st-key-chart_weights .js-plotly-plot")
+    chart.hover()
+    with page.expect_download(timeout=20_000) as started:
+        chart.locator(".modebar-btn[data-title^='Download plot']").click()
+    path = tmp_path / started.value.suggested_filename
+    started.value.save_as(path)
+    assert path.name == f"weights.{image_format}"
+    head = path.read_bytes()[:200]
+    assert head.startswith(b"\x89PNG") if image_format == "png" else b"<svg" in head
+    page.context.close()

@@ -1,7 +1,319 @@
-"""Presenter mode (being built)."""
+"""Presenter mode: one step per screen, in the course's order, readable from the back of a room.
 
+A screen can first ask the room a forecast (the chapter's own Forecast box, or a question
+generated from the live state) and show its result only after Reveal. The screen lives in
+``selections["present_step"]``, so the address bar holds it with the state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
 import streamlit as st
 
+from app import figures, state, widgets
+from app.figure_cache import figure
+from app.state import Current
+from app.steps import STEPS
+from app.views.workbench import FLAT_AT, LARGE_TYPE_CSS, drill_lines, sizes_line
+from app.widgets import Inputs, chart, md_literal
+from mha_core import attention_flops, count_parameters, normalised_entropy, pairwise_disagreement
+from mha_core.analysis import most_disagreeing_pair
+from mha_core.quiz import Question, forecast
 
-def render(current, inputs) -> None:
-    st.title("Present")
+STEP_KEY = "present_step"
+REVEALED = "present_revealed"  # (screen, question prompt) the room has seen the answer to
+
+
+@dataclass(frozen=True)
+class Screen:
+    title: str
+    step: int  # the workbench step whose formula, what and why it shows (and whose forecast it asks)
+
+
+SCREENS = (
+    Screen("A sentence is a stack of arrows", 1),
+    Screen("Three questions: Query, Key, Value", 2),
+    Screen("One head, one dot product: how much do I care?", 3),
+    Screen("Scale, then softmax: a fair split of attention", 4),
+    Screen("Weighted sum of values: the head's answer", 5),
+    Screen("Split into h heads: the same trick on narrow slices", 3),
+    Screen("Do the heads disagree?", 6),
+    Screen("Concatenate, then one final mix W_O", 7),
+    Screen("What it costs: parameters and work", 7),
+)
+
+# Arrow keys and a presentation clicker's Page Up/Down press Back and Next. Unlike
+# streamlit-shortcuts' listener, this one leaves keys typed into a field alone and does nothing
+# on pages without these buttons (it stays installed in the browser tab after leaving this page).
+KEYS_SCRIPT = """<script>
+const doc = window.parent.document;
+if (!window.parent.__presenterKeys) {
+  window.parent.__presenterKeys = true;
+  doc.addEventListener('keydown', (event) => {
+    const target = event.target;
+    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    const typing = ['INPUT', 'TEXTAREA', 'SELECT'].includes(target && target.tagName);
+    if (typing || (target && target.isContentEditable)) return;
+    const which = {ArrowRight: 'present_next', PageDown: 'present_next',
+                   ArrowLeft: 'present_back', PageUp: 'present_back'}[event.key];
+    const button = which && doc.querySelector(`.st-key-${which} button`);
+    if (button && !button.disabled) { event.preventDefault(); button.click(); }
+  });
+}
+</script>"""
+
+
+def screen_number() -> int:
+    """The screen shown, from 0; a link's out-of-range step is clamped to the nearest screen."""
+    selections = st.session_state.selections
+    position = int(np.clip(selections.get(STEP_KEY, 0), 0, len(SCREENS) - 1))
+    if position != selections.get(STEP_KEY, 0):
+        st.caption(f"The link asked for a step this lesson does not have; showing step {position + 1}.")
+    selections[STEP_KEY] = position
+    return position
+
+
+def go(delta: int) -> None:
+    selections = st.session_state.selections
+    selections[STEP_KEY] = int(np.clip(selections.get(STEP_KEY, 0) + delta, 0, len(SCREENS) - 1))
+    st.session_state.pop(REVEALED, None)  # a screen met again asks its question again
+
+
+def reveal(screen: int, question: Question) -> None:
+    st.session_state[REVEALED] = (screen, question.prompt)
+
+
+def render(current: Current, inputs: Inputs) -> None:
+    st.html(LARGE_TYPE_CSS)
+    screen = screen_number()
+    navigation(screen)
+    st.iframe(KEYS_SCRIPT, height=1)
+    scenario = state.presets().get(current.base.origin) if current.base is not None else None
+    lesson = scenario.lesson if scenario is not None and not current.edited else None
+    st.markdown(f"### {screen + 1}. {SCREENS[screen].title}")
+    if current.result is None or inputs.sizes is None:
+        st.warning("An input is at fault: fix the one marked ⚠️ on the workbench (nothing you typed is "
+                   "lost), and the lesson carries on here.", icon="⚠️")
+        return
+    if screen == 0:
+        title_card(scenario, current)
+    where_the_point_is(lesson, screen)
+    question = forecast_for(lesson, current, screen)
+    if question is not None and not ask(screen, question):
+        return
+    Draw(current, inputs).screen(screen)
+
+
+def navigation(screen: int) -> None:
+    back, counter, forward = st.columns([1, 1, 1], vertical_alignment="center")
+    back.button("◀ Back", key="present_back", on_click=go, args=(-1,), disabled=screen == 0,
+                use_container_width=True)
+    counter.markdown(f"<div style='text-align:center;font-size:1.6rem'><b>{screen + 1} / {len(SCREENS)}</b>"
+                     "</div>", unsafe_allow_html=True)
+    forward.button("Next ▶", key="present_next", on_click=go, args=(1,), type="primary",
+                   disabled=screen == len(SCREENS) - 1, use_container_width=True)
+
+
+def title_card(scenario, current: Current) -> None:
+    """The first screen: which example, what it teaches, what to look for."""
+    with st.container(border=True):
+        if scenario is None:
+            st.markdown("**Your own setup**: every number on these screens is computed from it.")
+        else:
+            edited = " (edited: the numbers are yours, not the chapter's)" if current.edited else ""
+            st.markdown(f"**{md_literal(scenario.title)}**{edited}  \n{md_literal(scenario.story)}")
+            if scenario.lesson is not None and not current.edited:
+                st.markdown(f"**What to look for:** {md_literal(scenario.lesson.look_for)}")
+
+
+def where_the_point_is(lesson, screen: int) -> None:
+    if lesson is None:
+        return
+    if lesson.screen == screen + 1:
+        st.success(f"**The point is on this screen:** {md_literal(lesson.look_for)}", icon="🎯")
+    elif screen > 0:
+        st.caption(f"This example's point appears on screen {lesson.screen}.")
+
+
+def forecast_for(lesson, current: Current, screen: int) -> Question | None:
+    """The chapter's Forecast box on the screen of its point, else one made from the live state."""
+    if lesson is not None and lesson.forecast and lesson.screen == screen + 1:
+        return Question(kind="chapter", prompt=lesson.forecast, answer=lesson.forecast_answer,
+                        step=SCREENS[screen].step, explanation="The chapter's own forecast.")
+    if screen in (0, 8):
+        return None
+    return forecast(current.setup, current.result, SCREENS[screen].step, seed=screen)
+
+
+def ask(screen: int, question: Question) -> bool:
+    """The forecast box; True once the room has seen the answer (then the result is drawn)."""
+    revealed = st.session_state.get(REVEALED) == (screen, question.prompt)
+    with st.container(border=True):
+        st.markdown(f"**Forecast.** {md_literal(question.prompt)}")
+        if question.choices and not revealed:
+            options = (f"**{chr(65 + i)}** {md_literal(choice)}" for i, choice in enumerate(question.choices))
+            st.markdown("  ·  ".join(options))
+        if revealed:
+            st.markdown(f"**Answer:** {md_literal(answer_text(question))}")
+            if question.explanation:
+                st.caption(question.explanation)
+        else:
+            st.button("Reveal", key="present_reveal", on_click=reveal, args=(screen, question),
+                      type="primary")
+    return revealed
+
+
+def answer_text(question: Question) -> str:
+    if isinstance(question.answer, float):
+        return figures.format_number(question.answer)
+    return str(question.answer)
+
+
+class Draw:
+    """Each screen's charts, large, for one head and one query at a time."""
+
+    def __init__(self, current: Current, inputs: Inputs):
+        self.setup, self.r = current.setup, current.result
+        self.sizes = inputs.sizes
+        self.q_tokens, self.k_tokens = inputs.tokens, inputs.kv_tokens
+        self.heads = [f"head {i + 1}" for i in range(self.sizes.n_heads)]
+
+    def screen(self, screen: int) -> None:
+        (self.arrows, self.qkv, self.dot_product, self.softmax, self.weighted_sum, self.split,
+         self.disagreement, self.concatenate, self.cost)[screen]()
+
+    def formula(self, step: int, formula: str | None = None) -> None:
+        st.latex(formula or STEPS[step].formula)
+        st.markdown(f"**Why.** {STEPS[step].why}")
+
+    def head(self) -> int:
+        return widgets.choice_ui(st, "head", self.heads, "shown_head", segmented=True)
+
+    def query(self) -> int:
+        scenario = state.presets().get(self.setup.origin)
+        default = min(getattr(scenario, "focus_query", 0), len(self.q_tokens) - 1)
+        return widgets.choice_ui(st, "query token", state.row_labels(self.q_tokens), "focus_query",
+                                 default=default)
+
+    def one_head(self, values, head: int, kind: str, symbol: str, key: str) -> None:
+        chart(figure("head_grids", values[head:head + 1], self.q_tokens, self.k_tokens, kind=kind,
+                     mask=self.r.mask, large=True,
+                     head_names=[figures.shape_title(f"{symbol} of head {head + 1}", values.shape[1:])]),
+              key=key)
+
+    def arrows(self):
+        self.formula(1)
+        x = self.setup.x
+        chart(figure("matrix_heatmap", x, self.q_tokens, figures.dims("d", self.sizes.d_model),
+                     title=figures.shape_title("X", x.shape), large=True, width=figures.FULL_WIDTH),
+              key="present_x")
+
+    def qkv(self):
+        self.formula(2)
+        head = self.head()
+        r = self.r
+        titles = [figures.shape_title(f"{name} of head {head + 1}", a[head].shape)
+                  for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))]
+        chart(figure("qkv_panels", r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
+                     titles=titles, large=True), key="present_qkv")
+
+    def dot_product(self):
+        self.formula(3)
+        head, query = self.head(), self.query()
+        key = int(np.argmax(self.r.scores[head, query]))  # the best-aligned key: a bright beam
+        st.latex(drill_lines(self.r, head, query, key)[0])
+        st.caption(f"Query {query + 1} · {md_literal(self.q_tokens[query])} against key {key + 1} · "
+                   f"{md_literal(self.k_tokens[key])}, its highest score in head {head + 1}.")
+        self.one_head(self.r.scores, head, "scores", "S", "present_scores")
+
+    def softmax(self):
+        self.formula(4, r"A_i = \operatorname{softmax}\!\left(" + self.setup.scaling.latex(self.sizes.d_k)
+                     + r"\right)")
+        head, query = self.head(), self.query()
+        key = int(np.argmax(self.r.weights[head, query]))
+        st.latex(drill_lines(self.r, head, query, key)[-1])
+        left, right = st.columns(2)
+        with left:
+            self.one_head(self.r.scaled, head, "scores", "scaled", "present_scaled")
+        with right:
+            self.one_head(self.r.weights, head, "weights", "A", "present_weights")
+
+    def weighted_sum(self):
+        self.formula(5)
+        head, query = self.head(), self.query()
+        weights, values = self.r.weights[head, query], self.r.v[head]  # [n_k], [n_k, d_v]
+        shown = np.argsort(-weights, kind="stable")[:4]
+        terms = " + ".join(rf"{_tex_number(weights[k])}\,v_{{{k + 1}}}" for k in sorted(shown))
+        more = r" + \dots" if len(weights) > len(shown) else ""
+        st.latex(rf"\text{{head}}_{{{head + 1}}}[{query + 1}] = {terms}{more}")
+        shown_words = "the largest shown" if more else "all shown"
+        st.caption(f"Row {query + 1} · {md_literal(self.q_tokens[query])} of head {head + 1} blends the "
+                   f"value rows by its weights ({shown_words}); V has {values.shape[0]} rows of {values.shape[1]}.")
+        outputs = self.r.head_outputs
+        chart(figure("head_grids", outputs[head:head + 1], self.q_tokens, figures.dims("v", self.sizes.d_v),
+                     kind="signed", cols_are_tokens=False, large=True,
+                     head_names=[figures.shape_title(f"head {head + 1}'s output", outputs.shape[1:])]),
+              key="present_head_output")
+
+    def split(self):
+        sz = self.sizes
+        st.latex(rf"d_k = {sz.d_k},\quad h = {sz.n_heads},\quad h \times d_k = {sz.n_heads * sz.d_k}")
+        flops = attention_flops(sz.n_q, sz.n_k, sz.n_heads, sz.d_k, sz.d_v)
+        wide = attention_flops(sz.n_q, sz.n_k, 1, sz.n_heads * sz.d_k, sz.n_heads * sz.d_v)
+        st.markdown(f"**Why narrow slices?** {sz.n_heads} heads of width {sz.d_k} cost {flops:,} FLOPs; one "
+                    f"head of width {sz.n_heads * sz.d_k} would cost {wide:,}. Same work, {sz.n_heads} "
+                    "viewpoints.")
+        names = [figures.shape_title(f"A{_sub(i + 1)}", self.r.weights.shape[1:]) for i in range(sz.n_heads)]
+        chart(figure("head_grids", self.r.weights, self.q_tokens, self.k_tokens, kind="weights",
+                     mask=self.r.mask, large=True, head_names=names), key="present_all_heads")
+
+    def disagreement(self):
+        self.formula(6)
+        query = self.query()
+        chart(figure("query_bars", self.r.weights, query, self.k_tokens, head_names=self.heads, large=True),
+              key="present_bars")
+        if len(self.heads) == 1 or len(self.k_tokens) == 1:
+            st.markdown("With one head, or one key, there is nothing to disagree about.")
+            return
+        distances = pairwise_disagreement(self.r.weights, query, "l2")  # [h, h]
+        a, b, value = most_disagreeing_pair(distances)
+        entropy = normalised_entropy(self.r.weights[:, query, :])  # [h]
+        flat = [self.heads[i] for i in np.flatnonzero(entropy >= FLAT_AT)]
+        st.markdown(f"Most apart for this query: **{self.heads[a]}** and **{self.heads[b]}**, L2 distance "
+                    f"**{value:.3f}**." + (f" Flat (nothing to say): {', '.join(flat)}." if flat else ""))
+
+    def concatenate(self):
+        self.formula(7)
+        sz, r = self.sizes, self.r
+        chart(figure("concat_bands", r.concat, self.q_tokens, sz.n_heads, sz.d_v, large=True,
+                     title=f"Concat {figures.shape_title('', r.concat.shape).strip()}: one band per head"),
+              key="present_concat")
+        chart(figure("side_by_side", self.setup.x, r.output, self.q_tokens, large=True,
+                     left_title=figures.shape_title("input X", self.setup.x.shape),
+                     right_title=figures.shape_title("output", r.output.shape)), key="present_output")
+
+    def cost(self):
+        sz = self.sizes
+        h, d, d_k, d_v = sz.n_heads, sz.d_model, sz.d_k, sz.d_v
+        total = count_parameters(d, h, d_k, d_v)
+        st.latex(rf"\underbrace{{2 \cdot {h} \cdot {d} \cdot {d_k}}}_{{W^Q,\,W^K}} + "
+                 rf"\underbrace{{{h} \cdot {d} \cdot {d_v}}}_{{W^V}} + "
+                 rf"\underbrace{{{h * d_v} \cdot {d}}}_{{W^O}}"
+                 rf" = {total:,}".replace(f"{total:,}", f"{total:,}".replace(",", "{,}")))
+        if h * d_k == d == h * d_v:
+            st.markdown(f"With h · d_k = d_model that is **4 · {d}² = {4 * d * d:,}**, whatever h is: more "
+                        "heads split the same parameters into more viewpoints.")
+        st.markdown(sizes_line(sz))
+        flops = attention_flops(sz.n_q, sz.n_k, h, d_k, d_v)
+        st.markdown(f"**Work of attention** for {sz.n_q} × {sz.n_k} tokens: {flops:,} FLOPs (scores and "
+                    "blends of all heads); it grows with n², so long sentences cost most here.")
+
+
+def _sub(n: int) -> str:
+    return str(n).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+
+
+def _tex_number(value: float) -> str:
+    return figures.hover_number(float(value), near_one=True).replace("−", "-").replace("e-", r"\mathrm{e}{-}")

@@ -13,7 +13,8 @@ from app import figures, state, widgets
 from app.figure_cache import figure
 from app.state import Current
 from app.steps import STEPS
-from app.widgets import Inputs, md_literal
+from app.views import compare
+from app.widgets import Inputs, chart, md_literal
 from mha_core import (
     LIMITS,
     attention_flops,
@@ -40,10 +41,6 @@ FLAT_AT = 0.95  # normalised entropy above which a head "has nothing to say" for
 METRIC_NAMES = {"l2": "L2 (Euclidean)", "js": "Jensen-Shannon", "tv": "total variation"}
 
 
-def chart(fig, key: str) -> None:
-    st.plotly_chart(fig, key=key, config={"displaylogo": False})
-
-
 def step_header(number: int, formula: str | None = None, what: str | None = None) -> None:
     """Title, formula and what/why as one element (each element drawn costs a rerun time)."""
     step = STEPS[number]
@@ -64,6 +61,7 @@ def render(current: Current, inputs: Inputs) -> None:
     if inputs.large:
         st.html(LARGE_TYPE_CSS)
     story(current)
+    compare.render(current)
     for note in current.notes:
         st.info(md_literal(note), icon="➕")
     if current.error:
@@ -84,6 +82,8 @@ def story(current: Current) -> None:
         with st.container(border=True):
             st.markdown(f"**{md_literal(scenario.title)}**{edited} · {md_literal(scenario.source)}")
             st.caption(md_literal(scenario.story))
+            if scenario.lesson is not None:
+                st.markdown(f"**What to look for:** {md_literal(scenario.lesson.look_for)}")
     if current.setup is not None:
         st.markdown(sizes_line(current.setup.sizes))
 

@@ -1,0 +1,102 @@
+"""Compare two setups on the workbench: pin the current one as A, change anything, see A against B.
+
+The pinned Setup lives in ``st.session_state.pinned`` (frozen, so nothing can change it behind
+the user's back); B is always the live setup.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from app import figures, state
+from app.figure_cache import figure
+from app.state import Current
+from app.widgets import chart, md_literal
+from mha_core import largest_change
+from mha_core.setup import Setup
+
+PINNED = "pinned"
+PARTNERS = {"ex_f_unscaled": "ex_f_scaled", "ex_f_scaled": "ex_f_unscaled"}  # one click apart
+
+
+def pin(setup: Setup) -> None:
+    st.session_state[PINNED] = setup
+
+
+def unpin() -> None:
+    st.session_state.pop(PINNED, None)
+
+
+def pin_and_open(setup: Setup, partner: str) -> None:
+    """Pin this preset as A and load its partner as B (example F scaled against unscaled)."""
+    pin(setup)
+    state.load_preset(partner)
+
+
+def render(current: Current) -> None:
+    """The pin bar, and A against B while something is pinned."""
+    pinned = st.session_state.get(PINNED)
+    if current.setup is None:
+        return
+    if pinned is None:
+        buttons(current)
+        return
+    with st.container(border=True):
+        st.markdown(f"#### Comparing A (pinned: {md_literal(label(pinned))}) with B (the page now)")
+        st.button("Unpin A", key="compare_unpin", on_click=unpin)
+        if current.result is None:
+            st.info("B is waiting for valid input.")
+            return
+        difference(pinned, pinned.run(), current)
+
+
+def buttons(current: Current) -> None:
+    left, right = st.columns(2)
+    left.button("📌 Pin as A, then change anything to compare", key="compare_pin", on_click=pin,
+                args=(current.setup,), use_container_width=True)
+    partner = PARTNERS.get(current.setup.origin)
+    if partner is not None and not current.edited:
+        right.button(f"Compare with '{state.label_of(partner)}'", key="compare_partner",
+                     on_click=pin_and_open, args=(current.setup, partner), use_container_width=True)
+
+
+def label(setup: Setup) -> str:
+    return state.label_of(setup.origin) if setup.origin in state.presets() else "your setup"
+
+
+def weight(value: float) -> str:
+    return figures.format_number(value, near_one=True)  # 1 − 1.3e-14, not 1.00
+
+
+def difference(pinned: Setup, a, current: Current) -> None:
+    """Weights and output of A and B side by side, and B − A cell by cell with its largest change."""
+    b, tokens, kv_tokens = current.result, current.setup.tokens, current.setup.key_tokens
+    if a.weights.shape != b.weights.shape or a.output.shape != b.output.shape:
+        st.warning(f"A's sizes differ from B's (weights {list(a.weights.shape)} against "
+                   f"{list(b.weights.shape)}): cells can only be compared between setups of one shape. "
+                   "Unpin A, or change the sizes back.", icon="⚠️")
+        return
+    if pinned.tokens != current.setup.tokens:
+        st.caption("The tokens differ: cells are labelled with B's tokens.")
+    (head, query, key), before, after = largest_change(a.weights, b.weights)
+    if before == after:
+        st.markdown("A and B give the same attention weights in every cell.")
+    else:
+        st.markdown(f"**Largest change in the weights:** head {head + 1}, query "
+                    f"'{md_literal(tokens[query])}', key '{md_literal(kv_tokens[key])}': "
+                    f"**{weight(before)} → {weight(after)}**")
+    heads = [f"head {i + 1}" for i in range(b.n_heads)]
+    for name, result in (("A", a), ("B", b)):
+        chart(figure("head_grids", result.weights, tokens, kv_tokens, kind="weights", mask=result.mask,
+                     head_names=[f"{name}: {h}" for h in heads]), key=f"compare_weights_{name}")
+    delta = b.weights - a.weights  # [h, n_q, n_k]
+    chart(figure("head_grids", delta, tokens, kv_tokens, kind="signed",
+                 head_names=[f"B − A: {h}" for h in heads]), key="compare_weights_delta")
+    (row, column), out_before, out_after = largest_change(a.output, b.output)
+    gap = float(np.max(np.abs(b.output - a.output)))
+    st.markdown(f"**Output:** largest change at token '{md_literal(tokens[row])}', column {column + 1}: "
+                f"{figures.format_number(out_before)} → {figures.format_number(out_after)}"
+                + (" (the outputs are equal)" if gap == 0 else ""))
+    chart(figure("side_by_side", a.output, b.output, tokens, left_title="A: output", right_title="B: output"),
+          key="compare_output")

@@ -1,0 +1,294 @@
+"""Presenter mode, the presets' lessons and comparing two setups (issue 8, parts 1 and 4)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
+
+from app import figures
+from app.views.present import SCREENS
+from mha_core import all_scenarios, count_parameters, largest_change
+from tests.apptest_util import (
+    ENTRY,
+    address,
+    chart_specs,
+    edit_cell,
+    fresh_app,
+    goto,
+    heatmap_values,
+    pick_preset,
+    texts,
+)
+
+SCENARIOS = all_scenarios()
+
+
+# --- largest_change -----------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 4)),
+              elements=st.floats(-5, 5)),
+       st.data())
+def test_largest_change_is_the_cell_a_loop_finds(before, data):
+    after = data.draw(arrays(np.float64, before.shape, elements=st.floats(-5, 5)))
+    index, was, now = largest_change(before, after)
+    best, best_gap = None, -1.0
+    for cell in np.ndindex(before.shape):  # the naive reference: first cell with the largest gap
+        gap = abs(after[cell] - before[cell])
+        if gap > best_gap:
+            best, best_gap = cell, gap
+    assert abs(after[index] - before[index]) == best_gap
+    assert (was, now) == (before[index], after[index])
+    assert index == best
+
+
+def test_largest_change_skips_masked_cells_and_refuses_two_shapes():
+    before = np.array([[np.nan, 0.2], [0.5, 0.5]])
+    after = np.array([[np.nan, 0.3], [0.5, 0.1]])
+    assert largest_change(before, after) == ((1, 1), 0.5, 0.1)
+    with pytest.raises(ValueError, match="one shape"):
+        largest_change(np.zeros((2, 2)), np.zeros((2, 3)))
+
+
+# --- Lessons --------------------------------------------------------------------------------------
+
+
+def _numbers_of(result, setup) -> np.ndarray:
+    arrays_ = [result.scores, result.scaled, result.weights, 1 - result.weights, result.head_outputs,
+               result.output, np.array([distance for distance in _disagreements(result)])]
+    sizes = setup.sizes
+    counts = [count_parameters(sizes.d_model, sizes.n_heads, sizes.d_k, sizes.d_v)]
+    values = np.concatenate([np.ravel(a) for a in arrays_] + [np.array(counts, dtype=float)])
+    return values[np.isfinite(values)]
+
+
+def _disagreements(result):
+    from mha_core import pairwise_disagreement
+    for query in range(result.weights.shape[1]):
+        yield from pairwise_disagreement(result.weights, query, "l2").ravel()
+
+
+@pytest.mark.parametrize("key", list(SCENARIOS))
+def test_every_preset_says_what_to_look_for_and_its_numbers_are_the_live_ones(key):
+    """Each decimal the lesson quotes is a number the page computes, to the digits printed."""
+    scenario = SCENARIOS[key]
+    lesson = scenario.lesson
+    assert lesson is not None and lesson.look_for
+    assert 1 <= lesson.screen <= len(SCREENS)
+    assert bool(lesson.forecast) == bool(lesson.forecast_answer)
+    values = _numbers_of(scenario.run(), scenario)
+    for text in re.findall(r"\d+\.\d+(?:e-\d+)?", lesson.look_for):
+        number = float(text)
+        if "e" in text:  # '1.3e-14': two significant figures
+            digits = len(text.split("e")[0].replace(".", "")) - 1
+            assert np.any(np.abs(values - number) <= 0.5 * 10 ** (np.floor(np.log10(number)) - digits)
+                          * 1.0001), (key, text)
+        else:
+            decimals = len(text.split(".")[1])
+            assert np.any(np.abs(values - number) <= 0.5 * 10 ** -decimals * 1.0001), (key, text)
+
+
+# --- The presenter in AppTest -------------------------------------------------------------------
+
+
+def open_at(params: dict[str, str], url_path: str) -> AppTest:
+    """A fresh session opened on a page at an address, as a bookmark does."""
+    at = AppTest.from_file(str(ENTRY), default_timeout=60)
+    for name, value in params.items():
+        at.query_params[name] = value
+    at._page_hash = calc_hash(url_path)
+    at.run()
+    return at
+
+
+def screen_title(at) -> str:
+    return next(text for text in texts(at.markdown) if text.startswith("### "))
+
+
+def walk(at) -> list[str]:
+    """Next through every screen, revealing each forecast; the titles seen, in order."""
+    seen = [screen_title(at)]
+    for _ in range(len(SCREENS) - 1):
+        reveal_if_asked(at)
+        assert not at.exception, seen
+        at.button(key="present_next").click().run()
+        assert not at.exception, seen
+        seen.append(screen_title(at))
+    return seen
+
+
+def reveal_if_asked(at) -> bool:
+    asked = any(b.key == "present_reveal" for b in at.button)
+    if asked:
+        at.button(key="present_reveal").click().run()
+    return asked
+
+
+@pytest.mark.parametrize("key", [*SCENARIOS, "random"])
+def test_presenter_walks_every_screen_forward_and_back(key):
+    at = fresh_app()
+    pick_preset(at, key)
+    goto(at, "present")
+    assert not at.exception
+    titles = walk(at)
+    assert titles == [f"### {i + 1}. {screen.title}" for i, screen in enumerate(SCREENS)]
+    assert address(at)["step"] == str(len(SCREENS))
+    assert at.button(key="present_next").disabled
+    for i in range(len(SCREENS) - 1, 0, -1):
+        at.button(key="present_back").click().run()
+        assert not at.exception
+        assert screen_title(at) == f"### {i}. {SCREENS[i - 1].title}"
+    assert at.button(key="present_back").disabled
+
+
+def test_the_first_screen_tells_the_story_and_what_to_look_for():
+    at = fresh_app()
+    pick_preset(at, "ex_d_one_huge_score")
+    goto(at, "present")
+    page = " ".join(texts(at.markdown))
+    assert "0.99999999588" in page.replace("\\", "")
+    assert "What to look for" in page
+
+
+def test_the_point_is_flagged_on_its_screen_after_the_chapters_forecast():
+    at = fresh_app()
+    pick_preset(at, "ex_d_one_huge_score")
+    goto(at, "present")
+    for _ in range(3):  # to screen 4, where example D's point is
+        reveal_if_asked(at)
+        at.button(key="present_next").click().run()
+    forecast = " ".join(texts(at.markdown))
+    assert "Scores 0, 0 and 20" in forecast.replace("\\", "")
+    assert "present_weights" not in chart_specs(at)  # the result waits for Reveal
+    assert reveal_if_asked(at)
+    assert "Almost all on token 3" in " ".join(texts(at.markdown)).replace("\\", "")
+    np.testing.assert_allclose(heatmap_values(chart_specs(at)["present_weights"])[0],
+                               SCENARIOS["ex_d_one_huge_score"].run().weights[0], atol=1e-9)
+    assert any("The point is on this screen" in text for text in texts(at.success))
+
+
+def test_back_hides_the_answer_again_and_a_new_preset_asks_its_own_question():
+    at = fresh_app()
+    goto(at, "present")
+    for _ in range(3):
+        reveal_if_asked(at)
+        at.button(key="present_next").click().run()
+    assert reveal_if_asked(at)
+    at.button(key="present_back").click().run()
+    at.button(key="present_next").click().run()
+    assert any(b.key == "present_reveal" for b in at.button)  # asked again, not shown stale
+    before = [t for t in texts(at.markdown) if "Forecast" in t]
+    pick_preset(at, "ex_e_negative_score")  # a new example starts its lesson on screen 1
+    assert not at.exception
+    assert screen_title(at).startswith("### 1. ")
+    for _ in range(3):
+        reveal_if_asked(at)
+        at.button(key="present_next").click().run()
+    after = [t for t in texts(at.markdown) if "Forecast" in t]
+    assert after and after != before
+    assert "Scores \\-3 and 1" in after[0]
+    assert reveal_if_asked(at)
+    np.testing.assert_allclose(heatmap_values(chart_specs(at)["present_weights"])[0],
+                               SCENARIOS["ex_e_negative_score"].run().weights[0], atol=1e-9)
+
+
+def test_a_bookmark_opens_the_example_at_its_step():
+    at = fresh_app()
+    pick_preset(at, "ex_f_scaled")
+    goto(at, "present")
+    for _ in range(3):
+        reveal_if_asked(at)
+        at.button(key="present_next").click().run()
+    params = address(at)
+    assert params["step"] == "4"
+    student = open_at(params, "present")
+    assert not student.exception
+    assert screen_title(student) == f"### 4. {SCREENS[3].title}"
+    assert student.session_state["origin"] == "ex_f_scaled"
+
+
+def test_a_link_to_a_step_that_does_not_exist_lands_on_the_last_one():
+    at = open_at({"preset": "ex_c_equal_scores", "step": "99"}, "present")
+    assert not at.exception
+    assert screen_title(at) == f"### 9. {SCREENS[8].title}"
+    assert any("does not have" in text for text in texts(at.caption))
+
+
+def test_the_presenter_waits_for_valid_input_without_a_traceback():
+    at = fresh_app()
+    at.text_input(key="tokens_text").set_value("").run()
+    goto(at, "present")
+    assert not at.exception
+    assert any("workbench" in text for text in texts(at.warning))
+
+
+def test_the_cost_screen_substitutes_example_is_numbers():
+    at = open_at({"preset": "ex_i_parameter_count", "step": "9"}, "present")
+    assert not at.exception
+    assert "About how many parameters" in " ".join(texts(at.markdown))  # the chapter's forecast first
+    assert reveal_if_asked(at)
+    latex = " ".join(element.value for element in at.latex if "= 1{,}048{,}576" in element.value)
+    assert "2 \\cdot 8 \\cdot 512 \\cdot 64}_{W^Q,\\,W^K}" in latex
+    assert any("4 · 512² = 1,048,576" in text for text in texts(at.markdown))
+
+
+# --- Compare two setups -------------------------------------------------------------------------
+
+
+def named_change(at) -> str:
+    text = next(t for t in texts(at.markdown) if "Largest change in the weights" in t)
+    return text.replace("\\", "").replace("**", "")
+
+
+def test_example_f_scaled_against_unscaled_is_one_click():
+    at = fresh_app()
+    pick_preset(at, "ex_f_scaled")
+    at.button(key="compare_partner").click().run()
+    assert not at.exception
+    assert at.session_state["origin"] == "ex_f_unscaled"
+    a, b = SCENARIOS["ex_f_scaled"].run(), SCENARIOS["ex_f_unscaled"].run()
+    gap = np.abs(b.weights - a.weights)
+    head, query, key = np.unravel_index(np.argmax(gap), gap.shape)  # the direct computation
+    tokens, kv_tokens = SCENARIOS["ex_f_unscaled"].tokens, SCENARIOS["ex_f_unscaled"].kv_tokens
+    expected = (f"head {head + 1}, query '{tokens[query]}', key '{kv_tokens[key]}': "
+                f"{figures.format_number(a.weights[head, query, key], near_one=True)} → "
+                f"{figures.format_number(b.weights[head, query, key], near_one=True)}")
+    assert expected in named_change(at)
+    specs = chart_specs(at)
+    np.testing.assert_allclose(heatmap_values(specs["compare_weights_delta"])[0], (b.weights - a.weights)[0],
+                               atol=1e-12)
+    at.button(key="compare_unpin").click().run()
+    assert "compare_weights_delta" not in chart_specs(at)
+
+
+def test_pin_then_edit_one_w_q_cell_names_the_largest_change():
+    at = fresh_app()
+    a = SCENARIOS["the_cat_sat_two_heads"].run()
+    at.button(key="compare_pin").click().run()
+    edit_cell(at, "w_q", 0, 0, "-1", head=0)  # head 1's W_Q: the horizontal axis flips
+    assert not at.exception
+    pinned = at.session_state["pinned"]
+    assert pinned.same_inputs(SCENARIOS["the_cat_sat_two_heads"])  # A did not move with the edit
+    drawn_b = np.stack(heatmap_values(chart_specs(at)["compare_weights_B"]))
+    delta = drawn_b - a.weights
+    head, query, key = np.unravel_index(np.argmax(np.abs(delta)), delta.shape)
+    tokens = SCENARIOS["the_cat_sat_two_heads"].tokens
+    assert f"head {head + 1}, query '{tokens[query]}', key '{tokens[key]}'" in named_change(at)
+    np.testing.assert_allclose(np.stack(heatmap_values(chart_specs(at)["compare_weights_A"])), a.weights,
+                               atol=1e-9)
+
+
+def test_pinned_setups_of_other_sizes_say_so():
+    at = fresh_app()
+    at.button(key="compare_pin").click().run()
+    pick_preset(at, "ex_a_single_head")
+    assert not at.exception
+    assert any("sizes differ" in text for text in texts(at.warning))
