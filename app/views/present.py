@@ -250,7 +250,8 @@ class Draw:
         st.latex(rf"\text{{head}}_{{{head + 1}}}[{query + 1}] = {terms}{more}")
         shown_words = "the largest shown" if more else "all shown"
         st.caption(f"Row {query + 1} · {md_literal(self.q_tokens[query])} of head {head + 1} blends the "
-                   f"value rows by its weights ({shown_words}); V has {values.shape[0]} rows of {values.shape[1]}.")
+                   f"value rows by its weights ({shown_words}); V has {values.shape[0]} rows of "
+                   f"{values.shape[1]}.")
         outputs = self.r.head_outputs
         chart(figure("head_grids", outputs[head:head + 1], self.q_tokens, figures.dims("v", self.sizes.d_v),
                      kind="signed", cols_are_tokens=False, large=True,
