@@ -5,15 +5,6 @@ import streamlit as st
 from app import state, widgets
 from app.views import labs, present, quiz, textbook, workbench
 
-TO_THE_TOP = """<script>
-const toTheTop = () => {
-  const main = window.parent.document.querySelector('[data-testid="stMain"]');
-  if (main) { main.scrollTo(0, 0); }
-  window.parent.scrollTo(0, 0);
-};
-for (const ms of [0, 150, 400, 800, 1500]) { setTimeout(toTheTop, ms); }
-</script>"""
-
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
 state.init_state()
 picker_slot = st.sidebar.container()  # filled last: its label says whether the page is edited
@@ -26,19 +17,19 @@ if inputs.sizes is not None:
 widgets.save_load_ui(current)
 state.sync_url(current)
 
-workbench_page = st.Page(lambda: workbench.render(current, inputs), title="Workbench", icon="🧮",
-                         url_path="workbench", default=True)
-textbook_page = st.Page(lambda: textbook.render(workbench_page), title="Worked examples", icon="📖",
-                        url_path="examples")
-present_page = st.Page(lambda: present.render(current, inputs), title="Present", icon="📽️",
+# Material icons come with Streamlit (emoji need a font the machine may lack).
+workbench_page = st.Page(lambda: workbench.render(current, inputs), title="Workbench",
+                         icon=":material/calculate:", url_path="workbench", default=True)
+present_page = st.Page(lambda: present.render(current, inputs), title="Present", icon=":material/slideshow:",
                        url_path="present")
-labs_page = st.Page(labs.render, title="Labs", icon="🧪", url_path="labs")
-quiz_page = st.Page(lambda: quiz.render(current, workbench_page), title="Quiz", icon="❓", url_path="quiz")
+labs_page = st.Page(labs.render, title="Labs", icon=":material/science:", url_path="labs")
+quiz_page = st.Page(lambda: quiz.render(current, workbench_page), title="Quiz", icon=":material/quiz:",
+                    url_path="quiz")
+textbook_page = st.Page(lambda: textbook.render(workbench_page), title="Worked examples",
+                        icon=":material/menu_book:", url_path="examples")
 page = st.navigation([workbench_page, present_page, labs_page, quiz_page, textbook_page])
 if st.session_state.get("last_page") not in (None, page.url_path):
-    # A new page starts at its top (the browser keeps the old page's scroll position otherwise).
-    # Again a few times while the page is drawn: charts arriving late could otherwise leave it lower.
-    st.iframe(TO_THE_TOP, height=1)
+    st.iframe(widgets.SCROLL_TO_TOP, height=1)
 st.session_state.last_page = page.url_path
 page.run()
 st.session_state.link_notes = []  # shown once; gone after the next change

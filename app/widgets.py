@@ -38,6 +38,18 @@ class Inputs:
     errors: dict  # widget key -> message shown next to it
 
 
+# Scrolls the page to its top, again a few times while it is drawn (charts arriving late could
+# otherwise leave it lower): the browser keeps the old page's scroll position otherwise.
+SCROLL_TO_TOP = """<script>
+const toTheTop = () => {
+  const main = window.parent.document.querySelector('[data-testid="stMain"]');
+  if (main) { main.scrollTo(0, 0); }
+  window.parent.scrollTo(0, 0);
+};
+for (const ms of [0, 150, 400, 800, 1500]) { setTimeout(toTheTop, ms); }
+</script>"""
+
+
 IMAGE_FORMATS = ("png", "svg")  # what the camera button of every chart's modebar downloads
 
 

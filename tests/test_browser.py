@@ -320,18 +320,26 @@ SMALLEST_TEXT = """() => {
     // The smallest font of any number drawn on a chart's cells, and of the page's own text.
     const sizes = (nodes) => Array.from(nodes).filter(n => n.getBoundingClientRect().width > 0
         && /\\d/.test(n.textContent)).map(n => parseFloat(getComputedStyle(n).fontSize));
-    const cells = sizes(document.querySelectorAll(".js-plotly-plot .textpoint"));
+    const drawn = ".js-plotly-plot .heatmap-label text, .js-plotly-plot .textpoint text";
+    const cells = sizes(document.querySelectorAll(drawn));
     return {cells: cells.length ? Math.min(...cells) : null, count: cells.length};
 }"""
 SCREEN_SHOWN = "(start) => (document.querySelector('h3') || {}).innerText?.startsWith(start)"
 OVERFLOW = """() => {
-    // Elements of the page whose box crosses the viewport's left or right edge.
+    // What the room sees crossing the viewport's left or right edge: charts, text, buttons, formulas;
+    // and whether the page scrolls sideways at all.
     const width = document.documentElement.clientWidth;
-    return Array.from(document.querySelectorAll("[data-testid='stMain'] *")).filter(el => {
+    const main = document.querySelector("[data-testid='stMain']");
+    const seen = "svg.main-svg, button, p, h3, li, .katex-display, table, [data-testid='stAlert']";
+    const out = Array.from(main.querySelectorAll(seen)).filter(el => {
         const box = el.getBoundingClientRect();
-        return box.width > 0 && box.height > 0 && (box.right > width + 1 || box.left < -1)
-            && getComputedStyle(el).visibility !== 'hidden';
-    }).slice(0, 5).map(el => el.tagName + '.' + el.className.toString().slice(0, 60));
+        return box.width > 0 && box.height > 0 && (box.right > width + 1 || box.left < -1);
+    }).slice(0, 5).map(el => {
+        const box = el.getBoundingClientRect();
+        return `${el.tagName}.${el.className.baseVal ?? el.className} ${box.left}..${box.right}`;
+    });
+    if (main.scrollWidth > main.clientWidth + 1) out.push(`scrolls sideways: ${main.scrollWidth}`);
+    return out;
 }"""
 
 
@@ -346,7 +354,7 @@ def test_the_presenter_walks_all_steps_readably_at_projector_size(live):
     seen = []
     for screen in range(1, 10):
         title = page.locator("h3").first.inner_text()
-        assert title.startswith(f"{screen}. "), title
+        assert title.startswith(f"{screen} / 9 · "), title
         reveal = page.locator(".st-key-present_reveal button")
         if reveal.count():
             reveal.click()
@@ -357,18 +365,18 @@ def test_the_presenter_walks_all_steps_readably_at_projector_size(live):
         if text["count"]:
             assert text["cells"] >= 20, (screen, text)
             seen.append(screen)
+        page.screenshot(path=str(ARTIFACTS / f"present-{screen}.png"))
         assert page.evaluate(OVERFLOW) == [], screen
         no_error_on(page)
-        page.screenshot(path=str(ARTIFACTS / f"present-{screen}.png"), full_page=True)
         if screen < 9:
             page.mouse.click(5, 300)  # focus the page, not a field
             page.keyboard.press("ArrowRight")
-            page.wait_for_function(SCREEN_SHOWN, arg=f"{screen + 1}. ", timeout=20_000)
+            page.wait_for_function(SCREEN_SHOWN, arg=f"{screen + 1} / 9 · ", timeout=20_000)
             page.wait_for_selector(IDLE, timeout=20_000)
     assert len(seen) >= 6  # the screens with numbered grids were measured, not skipped
     assert "step=9" in page.url
     page.keyboard.press("ArrowLeft")
-    page.wait_for_function(SCREEN_SHOWN, arg="8. ", timeout=20_000)
+    page.wait_for_function(SCREEN_SHOWN, arg="8 / 9 · ", timeout=20_000)
     context.close()
 
 

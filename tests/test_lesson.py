@@ -113,6 +113,10 @@ def screen_title(at) -> str:
     return next(text for text in texts(at.markdown) if text.startswith("### "))
 
 
+def heading(screen: int) -> str:
+    return f"### {screen + 1} / {len(SCREENS)} · {SCREENS[screen].title}"
+
+
 def walk(at) -> list[str]:
     """Next through every screen, revealing each forecast; the titles seen, in order."""
     seen = [screen_title(at)]
@@ -139,13 +143,13 @@ def test_presenter_walks_every_screen_forward_and_back(key):
     goto(at, "present")
     assert not at.exception
     titles = walk(at)
-    assert titles == [f"### {i + 1}. {screen.title}" for i, screen in enumerate(SCREENS)]
+    assert titles == [heading(i) for i in range(len(SCREENS))]
     assert address(at)["step"] == str(len(SCREENS))
     assert at.button(key="present_next").disabled
     for i in range(len(SCREENS) - 1, 0, -1):
         at.button(key="present_back").click().run()
         assert not at.exception
-        assert screen_title(at) == f"### {i}. {SCREENS[i - 1].title}"
+        assert screen_title(at) == heading(i - 1)
     assert at.button(key="present_back").disabled
 
 
@@ -188,7 +192,7 @@ def test_back_hides_the_answer_again_and_a_new_preset_asks_its_own_question():
     before = [t for t in texts(at.markdown) if "Forecast" in t]
     pick_preset(at, "ex_e_negative_score")  # a new example starts its lesson on screen 1
     assert not at.exception
-    assert screen_title(at).startswith("### 1. ")
+    assert screen_title(at) == heading(0)
     for _ in range(3):
         reveal_if_asked(at)
         at.button(key="present_next").click().run()
@@ -211,14 +215,14 @@ def test_a_bookmark_opens_the_example_at_its_step():
     assert params["step"] == "4"
     student = open_at(params, "present")
     assert not student.exception
-    assert screen_title(student) == f"### 4. {SCREENS[3].title}"
+    assert screen_title(student) == heading(3)
     assert student.session_state["origin"] == "ex_f_scaled"
 
 
 def test_a_link_to_a_step_that_does_not_exist_lands_on_the_last_one():
     at = open_at({"preset": "ex_c_equal_scores", "step": "99"}, "present")
     assert not at.exception
-    assert screen_title(at) == f"### 9. {SCREENS[8].title}"
+    assert screen_title(at) == heading(8)
     assert any("does not have" in text for text in texts(at.caption))
 
 

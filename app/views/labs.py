@@ -1,7 +1,429 @@
-"""Labs: the score lab, the scaling lab, size and cost (being built)."""
+"""Labs: the score lab, the scaling lab, size and cost (chapter 001 examples C to I, chapter 004 step 6).
 
+Thin: widgets in, mha_core.labs computes, app.lab_figures draws. Every widget key starts with
+``lab_``; the values are also kept in ``lab_saved``, because Streamlit forgets a widget's state
+on a run that does not draw it (another page), and nothing typed here should be lost.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
 import streamlit as st
+
+from app import lab_figures, state
+from app.figures import format_number, hover_number
+from app.widgets import chart, md_literal
+from mha_core import head_width, mha_flops
+from mha_core.labs import (
+    PAIRS,
+    SCORE_PRESETS,
+    TEMPERATURE,
+    WIDTHS,
+    ScoreRow,
+    cross_attention_shapes,
+    dot_products,
+    gap_curve,
+    gap_of,
+    head_split_flops,
+    largest_weights,
+    parameter_count,
+    parse_numbers,
+    score_inputs,
+    score_row,
+    top_weight,
+)
+from mha_core.setup import LIMITS, token_problem
+
+SAVED = "lab_saved"  # a plain session key (no widget): the labs' inputs across pages
+PRESET_LABELS = {"ex_c_equal_scores": "C · equal", "ex_d_one_huge_score": "D · one huge",
+                 "ex_e_negative_score": "E · negative", "ex_f_unscaled": "F · unscaled",
+                 "ex_f_scaled": "F · ÷ √64", "ex_g_coreference": "G · 'it' → 'cat'"}
+GAP_RANGE = (0.0, 40.0)  # example F's unscaled gap, 32, fits
+CHAPTER_SIZES = {"lab_d_model": 512, "lab_heads": 8, "lab_even_split": True, "lab_head_d_k": 64,
+                 "lab_head_d_v": 64, "lab_bias": False, "lab_n_q": 3, "lab_n_k": 5}  # examples H and I
+SIZE_LIMITS = {"lab_d_model": 65_536, "lab_heads": 1_024, "lab_head_d_k": 16_384, "lab_head_d_v": 16_384,
+               "lab_n_q": 1_000_000, "lab_n_k": 1_000_000}
+CURVE_DRAWS = 200  # random queries per d_k behind each point of the largest-weight curve
+TEXT_CHARS = 400  # a score or value box: 24 numbers with room to spare
+NEGATIVES_LISTED = 4  # the note on negative scores names this many
+
+
+def _numbered(keys) -> bool:
+    """k1, k2, ...: the names the lab gives itself when the box is empty."""
+    return list(keys) == _default_names(len(keys))
+
+
+def _default_names(n_keys: int) -> list[str]:
+    return [f"k{i}" for i in range(1, n_keys + 1)]
+
+
+def _preset_texts(key: str) -> dict:
+    """The score lab's widget values that load preset `key`."""
+    inputs = score_inputs(state.presets()[key])
+    texts = {"lab_scores": ", ".join(f"{s:.12g}" for s in inputs.scores),
+             "lab_values": ", ".join(f"{v:.12g}" for v in inputs.values),
+             "lab_keys": "" if _numbered(inputs.keys) else " ".join(inputs.keys),
+             "lab_temperature": inputs.temperature}
+    gap = gap_of(inputs.scores)
+    if gap is not None:
+        texts["lab_gap"] = min(max(gap, GAP_RANGE[0]), GAP_RANGE[1])
+    return texts
+
+
+DEFAULTS = {**_preset_texts(SCORE_PRESETS[0]), "lab_gap": 20.0,  # example D's gap, the chapter's dot
+            "lab_d_k": 64, "lab_seed": 0, "lab_pairs": 2000, "lab_curve_keys": 8, **CHAPTER_SIZES}
+
+
+def _restore() -> None:
+    saved = st.session_state.setdefault(SAVED, {})
+    for key, default in DEFAULTS.items():
+        st.session_state.setdefault(key, saved.get(key, default))
+
+
+def _save() -> None:
+    st.session_state[SAVED] = {key: st.session_state[key] for key in DEFAULTS if key in st.session_state}
 
 
 def render() -> None:
+    _restore()
     st.title("Labs")
+    st.caption("Three small experiments from the course text; each control changes one thing.")
+    score_tab, scaling_tab, size_tab = st.tabs(["Score lab", "Scaling lab: why divide by √d_k",
+                                                "Size and cost"])
+    with score_tab:
+        score_lab()
+    with scaling_tab:
+        scaling_lab()
+    with size_tab:
+        size_and_cost()
+    _save()
+
+
+# --- Score lab -------------------------------------------------------------------------------
+
+
+def _load(key: str) -> None:
+    st.session_state.update(_preset_texts(key))
+    st.session_state.lab_loaded = key
+
+
+def _numbers_ui(label: str, key: str, what: str, help: str) -> np.ndarray | None:
+    text = st.text_input(label, key=key, max_chars=TEXT_CHARS, help=help)
+    try:
+        return parse_numbers(text, what)
+    except ValueError as error:
+        st.error(md_literal(error), icon="⚠️")
+        return None
+
+
+def _keys_ui(n_keys: int | None) -> list[str] | None:
+    """Key names typed, or k1, k2, ... when the box is empty or cannot be used (with a message)."""
+    names = str(st.text_input("key names (optional, separated by spaces)", key="lab_keys",
+                              max_chars=LIMITS.token_text)).split()
+    if n_keys is None:
+        return None
+    problem = token_problem(names, "key names") if names else None
+    if not problem and names and len(names) != n_keys:
+        problem = f"{len(names)} key names for {n_keys} scores: give one name per score, or none."
+    if problem:
+        st.error(md_literal(problem), icon="⚠️")
+    return names if names and not problem else _default_names(n_keys)
+
+
+def score_lab() -> None:
+    st.subheader("Score lab: one query, its scores, its weights")
+    st.caption("Chapter 001, examples C to G: the raw scores q·k of one query against each key, and each "
+               "key's value. Softmax turns the scores into weights; the output is Σ weight × value.")
+    for column, key in zip(st.columns(len(SCORE_PRESETS)), SCORE_PRESETS, strict=True):
+        column.button(PRESET_LABELS[key], key=f"lab_load_{key}", on_click=_load, args=(key,),
+                      help=state.presets()[key].title, width="stretch")
+    _loaded_note()
+    inputs, results = st.columns([2, 3], gap="large")
+    with inputs:
+        scores = _numbers_ui("scores (raw q·k, one per key)", "lab_scores", "scores",
+                             "Numbers separated by commas, e.g. 2, 2, 2; decimals with a point (1.5).")
+        values = _numbers_ui("values (one number per key)", "lab_values", "values",
+                             "One number per key: the output blends them with the weights.")
+        if scores is not None and values is not None and scores.size != values.size:
+            st.error(f"{scores.size} scores but {values.size} values: give one value per score.", icon="⚠️")
+            values = None
+        keys = _keys_ui(scores.size if scores is not None else None)
+        low, high = TEMPERATURE
+        temperature = st.slider("temperature T (the scores are divided by T)", low, high, step=0.05,
+                                key="lab_temperature",
+                                help="T = 1: the scores as typed. Small T sharpens towards one-hot, large "
+                                     "T flattens towards uniform. Dividing by √d_k is T = √d_k "
+                                     "(F · ÷ √64: T = 8).")
+    row = score_row(scores, values, temperature) if scores is not None and values is not None else None
+    with results:
+        if row is None:
+            st.info("The weights appear here once every box above reads as numbers.")
+        else:
+            _row_results(row, keys)
+    if row is not None:
+        _row_table(row, keys)
+    _gap_section(row.scores.size if row is not None else None, temperature)
+
+
+def _loaded_note() -> None:
+    key = st.session_state.get("lab_loaded")
+    if key not in PRESET_LABELS:
+        return
+    scenario = state.presets()[key]
+    loaded = _preset_texts(key)
+    edited = any(st.session_state.get(name) != loaded[name] for name in ("lab_scores", "lab_values",
+                                                                          "lab_temperature"))
+    st.caption(f"{'Edited from' if edited else 'Loaded'} {md_literal(scenario.title)}: "
+               f"{md_literal(scenario.story)}")
+
+
+def _weight_text(weight: float) -> str:
+    return format_number(weight, 4, near_one=True)
+
+
+def _superscript(number: float) -> str:
+    """e to this power as text: -32 -> "⁻³²"."""
+    return f"{number:g}".translate(str.maketrans("0123456789.-", "⁰¹²³⁴⁵⁶⁷⁸⁹·⁻"))
+
+
+def _positive_text(weight: float) -> str:
+    """A negative score's weight: never "0", which would contradict the note."""
+    return md_literal(_weight_text(weight)) if weight > 0 else "too small for the computer, shown as 0"
+
+
+def _factor(text: str) -> str:
+    """A number inside a product: "1 − 4.1e-9" and "-3.00" in brackets."""
+    return f"({text})" if " " in text or text.startswith("-") else text
+
+
+def _row_results(row: ScoreRow, keys: list[str]) -> None:
+    chart(lab_figures.weight_bars(row.weights, keys, row.scores, row.values,
+                                            title=f"weights (T = {row.temperature:g})"),
+                    key="lab_chart_weights")
+    terms = " + ".join(f"{_factor(_weight_text(w))} × {_factor(format_number(v))}"
+                       for w, v in zip(row.weights, row.values, strict=True))
+    shown = format_number(row.output)
+    precise = f"{row.output:.10g}"
+    exact = "" if float(precise) == float(shown) else f" (more precisely {md_literal(precise)})"
+    st.markdown(f"**output** = Σ wᵢ·vᵢ = {md_literal(terms)} = **{md_literal(shown)}**{exact}")
+    st.caption(f"The weights sum to {row.weights.sum():.12g}: the output lies between the smallest and the "
+               "largest value.")
+    if row.negative.size:
+        listed = ", ".join(f"{row.scores[i]:g} ('{md_literal(keys[i])}', weight "
+                           f"{_positive_text(row.weights[i])})" for i in row.negative[:NEGATIVES_LISTED])
+        if row.negative.size > NEGATIVES_LISTED:
+            listed += f" and {row.negative.size - NEGATIVES_LISTED} more"
+        st.info(f"Negative {'score' if row.negative.size == 1 else 'scores'} {listed}: every weight is still "
+                "positive, since e to any power is above 0. A negative score means 'listen less', never "
+                "'listen a negative amount' (example E).", icon="➕")
+
+
+def _row_table(row: ScoreRow, keys: list[str]) -> None:
+    head = "| key | score | score ÷ T | weight | value | weight × value |\n|---|--:|--:|--:|--:|--:|\n"
+    lines = [f"| {md_literal(key)} | {hover_number(s)} | {hover_number(z)} | "
+             f"{md_literal(hover_number(w, near_one=True))} | {hover_number(v)} | {hover_number(t)} |"
+             for key, s, z, w, v, t in zip(keys, row.scores, row.scaled, row.weights, row.values, row.terms,
+                                           strict=True)]
+    with st.expander("All the numbers", expanded=False):
+        st.markdown(head + "\n".join(lines))
+
+
+def _gap_section(n_keys: int | None, temperature: float) -> None:
+    st.markdown("#### Softmax collapsing to one-hot (example D)")
+    n_keys = n_keys or 3
+    left, right = st.columns([2, 3], gap="large")
+    with left:
+        gap = st.slider("gap between the top score and every other score", *GAP_RANGE, step=0.5,
+                        key="lab_gap",
+                        help="Scores [0, …, 0, gap]: the others all equal, the top one gap higher.")
+        weight = float(top_weight(gap, n_keys, temperature))
+        st.markdown(f"With {n_keys} keys and T = {temperature:g}, the top weight is "
+                    rf"1 / (1 + {n_keys - 1} · e^(−{gap:g} / {temperature:g})) = "
+                    f"**{md_literal(_weight_text(weight))}**.")
+        st.caption("Exponentials magnify gaps: at gap 20 (example D) the top weight is already "
+                   f"{md_literal(_weight_text(float(top_weight(20.0, 3))))} for 3 keys at T = 1. "
+                   "The curve uses as many keys as the scores above.")
+    gaps, weights = gap_curve(n_keys, temperature, largest=GAP_RANGE[1])
+    reference = gap_curve(n_keys, 1.0, largest=GAP_RANGE[1])[1] if temperature != 1 else None
+    with right:
+        chart(lab_figures.gap_figure(gaps, weights, gap=gap, weight=weight, n_keys=n_keys,
+                                               temperature=temperature, reference=reference),
+                        key="lab_chart_gap")
+
+
+# --- Scaling lab -----------------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=32)
+def _dot_products(d_k: int, n_pairs: int, seed: int) -> np.ndarray:
+    return dot_products(d_k, n_pairs, seed)
+
+
+@st.cache_data(max_entries=32)
+def _largest_weights(n_keys: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    return largest_weights(WIDTHS, n_keys, CURVE_DRAWS, seed)
+
+
+def scaling_lab() -> None:
+    st.subheader("Scaling lab: why divide by √d_k")
+    st.caption("A query and a key with d_k standard normal entries: q·k adds d_k products of variance 1, "
+               "so its spread grows like √d_k, and softmax of widely spread scores is nearly one-hot. "
+               "Dividing by √d_k brings the spread back to about 1, whatever d_k.")
+    controls, charts = st.columns([1, 3], gap="large")
+    with controls:
+        d_k = int(st.select_slider("d_k", WIDTHS, key="lab_d_k"))
+        seed = int(st.number_input("random seed", 0, 1_000_000, step=1, key="lab_seed"))
+        n_pairs = int(st.selectbox("random (q, k) pairs", PAIRS, key="lab_pairs"))
+        n_keys = int(st.slider("keys per query (the curve)", 2, 64, key="lab_curve_keys"))
+    products = _dot_products(d_k, n_pairs, seed)  # [n_pairs]
+    scaled = products / math.sqrt(d_k)  # [n_pairs]
+    with controls:
+        st.metric("std of q·k", f"{products.std():.2f}", help=f"√d_k = {math.sqrt(d_k):.2f}")
+        st.metric("std of q·k / √d_k", f"{scaled.std():.2f}", help="about 1 for every d_k")
+    with charts:
+        chart(lab_figures.spread_histograms(products, scaled, d_k), key="lab_chart_spread")
+        unscaled_top, scaled_top = _largest_weights(n_keys, seed)
+        chart(lab_figures.largest_weight_figure(WIDTHS, unscaled_top, scaled_top, d_k=d_k,
+                                                          n_keys=n_keys),
+                        key="lab_chart_largest")
+        st.caption(f"Each point: the largest softmax weight of a random query over {n_keys} random keys, "
+                   f"averaged over {CURVE_DRAWS} queries (random seed {seed}). The dotted line is "
+                   f"d_k = {d_k}.")
+    _example_f(d_k)
+
+
+def _example_f(d_k: int) -> None:
+    st.markdown("#### Example F side by side: scores 40 and 8")
+    unscaled_key, scaled_key = "ex_f_unscaled", "ex_f_scaled"
+    rows = {}
+    for key in (unscaled_key, scaled_key):
+        inputs = score_inputs(state.presets()[key])
+        rows[key] = (inputs, score_row(inputs.scores, inputs.values, inputs.temperature))
+    left, right = st.columns(2, gap="large")
+    (inputs, unscaled), (_, scaled) = rows[unscaled_key], rows[scaled_key]
+    gap = unscaled.scores[0] - unscaled.scores[1]
+    with left:
+        chart(lab_figures.weight_bars(unscaled.weights, inputs.keys, unscaled.scores,
+                                                unscaled.values, title="not scaled: scores (40, 8)"),
+                        key="lab_chart_f_unscaled")
+        w_1 = md_literal(_weight_text(unscaled.weights[0]))
+        st.markdown(f"w₁ = e⁴⁰ / (e⁴⁰ + e⁸) = 1 − e{_superscript(-gap)} = **{w_1}**: nearly one-hot, so "
+                    "token 2 gets no gradient.")
+    with right:
+        chart(lab_figures.weight_bars(scaled.weights, inputs.keys, scaled.scaled, scaled.values,
+                                                title=f"divided by √64 = {scaled.temperature:g}: scores "
+                                                      f"({scaled.scaled[0]:g}, {scaled.scaled[1]:g})"),
+                        key="lab_chart_f_scaled")
+        st.markdown(f"w₁ = e⁵ / (e⁵ + e¹) = **{scaled.weights[0]:.4f}**: token 2 keeps "
+                    f"{scaled.weights[1]:.3f} of the attention, so gradients still reach it.")
+    yours = float(top_weight(gap, 2, temperature=math.sqrt(d_k)))
+    st.caption(f"With the d_k chosen above ({d_k}), 40 and 8 divided by √{d_k} = {math.sqrt(d_k):.3g} give "
+               f"w₁ = {md_literal(_weight_text(yours))}.")
+
+
+# --- Size and cost ---------------------------------------------------------------------------
+
+
+def _chapter_sizes() -> None:
+    st.session_state.update(CHAPTER_SIZES)
+
+
+def _size_input(where, label: str, key: str, help: str | None = None) -> int:
+    return int(where.number_input(label, 1, SIZE_LIMITS[key], step=1, key=key, help=help))
+
+
+def _sizes_ui() -> tuple[int, int, int, int, int, int, bool] | None:
+    """d_model, h, d_k, d_v, n_q, n_k, bias; None (with the message under h) when d_k cannot be whole."""
+    first = st.columns(4)
+    d_model = _size_input(first[0], "d_model", "lab_d_model")
+    n_heads = _size_input(first[1], "heads h", "lab_heads")
+    n_q = _size_input(first[2], "query tokens n_q", "lab_n_q", "Example H: 3 decoder tokens.")
+    n_k = _size_input(first[3], "key/value tokens n_k", "lab_n_k", "Example H: 5 encoder tokens.")
+    even = st.checkbox("d_k = d_v = d_model / h", key="lab_even_split")
+    bias = st.checkbox("biases b_Q, b_K, b_V, b_O", key="lab_bias")
+    if even:
+        try:
+            d_k = d_v = head_width(d_model, n_heads)
+        except ValueError as error:
+            first[1].error(md_literal(error), icon="⚠️")
+            return None
+    else:
+        second = st.columns(4)
+        d_k = _size_input(second[0], "d_k", "lab_head_d_k")
+        d_v = _size_input(second[1], "d_v", "lab_head_d_v")
+    return d_model, n_heads, d_k, d_v, n_q, n_k, bias
+
+
+def _latex_int(n: int) -> str:
+    return f"{n:,}".replace(",", "{,}")
+
+
+def size_and_cost() -> None:
+    st.subheader("Size and cost of one block")
+    st.caption("Chapter 001, examples H and I; chapter 004, step 6. Every formula below is written out "
+               "with your numbers.")
+    st.button("Chapter's sizes (d_model 512, h 8, 3 queries, 5 keys)", key="lab_size_reset",
+              on_click=_chapter_sizes)
+    sizes = _sizes_ui()
+    if sizes is None:
+        st.info("The counts appear once d_model / h is a whole number, or with d_k and d_v set by hand.")
+        return
+    _parameters(*sizes)
+    _flops(*sizes)
+    _shapes(*sizes)
+
+
+def _parameters(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
+    st.markdown("#### Parameters (example I)")
+    count = parameter_count(d_model, n_heads, d_k, d_v, bias)
+    st.metric("learnable numbers", f"{count.total:,}")
+    symbols = r"h\,d_{model}\,d_k + h\,d_{model}\,d_k + h\,d_{model}\,d_v + h\,d_v\,d_{model}"
+    numbers = (rf"{n_heads}\cdot{d_model}\cdot{d_k} + {n_heads}\cdot{d_model}\cdot{d_k} + "
+               rf"{n_heads}\cdot{d_model}\cdot{d_v} + {n_heads}\cdot{d_v}\cdot{d_model}")
+    terms = " + ".join(_latex_int(n) for n in (count.w_q, count.w_k, count.w_v, count.w_o))
+    if bias:
+        symbols += r" + (2h\,d_k + h\,d_v + d_{model})"
+        numbers += rf" + (2\cdot{n_heads}\cdot{d_k} + {n_heads}\cdot{d_v} + {d_model})"
+        terms += f" + {_latex_int(count.biases)}"
+    st.latex(rf"\begin{{aligned}} \text{{params}} &= {symbols} \\ &= {numbers} \\ &= {terms} "
+             rf"= {_latex_int(count.total)} \end{{aligned}}")
+    weights = count.total - count.biases
+    if n_heads * d_k == d_model and n_heads * d_v == d_model:
+        note = (f"With h·d_k = h·d_v = d_model each of W_Q, W_K, W_V, W_O is one {d_model} × {d_model} "
+                f"matrix: {weights:,} = 4 × {d_model}² weights")
+        st.markdown(md_literal(note) + (f", plus {count.biases:,} biases (4 × {d_model})."
+                                        if bias else "."))
+    else:
+        st.markdown(md_literal(f"{weights:,} weights" + (f" and {count.biases:,} biases." if bias else ".")))
+
+
+def _flops(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
+    st.markdown("#### Attention FLOPs: h thin heads = one wide head (chapter 004, step 6)")
+    thin, wide = head_split_flops(n_q, n_k, n_heads, d_k, d_v)
+    left, right = st.columns(2, gap="large")
+    left.metric(f"{n_heads} heads of width {d_k}", f"{thin:,}")
+    right.metric(f"1 head of width {n_heads * d_k}", f"{wide:,}")
+    st.latex(rf"\begin{{aligned}} 2\,h\,n_q\,n_k\,(d_k + d_v) "
+             rf"&= 2\cdot{n_heads}\cdot{n_q}\cdot{n_k}\cdot({d_k} + {d_v}) = {_latex_int(thin)} "
+             rf"&& \text{{{n_heads} thin heads}} \\ "
+             rf"&= 2\cdot 1\cdot{n_q}\cdot{n_k}\cdot({n_heads * d_k} + {n_heads * d_v}) = {_latex_int(wide)} "
+             rf"&& \text{{one wide head}} \end{{aligned}}")
+    verdict = "equal" if thin == wide else "different"
+    st.markdown(f"**{verdict}**: {n_heads} × n_q·n_k·{d_k} = n_q·n_k·{n_heads * d_k}. Splitting into heads "
+                "gives h different views of the sequence for the same work.")
+    st.caption(f"The whole block, with the projections and W_O: "
+               f"{mha_flops(n_q, n_k, d_model, n_heads, d_k, d_v):,} FLOPs (a multiply-add counts 2).")
+
+
+def _shapes(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
+    st.markdown("#### Cross-attention shapes (example H)")
+    lines = [f"| {md_literal(step.name)} | {step.shape[0]:,} × {step.shape[1]:,} | {md_literal(step.how)} |"
+             for step in cross_attention_shapes(n_q, n_k, d_model, n_heads, d_k, d_v)]
+    st.markdown("| one head, then all | shape | why |\n|---|---|---|\n" + "\n".join(lines))
+    joined = n_heads * d_v
+    fits = "= d_model ✓" if joined == d_model else f"≠ d_model = {d_model}: W_O maps it back"
+    st.markdown(f"Shape algebra: ({n_q} × {n_k}) · ({n_k} × {d_v}) = ({n_q} × {d_v}); the inner {n_k} "
+                f"cancels and the output has one row per query. After the concat: {n_heads} · {d_v} = "
+                f"{joined} {fits}.")

@@ -22,7 +22,13 @@ from mha_core import attention_flops, count_parameters, normalised_entropy, pair
 from mha_core.analysis import most_disagreeing_pair
 from mha_core.quiz import Question, forecast
 
+PRESENTER_CSS = """<style>
+[data-testid="stMain"] .block-container { padding-top: 4rem; }  /* just below the app's header bar */
+[data-testid="stMain"] h3 { padding-top: 0; }
+</style>"""
+CHART_WIDTH = 700  # px: the charts' column at 1280 px with the sidebar collapsed
 STEP_KEY = "present_step"
+TO_THE_TOP = "present_to_the_top"
 REVEALED = "present_revealed"  # (screen, question prompt) the room has seen the answer to
 
 
@@ -45,23 +51,24 @@ SCREENS = (
 )
 
 # Arrow keys and a presentation clicker's Page Up/Down press Back and Next. Unlike
-# streamlit-shortcuts' listener, this one leaves keys typed into a field alone and does nothing
-# on pages without these buttons (it stays installed in the browser tab after leaving this page).
+# streamlit-shortcuts' listener (which calls preventDefault on every matching key before it looks
+# for the button), this one leaves keys typed into a field alone and does nothing on other pages.
 KEYS_SCRIPT = """<script>
 const doc = window.parent.document;
-if (!window.parent.__presenterKeys) {
-  window.parent.__presenterKeys = true;
-  doc.addEventListener('keydown', (event) => {
-    const target = event.target;
-    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
-    const typing = ['INPUT', 'TEXTAREA', 'SELECT'].includes(target && target.tagName);
-    if (typing || (target && target.isContentEditable)) return;
-    const which = {ArrowRight: 'present_next', PageDown: 'present_next',
-                   ArrowLeft: 'present_back', PageUp: 'present_back'}[event.key];
-    const button = which && doc.querySelector(`.st-key-${which} button`);
-    if (button && !button.disabled) { event.preventDefault(); button.click(); }
-  });
-}
+const pressed = (event) => {
+  const target = event.target;
+  if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+  const typing = ['INPUT', 'TEXTAREA', 'SELECT'].includes(target && target.tagName);
+  if (typing || (target && target.isContentEditable)) return;
+  const which = {ArrowRight: 'present_next', PageDown: 'present_next',
+                 ArrowLeft: 'present_back', PageUp: 'present_back'}[event.key];
+  const button = which && doc.querySelector(`.st-key-${which} button`);
+  if (button && !button.disabled) { event.preventDefault(); button.click(); }
+};
+// One listener, owned by the newest frame: a removed frame's listener would stop working.
+if (window.parent.__presenterKeys) doc.removeEventListener('keydown', window.parent.__presenterKeys);
+window.parent.__presenterKeys = pressed;
+doc.addEventListener('keydown', pressed);
 </script>"""
 
 
@@ -79,39 +86,55 @@ def go(delta: int) -> None:
     selections = st.session_state.selections
     selections[STEP_KEY] = int(np.clip(selections.get(STEP_KEY, 0) + delta, 0, len(SCREENS) - 1))
     st.session_state.pop(REVEALED, None)  # a screen met again asks its question again
+    st.session_state[TO_THE_TOP] = True  # a new screen starts at its top
 
 
 def reveal(screen: int, question: Question) -> None:
+    """Show the answer, and the result drawn for the head and query the question was about."""
     st.session_state[REVEALED] = (screen, question.prompt)
+    if question.cell is not None:
+        head, query, _ = question.cell
+        st.session_state.selections.update(shown_head=head, focus_query=query)
 
 
 def render(current: Current, inputs: Inputs) -> None:
-    st.html(LARGE_TYPE_CSS)
+    st.set_page_config(initial_sidebar_state="collapsed")  # the room sees the lesson, not the controls
+    st.html(LARGE_TYPE_CSS + PRESENTER_CSS)
     screen = screen_number()
-    navigation(screen)
-    st.iframe(KEYS_SCRIPT, height=1)
+    header(screen)
+    new_screen = st.session_state.pop(TO_THE_TOP, False)
+    scroll = f"{widgets.SCROLL_TO_TOP}<!-- screen {screen} -->" if new_screen else ""  # one iframe per screen
+    st.iframe(KEYS_SCRIPT + scroll, height=1)
     scenario = state.presets().get(current.base.origin) if current.base is not None else None
     lesson = scenario.lesson if scenario is not None and not current.edited else None
-    st.markdown(f"### {screen + 1}. {SCREENS[screen].title}")
     if current.result is None or inputs.sizes is None:
         st.warning("An input is at fault: fix the one marked ⚠️ on the workbench (nothing you typed is "
-                   "lost), and the lesson carries on here.", icon="⚠️")
+                   "lost), and the lesson carries on here.", icon=":material/warning:")
         return
-    if screen == 0:
-        title_card(scenario, current)
-    where_the_point_is(lesson, screen)
-    question = forecast_for(lesson, current, screen)
-    if question is not None and not ask(screen, question):
-        return
-    Draw(current, inputs).screen(screen)
+    draw = Draw(current, inputs)
+    draw.formula(screen)
+    charts, words = st.columns([3, 2], gap="medium")
+    with words:
+        if screen == 0:
+            title_card(scenario, current)
+        where_the_point_is(lesson, screen)
+        question = forecast_for(lesson, current, screen)
+        shown = question is None or ask(screen, question)
+        draw.why(screen)
+    with charts:
+        if shown:
+            draw.screen(screen)
+        else:
+            st.info("The result appears here after **Reveal**: first, let the room forecast.",
+                    icon=":material/psychology_alt:")
 
 
-def navigation(screen: int) -> None:
-    back, counter, forward = st.columns([1, 1, 1], vertical_alignment="center")
+def header(screen: int) -> None:
+    """Back, the screen's number and title, Next: one row."""
+    back, title, forward = st.columns([1, 6, 1], vertical_alignment="center")
     back.button("◀ Back", key="present_back", on_click=go, args=(-1,), disabled=screen == 0,
                 use_container_width=True)
-    counter.markdown(f"<div style='text-align:center;font-size:1.6rem'><b>{screen + 1} / {len(SCREENS)}</b>"
-                     "</div>", unsafe_allow_html=True)
+    title.markdown(f"### {screen + 1} / {len(SCREENS)} · {SCREENS[screen].title}")
     forward.button("Next ▶", key="present_next", on_click=go, args=(1,), type="primary",
                    disabled=screen == len(SCREENS) - 1, use_container_width=True)
 
@@ -132,7 +155,8 @@ def where_the_point_is(lesson, screen: int) -> None:
     if lesson is None:
         return
     if lesson.screen == screen + 1:
-        st.success(f"**The point is on this screen:** {md_literal(lesson.look_for)}", icon="🎯")
+        st.success(f"**The point is on this screen:** {md_literal(lesson.look_for)}",
+                   icon=":material/my_location:")
     elif screen > 0:
         st.caption(f"This example's point appears on screen {lesson.screen}.")
 
@@ -171,6 +195,12 @@ def answer_text(question: Question) -> str:
     return str(question.answer)
 
 
+SPLIT_WHY = ("Attention's cost grows like n² · d: h thin heads of width d_k cost what one head of width "
+             "h · d_k costs, but give h viewpoints. Different W_i per head force different questions.")
+COST_WHY = ("Each head has its own W_Q, W_K and W_V of d_model × d_k numbers; W_O maps the concatenation "
+            "back to d_model. With h · d_k = d_model, that is 4 · d_model² whatever h is.")
+
+
 class Draw:
     """Each screen's charts, large, for one head and one query at a time."""
 
@@ -184,9 +214,22 @@ class Draw:
         (self.arrows, self.qkv, self.dot_product, self.softmax, self.weighted_sum, self.split,
          self.disagreement, self.concatenate, self.cost)[screen]()
 
-    def formula(self, step: int, formula: str | None = None) -> None:
-        st.latex(formula or STEPS[step].formula)
-        st.markdown(f"**Why.** {STEPS[step].why}")
+    def formula(self, screen: int) -> None:
+        """The screen's formula, across the page (the cost screen's formula is its result)."""
+        step = SCREENS[screen].step
+        if screen == 3:
+            st.latex(r"A_i = \operatorname{softmax}\!\left(" + self.setup.scaling.latex(self.sizes.d_k)
+                     + r"\right)")
+        elif screen == 5:
+            sz = self.sizes
+            st.latex(rf"d_k = {sz.d_k},\quad h = {sz.n_heads},\quad h \times d_k = {sz.n_heads * sz.d_k}")
+        elif screen != 8:
+            st.latex(STEPS[step].formula)
+
+    def why(self, screen: int) -> None:
+        step = SCREENS[screen].step
+        why = SPLIT_WHY if screen == 5 else COST_WHY if screen == 8 else STEPS[step].why
+        st.markdown(f"**Why.** {why}")
 
     def head(self) -> int:
         return widgets.choice_ui(st, "head", self.heads, "shown_head", segmented=True)
@@ -197,30 +240,27 @@ class Draw:
         return widgets.choice_ui(st, "query token", state.row_labels(self.q_tokens), "focus_query",
                                  default=default)
 
-    def one_head(self, values, head: int, kind: str, symbol: str, key: str) -> None:
+    def one_head(self, values, head: int, kind: str, symbol: str, key: str, width: int = CHART_WIDTH) -> None:
         chart(figure("head_grids", values[head:head + 1], self.q_tokens, self.k_tokens, kind=kind,
-                     mask=self.r.mask, large=True,
+                     mask=self.r.mask, large=True, width=width,
                      head_names=[figures.shape_title(f"{symbol} of head {head + 1}", values.shape[1:])]),
               key=key)
 
     def arrows(self):
-        self.formula(1)
         x = self.setup.x
         chart(figure("matrix_heatmap", x, self.q_tokens, figures.dims("d", self.sizes.d_model),
-                     title=figures.shape_title("X", x.shape), large=True, width=figures.FULL_WIDTH),
+                     title=figures.shape_title("X", x.shape), large=True, width=CHART_WIDTH),
               key="present_x")
 
     def qkv(self):
-        self.formula(2)
         head = self.head()
         r = self.r
         titles = [figures.shape_title(f"{name} of head {head + 1}", a[head].shape)
                   for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))]
         chart(figure("qkv_panels", r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
-                     titles=titles, large=True), key="present_qkv")
+                     titles=titles, large=True, width=CHART_WIDTH), key="present_qkv")
 
     def dot_product(self):
-        self.formula(3)
         head, query = self.head(), self.query()
         key = int(np.argmax(self.r.scores[head, query]))  # the best-aligned key: a bright beam
         st.latex(drill_lines(self.r, head, query, key)[0])
@@ -229,19 +269,16 @@ class Draw:
         self.one_head(self.r.scores, head, "scores", "S", "present_scores")
 
     def softmax(self):
-        self.formula(4, r"A_i = \operatorname{softmax}\!\left(" + self.setup.scaling.latex(self.sizes.d_k)
-                     + r"\right)")
         head, query = self.head(), self.query()
         key = int(np.argmax(self.r.weights[head, query]))
         st.latex(drill_lines(self.r, head, query, key)[-1])
         left, right = st.columns(2)
         with left:
-            self.one_head(self.r.scaled, head, "scores", "scaled", "present_scaled")
+            self.one_head(self.r.scaled, head, "scores", "scaled", "present_scaled", CHART_WIDTH // 2)
         with right:
-            self.one_head(self.r.weights, head, "weights", "A", "present_weights")
+            self.one_head(self.r.weights, head, "weights", "A", "present_weights", CHART_WIDTH // 2)
 
     def weighted_sum(self):
-        self.formula(5)
         head, query = self.head(), self.query()
         weights, values = self.r.weights[head, query], self.r.v[head]  # [n_k], [n_k, d_v]
         shown = np.argsort(-weights, kind="stable")[:4]
@@ -254,13 +291,12 @@ class Draw:
                    f"{values.shape[1]}.")
         outputs = self.r.head_outputs
         chart(figure("head_grids", outputs[head:head + 1], self.q_tokens, figures.dims("v", self.sizes.d_v),
-                     kind="signed", cols_are_tokens=False, large=True,
+                     kind="signed", cols_are_tokens=False, large=True, width=CHART_WIDTH,
                      head_names=[figures.shape_title(f"head {head + 1}'s output", outputs.shape[1:])]),
               key="present_head_output")
 
     def split(self):
         sz = self.sizes
-        st.latex(rf"d_k = {sz.d_k},\quad h = {sz.n_heads},\quad h \times d_k = {sz.n_heads * sz.d_k}")
         flops = attention_flops(sz.n_q, sz.n_k, sz.n_heads, sz.d_k, sz.d_v)
         wide = attention_flops(sz.n_q, sz.n_k, 1, sz.n_heads * sz.d_k, sz.n_heads * sz.d_v)
         st.markdown(f"**Why narrow slices?** {sz.n_heads} heads of width {sz.d_k} cost {flops:,} FLOPs; one "
@@ -268,12 +304,13 @@ class Draw:
                     "viewpoints.")
         names = [figures.shape_title(f"A{_sub(i + 1)}", self.r.weights.shape[1:]) for i in range(sz.n_heads)]
         chart(figure("head_grids", self.r.weights, self.q_tokens, self.k_tokens, kind="weights",
-                     mask=self.r.mask, large=True, head_names=names), key="present_all_heads")
+                     mask=self.r.mask, large=True, width=CHART_WIDTH, head_names=names),
+              key="present_all_heads")
 
     def disagreement(self):
-        self.formula(6)
         query = self.query()
-        chart(figure("query_bars", self.r.weights, query, self.k_tokens, head_names=self.heads, large=True),
+        chart(figure("query_bars", self.r.weights, query, self.k_tokens, head_names=self.heads, large=True,
+                     width=CHART_WIDTH),
               key="present_bars")
         if len(self.heads) == 1 or len(self.k_tokens) == 1:
             st.markdown("With one head, or one key, there is nothing to disagree about.")
@@ -286,12 +323,12 @@ class Draw:
                     f"**{value:.3f}**." + (f" Flat (nothing to say): {', '.join(flat)}." if flat else ""))
 
     def concatenate(self):
-        self.formula(7)
         sz, r = self.sizes, self.r
         chart(figure("concat_bands", r.concat, self.q_tokens, sz.n_heads, sz.d_v, large=True,
+                     width=CHART_WIDTH,
                      title=f"Concat {figures.shape_title('', r.concat.shape).strip()}: one band per head"),
               key="present_concat")
-        chart(figure("side_by_side", self.setup.x, r.output, self.q_tokens, large=True,
+        chart(figure("side_by_side", self.setup.x, r.output, self.q_tokens, large=True, width=CHART_WIDTH,
                      left_title=figures.shape_title("input X", self.setup.x.shape),
                      right_title=figures.shape_title("output", r.output.shape)), key="present_output")
 

@@ -1,7 +1,185 @@
-"""Quiz: questions generated from the live setup (being built)."""
+"""Quiz: questions drawn from the live setup (mha_core.quiz), the chapters' Recall set, a worksheet.
+
+The page only draws. The quiz's seed is ``selections["quiz_seed"]`` (the link's ``quiz=<seed + 1>``),
+so everyone who opens one link gets the same questions; what this session answered lives in
+``quiz_*`` keys, and a new setup or seed starts a new round of questions (nothing stale).
+"""
+
+from __future__ import annotations
+
+import secrets
 
 import streamlit as st
 
+from app import state
+from app.state import Current
+from app.steps import STEPS
+from app.views.workbench import drill_lines
+from app.widgets import md_literal
+from mha_core.quiz import RECALL, Question, generate
+from mha_core.worksheet import worksheet_html
 
-def render(current, workbench_page) -> None:
+QUIZ_LENGTH = 10  # questions drawn at a time; "New question" past the last draws more
+SEEDS = 999  # a link counts the seed from 1 in at most three digits (state._apply_selections)
+RADIO_UP_TO = 6  # more choices than this go in a selectbox
+PLACEHOLDERS = {"weight": "e.g. 0.42", "score": "e.g. -1.25", "head_output": "e.g. 0.8",
+                "shape": "e.g. 3 × 5", "parameters": "e.g. 1,048,576"}
+
+
+def render(current: Current, workbench_page) -> None:
     st.title("Quiz")
+    seed = _seed()
+    score_slot = st.empty()  # filled last, so that this run's check is counted
+    asked, recall, sheet = st.tabs(["Questions about this setup", "Recall: the chapters' questions",
+                                    "Worksheet to print"])
+    with recall:
+        _recall(workbench_page)
+    if current.result is None:
+        for tab in (asked, sheet):
+            with tab:
+                _fix_first(current, workbench_page)
+    else:
+        with asked:
+            _questions(current, workbench_page, seed)
+        with sheet:
+            _worksheet(current, seed)
+    right, total = st.session_state.get("quiz_right", 0), st.session_state.get("quiz_asked", 0)
+    score_slot.markdown(f"**Score this session: {right} right of {total} asked.** Quiz seed {seed + 1}: "
+                        "everyone who opens this page's link gets the same questions.")
+
+
+def _seed() -> int:
+    """The quiz's seed from the selections (a link may have set it), kept in the address bar."""
+    selections = st.session_state.selections
+    seed = selections.get("quiz_seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEEDS:
+        seed = 0
+    selections["quiz_seed"] = seed
+    state.sync_selection_params()
+    return seed
+
+
+def _new_quiz() -> None:
+    selections = st.session_state.selections
+    old = selections.get("quiz_seed", 0)
+    selections["quiz_seed"] = (old + 1 + secrets.randbelow(SEEDS - 1)) % SEEDS  # never the same one
+
+
+def _next_question() -> None:
+    st.session_state.quiz_index = st.session_state.get("quiz_index", 0) + 1
+
+
+def _fix_first(current: Current, workbench_page) -> None:
+    problems = list(current.problems.values()) + ([current.error] if current.error else [])
+    what = md_literal(problems[0]) if problems else "an input is at fault"
+    st.warning(f"The questions are about the live setup, and it cannot be computed now: {what}", icon="⚠️")
+    st.page_link(workbench_page, label="Fix it on the workbench", icon="🧮")
+
+
+def _round(current: Current, seed: int) -> int:
+    """The round of questions: a new one whenever the setup's inputs or the seed change."""
+    ss = st.session_state
+    seen = ss.get("quiz_setup")
+    if seen is None or ss.get("quiz_seen_seed") != seed or not seen.same_inputs(current.setup):
+        if seen is not None and ss.get("quiz_seen_seed") == seed:
+            ss.quiz_note = "The setup changed, so the quiz starts again with questions about it."
+        ss.quiz_round, ss.quiz_index, ss.quiz_given = ss.get("quiz_round", 0) + 1, 0, {}
+    ss.quiz_setup, ss.quiz_seen_seed = current.setup, seed
+    return ss.quiz_round
+
+
+def _questions(current: Current, workbench_page, seed: int) -> None:
+    ss = st.session_state
+    round_ = _round(current, seed)
+    if ss.get("quiz_note"):
+        st.info(ss.pop("quiz_note"), icon="🔄")
+    index = ss.get("quiz_index", 0)
+    questions = generate(current.setup, current.result, seed, count=max(QUIZ_LENGTH, index + 1))
+    position = index % len(questions)  # a tiny setup has fewer different questions: they come round again
+    question = questions[position]
+    ident = f"{round_}_{index}"
+    st.caption(f"Question {index + 1} · about step {question.step}: {STEPS[question.step].title}")
+    given = _ask(question, ident, f"**{md_literal(question.prompt)}**")
+    if given is not None and ident not in ss.quiz_given:
+        _count(question.check(given))
+    if given is not None:
+        ss.quiz_given[ident] = given
+    if ident in ss.quiz_given:
+        _feedback(question, ss.quiz_given[ident], workbench_page)
+        if question.cell is not None and st.toggle("Show the arithmetic (the drill-down of this cell)",
+                                                   key=f"quiz_arithmetic_{ident}"):
+            for line in drill_lines(current.result, *question.cell):
+                st.latex(line)
+    left, right = st.columns(2)
+    left.button("New question", key="quiz_next", on_click=_next_question, use_container_width=True)
+    right.button("New quiz (new seed)", key="quiz_new", on_click=_new_quiz, use_container_width=True)
+
+
+def _ask(question: Question, ident: str, prompt: str) -> str | None:
+    """The question in a form; what was submitted (None before Check, or when nothing was chosen)."""
+    with st.form(f"quiz_form_{ident}"):
+        st.markdown(prompt)
+        key = f"quiz_answer_{ident}"
+        if question.choices and len(question.choices) <= RADIO_UP_TO:
+            value = st.radio("Your answer", question.choices, index=None, key=key, format_func=md_literal)
+        elif question.choices:
+            value = st.selectbox("Your answer", question.choices, index=None, key=key,
+                                 placeholder="Choose a key, query or pair")
+        else:
+            value = st.text_input("Your answer", key=key, placeholder=PLACEHOLDERS.get(question.kind, ""),
+                                  max_chars=60)
+        checked = st.form_submit_button("Check", key=f"quiz_check_{ident}", type="primary")
+    if not checked:
+        return None
+    if value is None or not str(value).strip():
+        st.warning("Type or choose an answer first, then press Check.")
+        return None
+    return str(value)
+
+
+def _count(right: bool) -> None:
+    ss = st.session_state
+    ss.quiz_asked = ss.get("quiz_asked", 0) + 1
+    ss.quiz_right = ss.get("quiz_right", 0) + int(right)
+
+
+def _feedback(question: Question, given: str, workbench_page) -> None:
+    if question.check(given):
+        st.success(f"Right: {md_literal(question.answer_text)}.", icon="✅")
+    else:
+        problem = question.problem(given)
+        why = f" ({md_literal(problem)})" if problem else f": you answered {md_literal(given[:60])}"
+        st.error(f"Wrong{why}. The right answer is **{md_literal(question.answer_text)}**.", icon="❌")
+    st.markdown(question.explanation)
+    st.page_link(workbench_page, label=f"Look at step {question.step}: {STEPS[question.step].title}",
+                 icon="🧮")
+
+
+def _recall(workbench_page) -> None:
+    ss = st.session_state
+    st.caption("The chapters' own Recall questions (chapter 001, 'Reveal after guessing'; chapter 004, "
+               "'Check yourself'). Guess first, then check.")
+    answered = ss.setdefault("quiz_recall_given", {})
+    for i, question in enumerate(RECALL):
+        ident = f"recall_{i}"
+        given = _ask(question, ident, f"**{i + 1}. {md_literal(question.prompt)}**")
+        if given is not None and ident not in answered:
+            _count(question.check(given))
+        if given is not None:
+            answered[ident] = given
+        if ident in answered:
+            _feedback(question, answered[ident], workbench_page)
+
+
+def _worksheet(current: Current, seed: int) -> None:
+    label = state.label_of(current.setup.origin) + (" (edited)" if current.edited else "")
+    html = worksheet_html(current.setup, current.result, title=f"Multi-head attention by hand: {label}",
+                          seed=seed)
+    st.markdown("A worksheet for the class, from this setup's live numbers: one head's Q, K and V, a few "
+                "dot products to compute by hand, the softmax of one row (its scaled scores given) and one "
+                "cell of the head's output; the answer key is on a separate page. Open the file in a "
+                "browser and print it (A4). When d_k is over 8 the sheet gives the scores instead of "
+                "asking for dot products.")
+    st.download_button("Download the worksheet (HTML, prints on A4)", data=html,
+                       file_name=f"attention-worksheet-{seed + 1}.html", mime="text/html",
+                       key="quiz_worksheet", on_click="ignore", icon="🖨️")

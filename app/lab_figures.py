@@ -1,0 +1,109 @@
+"""Pure figures of the Labs page: arrays in, go.Figure out (numpy + plotly only, no streamlit).
+
+Colours are Okabe-Ito, as in app.figures: blue for weights and scaled scores, vermillion for
+unscaled ones, reddish purple for "you are here" (the chapter's magenta dot). Numbers on bars go
+through format_number, so 2.1e-9 and 1 − 4.1e-9 never print as 0.00 and 1.00.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.figures import format_number, hover_number, plain
+
+BLUE, VERMILLION, MARKER = "#0072B2", "#D55E00", "#CC79A7"
+FONT = dict(size=13)
+BAR_HEIGHT = 300  # px: weight bars
+CURVE_HEIGHT = 320  # px: the gap and d_k curves
+HISTOGRAM_HEIGHT = 380  # px: two stacked histograms
+MARGIN = dict(l=60, r=16, t=48, b=56)  # room for tick labels, axis titles and a one-line title
+HISTOGRAM_BINS = 40  # per histogram; each over its own data, so the narrow one keeps its shape
+# Both curves end high on the right and start low on the left: their lower right corner is empty.
+INSIDE_LOWER_RIGHT = dict(x=0.98, y=0.04, xanchor="right", yanchor="bottom", bgcolor="rgba(255,255,255,0.8)")
+WEIGHT_TOP = 1.18  # y range of weight bars: room for the number above a bar of weight 1
+
+
+def _layout(height: int, title: str, **axes) -> dict:
+    return dict(template={}, height=height, margin=MARGIN, font=FONT, hoverlabel=dict(font=FONT),
+                title=dict(text=title, x=0, xanchor="left", font=dict(size=15)), **axes)
+
+
+def weight_bars(weights, keys, scores, values, *, title: str = "") -> go.Figure:
+    """One query's weights as bars, the number above each bar. weights, scores, values [n_k]."""
+    weights = np.asarray(weights, dtype=float)  # [n_k]
+    labels = [plain(key) for key in keys]
+    positions = np.arange(1, weights.size + 1)  # [n_k] integer positions: repeated keys stay apart
+    hover = [f"{key}: score {hover_number(s)}, weight {hover_number(w, near_one=True)}, "
+             f"value {hover_number(v)}" for key, s, w, v in zip(labels, scores, weights, values, strict=True)]
+    numbers = [format_number(w, near_one=True) for w in weights]
+    bars = go.Bar(x=positions, y=weights, marker_color=BLUE, text=numbers, textposition="outside",
+                  cliponaxis=False, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>")
+    return go.Figure(bars, _layout(
+        BAR_HEIGHT, title,
+        xaxis=dict(tickmode="array", tickvals=positions, ticktext=labels, title="key"),
+        yaxis=dict(range=[0, WEIGHT_TOP], tickvals=[0, 0.25, 0.5, 0.75, 1], title="weight")))
+
+
+def gap_figure(gaps, weights, *, gap: float, weight: float, n_keys: int, temperature: float,
+               reference=None) -> go.Figure:
+    """Top weight against the gap (example D's figure), the current gap marked.
+
+    gaps, weights [n]; reference [n]: the same curve at T = 1, drawn dashed when T differs.
+    """
+    traces = [go.Scatter(x=gaps, y=weights, mode="lines", line=dict(color=BLUE, width=3),
+                         name=f"{n_keys} keys, T = {temperature:g}",
+                         hovertemplate="gap %{x:.2f}: top weight %{y:.6f}<extra></extra>")]
+    if reference is not None:
+        traces.append(go.Scatter(x=gaps, y=reference, mode="lines", line=dict(color="grey", dash="dash"),
+                                 name="T = 1", hovertemplate="T = 1, gap %{x:.2f}: %{y:.6f}<extra></extra>"))
+    label = f"gap {gap:g}: {format_number(weight, 4, near_one=True)}"
+    traces.append(go.Scatter(x=[gap], y=[weight], mode="markers+text", marker=dict(color=MARKER, size=14),
+                             text=[label], textposition="bottom right" if gap < 20 else "bottom left",
+                             name="current gap", hovertemplate=f"{label}<extra></extra>"))
+    return go.Figure(traces, _layout(
+        CURVE_HEIGHT, f"Softmax collapsing to one-hot ({n_keys} keys)",
+        xaxis=dict(title="gap between the top score and the others", range=[0, float(gaps[-1])]),
+        yaxis=dict(title="weight on the top key", range=[0, 1.05]),
+        legend=INSIDE_LOWER_RIGHT, showlegend=reference is not None))
+
+
+def spread_histograms(unscaled, scaled, d_k: int) -> go.Figure:
+    """q·k and q·k/√d_k for the same pairs, stacked on one x axis. unscaled, scaled [n_pairs]."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.16,
+                        subplot_titles=(f"q·k: std {np.std(unscaled):.2f} (√d_k = {np.sqrt(d_k):.2f})",
+                                        f"q·k / √d_k: std {np.std(scaled):.2f}"))
+    for row, (sample, colour, name) in enumerate(((unscaled, VERMILLION, "q·k"),
+                                                  (scaled, BLUE, "q·k / √d_k")), start=1):
+        low, high = float(np.min(sample)), float(np.max(sample))
+        size = max(high - low, 1e-9) / HISTOGRAM_BINS
+        fig.add_trace(go.Histogram(x=np.asarray(sample, dtype=np.float32), name=name, marker_color=colour,
+                                   xbins=dict(start=low, end=high + size, size=size), histnorm="percent",
+                                   hovertemplate=f"{name} %{{x}}: %{{y:.1f}}% of pairs<extra></extra>"),
+                      row=row, col=1)
+        fig.update_yaxes(title_text="% of pairs", row=row, col=1)
+    fig.update_xaxes(title_text="dot product", row=2, col=1)
+    fig.update_annotations(font=dict(size=14), x=0, xanchor="left")
+    fig.update_layout(template={}, height=HISTOGRAM_HEIGHT, margin=dict(MARGIN, t=36), font=FONT,
+                      showlegend=False, bargap=0.05)
+    return fig
+
+
+def largest_weight_figure(widths, unscaled, scaled, *, d_k: int, n_keys: int) -> go.Figure:
+    """Mean largest softmax weight against d_k, scaled and not; the chosen d_k marked. [len(widths)] each."""
+    widths = np.asarray(widths)
+    traces = [go.Scatter(x=widths, y=unscaled, mode="lines+markers", name="q·k (not scaled)",
+                         line=dict(color=VERMILLION, width=3),
+                         hovertemplate="d_k %{x}: largest weight %{y:.3f} (not scaled)<extra></extra>"),
+              go.Scatter(x=widths, y=scaled, mode="lines+markers", name="q·k / √d_k",
+                         line=dict(color=BLUE, width=3),
+                         hovertemplate="d_k %{x}: largest weight %{y:.3f} (scaled)<extra></extra>")]
+    layout = _layout(
+        CURVE_HEIGHT, f"Largest weight of one query over {n_keys} random keys",
+        xaxis=dict(type="log", title="d_k", tickvals=widths, ticktext=[str(w) for w in widths]),
+        yaxis=dict(title="mean largest weight", range=[0, 1.05]),
+        legend=INSIDE_LOWER_RIGHT,
+        shapes=[dict(type="line", x0=d_k, x1=d_k, yref="paper", y0=0, y1=1,
+                     line=dict(color=MARKER, width=2, dash="dot"))])
+    return go.Figure(traces, layout)

@@ -1,0 +1,223 @@
+"""The numbers behind the Labs page (NumPy only): one softmax row, why scores are scaled, size and cost.
+
+Score lab: one query's raw scores and the keys' values -> weights and the output (chapter 001,
+examples C to G). Scaling lab: random queries and keys of width d_k, with and without 1/sqrt(d_k)
+(example F). Size and cost: parameters, FLOPs and shapes of one block (examples H and I, chapter
+004 step 6). The page only draws what these return.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from mha_core.analysis import attention_flops, count_parameters
+from mha_core.attention import softmax
+from mha_core.setup import LIMITS, Setup, parse_number
+
+# --- Score lab -------------------------------------------------------------------------------
+
+SCORE_PRESETS = ("ex_c_equal_scores", "ex_d_one_huge_score", "ex_e_negative_score", "ex_f_unscaled",
+                 "ex_f_scaled", "ex_g_coreference")  # the score-level examples, in the chapter's order
+MAX_KEYS = LIMITS.tokens  # as many keys as the workbench takes
+TEMPERATURE = (0.05, 20.0)  # below 0.05 every row is one-hot already; above 20 nearly flat
+SEPARATORS = re.compile(r"[,;\s]+")  # "2, 2, 2", "2;2;2" and "2 2 2" all read as three numbers
+
+
+def parse_numbers(text: str, what: str = "scores") -> np.ndarray:  # "2, 2, 2" -> [3]
+    """A typed list of numbers; a ValueError naming the item at fault and how to fix it.
+
+    Items are separated by commas, semicolons or spaces (so decimals take a point: 1.5), and
+    each is read by ``parse_number`` (ASCII digits, at most ±1e6).
+    """
+    items = [item for item in SEPARATORS.split(str(text).strip()) if item]
+    if not items:
+        raise ValueError(f"Type at least one number for the {what}, separated by commas (e.g. 2, 2, 2).")
+    if len(items) > MAX_KEYS:
+        raise ValueError(f"{len(items)} {what} is more than the {MAX_KEYS} this lab takes; remove some.")
+    numbers = []
+    for position, item in enumerate(items, start=1):
+        try:
+            numbers.append(parse_number(item))
+        except ValueError as error:
+            raise ValueError(f"{what.capitalize()}, item {position}: {error}.") from None
+    return np.array(numbers, dtype=float)
+
+
+def check_temperature(temperature: float) -> float:
+    low, high = TEMPERATURE
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not (
+            low <= temperature <= high):
+        raise ValueError(f"The temperature T must be a number from {low:g} to {high:g}, got {temperature!r}.")
+    return float(temperature)
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """One query's softmax, every step kept: scores / T -> weights -> weight x value -> output."""
+
+    scores: np.ndarray  # [n_k] as typed
+    values: np.ndarray  # [n_k] one number per key
+    temperature: float
+    scaled: np.ndarray  # [n_k] scores / T
+    weights: np.ndarray  # [n_k] softmax(scaled), positive, sum 1
+    terms: np.ndarray  # [n_k] weights * values
+    output: float  # sum of the terms
+
+    @property
+    def negative(self) -> np.ndarray:  # [m] positions of negative scores (their weights are still > 0)
+        return np.flatnonzero(self.scores < 0)
+
+
+def score_row(scores, values, temperature: float = 1.0) -> ScoreRow:  # [n_k], [n_k] -> ScoreRow
+    """Softmax of scores / T and the weighted sum of the values."""
+    scores = np.asarray(scores, dtype=float)  # [n_k]
+    values = np.asarray(values, dtype=float)  # [n_k]
+    if scores.ndim != 1 or scores.size == 0:
+        raise ValueError(f"scores must be a non-empty list, got shape {list(scores.shape)}")
+    if values.shape != scores.shape:
+        raise ValueError(f"{scores.size} scores but {values.size} values: give one value per score.")
+    if not (np.isfinite(scores).all() and np.isfinite(values).all()):
+        raise ValueError("scores and values must be finite numbers")
+    temperature = check_temperature(temperature)
+    scaled = scores / temperature  # [n_k]
+    weights = softmax(scaled)  # [n_k]
+    terms = weights * values  # [n_k]
+    return ScoreRow(scores, values, temperature, scaled, weights, terms, float(terms.sum()))
+
+
+@dataclass(frozen=True)
+class ScoreInputs:
+    """What a preset puts into the score lab's boxes."""
+
+    scores: np.ndarray  # [n_k]
+    values: np.ndarray  # [n_k]
+    keys: tuple[str, ...]
+    temperature: float  # 1, or sqrt(d) for a preset scaled by 1/sqrt(d) (example F: 8)
+
+
+def score_inputs(scenario: Setup) -> ScoreInputs:
+    """A score-level preset's scores (x_kv column 0), values (column 1), key names and scaling as T."""
+    x_kv = np.asarray(scenario.x_kv, dtype=float)  # [n_k, 2]
+    multiplier = scenario.scaling.multiplier(d_k=1)  # the examples give their scores directly
+    return ScoreInputs(x_kv[:, 0].copy(), x_kv[:, 1].copy(), tuple(scenario.key_tokens), 1.0 / multiplier)
+
+
+def top_weight(gap, n_keys: int, temperature: float = 1.0):  # gap [...] -> [...]
+    """Softmax weight of the top key when the other n_keys - 1 scores are `gap` lower (example D's curve).
+
+    1 / (1 + (n_keys - 1) e^(-gap / T)): 1/n_keys at gap 0, rising to 1 as the gap grows.
+    """
+    if n_keys < 1:
+        raise ValueError(f"n_keys must be at least 1, got {n_keys}")
+    exponent = np.minimum(-np.asarray(gap, dtype=float) / temperature, 700.0)  # e^700 is still finite
+    return 1.0 / (1.0 + (n_keys - 1) * np.exp(exponent))
+
+
+def gap_curve(n_keys: int, temperature: float = 1.0, largest: float = 40.0,
+              points: int = 161) -> tuple[np.ndarray, np.ndarray]:  # -> gaps [points], weights [points]
+    """The top weight against the gap, from 0 to `largest`."""
+    gaps = np.linspace(0.0, largest, points)  # [points]
+    return gaps, top_weight(gaps, n_keys, temperature)
+
+
+def gap_of(scores) -> float | None:  # [n_k] -> top minus the others, when the others are all equal
+    """The gap the curve's formula describes, or None when the other scores differ (example G)."""
+    scores = np.sort(np.asarray(scores, dtype=float))[::-1]  # [n_k], largest first
+    if scores.size < 2 or np.ptp(scores[1:]) > 0:
+        return None
+    return float(scores[0] - scores[1])
+
+
+# --- Scaling lab -----------------------------------------------------------------------------
+
+WIDTHS = tuple(2**i for i in range(11))  # d_k = 1, 2, 4, ..., 1024
+PAIRS = (500, 1000, 2000, 5000)  # random (q, k) pairs per histogram
+
+
+def dot_products(d_k: int, n_pairs: int, seed: int) -> np.ndarray:  # -> [n_pairs]
+    """q . k for n_pairs random pairs with standard normal entries: mean 0, variance d_k."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((n_pairs, d_k))  # [n_pairs, d_k]
+    k = rng.standard_normal((n_pairs, d_k))  # [n_pairs, d_k]
+    return np.einsum("pd,pd->p", q, k)
+
+
+def largest_weights(widths, n_keys: int, n_draws: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean largest softmax weight of one query over n_keys random keys, for each d_k in widths.
+
+    Returns (unscaled [len(widths)], scaled by 1/sqrt(d_k) [len(widths)]): unscaled climbs to 1
+    (one-hot) as d_k grows; scaled stays level.
+    """
+    rng = np.random.default_rng(seed)
+    unscaled, scaled = [], []
+    for d_k in widths:
+        q = rng.standard_normal((n_draws, 1, d_k))  # [n_draws, 1, d_k]
+        k = rng.standard_normal((n_draws, n_keys, d_k))  # [n_draws, n_keys, d_k]
+        scores = np.einsum("dqc,dkc->dk", q, k)  # [n_draws, n_keys]
+        unscaled.append(softmax(scores).max(axis=-1).mean())
+        scaled.append(softmax(scores / math.sqrt(d_k)).max(axis=-1).mean())
+    return np.array(unscaled), np.array(scaled)
+
+
+# --- Size and cost ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParameterCount:
+    """Learnable numbers of one MHA block, matrix by matrix (count_parameters gives the total)."""
+
+    w_q: int  # h * d_model * d_k
+    w_k: int  # h * d_model * d_k
+    w_v: int  # h * d_model * d_v
+    w_o: int  # h * d_v * d_model
+    biases: int  # h*d_k + h*d_k + h*d_v + d_model, or 0
+    total: int  # count_parameters' answer; the terms above add up to it (tested)
+
+
+def parameter_count(d_model: int, n_heads: int, d_k: int, d_v: int, bias: bool = False) -> ParameterCount:
+    """Example I's count, term by term, with ``count_parameters``'s total (which checks the sizes)."""
+    total = count_parameters(d_model, n_heads, d_k, d_v, bias)
+    qk = n_heads * d_model * d_k
+    return ParameterCount(w_q=qk, w_k=qk, w_v=n_heads * d_model * d_v, w_o=n_heads * d_v * d_model,
+                          biases=n_heads * (2 * d_k + d_v) + d_model if bias else 0, total=total)
+
+
+def head_split_flops(n_q: int, n_k: int, n_heads: int, d_k: int, d_v: int) -> tuple[int, int]:
+    """Attention FLOPs of h heads of width d_k and d_v, and of one head of width h*d_k and h*d_v.
+
+    They are equal (chapter 004, step 6): h x n^2 x d_k = n^2 x (h d_k).
+    """
+    thin = attention_flops(n_q, n_k, n_heads, d_k, d_v)
+    wide = attention_flops(n_q, n_k, 1, n_heads * d_k, n_heads * d_v)
+    return thin, wide
+
+
+@dataclass(frozen=True)
+class ShapeStep:
+    name: str  # as the page writes it
+    shape: tuple[int, int]
+    how: str  # where the shape comes from
+
+
+def cross_attention_shapes(n_q: int, n_k: int, d_model: int, n_heads: int, d_k: int,
+                           d_v: int) -> tuple[ShapeStep, ...]:
+    """Example H's shape algebra for any sizes: one row per query, one column per key."""
+    return (
+        ShapeStep("X (queries' side)", (n_q, d_model), "n_q tokens, d_model numbers each"),
+        ShapeStep("X_kv (keys' side)", (n_k, d_model), "n_k tokens: cross-attention's second input"),
+        ShapeStep("Q_i = X W_i^Q", (n_q, d_k), f"[{n_q} × {d_model}] · [{d_model} × {d_k}]"),
+        ShapeStep("K_i = X_kv W_i^K", (n_k, d_k), f"[{n_k} × {d_model}] · [{d_model} × {d_k}]"),
+        ShapeStep("V_i = X_kv W_i^V", (n_k, d_v), f"[{n_k} × {d_model}] · [{d_model} × {d_v}]"),
+        ShapeStep("scores Q_i K_iᵀ", (n_q, n_k), f"[{n_q} × {d_k}] · [{d_k} × {n_k}]"
+                  + ("" if n_q == n_k else ": not square, the hallmark of cross-attention")),
+        ShapeStep("weights (softmax over keys)", (n_q, n_k), "each row sums to 1"),
+        ShapeStep("head_i = weights V_i", (n_q, d_v),
+                  f"[{n_q} × {n_k}] · [{n_k} × {d_v}]: the {n_k} cancels"),
+        ShapeStep("concat of the heads", (n_q, n_heads * d_v), f"{n_heads} heads of {d_v} side by side"),
+        ShapeStep("output = concat W_O", (n_q, d_model), f"[{n_q} × {n_heads * d_v}] · "
+                  f"[{n_heads * d_v} × {d_model}]"),
+    )

@@ -1,0 +1,587 @@
+"""Quiz questions drawn from one Setup and its MHAResult, and the chapters' Recall set (NumPy only).
+
+``generate(setup, result, seed)`` draws a mix of questions whose answers are read off the live
+numbers; ``forecast(setup, result, step, seed)`` one question a class can predict before a step's
+result is shown; ``RECALL`` the chapters' own questions. The same (setup, seed) always gives the
+same questions, so one link gives a class the same quiz.
+
+How answers are checked (``Question.check``; it never raises, junk is simply wrong):
+
+* choices: the text must equal one of them exactly (after trimming spaces);
+* shapes: "3 × 5", "3x5", "3 X 5", "3*5", "3 by 5", "3, 5", "(3, 5)" and "[3, 5]";
+* numbers: decimal or scientific notation in ASCII digits, as ``mha_core.setup.parse_number``
+  reads them, with three additions: a typographic minus is a minus; a single comma without a
+  point is a decimal comma ("0,67" is 0.67) except in the parameter count, where commas, spaces,
+  apostrophes and underscores between groups of three digits are thousands separators
+  ("1,048,576"); a weight may be typed as a percentage ("67%"). There is no upper bound
+  (parse_number stops at 1e6, below example I's 1,048,576 parameters); inf and NaN are refused.
+* tolerances (absolute): a weight asked to two decimals, 0.005 (plus 1e-6 for rounding in
+  float); a score or a head-output cell, 0.005 or 0.5% of its magnitude, whichever is larger
+  (plus the same hair), so two decimals or three significant figures are right; the parameter
+  count, exact.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from mha_core.analysis import (
+    count_parameters,
+    most_disagreeing_pair,
+    normalised_entropy,
+    pairwise_disagreement,
+)
+
+FLAT_AT = 0.95  # normalised entropy from which a row is "flat" (the workbench's FLAT_AT)
+FLAT_MARGIN = 0.01  # an entropy this close to FLAT_AT is not asked about: the bar would not show it
+TOP_MARGIN = 0.01  # a "most" question needs the winner ahead of the runner-up by this much
+HAIR = 1e-6  # float rounding on top of a stated tolerance: 0.665 typed as 0.67 stays right
+WEIGHT_TOLERANCE = 0.005 + HAIR  # a weight asked to two decimals
+PAIR_CHOICES = 6  # a "which pair" question lists the right pair and up to five others
+TERMS_SHOWN = 8  # terms of a sum written out in an explanation
+KINDS = ("top_key", "weight", "score", "head_output", "shape", "parameters", "flat_head", "disagreeing_pair")
+YES, NO = "yes", "no"
+
+
+def relative_tolerance(value: float) -> float:
+    """0.005 or 0.5% of |value|, whichever is larger (plus a hair): two decimals or 3 significant figures."""
+    return max(0.005, 0.005 * abs(value)) + HAIR * max(1.0, abs(value))
+
+
+@dataclass(frozen=True)
+class Question:
+    kind: str  # one of KINDS, or "recall"
+    prompt: str  # plain text; tokens as the setup names them, keys and queries as "3 · sat"
+    answer: str | float  # the right choice's label, a number, or a shape text like "3 × 5"
+    step: int  # the workbench step (1..8) where the answer can be read
+    explanation: str  # why / the worked arithmetic, markdown (LaTeX in $...$)
+    choices: tuple[str, ...] = ()  # non-empty for multiple choice (answer is one of them)
+    tolerance: float = 0.0  # absolute, for numeric answers
+    cell: tuple[int, int, int] | None = None  # (head, query, key) the question is about, for the drill-down
+
+    def check(self, given) -> bool:
+        """Whether what a person typed or chose is right; False for anything unreadable."""
+        return self.problem(given) is None and self._right(given)
+
+    def problem(self, given) -> str | None:
+        """Why ``given`` cannot be read as an answer to this question, or None if it can."""
+        if not isinstance(given, str) or not given.strip():
+            return "no answer given"
+        if self.choices:
+            return None if given.strip() in self.choices else "choose one of the options"
+        if self.kind == "shape":
+            return None if read_shape(given) else "write a shape as rows × columns, e.g. 3 × 5"
+        try:
+            read_number(given, whole=self.kind == "parameters", percent=self.kind == "weight")
+        except ValueError as error:
+            return str(error)
+        return None
+
+    def _right(self, given: str) -> bool:
+        if self.choices:
+            return given.strip() == self.answer
+        if self.kind == "shape":
+            return read_shape(given) == read_shape(str(self.answer))
+        value = read_number(given, whole=self.kind == "parameters", percent=self.kind == "weight")
+        return abs(value - float(self.answer)) <= self.tolerance
+
+    @property
+    def answer_text(self) -> str:
+        """The right answer as the page shows it (and as a person may type it)."""
+        if isinstance(self.answer, str):
+            return self.answer
+        if self.kind == "parameters":
+            return f"{int(self.answer):,}"
+        if self.kind == "weight":
+            return f"{self.answer:.2f}"
+        return _figures(self.answer)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading what a person typed
+
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
+_THOUSANDS = re.compile(r"[+-]?[1-9]\d{0,2}([,' _\u00a0\u202f]\d{3})+", re.ASCII)
+_SHAPE = re.compile(r"[(\[]?\s*(\d{1,7})\s*(?:x|×|\*|by|,)\s*(\d{1,7})\s*[)\]]?", re.IGNORECASE)
+
+
+def read_number(text: str, *, whole: bool = False, percent: bool = False) -> float:
+    """A typed number (see the module docstring); ValueError saying what was found otherwise."""
+    cleaned = str(text).strip().replace("\u2212", "-")
+    scale = 1.0
+    if percent and cleaned.endswith("%"):
+        cleaned, scale = cleaned[:-1].rstrip(), 0.01
+    if whole and _THOUSANDS.fullmatch(cleaned):
+        cleaned = re.sub(r"[,' _\u00a0\u202f]", "", cleaned)
+    elif not whole and cleaned.count(",") == 1 and "." not in cleaned:
+        cleaned = cleaned.replace(",", ".")  # a decimal comma
+    if not _NUMBER.fullmatch(cleaned):
+        return _not_a_number(text)
+    value = float(cleaned) * scale
+    if not math.isfinite(value):
+        return _not_a_number(text)
+    return value
+
+
+def _not_a_number(text) -> float:
+    raise ValueError(f"{str(text).strip()[:30]!r} is not a number (type e.g. 0.42, -1.5 or 2e3)")
+
+
+def read_shape(text: str) -> tuple[int, int] | None:
+    """(rows, columns) from "3 × 5", "3x5", "3 by 5", "(3, 5)"...; None if it is not a shape."""
+    match = _SHAPE.fullmatch(str(text).strip())
+    return (int(match[1]), int(match[2])) if match else None
+
+
+# ---------------------------------------------------------------------------------------------
+# What the questions are read from
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """One setup's numbers and names, computed once for all the questions drawn from it."""
+
+    r: object  # MHAResult
+    sizes: object  # Sizes
+    q_labels: tuple[str, ...]
+    k_labels: tuple[str, ...]
+    allowed: np.ndarray  # [n_q, n_k] bool
+    live_rows: np.ndarray  # [n_q] bool: at least two keys allowed (a row with a choice to make)
+    entropy: np.ndarray  # [h, n_q] normalised entropy of each row
+
+    @property
+    def h(self) -> int:
+        return self.sizes.n_heads
+
+
+def _facts(setup, result) -> _Facts:
+    sizes = setup.sizes
+    allowed = np.ones((sizes.n_q, sizes.n_k), bool) if result.mask is None else np.asarray(result.mask, bool)
+    return _Facts(r=result, sizes=sizes, q_labels=_labels(setup.tokens), k_labels=_labels(setup.key_tokens),
+                  allowed=allowed, live_rows=allowed.sum(axis=1) >= 2,
+                  entropy=normalised_entropy(result.weights))
+
+
+def _labels(tokens) -> tuple[str, ...]:
+    """'1 · the', '5 · the': unique whatever the tokens (the workbench's row labels)."""
+    return tuple(f"{i + 1} · {token}" for i, token in enumerate(tokens))
+
+
+def _md(text: str) -> str:
+    """User text for markdown, shown literally: ASCII punctuation backslash-escaped."""
+    return "".join("\\" + c if c.isascii() and not c.isalnum() and not c.isspace() else c for c in str(text))
+
+
+def _quoted(label: str) -> str:
+    return f"“{label}”"
+
+
+def _figures(value: float) -> str:
+    """A number to four significant figures (whole numbers exactly), for explanations."""
+    value = float(value)
+    if value == int(value) and abs(value) < 1e9:
+        return str(int(value))
+    return f"{value:.4g}"
+
+
+def _tex(value: float) -> str:
+    text = _figures(value)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return rf"{mantissa} \times 10^{{{int(exponent)}}}"
+    return text
+
+
+def _head(h: int) -> str:
+    return f"head {h + 1}"
+
+
+def _pick(rng: np.random.Generator, candidates):
+    """One of a non-empty sequence (of tuples or arrays of indices), uniformly."""
+    return candidates[int(rng.integers(len(candidates)))]
+
+
+# ---------------------------------------------------------------------------------------------
+# One drawer per kind: (facts, rng, step or None for the kind's own) -> Question or None
+
+
+def _row_listing(f: _Facts, values: np.ndarray, q: int, fmt: Callable[[float], str]) -> str:
+    """'1 · the 0.67, 2 · cat 0.09, …' for the allowed keys of row q (the largest first, capped)."""
+    keys = [k for k in np.argsort(-values, kind="stable") if f.allowed[q, k]][:TERMS_SHOWN]
+    listed = ", ".join(f"{_md(_quoted(f.k_labels[k]))} {fmt(values[k])}" for k in keys)
+    more = int(f.allowed[q].sum()) - len(keys)
+    return listed + (f" and {more} more, all smaller" if more > 0 else "")
+
+
+def _top_key(f: _Facts, rng, step: int | None = None) -> Question | None:
+    """Which key gets the most: weight (step 4), the value copied most (5) or the raw score (3)."""
+    step = step or 4
+    values = f.r.scores if step == 3 else f.r.weights  # [h, n_q, n_k]
+    if f.sizes.n_k < 2:
+        return None
+    ranked = np.sort(np.where(f.allowed, values, -np.inf), axis=-1)  # masked keys at the front
+    with np.errstate(invalid="ignore"):  # a fully masked row: -inf - -inf (not live, left out below)
+        margin = ranked[..., -1] - ranked[..., -2]
+    candidates = np.argwhere((margin >= TOP_MARGIN) & f.live_rows[None, :])  # [(h, q)]
+    if not len(candidates):
+        return None
+    h, q = (int(i) for i in _pick(rng, candidates))
+    row = np.where(f.allowed[q], values[h, q], -np.inf)
+    top = int(np.argmax(row))
+    choices = tuple(f.k_labels[k] for k in range(f.sizes.n_k) if f.allowed[q, k])
+    query = _quoted(f.q_labels[q])
+    if step == 3:
+        prompt = f"In {_head(h)}, which key gets the largest raw score q · k from query {query}?"
+        listing = _row_listing(f, values[h, q], q, _figures)
+        why = f"Row {_md(_quoted(f.q_labels[q]))} of {_head(h)}'s raw scores $Q K^\\top$: {listing}."
+    elif step == 5:
+        prompt = (f"In {_head(h)}, the output of query {query} is a blend of the value rows. "
+                  "Whose value does it copy most?")
+        listing = _row_listing(f, values[h, q], q, lambda w: f"{w:.2f}")
+        why = (f"The blend's shares are the attention weights of row {_md(_quoted(f.q_labels[q]))}: "
+               f"{listing}. "
+               "The largest weight is the value copied most.")
+    else:
+        prompt = f"In {_head(h)}, which key does query {query} attend to most?"
+        listing = _row_listing(f, values[h, q], q, lambda w: f"{w:.2f}")
+        why = (f"Row {_md(_quoted(f.q_labels[q]))} of {_head(h)}'s weights: {listing}. Softmax keeps the "
+               "order "
+               "of the scaled scores, so the largest score gets the largest weight.")
+    masked = "" if f.allowed[q].all() else " Masked keys get weight 0 and are not among the choices."
+    return Question("top_key", prompt, f.k_labels[top], step, why + masked, choices=choices, cell=(h, q, top))
+
+
+def _allowed_cell(f: _Facts, rng, live: bool = True) -> tuple[int, int, int] | None:
+    """A random (head, query, key) that takes part, preferring rows with a choice to make."""
+    rows = f.allowed & (f.live_rows[:, None] if live and f.live_rows.any() else True)
+    cells = np.argwhere(rows)
+    if not len(cells):
+        return None
+    q, k = (int(i) for i in _pick(rng, cells))
+    return int(rng.integers(f.h)), q, k
+
+
+def _weight(f: _Facts, rng, step: int | None = None) -> Question | None:
+    cell = _allowed_cell(f, rng)
+    if cell is None:
+        return None
+    h, q, k = cell
+    w = float(f.r.weights[h, q, k])
+    prompt = (f"In {_head(h)}, what weight does query {_quoted(f.q_labels[q])} give key "
+              f"{_quoted(f.k_labels[k])}? (two decimals)")
+    row = f.r.scaled[h, q]
+    terms = " + ".join(rf"e^{{{_tex(s)}}}" for s in row[np.isfinite(row)][:TERMS_SHOWN])
+    terms += r" + \dots" if np.isfinite(row).sum() > TERMS_SHOWN else ""
+    why = (f"Softmax of row {_md(_quoted(f.q_labels[q]))}'s scaled scores: "
+           rf"$a = \dfrac{{e^{{{_tex(row[k])}}}}}{{{terms}}} \approx {w:.4f}$. "
+           "“Show the arithmetic” writes out every term.")
+    return Question("weight", prompt, w, step or 4, why, tolerance=WEIGHT_TOLERANCE, cell=(h, q, k))
+
+
+def _score(f: _Facts, rng, step: int | None = None) -> Question | None:
+    """A raw score q · k (step 3) or a scaled one (step 4); step None draws which."""
+    cell = _allowed_cell(f, rng)
+    if cell is None:
+        return None
+    step = step or int(rng.choice([3, 3, 4]))
+    h, q, k = cell
+    raw = float(f.r.scores[h, q, k])
+    value = raw if step == 3 else float(f.r.scaled[h, q, k])
+    precision = "two decimals" if abs(value) < 100 else "three significant figures"
+    query, key = _quoted(f.q_labels[q]), _quoted(f.k_labels[k])
+    qv, kv = f.r.q[h, q], f.r.k[h, k]
+    pairs = zip(qv[:TERMS_SHOWN], kv[:TERMS_SHOWN], strict=True)
+    terms = " + ".join(f"({_tex(a)})({_tex(b)})" for a, b in pairs)
+    terms += r" + \dots" if qv.size > TERMS_SHOWN else ""
+    why = rf"$q \cdot k = {terms} = {_tex(raw)}$"
+    if step == 3:
+        prompt = f"In {_head(h)}, what is the raw score q · k of query {query} with key {key}? ({precision})"
+    else:
+        prompt = (f"In {_head(h)}, what is the scaled score of query {query} with key {key}, the raw score "
+                  f"times the scale {_figures(f.r.scale)}? ({precision})")
+        why += rf", times the scale ${_tex(f.r.scale)}$ gives ${_tex(value)}$"
+    return Question("score", prompt, value, step, why + ".", tolerance=relative_tolerance(value),
+                    cell=(h, q, k))
+
+
+def _head_output(f: _Facts, rng, step: int | None = None) -> Question | None:
+    rows = np.flatnonzero(f.allowed.any(axis=1))  # a fully masked row's output is 0 by fiat
+    if not len(rows):
+        return None
+    h, q, j = int(rng.integers(f.h)), int(_pick(rng, rows)), int(rng.integers(f.sizes.d_v))
+    value = float(f.r.head_outputs[h, q, j])
+    precision = "two decimals" if abs(value) < 100 else "three significant figures"
+    prompt = (f"In {_head(h)}, what is column {j + 1} of the output of query {_quoted(f.q_labels[q])}, "
+              f"the weighted sum of the values? ({precision})")
+    keys = np.flatnonzero(f.allowed[q])
+    terms = " + ".join(rf"{f.r.weights[h, q, k]:.4f} \times ({_tex(f.r.v[h, k, j])})"
+                       for k in keys[:TERMS_SHOWN])
+    terms += r" + \dots" if len(keys) > TERMS_SHOWN else ""
+    why = (f"Row {_md(_quoted(f.q_labels[q]))}'s weights times column {j + 1} of V, added up: "
+           rf"$\sum_k a_k v_{{k,{j + 1}}} = {terms} = {_tex(value)}$.")
+    return Question("head_output", prompt, value, step or 5, why, tolerance=relative_tolerance(value))
+
+
+def _shapes(f: _Facts, h: int) -> list[tuple[str, tuple[int, int], int, str]]:
+    """(what, shape, step, why) of every matrix a shape question may name."""
+    s = f.sizes
+    side = "the key/value tokens' embeddings X_kv" if s.cross else "X"
+    head = _head(h)
+    out = [("the embeddings X (one row per query token)", (s.n_q, s.d_model), 1,
+            "One row per token, one column per feature: $n_q \\times d_{model}$.")]
+    if s.cross:
+        out.append(("X_kv, the key/value side's embeddings", (s.n_k, s.d_model), 1,
+                    "Cross-attention: one row per key/value token, $n_k \\times d_{model}$."))
+    out += [
+        (f"Q of {head}", (s.n_q, s.d_k), 2,
+         "$Q_i = X W_i^Q$: $(n_q \\times d_{model})(d_{model} \\times d_k)$."),
+        (f"K of {head}", (s.n_k, s.d_k), 2,
+         f"$K_i = {'X_{kv}' if s.cross else 'X'} W_i^K$: one row per key, $n_k \\times d_k$."),
+        (f"V of {head}", (s.n_k, s.d_v), 2, f"$V_i$ = {_md(side)} times $W_i^V$: $n_k \\times d_v$."),
+        (f"W_Q of {head}", (s.d_model, s.d_k), 2, "Each head's $W_i^Q$ maps $d_{model}$ features to $d_k$."),
+        (f"the raw scores Q Kᵀ of {head}", (s.n_q, s.n_k), 3,
+         "One row per query, one column per key: $(n_q \\times d_k)(d_k \\times n_k)$."),
+        (f"the attention weights of {head}", (s.n_q, s.n_k), 4,
+         "Softmax keeps the scores' shape: $n_q \\times n_k$, each row adding up to 1."),
+        (f"the output of {head} (weights times V)", (s.n_q, s.d_v), 5,
+         "$(n_q \\times n_k)(n_k \\times d_v)$: the inner $n_k$ cancels."),
+        ("the concatenation of all heads' outputs", (s.n_q, s.n_heads * s.d_v), 7,
+         f"The heads side by side: $n_q \\times h\\,d_v$ = {s.n_q} × {s.n_heads}·{s.d_v}."),
+        ("W_O", (s.n_heads * s.d_v, s.d_model), 7,
+         "$W^O$ maps the $h\\,d_v$ concatenated columns back to $d_{model}$."),
+        ("the output of the attention block", (s.n_q, s.d_model), 8,
+         "Concat $(n_q \\times h\\,d_v)$ times $W^O$ $(h\\,d_v \\times d_{model})$: the input's width "
+         "again."),
+    ]
+    return out
+
+
+def _shape(f: _Facts, rng, step: int | None = None) -> Question | None:
+    h = int(rng.integers(f.h))
+    options = [item for item in _shapes(f, h) if step is None or item[2] == step]
+    if not options:
+        return None
+    what, (rows, cols), at, why = _pick(rng, options)
+    sizes = (f"n_q = {f.sizes.n_q}, n_k = {f.sizes.n_k}, d_model = {f.sizes.d_model}, h = {f.h}, "
+             f"d_k = {f.sizes.d_k}, d_v = {f.sizes.d_v}")
+    return Question("shape", f"What is the shape of {what}? (rows × columns)", f"{rows} × {cols}", at,
+                    f"{why} Here {sizes}: **{rows} × {cols}**.")
+
+
+def _parameters(f: _Facts, rng, step: int | None = None) -> Question | None:
+    s = f.sizes
+    total = count_parameters(s.d_model, s.n_heads, s.d_k, s.d_v, bias=s.bias)
+    biases = ", the biases b_Q, b_K, b_V and b_O" if s.bias else ""
+    prompt = (f"How many learnable numbers does this block hold: W_Q, W_K and W_V of all {s.n_heads} "
+              f"head{'s' if s.n_heads > 1 else ''}, W_O{biases}? (d_model = {s.d_model}, "
+              f"d_k = {s.d_k}, d_v = {s.d_v})")
+    why = (rf"$h\,(2\,d_{{model}}\,d_k + d_{{model}}\,d_v) + h\,d_v\,d_{{model}} = {s.n_heads}\,(2 \cdot "
+           rf"{s.d_model} \cdot {s.d_k} + {s.d_model} \cdot {s.d_v}) + {s.n_heads} \cdot {s.d_v} \cdot "
+           rf"{s.d_model}$")
+    if s.bias:
+        why += r" plus the biases $h\,(2 d_k + d_v) + d_{model}$"
+    why += f" = **{total:,}**."
+    return Question("parameters", prompt, float(total), step or 7, why)
+
+
+def _flat_head(f: _Facts, rng, step: int | None = None) -> Question | None:
+    clear = np.abs(f.entropy - FLAT_AT) >= FLAT_MARGIN  # [h, n_q]
+    candidates = clear & f.live_rows[None, :]
+    flat = np.argwhere(candidates & (f.entropy >= FLAT_AT))
+    sharp = np.argwhere(candidates & (f.entropy < FLAT_AT))
+    if not len(flat) and not len(sharp):
+        return None
+    pool = flat if len(flat) and (not len(sharp) or rng.random() < 0.5) else sharp
+    h, q = (int(i) for i in _pick(rng, pool))
+    entropy = float(f.entropy[h, q])
+    answer = YES if entropy >= FLAT_AT else NO
+    prompt = (f"Is {_head(h)} flat for query {_quoted(f.q_labels[q])}: its weights nearly uniform "
+              f"(normalised entropy at least {FLAT_AT})?")
+    listing = _row_listing(f, f.r.weights[h, q], q, lambda w: f"{w:.2f}")
+    why = (f"Row {_md(_quoted(f.q_labels[q]))}: {listing}. Its entropy divided by $\\log n_k$ is "
+           f"**{entropy:.3f}**, "
+           f"{'at least' if answer == YES else 'below'} {FLAT_AT}: "
+           + ("the head has nothing to say for this query." if answer == YES else "the head has an opinion."))
+    return Question("flat_head", prompt, answer, step or 6, why, choices=(YES, NO), cell=(h, q, int(
+        np.argmax(np.where(f.allowed[q], f.r.weights[h, q], -1.0)))))
+
+
+def _disagreeing_pair(f: _Facts, rng, step: int | None = None) -> Question | None:
+    """With three heads or more: which pair disagrees most for a query. With two: for which query."""
+    if f.h < 2 or not f.live_rows.any():
+        return None
+    queries = np.flatnonzero(f.live_rows)
+    distances = [pairwise_disagreement(f.r.weights, int(q), "l2") for q in queries]  # [h, h] each
+    if f.h == 2:
+        return _disagreeing_query(f, queries, np.array([d[0, 1] for d in distances]), step)
+    upper = np.triu_indices(f.h, k=1)
+    candidates = []
+    for q, d in zip(queries, distances, strict=True):
+        ranked = np.sort(d[upper])
+        if ranked[-1] - ranked[-2] >= TOP_MARGIN:
+            candidates.append((int(q), d))
+    if not candidates:
+        return None
+    q, d = _pick(rng, candidates)
+    a, b, value = most_disagreeing_pair(d)
+    pairs = [(int(i), int(j)) for i, j in zip(*upper, strict=True)]
+    others = [p for p in pairs if p != (a, b)]
+    shown = sorted([(a, b), *(others[i] for i in rng.permutation(len(others))[:PAIR_CHOICES - 1])])
+    choices = tuple(f"{_head(i)} & {_head(j)}" for i, j in shown)
+    prompt = (f"For query {_quoted(f.q_labels[q])}, which two heads disagree most (the largest L2 distance "
+              "between their attention rows)?")
+    why = (f"The L2 distance between the two heads' rows for {_md(_quoted(f.q_labels[q]))}, "
+           rf"$\lVert A_a[j,:] - A_b[j,:] \rVert_2$, is largest for {_head(a)} and {_head(b)}: "
+           f"**{value:.3f}**.")
+    return Question("disagreeing_pair", prompt, f"{_head(a)} & {_head(b)}", step or 6, why, choices=choices)
+
+
+def _disagreeing_query(f: _Facts, queries: np.ndarray, distance: np.ndarray, step) -> Question | None:
+    if len(queries) < 2:
+        return None
+    order = np.argsort(-distance, kind="stable")
+    if distance[order[0]] - distance[order[1]] < TOP_MARGIN:
+        return None
+    best = int(queries[order[0]])
+    choices = tuple(f.q_labels[int(q)] for q in queries)
+    prompt = ("For which query do head 1 and head 2 disagree most (the largest L2 distance between their "
+              "attention rows)?")
+    listing = ", ".join(f"{_md(_quoted(f.q_labels[int(queries[i])]))} {distance[i]:.3f}"
+                        for i in order[:TERMS_SHOWN])
+    why = f"L2 distance between the two heads' rows, per query: {listing}."
+    return Question("disagreeing_pair", prompt, f.q_labels[best], step or 6, why, choices=choices)
+
+
+DRAWERS: dict[str, Callable] = {
+    "top_key": _top_key, "weight": _weight, "score": _score, "head_output": _head_output, "shape": _shape,
+    "parameters": _parameters, "flat_head": _flat_head, "disagreeing_pair": _disagreeing_pair,
+}
+
+
+def _rng(seed: int, salt: int, sizes) -> np.random.Generator:
+    """The draw for (seed, purpose); the sizes take part so that presets do not all open alike."""
+    shape = (sizes.n_q, sizes.n_k, sizes.d_model, sizes.n_heads, sizes.d_k, sizes.d_v)
+    return np.random.default_rng([int(seed) % 2**63, salt, *shape])
+
+
+def generate(setup, result, seed: int, count: int = 10) -> list[Question]:
+    """Up to ``count`` different questions about this setup, the kinds mixed in a shuffled rotation.
+
+    Deterministic for (setup, seed), and a longer quiz begins with the shorter one's questions.
+    Kinds that make no sense here are left out (one head: no disagreeing pair; one key: no top
+    key; no clear winner: no "most" question); masked cells are never asked. Fewer than ``count``
+    questions come back only when the setup has fewer different ones (a one-token setup).
+    """
+    f = _facts(setup, result)
+    rng = _rng(seed, 1, f.sizes)
+    kinds, rotation, questions, prompts = list(KINDS), [], [], set()
+    for _ in range(max(8 * count, 80)):
+        if len(questions) >= count or not kinds:
+            break
+        if not rotation:
+            rotation = [kinds[i] for i in rng.permutation(len(kinds))]
+        kind = rotation.pop()
+        if kind not in kinds:
+            continue
+        question = DRAWERS[kind](f, rng)
+        if question is None:
+            kinds.remove(kind)  # nothing of this kind here: never again
+        elif question.prompt not in prompts:
+            prompts.add(question.prompt)
+            questions.append(question)
+    return questions
+
+
+# What each step's forecast asks: alternatives (one drawn by the seed, the others tried next),
+# then fallbacks for when none of them makes sense here.
+FORECASTS: dict[int, tuple[tuple[Callable, ...], tuple[Callable, ...]]] = {
+    1: ((_shape,), ()), 2: ((_shape,), ()), 3: ((_top_key, _score), ()), 4: ((_top_key, _flat_head), ()),
+    5: ((_head_output, _top_key), ()), 6: ((_disagreeing_pair,), (_flat_head,)),
+    7: ((_shape, _parameters), ()), 8: ((_shape,), ()),
+}
+
+
+def forecast(setup, result, step: int, seed: int) -> Question | None:
+    """A question a class can answer before step ``step``'s result is shown, answerable from that step.
+
+    1, 2: a shape (X; Q, K, V); 3: the key with the largest raw score, or a score cell; 4: the key a
+    query attends to most, or "is this row flat?"; 5: a head-output cell, or the value copied most;
+    6: which heads disagree most (a flat row when no pair stands out, e.g. one head); 7: the shape of
+    the concatenation or W_O, or the parameter count; 8: the output's shape. None if nothing sensible.
+    """
+    if step not in FORECASTS:
+        return None
+    alternatives, fallbacks = FORECASTS[step]
+    f = _facts(setup, result)
+    rng = _rng(seed, 100 + step, f.sizes)
+    first = int(rng.integers(len(alternatives)))
+    for drawer in alternatives[first:] + alternatives[:first] + fallbacks:
+        question = drawer(f, rng, step)
+        if question is not None:
+            return question
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The chapters' own questions
+
+RECALL: tuple[Question, ...] = (
+    Question(
+        "recall", "Equal scores for all tokens produce what attention weights?",
+        "Uniform, 1/n each: the plain average of the values", 4,
+        "Chapter 001, *Reveal after guessing*: uniform, $\\frac{1}{n}$ each — the plain average of the "
+        "values.",
+        choices=("All weight on the first token", "Uniform, 1/n each: the plain average of the values",
+                 "All zero: nothing stands out", "Proportional to the values")),
+    Question(
+        "recall", "As one score goes to +∞ while the others stay fixed, what does the softmax approach?",
+        "A one-hot vector: hard attention onto the single dominant token", 4,
+        "Chapter 001, *Reveal after guessing*: a one-hot vector — hard attention onto the single dominant "
+        "token.",
+        choices=("Uniform weights", "A weight above 1 for that token",
+                 "A one-hot vector: hard attention onto the single dominant token",
+                 "It overflows and the row is lost")),
+    Question(
+        "recall", "Can a softmax weight ever be negative?",
+        "No: e^s > 0 for every real s, so all weights are positive and sum to 1", 4,
+        "Chapter 001, *Reveal after guessing*: no — $e^{s} > 0$ for every real $s$, so all weights are "
+        "strictly positive and sum to 1.",
+        choices=("Yes, when its score is negative",
+                 "No: e^s > 0 for every real s, so all weights are positive and sum to 1",
+                 "Yes, when the scale is below 1", "Only for a masked key")),
+    Question(
+        "recall", "Why divide the scores by √d_k?",
+        "Long rows make dot products large; dividing rescales them so softmax stays sensitive and "
+        "gradients survive", 4,
+        "Chapter 004, *Check yourself*: long rows make dot products grow large; dividing by $\\sqrt{d_k}$ "
+        "rescales them so softmax stays sensitive and gradients survive.",
+        choices=("So that each row of weights adds up to 1",
+                 "Long rows make dot products large; dividing rescales them so softmax stays sensitive "
+                 "and gradients survive",
+                 "To make every score positive", "To save multiplications")),
+    Question(
+        "recall", "Why concatenate the heads instead of averaging them?",
+        "To keep each head's distinct pattern; W_O then mixes them deliberately", 7,
+        "Chapter 004, *Check yourself*: to keep each head's distinct pattern; $W^O$ then mixes them "
+        "deliberately.",
+        choices=("Averaging is slower to compute", "So that every head learns the same pattern",
+                 "To keep each head's distinct pattern; W_O then mixes them deliberately",
+                 "Concatenation makes the heads agree")),
+    Question(
+        "recall", "What is d_k when d_model = 512 and h = 8?", "64", 2,
+        "Chapter 004, *Check yourself*: $512 / 8 = 64$.",
+        choices=("8", "64", "512", "4096")),
+    Question(
+        "recall", "What happens to multi-head attention when h = 1?",
+        "It reduces to ordinary single-head self-attention", 6,
+        "Chapter 004, *Check yourself*: it reduces to ordinary single-head self-attention "
+        "(and $d_k = d_{model}$).",
+        choices=("It cannot be computed: it needs at least two heads",
+                 "It reduces to ordinary single-head self-attention",
+                 "Its output is all zeros", "Every weight becomes 1/n")),
+)
