@@ -24,8 +24,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from app.views.present import SCREENS
 from mha_core import LIMITS, all_scenarios
 from mha_core.codec import ConfigError, setup_from_json, setup_from_link, setup_to_json
+from mha_core.labs import SCORE_PRESETS
+from mha_core.quiz import generate
 from tests.apptest_util import (
     PRESET_TITLES,
     address,
@@ -56,7 +59,8 @@ def decoded_setup(at):
     params = address(at)
     if "s" in params:
         return setup_from_link(params["s"], SCENARIOS)
-    if set(params) - {"head", "query", "drill"} == {"preset"} and params["preset"] in SCENARIOS:
+    selections = {"head", "query", "drill", "step", "quiz"}
+    if set(params) - selections == {"preset"} and params["preset"] in SCENARIOS:
         return SCENARIOS[params["preset"]]
     return None  # e.g. the legacy link a test opened, before the page wrote its own address
 
@@ -179,6 +183,76 @@ class Workbench(RuleBasedStateMachine):
         if page == "examples":
             goto(self.at, "workbench")
 
+    # --- the lesson's pages (issue 8): each returns to the workbench, which the invariants read ---
+
+    @rule(moves=st.lists(st.sampled_from([1, 1, -1]), max_size=len(SCREENS) + 2), reveal=st.booleans())
+    def present(self, moves, reveal):
+        """Walk the presenter; whatever it draws is the address's setup run by the core."""
+        goto(self.at, "present")
+        for move in moves:
+            name = "present_next" if move > 0 else "present_back"
+            if any(b.key == name and not b.disabled for b in self.at.button):
+                self.at.button(key=name).click().run()
+            assert not self.at.exception
+            if reveal and any(b.key == "present_reveal" for b in self.at.button):
+                self.at.button(key="present_reveal").click().run()
+        specs, setup = chart_specs(self.at), decoded_setup(self.at)
+        if "present_weights" in specs and setup is not None:
+            head = self.at.session_state["selections"]["shown_head"]
+            result = setup.run()
+            allowed = result.mask if result.mask is not None else True
+            np.testing.assert_allclose(heatmap_values(specs["present_weights"])[0],
+                                       np.where(allowed, result.weights[head], np.nan), atol=1e-6)
+        goto(self.at, "workbench")
+
+    @rule(right=st.booleans())
+    def answer_a_quiz_question(self, right):
+        goto(self.at, "quiz")
+        setup, ss = decoded_setup(self.at), self.at.session_state
+        if setup is None or "quiz_round" not in ss:  # an input at fault: the page says what to fix
+            goto(self.at, "workbench")
+            return
+        index, seed = ss["quiz_index"], ss["selections"]["quiz_seed"]
+        questions = generate(setup, setup.run(), seed, count=max(10, index + 1))
+        question = questions[index % len(questions)]
+        if question.choices:
+            given = question.answer_text if right else next(
+                (c for c in question.choices if not question.check(c)), None)
+        else:
+            given = question.answer_text if right else "not a number"
+        ident = f"{ss['quiz_round']}_{index}"
+        before = ss.get("quiz_right", 0), ss.get("quiz_asked", 0)
+        asked = any(b.key == f"quiz_check_{ident}" for b in self.at.button)
+        if given is None or ident in ss["quiz_given"] or not asked:
+            goto(self.at, "workbench")
+            return
+        key = f"quiz_answer_{ident}"
+        if question.choices:
+            widget = next((w for w in self.at.radio if w.key == key), None) or self.at.selectbox(key=key)
+            widget.set_value(given)
+        else:
+            self.at.text_input(key=key).input(given)
+        self.at.button(key=f"quiz_check_{ident}").click().run()
+        assert not self.at.exception
+        after = self.at.session_state["quiz_right"], self.at.session_state["quiz_asked"]
+        assert after == (before[0] + right, before[1] + 1), (question.prompt, given)
+        self.at.button(key="quiz_next").click().run()
+        goto(self.at, "workbench")
+
+    @rule(key=st.sampled_from(sorted(SCORE_PRESETS)))
+    def try_the_score_lab(self, key):
+        goto(self.at, "labs")
+        self.at.button(key=f"lab_load_{key}").click().run()
+        assert not self.at.exception
+        goto(self.at, "workbench")
+
+    @rule()
+    def pin_or_unpin(self):
+        for key in ("compare_pin", "compare_unpin"):
+            if any(b.key == key for b in self.at.button):
+                self.at.button(key=key).click().run()
+                return
+
     # --- after every step ---------------------------------------------------------------------
 
     @invariant()
@@ -202,6 +276,13 @@ class Workbench(RuleBasedStateMachine):
             result.mask if result.mask is not None else True, result.weights, np.nan), atol=1e-6)
         drawn_output = heatmap_values(specs["chart_output"])[1]
         np.testing.assert_allclose(drawn_output, result.output, rtol=1e-5, atol=1e-5)
+        if "compare_weights_A" in specs:  # A is the pinned setup, B the page
+            pinned = self.at.session_state["pinned"].run()
+            allowed = pinned.mask if pinned.mask is not None else True
+            np.testing.assert_allclose(np.stack(heatmap_values(specs["compare_weights_A"])),
+                                       np.where(allowed, pinned.weights, np.nan), atol=1e-6)
+            np.testing.assert_allclose(np.stack(heatmap_values(specs["compare_weights_B"])),
+                                       np.stack(heatmap_values(specs["chart_weights"])), atol=1e-12)
 
 
 Workbench.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
