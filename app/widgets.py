@@ -120,7 +120,7 @@ def sidebar_ui() -> Inputs:
         except ValueError as error:
             errors["n_heads"] = str(error)
         if "n_heads" in errors:
-            sb.error(errors["n_heads"], icon="⚠️")
+            sb.error(errors["n_heads"], icon=":material/warning:")
     seed = _seed_ui(sb)
     scaling = _scaling_ui(sb, errors)
     mask_kind = sb.selectbox("Mask", list(MASK_LABELS), key="mask_kind", format_func=MASK_LABELS.get)
@@ -144,7 +144,7 @@ def _tokens_ui(sb, label: str, key: str, errors: dict) -> list[str]:
         problem = f"{len(str(text)):,} characters is over the limit of {LIMITS.token_text:,}."
     if problem:
         errors[key] = problem
-        sb.error(md_literal(problem), icon="⚠️")
+        sb.error(md_literal(problem), icon=":material/warning:")
     return tokens
 
 
@@ -180,7 +180,7 @@ def _scaling_ui(sb, errors: dict) -> Scaling | None:
         return Scaling(kind, value)
     except ValueError as error:
         errors["scale_kind"] = str(error)
-        sb.error(str(error), icon="⚠️")
+        sb.error(str(error), icon=":material/warning:")
         return None
 
 
@@ -303,7 +303,7 @@ def save_load_ui(current: state.Current) -> None:
                          max_upload_size=LIMITS.file_bytes // 1_000_000, on_change=_uploaded)
         message = st.session_state.get("load_message")
         if message:
-            st.error(f"Could not load {md_literal(message)}. Nothing on the page was changed.", icon="⚠️")
+            st.error(f"Could not load {md_literal(message)}. Nothing on the page was changed.", icon=":material/warning:")
 
 
 def _uploaded() -> None:

@@ -75,7 +75,7 @@ def difference(pinned: Setup, a, current: Current) -> None:
     if a.weights.shape != b.weights.shape or a.output.shape != b.output.shape:
         st.warning(f"A's sizes differ from B's (weights {list(a.weights.shape)} against "
                    f"{list(b.weights.shape)}): cells can only be compared between setups of one shape. "
-                   "Unpin A, or change the sizes back.", icon="⚠️")
+                   "Unpin A, or change the sizes back.", icon=":material/warning:")
         return
     if pinned.tokens != current.setup.tokens:
         st.caption("The tokens differ: cells are labelled with B's tokens.")

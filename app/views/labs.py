@@ -114,7 +114,7 @@ def _numbers_ui(label: str, key: str, what: str, help: str) -> np.ndarray | None
     try:
         return parse_numbers(text, what)
     except ValueError as error:
-        st.error(md_literal(error), icon="⚠️")
+        st.error(md_literal(error), icon=":material/warning:")
         return None
 
 
@@ -128,7 +128,7 @@ def _keys_ui(n_keys: int | None) -> list[str] | None:
     if not problem and names and len(names) != n_keys:
         problem = f"{len(names)} key names for {n_keys} scores: give one name per score, or none."
     if problem:
-        st.error(md_literal(problem), icon="⚠️")
+        st.error(md_literal(problem), icon=":material/warning:")
     return names if names and not problem else _default_names(n_keys)
 
 
@@ -147,7 +147,7 @@ def score_lab() -> None:
         values = _numbers_ui("values (one number per key)", "lab_values", "values",
                              "One number per key: the output blends them with the weights.")
         if scores is not None and values is not None and scores.size != values.size:
-            st.error(f"{scores.size} scores but {values.size} values: give one value per score.", icon="⚠️")
+            st.error(f"{scores.size} scores but {values.size} values: give one value per score.", icon=":material/warning:")
             values = None
         keys = _keys_ui(scores.size if scores is not None else None)
         low, high = TEMPERATURE
@@ -217,7 +217,7 @@ def _row_results(row: ScoreRow, keys: list[str]) -> None:
             listed += f" and {row.negative.size - NEGATIVES_LISTED} more"
         st.info(f"Negative {'score' if row.negative.size == 1 else 'scores'} {listed}: every weight is still "
                 "positive, since e to any power is above 0. A negative score means 'listen less', never "
-                "'listen a negative amount' (example E).", icon="➕")
+                "'listen a negative amount' (example E).", icon=":material/add_circle:")
 
 
 def _row_table(row: ScoreRow, keys: list[str]) -> None:
@@ -347,7 +347,7 @@ def _sizes_ui() -> tuple[int, int, int, int, int, int, bool] | None:
         try:
             d_k = d_v = head_width(d_model, n_heads)
         except ValueError as error:
-            first[1].error(md_literal(error), icon="⚠️")
+            first[1].error(md_literal(error), icon=":material/warning:")
             return None
     else:
         second = st.columns(4)

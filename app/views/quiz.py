@@ -72,8 +72,8 @@ def _next_question() -> None:
 def _fix_first(current: Current, workbench_page) -> None:
     problems = list(current.problems.values()) + ([current.error] if current.error else [])
     what = md_literal(problems[0]) if problems else "an input is at fault"
-    st.warning(f"The questions are about the live setup, and it cannot be computed now: {what}", icon="⚠️")
-    st.page_link(workbench_page, label="Fix it on the workbench", icon="🧮")
+    st.warning(f"The questions are about the live setup, and it cannot be computed now: {what}", icon=":material/warning:")
+    st.page_link(workbench_page, label="Fix it on the workbench", icon=":material/calculate:")
 
 
 def _round(current: Current, seed: int) -> int:
@@ -92,7 +92,7 @@ def _questions(current: Current, workbench_page, seed: int) -> None:
     ss = st.session_state
     round_ = _round(current, seed)
     if ss.get("quiz_note"):
-        st.info(ss.pop("quiz_note"), icon="🔄")
+        st.info(ss.pop("quiz_note"), icon=":material/refresh:")
     index = ss.get("quiz_index", 0)
     questions = generate(current.setup, current.result, seed, count=max(QUIZ_LENGTH, index + 1))
     position = index % len(questions)  # a tiny setup has fewer different questions: they come round again
@@ -145,14 +145,14 @@ def _count(right: bool) -> None:
 
 def _feedback(question: Question, given: str, workbench_page) -> None:
     if question.check(given):
-        st.success(f"Right: {md_literal(question.answer_text)}.", icon="✅")
+        st.success(f"Right: {md_literal(question.answer_text)}.", icon=":material/check_circle:")
     else:
         problem = question.problem(given)
         why = f" ({md_literal(problem)})" if problem else f": you answered {md_literal(given[:60])}"
-        st.error(f"Wrong{why}. The right answer is **{md_literal(question.answer_text)}**.", icon="❌")
+        st.error(f"Wrong{why}. The right answer is **{md_literal(question.answer_text)}**.", icon=":material/cancel:")
     st.markdown(question.explanation)
     st.page_link(workbench_page, label=f"Look at step {question.step}: {STEPS[question.step].title}",
-                 icon="🧮")
+                 icon=":material/calculate:")
 
 
 def _recall(workbench_page) -> None:
@@ -182,4 +182,4 @@ def _worksheet(current: Current, seed: int) -> None:
                 "asking for dot products.")
     st.download_button("Download the worksheet (HTML, prints on A4)", data=html,
                        file_name=f"attention-worksheet-{seed + 1}.html", mime="text/html",
-                       key="quiz_worksheet", on_click="ignore", icon="🖨️")
+                       key="quiz_worksheet", on_click="ignore", icon=":material/print:")

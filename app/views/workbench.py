@@ -49,23 +49,23 @@ def step_header(number: int, formula: str | None = None, what: str | None = None
 
 
 def waiting() -> None:
-    st.info("Waiting for valid input: fix the input marked ⚠️ and this step comes back.")
+    st.info("Waiting for valid input: fix the input with a warning sign and this step comes back.")
 
 
 def render(current: Current, inputs: Inputs) -> None:
     for message in st.session_state.get("link_notes", []):
-        st.warning(f"Ignored from the link: {md_literal(message)}", icon="⚠️")
+        st.warning(f"Ignored from the link: {md_literal(message)}", icon=":material/warning:")
     if inputs.sizes is None:
-        st.warning("Fix the setting marked ⚠️ in the sidebar; nothing you typed in the grids is lost.")
+        st.warning("Fix the setting with a warning sign in the sidebar; nothing you typed in the grids is lost.")
         return
     if inputs.large:
         st.html(LARGE_TYPE_CSS)
     story(current)
     compare.render(current)
     for note in current.notes:
-        st.info(md_literal(note), icon="➕")
+        st.info(md_literal(note), icon=":material/add_circle:")
     if current.error:
-        st.error(f"The computation refused these inputs: {md_literal(current.error)}", icon="⚠️")
+        st.error(f"The computation refused these inputs: {md_literal(current.error)}", icon=":material/warning:")
     page = Page(current, inputs)
     for draw in (page.embeddings, page.projections, page.raw_scores, page.softmax, page.head_outputs,
                  page.heads_compared, page.concatenation, page.output):
@@ -114,7 +114,7 @@ class Page:
 
     def problem(self, name: str) -> None:
         if name in self.problems:
-            st.error(md_literal(self.problems[name]), icon="⚠️")
+            st.error(md_literal(self.problems[name]), icon=":material/warning:")
 
     def editor(self, name: str, head: int | None = None, boolean: bool = False) -> None:
         rows, columns = state.grid_labels(name, self.q_tokens, self.k_tokens, self.sizes)
@@ -214,7 +214,7 @@ class Page:
         if blocked:
             check = (f"Check: every row that may attend to a key sums to 1 (largest deviation "
                      f"{deviation:.1e}); {blocked} fully masked row(s) attend to nothing (all 0).")
-        st.success(check, icon="✅")
+        st.success(check, icon=":material/check_circle:")
 
     def _titled(self, symbol: str, values) -> list[str]:
         """Panel titles: the head's symbol and the shape of its grid, 'A₁ [3 × 5]' for head 1."""
@@ -230,7 +230,7 @@ class Page:
         if blocked.size:
             names = ", ".join(md_literal(f"{i + 1} · {self.q_tokens[i]}") for i in blocked)
             st.warning(f"Row {names} blocks every key: nothing can be attended to, so its weights are all "
-                       "0 and its head outputs are zero vectors. Tick at least one key to fix it.", icon="⚠️")
+                       "0 and its head outputs are zero vectors. Tick at least one key to fix it.", icon=":material/warning:")
 
     def head_outputs(self):
         step_header(5)
@@ -269,7 +269,7 @@ class Page:
                      head_names=self._titled("C", contributions), cols_are_tokens=False, large=self.large),
               key="chart_contributions")
         gap = contribution_gap(contributions, r.output, self.setup.b_o)
-        st.success(f"Check: the contributions sum to the output (largest difference {gap:.1e}).", icon="✅")
+        st.success(f"Check: the contributions sum to the output (largest difference {gap:.1e}).", icon=":material/check_circle:")
 
     def output(self):
         step_header(8)
@@ -325,7 +325,7 @@ def heads_compared(r, q_tokens, k_tokens, heads, large) -> None:
     if flat:
         st.info(f"{', '.join(flat)} {'is' if len(flat) == 1 else 'are'} flat for this query (nearly "
                 "uniform): such a head has nothing to say, which is not the same as disagreeing. Compare "
-                "heads that both have an opinion.", icon="💡")
+                "heads that both have an opinion.", icon=":material/lightbulb:")
 
 
 @st.fragment
