@@ -303,7 +303,8 @@ def save_load_ui(current: state.Current) -> None:
                          max_upload_size=LIMITS.file_bytes // 1_000_000, on_change=_uploaded)
         message = st.session_state.get("load_message")
         if message:
-            st.error(f"Could not load {md_literal(message)}. Nothing on the page was changed.", icon=":material/warning:")
+            st.error(f"Could not load {md_literal(message)}. Nothing on the page was changed.",
+                     icon=":material/warning:")
 
 
 def _uploaded() -> None:

@@ -147,7 +147,8 @@ def score_lab() -> None:
         values = _numbers_ui("values (one number per key)", "lab_values", "values",
                              "One number per key: the output blends them with the weights.")
         if scores is not None and values is not None and scores.size != values.size:
-            st.error(f"{scores.size} scores but {values.size} values: give one value per score.", icon=":material/warning:")
+            st.error(f"{scores.size} scores but {values.size} values: give one value per score.",
+                     icon=":material/warning:")
             values = None
         keys = _keys_ui(scores.size if scores is not None else None)
         low, high = TEMPERATURE

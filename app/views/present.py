@@ -108,8 +108,8 @@ def render(current: Current, inputs: Inputs) -> None:
     scenario = state.presets().get(current.base.origin) if current.base is not None else None
     lesson = scenario.lesson if scenario is not None and not current.edited else None
     if current.result is None or inputs.sizes is None:
-        st.warning("An input is at fault: fix the one with a warning sign on the workbench (nothing you typed is "
-                   "lost), and the lesson carries on here.", icon=":material/warning:")
+        st.warning("An input is at fault: fix the one with a warning sign on the workbench (nothing you "
+                   "typed is lost), and the lesson carries on here.", icon=":material/warning:")
         return
     draw = Draw(current, inputs)
     draw.formula(screen)

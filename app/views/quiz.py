@@ -72,7 +72,8 @@ def _next_question() -> None:
 def _fix_first(current: Current, workbench_page) -> None:
     problems = list(current.problems.values()) + ([current.error] if current.error else [])
     what = md_literal(problems[0]) if problems else "an input is at fault"
-    st.warning(f"The questions are about the live setup, and it cannot be computed now: {what}", icon=":material/warning:")
+    st.warning(f"The questions are about the live setup, and it cannot be computed now: {what}",
+               icon=":material/warning:")
     st.page_link(workbench_page, label="Fix it on the workbench", icon=":material/calculate:")
 
 
@@ -149,7 +150,8 @@ def _feedback(question: Question, given: str, workbench_page) -> None:
     else:
         problem = question.problem(given)
         why = f" ({md_literal(problem)})" if problem else f": you answered {md_literal(given[:60])}"
-        st.error(f"Wrong{why}. The right answer is **{md_literal(question.answer_text)}**.", icon=":material/cancel:")
+        st.error(f"Wrong{why}. The right answer is **{md_literal(question.answer_text)}**.",
+                 icon=":material/cancel:")
     st.markdown(question.explanation)
     st.page_link(workbench_page, label=f"Look at step {question.step}: {STEPS[question.step].title}",
                  icon=":material/calculate:")

@@ -56,7 +56,8 @@ def render(current: Current, inputs: Inputs) -> None:
     for message in st.session_state.get("link_notes", []):
         st.warning(f"Ignored from the link: {md_literal(message)}", icon=":material/warning:")
     if inputs.sizes is None:
-        st.warning("Fix the setting with a warning sign in the sidebar; nothing you typed in the grids is lost.")
+        st.warning("Fix the setting with a warning sign in the sidebar; nothing you typed in the grids is "
+                   "lost.")
         return
     if inputs.large:
         st.html(LARGE_TYPE_CSS)
@@ -65,7 +66,8 @@ def render(current: Current, inputs: Inputs) -> None:
     for note in current.notes:
         st.info(md_literal(note), icon=":material/add_circle:")
     if current.error:
-        st.error(f"The computation refused these inputs: {md_literal(current.error)}", icon=":material/warning:")
+        st.error(f"The computation refused these inputs: {md_literal(current.error)}",
+                 icon=":material/warning:")
     page = Page(current, inputs)
     for draw in (page.embeddings, page.projections, page.raw_scores, page.softmax, page.head_outputs,
                  page.heads_compared, page.concatenation, page.output):
@@ -230,7 +232,8 @@ class Page:
         if blocked.size:
             names = ", ".join(md_literal(f"{i + 1} · {self.q_tokens[i]}") for i in blocked)
             st.warning(f"Row {names} blocks every key: nothing can be attended to, so its weights are all "
-                       "0 and its head outputs are zero vectors. Tick at least one key to fix it.", icon=":material/warning:")
+                       "0 and its head outputs are zero vectors. Tick at least one key to fix it.",
+                       icon=":material/warning:")
 
     def head_outputs(self):
         step_header(5)
@@ -269,7 +272,8 @@ class Page:
                      head_names=self._titled("C", contributions), cols_are_tokens=False, large=self.large),
               key="chart_contributions")
         gap = contribution_gap(contributions, r.output, self.setup.b_o)
-        st.success(f"Check: the contributions sum to the output (largest difference {gap:.1e}).", icon=":material/check_circle:")
+        st.success(f"Check: the contributions sum to the output (largest difference {gap:.1e}).",
+                   icon=":material/check_circle:")
 
     def output(self):
         step_header(8)
