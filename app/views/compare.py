@@ -43,7 +43,7 @@ def render(current: Current) -> None:
         buttons(current)
         return
     with st.container(border=True):
-        st.markdown(f"#### Comparing A (pinned: {md_literal(label(pinned))}) with B (the page now)")
+        st.markdown(f"**A** (pinned): {md_literal(label(pinned))} · **B**: the page as it is now")
         st.button("Unpin A", key="compare_unpin", on_click=unpin)
         if current.result is None:
             st.info("B is waiting for valid input.")
@@ -53,8 +53,8 @@ def render(current: Current) -> None:
 
 def buttons(current: Current) -> None:
     left, right = st.columns(2)
-    left.button("📌 Pin as A, then change anything to compare", key="compare_pin", on_click=pin,
-                args=(current.setup,), use_container_width=True)
+    left.button("Pin as A, then change anything to compare", key="compare_pin", on_click=pin,
+                args=(current.setup,), icon=":material/push_pin:", use_container_width=True)
     partner = PARTNERS.get(current.setup.origin)
     if partner is not None and not current.edited:
         right.button(f"Compare with '{state.label_of(partner)}'", key="compare_partner",
@@ -87,9 +87,11 @@ def difference(pinned: Setup, a, current: Current) -> None:
                     f"'{md_literal(tokens[query])}', key '{md_literal(kv_tokens[key])}': "
                     f"**{weight(before)} → {weight(after)}**")
     heads = [f"head {i + 1}" for i in range(b.n_heads)]
-    for name, result in (("A", a), ("B", b)):
-        chart(figure("head_grids", result.weights, tokens, kv_tokens, kind="weights", mask=result.mask,
-                     head_names=[f"{name}: {h}" for h in heads]), key=f"compare_weights_{name}")
+    for column, (name, result) in zip(st.columns(2), (("A", a), ("B", b)), strict=True):
+        with column:
+            chart(figure("head_grids", result.weights, tokens, kv_tokens, kind="weights", mask=result.mask,
+                         head_names=[f"{name}: {h}" for h in heads], width=figures.HALF_WIDTH),
+                  key=f"compare_weights_{name}")
     delta = b.weights - a.weights  # [h, n_q, n_k]
     chart(figure("head_grids", delta, tokens, kv_tokens, kind="signed",
                  head_names=[f"B − A: {h}" for h in heads]), key="compare_weights_delta")
