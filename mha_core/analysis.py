@@ -16,6 +16,9 @@ def row_entropy(weights: np.ndarray, base: float = 2.0) -> np.ndarray:  # [..., 
     return -terms.sum(axis=-1) / np.log(base)
 
 
+FLAT_AT = 0.95  # normalised entropy from which a head's row is "flat": that head has nothing to say
+
+
 def normalised_entropy(weights: np.ndarray) -> np.ndarray:  # [..., n_k] -> [...] in [0, 1]
     """Entropy divided by its maximum log(n_k): 1 means perfectly flat. 0 when n_k == 1."""
     w = as_float_array("weights", weights)

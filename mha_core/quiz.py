@@ -31,13 +31,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from mha_core.analysis import (
+    FLAT_AT,
     count_parameters,
     most_disagreeing_pair,
     normalised_entropy,
     pairwise_disagreement,
 )
 
-FLAT_AT = 0.95  # normalised entropy from which a row is "flat" (the workbench's FLAT_AT)
 FLAT_MARGIN = 0.01  # an entropy this close to FLAT_AT is not asked about: the bar would not show it
 TOP_MARGIN = 0.01  # a "most" question needs the winner ahead of the runner-up by this much
 HAIR = 1e-6  # float rounding on top of a stated tolerance: 0.665 typed as 0.67 stays right

@@ -25,8 +25,7 @@ from html import escape
 
 import numpy as np
 
-from mha_core.analysis import normalised_entropy
-from mha_core.quiz import FLAT_AT
+from mha_core.analysis import FLAT_AT, normalised_entropy
 
 HAND_DOT_MAX = 8  # d_k up to which a dot product is asked by hand (8 multiply-adds per cell)
 MAX_COLUMNS = 8  # matrix columns printed: 34 mm of labels + 8 x 18 mm of numbers = 178 mm

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.views.workbench import FLAT_AT as WORKBENCH_FLAT_AT
 from mha_core import DEFAULT_SCENARIO, Scaling, Setup, Sizes, all_scenarios
 from mha_core.analysis import most_disagreeing_pair, normalised_entropy, pairwise_disagreement
 from mha_core.quiz import (
@@ -303,7 +302,6 @@ def test_repeated_tokens_get_unambiguous_labels():
 
 
 def test_flat_is_the_workbenchs_flat():
-    assert FLAT_AT == WORKBENCH_FLAT_AT
     setup = SCENARIOS["the_cat_sat_one_head"]
     result = setup.run()
     flats = [q for seed in range(20) for q in generate(setup, result, seed) if q.kind == "flat_head"]

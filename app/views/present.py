@@ -16,10 +16,10 @@ from app import figures, state, widgets
 from app.figure_cache import figure
 from app.state import Current
 from app.steps import STEPS
-from app.views.workbench import FLAT_AT, LARGE_TYPE_CSS, drill_lines, sizes_line
+from app.views.workbench import LARGE_TYPE_CSS, drill_lines, sizes_line
 from app.widgets import Inputs, chart, md_literal
 from mha_core import attention_flops, count_parameters, normalised_entropy, pairwise_disagreement
-from mha_core.analysis import most_disagreeing_pair
+from mha_core.analysis import FLAT_AT, most_disagreeing_pair
 from mha_core.quiz import Question, forecast
 
 PRESENTER_CSS = """<style>

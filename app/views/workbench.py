@@ -26,7 +26,7 @@ from mha_core import (
     pairwise_disagreement,
     row_sum_deviation,
 )
-from mha_core.analysis import METRICS
+from mha_core.analysis import FLAT_AT, METRICS
 from mha_core.setup import SPECS
 
 # Large type: the page's own text grows with the charts' (the grids' canvas keeps its size).
@@ -37,7 +37,6 @@ LARGE_TYPE_CSS = """<style>
 [data-testid="stMain"] h3 { font-size: 2.1rem; }
 [data-testid="stMain"] .katex { font-size: 1.5em; }
 </style>"""
-FLAT_AT = 0.95  # normalised entropy above which a head "has nothing to say" for that query
 METRIC_NAMES = {"l2": "L2 (Euclidean)", "js": "Jensen-Shannon", "tv": "total variation"}
 
 
