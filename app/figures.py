@@ -24,10 +24,13 @@ example H in Chromium.
 
 from __future__ import annotations
 
+import base64
 import html
 import math
 import re
+import struct
 import unicodedata
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -266,6 +269,8 @@ NUMBERS_UP_TO = 12  # numbers on cells and per-cell hover text while both sides 
 COMPACT_SIDE = 24  # above this many rows or columns, or
 COMPACT_CELLS = 400  # this many cells, a panel is drawn compactly: no gaps between cells
 MIN_GAPPED_CELL = 6  # px: narrower cells get no gaps (a 1 px gap would swallow them)
+IMAGE_FROM_CELLS = 64 * 64  # a panel with more cells is sent as a PNG made here, not as numbers
+IMAGE_BLOCKS = 256  # an image panel has at most this many blocks a side (larger grids: block means)
 
 
 @dataclass
@@ -374,6 +379,8 @@ def _plan(panels: list[_Panel], per_row: int, s: Style, width: int, *, title: st
     bands = [max(_row_band(p, s) for p in column) for column in columns]
     widest_grid = max(p.shape[1] for p in panels)
     floor = s.cell_min if numbers or widest_grid > NUMBERS_UP_TO else s.tick_font + ROW_LABEL_AIR
+    if any(p.values.size > IMAGE_FROM_CELLS for p in panels):
+        floor = 0.0  # an image's cells are as wide as they are tall, however small
 
     def panel_size(gaps, margin_l, margin_r) -> tuple[float, float]:  # cell height, panel width (px)
         slot = (max(width - margin_l - margin_r, MIN_PLOT_WIDTH) - sum(gaps)) / n_cols_grid
@@ -497,6 +504,68 @@ def _numbers(panels: list[_Panel], plan: _Plan, s: Style) -> list[list[list[str]
     return None
 
 
+def _rgb(colour: str) -> tuple[int, int, int]:
+    """'#21918c' or 'rgb(33, 145, 140)' as three bytes."""
+    if colour.startswith("#"):
+        return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return tuple(int(float(part)) for part in colour[colour.index("(") + 1:colour.index(")")].split(",")[:3])
+
+
+def block_means(values: np.ndarray, factor: int) -> np.ndarray:
+    """The mean of each factor x factor block (edge blocks are smaller), NaN cells left out.
+
+    values [n_rows, n_cols] -> [ceil(n_rows / factor), ceil(n_cols / factor)]."""
+    n_rows, n_cols = values.shape
+    rows, cols = -(-n_rows // factor), -(-n_cols // factor)
+    padded = np.full((rows * factor, cols * factor), np.nan)
+    padded[:n_rows, :n_cols] = values
+    blocks = padded.reshape(rows, factor, cols, factor)  # [rows, factor, cols, factor]
+    valid = ~np.isnan(blocks)
+    counts = valid.sum(axis=(1, 3))  # [rows, cols]
+    sums = np.where(valid, blocks, 0.0).sum(axis=(1, 3))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def colour_mapped(values: np.ndarray, zmin: float, zmax: float, colorscale) -> np.ndarray:
+    """values [r, c] -> RGBA bytes [r, c, 4] on a plotly colour scale; NaN is transparent."""
+    positions = np.array([float(stop) for stop, _ in colorscale])
+    colours = np.array([_rgb(colour) for _, colour in colorscale], dtype=float)  # [stops, 3]
+    span = zmax - zmin if zmax > zmin else 1.0
+    t = np.clip((np.nan_to_num(values, nan=zmin) - zmin) / span, 0.0, 1.0)  # [r, c]
+    rgba = np.empty(values.shape + (4,), dtype=np.uint8)
+    for channel in range(3):
+        rgba[..., channel] = np.round(np.interp(t, positions, colours[:, channel]))
+    rgba[..., 3] = np.where(np.isnan(values), 0, 255)
+    return rgba
+
+
+def png_bytes(rgba: np.ndarray) -> bytes:
+    """A PNG file of RGBA bytes [height, width, 4] (zlib from the standard library, no imaging package)."""
+    height, width, _ = rgba.shape
+    rows = np.concatenate([np.zeros((height, 1), dtype=np.uint8), rgba.reshape(height, width * 4)], axis=1)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)  # 8-bit RGBA
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
+            + chunk(b"IEND", b""))
+
+
+def _image_trace(values: np.ndarray, zmin: float, zmax: float, colorscale, suffix: str) -> dict:
+    """One panel as an image: block means (at most IMAGE_BLOCKS a side) coloured here."""
+    factor = max(1, math.ceil(max(values.shape) / IMAGE_BLOCKS))
+    shown = block_means(values, factor) if factor > 1 else values
+    source = "data:image/png;base64," + base64.b64encode(png_bytes(colour_mapped(shown, zmin, zmax,
+                                                                                 colorscale))).decode()
+    centre = 1 + (factor - 1) / 2  # the first block's middle, in positions counted from 1
+    where = "around %{y:.0f}, column %{x:.0f}" if factor > 1 else "%{y:.0f}, column %{x:.0f}"
+    return dict(type="image", source=source, x0=centre, dx=factor, y0=centre, dy=factor,
+                xaxis=f"x{suffix}", yaxis=f"y{suffix}",
+                hovertemplate=f"row {where}<extra></extra>")
+
+
 def _panel_figure(panels: list[_Panel], *, per_row: int, zmin: float, zmax: float, colorscale, s: Style,
                   width: int, title: str = "", colorbar: bool = True, shapes=None) -> FigureSpec:
     """One heatmap trace per panel on a shared colour range; one colour bar by the first row."""
@@ -509,6 +578,15 @@ def _panel_figure(panels: list[_Panel], *, per_row: int, zmin: float, zmax: floa
     data = []
     for index, (p, cell) in enumerate(zip(panels, plan.cells, strict=True)):
         suffix = str(index + 1) if index else ""
+        bar_only = False
+        if p.values.size > IMAGE_FROM_CELLS:  # numbers could not be read anyway; an image is far smaller
+            data.append(_image_trace(p.values, zmin, zmax, colorscale, suffix))
+            n_rows, n_cols = p.shape
+            plan.layout[f"xaxis{suffix}"]["range"] = [0.5, n_cols + 0.5]
+            plan.layout[f"yaxis{suffix}"].update(range=[n_rows + 0.5, 0.5], autorange=False, scaleanchor=False)
+            if not (colorbar and index == len(panels) - 1):
+                continue
+            p, bar_only = _Panel(np.array([[zmin, zmax]]), [], []), True  # for its colour bar alone
         trace = dict(type="heatmap", z=p.values.astype(np.float32), x0=1, dx=1, y0=1, dy=1, zmin=zmin,
                      zmax=zmax, colorscale=colorscale, showscale=colorbar and index == len(panels) - 1,
                      xaxis=f"x{suffix}", yaxis=f"y{suffix}")
@@ -520,6 +598,8 @@ def _panel_figure(panels: list[_Panel], *, per_row: int, zmin: float, zmax: floa
             trace.update(hovertext=p.hovers, hovertemplate="%{hovertext}<extra></extra>")
         else:  # large grids: per-cell strings would dominate the bytes sent
             trace.update(hovertemplate=p.big_hover + "<extra></extra>", hoverongaps=False)
+        if bar_only:  # outside the axes' ranges, so only the colour bar shows
+            trace.update(x0=-10, y0=-10, hoverinfo="skip")
         if trace["showscale"]:
             trace["colorbar"] = dict(
                 x=plan.colorbar_x, xanchor="left", y=1, yanchor="top", lenmode="pixels",

@@ -245,7 +245,10 @@ def test_large_matrices_have_no_cell_text_gaps_or_hover_strings(rng, shape):
     rows, cols = [f"t{i}" for i in range(shape[0])], figures.dims("d", shape[1])
     trace = spec(figures.matrix_heatmap(rng.normal(size=shape), rows, cols))["data"][0]
     assert not {"text", "texttemplate", "xgap", "ygap", "hovertext", "customdata"} & set(trace)
-    assert "%{z:.3g}" in trace["hovertemplate"]
+    if shape[0] * shape[1] > figures.IMAGE_FROM_CELLS:  # sent as a picture: the hover says where
+        assert trace["type"] == "image" and "column %{x:.0f}" in trace["hovertemplate"]
+    else:
+        assert "%{z:.3g}" in trace["hovertemplate"]
 
 
 @pytest.mark.parametrize("width", [figures.HALF_WIDTH, figures.FULL_WIDTH])
@@ -607,3 +610,61 @@ def test_example_h_paints_every_panel_without_overlapping_labels(tmp_path):
         problems = page.evaluate(LOOK)
         browser.close()
     assert problems == []
+
+
+# --- Large grids as images (issue 9) ------------------------------------------------------------
+
+
+def _decoded_png(source: str) -> np.ndarray:
+    """An image trace's PNG, decoded by Pillow (an independent reader): RGBA [h, w, 4]."""
+    import base64
+    import io
+
+    from PIL import Image
+    data = base64.b64decode(source.split(",", 1)[1])
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"))
+
+
+def test_block_means_equal_a_loop_over_blocks():
+    rng = np.random.default_rng(3)
+    values = rng.random((37, 23))
+    values[5, 7] = np.nan
+    factor = 4
+    got = figures.block_means(values, factor)
+    assert got.shape == (10, 6)
+    for i in range(10):
+        for j in range(6):
+            block = values[i * factor:(i + 1) * factor, j * factor:(j + 1) * factor]
+            np.testing.assert_allclose(got[i, j], np.nanmean(block))
+
+
+def test_a_large_grid_is_sent_as_images_whose_pixels_are_its_block_means():
+    rng = np.random.default_rng(4)
+    weights = rng.dirichlet(np.ones(600), size=(3, 600))  # [3, 600, 600]: rows sum to 1
+    weights[1, :, :3] = 0.9  # a first block of columns to find again in the picture
+    labels = [f"w{i}" for i in range(600)]
+    fig = figures.head_grids(weights, labels, labels, kind="weights")
+    images = [trace for trace in fig["data"] if trace["type"] == "image"]
+    assert len(images) == 3
+    assert not any(trace["type"] == "heatmap" and trace.get("x0", 1) > 0 for trace in fig["data"])
+    factor = images[0]["dx"]
+    assert factor == math.ceil(600 / figures.IMAGE_BLOCKS)
+    for head, trace in enumerate(images):
+        pixels = _decoded_png(trace["source"])
+        expected = figures.colour_mapped(figures.block_means(weights[head], factor), 0.0, 1.0,
+                                         figures.WEIGHT_SCALE)
+        np.testing.assert_array_equal(pixels, expected)
+    bright = _decoded_png(images[1]["source"])[:, 0, :3].mean()
+    dark = _decoded_png(images[0]["source"])[:, 0, :3].mean()
+    assert bright > dark + 50  # head 2's first key column stands out
+    assert len(json.dumps(fig.to_dict())) < 2_000_000
+    go.Figure(fig.to_dict())  # plotly accepts the spec
+
+
+def test_masked_cells_of_an_image_are_transparent():
+    values = np.full((100, 100), 0.5)
+    mask = np.tril(np.ones((100, 100), dtype=bool))  # causal
+    fig = figures.head_grids(values[None], [str(i) for i in range(100)], [str(i) for i in range(100)],
+                             kind="weights", mask=mask)
+    pixels = _decoded_png(next(t for t in fig["data"] if t["type"] == "image")["source"])
+    assert pixels[0, 99, 3] == 0 and pixels[99, 0, 3] == 255
