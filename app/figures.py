@@ -583,7 +583,8 @@ def _panel_figure(panels: list[_Panel], *, per_row: int, zmin: float, zmax: floa
             data.append(_image_trace(p.values, zmin, zmax, colorscale, suffix))
             n_rows, n_cols = p.shape
             plan.layout[f"xaxis{suffix}"]["range"] = [0.5, n_cols + 0.5]
-            plan.layout[f"yaxis{suffix}"].update(range=[n_rows + 0.5, 0.5], autorange=False, scaleanchor=False)
+            plan.layout[f"yaxis{suffix}"].update(range=[n_rows + 0.5, 0.5], autorange=False,
+                                                 scaleanchor=False)
             if not (colorbar and index == len(panels) - 1):
                 continue
             p, bar_only = _Panel(np.array([[zmin, zmax]]), [], []), True  # for its colour bar alone
