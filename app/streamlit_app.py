@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app import state, widgets
-from app.views import labs, present, quiz, textbook, workbench
+from app.views import labs, model, present, quiz, textbook, workbench
 
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
 state.init_state()
@@ -25,9 +25,11 @@ present_page = st.Page(lambda: present.render(current, inputs), title="Present",
 labs_page = st.Page(labs.render, title="Labs", icon=":material/science:", url_path="labs")
 quiz_page = st.Page(lambda: quiz.render(current, workbench_page), title="Quiz", icon=":material/quiz:",
                     url_path="quiz")
+model_page = st.Page(lambda: model.render(workbench_page), title="Real model", icon=":material/psychology:",
+                     url_path="model")
 textbook_page = st.Page(lambda: textbook.render(workbench_page), title="Worked examples",
                         icon=":material/menu_book:", url_path="examples")
-page = st.navigation([workbench_page, present_page, labs_page, quiz_page, textbook_page])
+page = st.navigation([workbench_page, present_page, labs_page, quiz_page, model_page, textbook_page])
 if st.session_state.get("last_page") not in (None, page.url_path):
     st.iframe(widgets.SCROLL_TO_TOP, height=1)
 st.session_state.last_page = page.url_path

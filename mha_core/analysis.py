@@ -182,3 +182,55 @@ def largest_change(before: np.ndarray, after: np.ndarray) -> tuple[tuple[int, ..
     gap[~(np.isfinite(a) & np.isfinite(b))] = -1.0
     index = tuple(int(i) for i in np.unravel_index(int(np.argmax(gap)), gap.shape))
     return index, float(a[index]), float(b[index])
+
+
+PATTERN_AT = 0.5  # the mean weight a head puts on one kind of key before it is named after it
+BROAD_AT = 0.8  # normalised entropy (mean over queries) from which a head is "broad"
+PATTERNS = ("previous", "next", "self", "[CLS]", "[SEP]", "broad", "mixed")
+
+
+def head_pattern(weights: np.ndarray) -> str:
+    """A one-word guess at what a head does, from its weights [n, n] over one text whose first
+    and last tokens are [CLS] and [SEP] (BertViz's categories).
+
+    The mean weight over queries on the previous token, the next one, itself, [CLS] or [SEP]:
+    the largest of these at or above PATTERN_AT names the head; otherwise "broad" when its rows
+    are nearly uniform, else "mixed".
+    """
+    w = as_float_array("weights", weights)
+    n = w.shape[0]
+    if w.ndim != 2 or w.shape != (n, n):
+        raise ValueError(f"weights must be square [n, n], got {list(w.shape)}")
+    if n < 3:
+        return "mixed"
+    shares = {
+        "previous": float(np.mean(np.diagonal(w, offset=-1))),
+        "next": float(np.mean(np.diagonal(w, offset=1))),
+        "self": float(np.mean(np.diagonal(w))),
+        "[CLS]": float(np.mean(w[:, 0])),
+        "[SEP]": float(np.mean(w[:, -1])),
+    }
+    best = max(shares, key=shares.get)
+    if shares[best] >= PATTERN_AT:
+        return best
+    return "broad" if float(np.mean(normalised_entropy(w))) >= BROAD_AT else "mixed"
+
+
+def attention_change(before: list[np.ndarray], after: list[np.ndarray]) -> np.ndarray:
+    """The largest change of any cell of each head's weights, layer by layer: [layers, h].
+
+    before, after: one weights array [h, n, n] per layer, of one text."""
+    return np.array([[_largest_gap(a[head], b[head])
+                      for head in range(len(a))] for a, b in zip(before, after, strict=True)])
+
+
+def _largest_gap(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.max(np.abs(np.asarray(b, dtype=float) - np.asarray(a, dtype=float))))
+
+
+def sentence_cosine(hidden_a: np.ndarray, hidden_b: np.ndarray) -> float:
+    """Cosine similarity of two texts' sentence embeddings, each the mean of its last hidden states
+    [n, d] over the tokens (sentence-transformers' mean pooling)."""
+    a = np.mean(np.asarray(hidden_a, dtype=float), axis=0)  # [d]
+    b = np.mean(np.asarray(hidden_b, dtype=float), axis=0)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))

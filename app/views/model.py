@@ -1,0 +1,199 @@
+"""Real heads: all-MiniLM-L6-v2 run by our own core; every head drawn, one copied to the
+workbench or zeroed inside the model.
+
+The model loads once per server process; a text's trace is cached (shared by the sessions, read
+only), so that changing a view option never reruns the model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from app import figures, model_figures, state, widgets
+from app.figure_cache import figure
+from app.widgets import chart, md_literal
+from mha_core import LIMITS, head_contributions, normalised_entropy, pairwise_disagreement
+from mha_core.analysis import FLAT_AT, attention_change, head_pattern, most_disagreeing_pair, sentence_cosine
+from mha_core.pretrained import PIP_LINE, ModelNotInstalled, Trace, load_minilm
+
+SENTENCES = {  # sentences that show known head behaviour
+    "the cat sat on the mat because it was tired": "coreference: which heads send 'it' to 'cat'?",
+    "The quick brown fox jumps over the lazy dog.": "previous and next word heads",
+    "I put the book on the table, and then I read the book.": "a repeated word attends to its twin",
+    "Attention is all you need, said the paper; attention is what we visualise.": "punctuation sinks",
+}
+TRACES_KEPT = 4  # traces of different texts held at once (a 512-piece trace is about 230 MB)
+
+
+@st.cache_resource(show_spinner="Loading all-MiniLM-L6-v2 (once per server)…")
+def model():
+    return load_minilm()
+
+
+@st.cache_resource(max_entries=TRACES_KEPT, show_spinner="Running the model…")
+def traced(text: str, zero_heads: tuple[tuple[int, int], ...] = ()) -> Trace:
+    return model().trace(text, zero_heads=zero_heads)
+
+
+def render(workbench_page) -> None:
+    st.title("Real heads: all-MiniLM-L6-v2")
+    st.caption("A BERT encoder (6 layers × 12 heads, d_model 384, 22.7 M parameters) run by this app's own "
+               "NumPy core: every head below is a multi_head_attention result, as on the workbench.")
+    try:
+        loaded = model()
+    except ModelNotInstalled as error:
+        st.error(f"The model is not installed: {md_literal(error)}", icon=":material/warning:")
+        st.code(PIP_LINE, language="bash")
+        return
+    text = sentence_ui()
+    try:
+        trace = traced(text)
+    except ValueError as error:
+        st.error(md_literal(error), icon=":material/warning:")
+        return
+    if trace.note:
+        st.info(md_literal(trace.note), icon=":material/content_cut:")
+    st.caption(f"{len(trace.tokens)} word pieces: " + " ".join(md_literal(t) for t in trace.tokens[:60])
+               + (" …" if len(trace.tokens) > 60 else ""))
+    layer = layer_ui()  # one for every tab below
+    overview, heads, lines, change = st.tabs(["Model overview", "One layer's heads", "Lines (head view)",
+                                              "Change a head"])
+    with overview:
+        overview_tab(trace, layer)
+    with heads:
+        layer_tab(trace, layer)
+    with lines:
+        lines_tab(trace, layer)
+    with change:
+        change_tab(loaded, trace, text, layer, workbench_page)
+
+
+def sentence_ui() -> str:
+    st.session_state.setdefault("model_text", next(iter(SENTENCES)))
+    pick = st.selectbox("Try a sentence", ["(type your own below)", *SENTENCES], key="model_example",
+                        format_func=lambda s: s if s not in SENTENCES else f"{s}  ·  {SENTENCES[s]}")
+    if pick in SENTENCES and st.session_state.get("model_example_used") != pick:
+        st.session_state.model_text = pick  # before the text box is drawn
+        st.session_state.model_example_used = pick
+    return st.text_area("Text (up to 512 word pieces)", key="model_text", height=80)
+
+
+def layer_ui() -> int:
+    return widgets.choice_ui(st, "layer", [f"layer {i + 1}" for i in range(6)], "model_layer",
+                             segmented=True)
+
+
+def head_labels(weights: np.ndarray) -> list[str]:
+    """Each head's normalised entropy (mean over queries) and its pattern guess."""
+    return [f"{float(np.mean(normalised_entropy(w))):.2f}<br>{head_pattern(w)}" for w in weights]
+
+
+def overview_tab(trace: Trace, layer: int) -> None:
+    st.caption("Every head of every layer (rows: layers; columns: heads 1 to 12). Under each head: its "
+               "entropy (1 = uniform) and a guess at its pattern (previous or next word piece, itself, the "
+               "[CLS] or [SEP] sink, broad, mixed). Pick a head below to open it.")
+    weights = [result.weights for result in trace.attentions]  # 6 x [12, n, n]
+    chart(model_figures.model_view(weights, [head_labels(w) for w in weights]), key="model_overview")
+    head = widgets.choice_ui(st, f"open a head of layer {layer + 1} (the layer is chosen above)",
+                             [f"head {i + 1}" for i in range(12)], "model_head", segmented=True)
+    w = weights[layer][head]
+    st.markdown(f"**Layer {layer + 1}, head {head + 1}**: {head_pattern(w)}, entropy "
+                f"{float(np.mean(normalised_entropy(w))):.2f}.")
+    chart(figure("head_grids", w[None], trace.tokens, trace.tokens, kind="weights",
+                 head_names=[f"layer {layer + 1}, head {head + 1}"]), key="model_one_head")
+
+
+def layer_tab(trace: Trace, layer: int) -> None:
+    r = trace.attentions[layer]
+    heads = [f"head {i + 1}" for i in range(r.n_heads)]
+    chart(figure("head_grids", r.weights, trace.tokens, trace.tokens, kind="weights",
+                 head_names=[f"{h}: {head_pattern(w)}" for h, w in zip(heads, r.weights, strict=True)]),
+          key="model_weights")
+    query = widgets.choice_ui(st, "query word piece", state.row_labels(trace.tokens), "model_query")
+    distances = pairwise_disagreement(r.weights, query, "l2")  # [h, h]
+    a, b, value = most_disagreeing_pair(distances)
+    entropy = normalised_entropy(r.weights[:, query, :])  # [h]
+    flat = [heads[i] for i in np.flatnonzero(entropy >= FLAT_AT)]
+    st.markdown(f"For '{md_literal(trace.tokens[query])}': **{heads[a]}** and **{heads[b]}** disagree most "
+                f"(L2 {value:.3f})." + (f" Flat (nothing to say): {', '.join(flat)}." if flat else ""))
+    left, right = st.columns(2)
+    with left:
+        chart(figure("disagreement_heatmap", distances, metric="l2", head_names=heads),
+              key="model_disagreement")
+    with right:
+        chart(figure("entropy_bars", entropy, head_names=heads, flat_at=FLAT_AT), key="model_entropy")
+    st.caption("The concatenation: one band per head, 12 × 32 = 384 columns")
+    chart(figure("concat_bands", r.concat, trace.tokens, r.n_heads, r.head_outputs.shape[2]),
+          key="model_concat")
+    setup = model().layer_setup(trace, layer)
+    contributions = head_contributions(r.head_outputs, setup.w_o)  # [h, n, 384]
+    st.caption("Each head's contribution head_i · W_O[rows of head i]; with b_O they add up to the output")
+    chart(figure("head_grids", contributions, trace.tokens, figures.dims("d", 384), kind="signed",
+                 head_names=heads, cols_are_tokens=False), key="model_contributions")
+
+
+def lines_tab(trace: Trace, layer: int) -> None:
+    weights = trace.attentions[layer].weights  # [h, n, n]
+    chosen = st.multiselect("heads", list(range(12)), default=[0], key="model_line_heads",
+                            format_func=lambda h: f"head {h + 1}")
+    n = len(trace.tokens)
+    first = 0
+    if n > LINE_WINDOW:
+        first = st.slider("first word piece shown", 1, n - LINE_WINDOW + 1, 1, key="model_line_first") - 1
+        st.caption(f"{n} word pieces: the lines of word pieces {first + 1} to {first + LINE_WINDOW} are "
+                   "drawn.")
+    window = slice(first, first + LINE_WINDOW)
+    tokens = trace.tokens[window]
+    isolate = st.selectbox("only the lines of", ["every word piece", *state.row_labels(tokens)],
+                           key="model_line_query")
+    query = None if isolate == "every word piece" else state.row_labels(tokens).index(isolate)
+    if not chosen:
+        st.info("Choose at least one head.")
+        return
+    chart(model_figures.head_view(weights[:, window, window], sorted(chosen), tokens, query=query),
+          key="model_lines")
+
+
+LINE_WINDOW = 48  # word pieces drawn at once in the head view
+
+
+def change_tab(loaded, trace: Trace, text: str, layer: int, workbench_page) -> None:
+    st.markdown("**Copy a real head to the workbench**: the layer's real input X (the hidden states "
+                "entering it), every head's W_Q, W_K, W_V with biases, and W_O, as a setup you can change.")
+    fits = len(trace.tokens) <= LIMITS.tokens
+    if st.button(f"Open layer {layer + 1} in the workbench", key="model_copy", disabled=not fits,
+                 on_click=copy_layer, args=(loaded, text, layer)):
+        st.switch_page(workbench_page)
+    if not fits:
+        st.caption(f"The workbench takes at most {LIMITS.tokens} tokens; this text has {len(trace.tokens)} "
+                   "word pieces. Shorten it to copy.")
+    st.divider()
+    st.markdown("**Zero heads inside the model** and see how every later layer's attention and the "
+                "sentence embedding change (the change no other viewer shows).")
+    options = [(layer_, head) for layer_ in range(6) for head in range(12)]
+    zeroed = st.multiselect("heads to zero", options, key="model_zero",
+                            format_func=lambda pair: f"layer {pair[0] + 1}, head {pair[1] + 1}")
+    if not zeroed:
+        return
+    after = traced(text, tuple(sorted(zeroed)))
+    before_w = [r.weights for r in trace.attentions]
+    after_w = [r.weights for r in after.attentions]
+    change = attention_change(before_w, after_w)  # [layers, heads]
+    cosine = sentence_cosine(trace.hidden_states[-1], after.hidden_states[-1])
+    st.markdown(f"**Sentence embedding** (mean of the last hidden states, as sentence-transformers pools): "
+                f"cosine similarity before and after = **{cosine:.4f}**.")
+    st.caption("Largest change of each head's weights (any cell), layer by layer: layers before the first "
+               "zeroed head do not change.")
+    chart(figure("matrix_heatmap", change, [f"layer {i + 1}" for i in range(6)],
+                 [f"h{i + 1}" for i in range(12)], title="max |Δ weight|", width=figures.FULL_WIDTH),
+          key="model_change")
+    last = np.asarray(after.hidden_states[-1], dtype=float) - np.asarray(trace.hidden_states[-1], dtype=float)
+    chart(figure("matrix_heatmap", last, trace.tokens, figures.dims("d", last.shape[1]),
+                 title="final hidden states: after − before", width=figures.FULL_WIDTH),
+          key="model_hidden_delta")
+
+
+def copy_layer(loaded, text: str, layer: int) -> None:
+    """The layer's real inputs become the workbench's setup."""
+    state.load_setup(loaded.layer_setup(traced(text), layer).with_origin("model"))
