@@ -296,3 +296,25 @@ def test_pinned_setups_of_other_sizes_say_so():
     pick_preset(at, "ex_a_single_head")
     assert not at.exception
     assert any("sizes differ" in text for text in texts(at.warning))
+
+
+def test_a_generated_preset_also_starts_its_lesson_on_screen_one():
+    at = open_at({"preset": "ex_g_coreference", "step": "5"}, "present")
+    assert screen_title(at) == heading(4)
+    pick_preset(at, "random")
+    assert not at.exception
+    assert screen_title(at) == heading(0)
+
+
+@pytest.mark.parametrize("key", [k for k in SCENARIOS if max(SCENARIOS[k].sizes.d_model, 8) <= 8])
+def test_every_small_grid_on_the_presenter_carries_its_numbers(key):
+    """The room reads the numbers off the cells: every heatmap of a small preset prints them."""
+    at = open_at({"preset": key}, "present")
+    for screen in range(len(SCREENS)):
+        reveal_if_asked(at)
+        for name, spec in chart_specs(at).items():
+            for trace in spec["data"]:
+                if trace["type"] == "heatmap" and trace.get("x0", 1) > 0:
+                    assert "texttemplate" in trace, (key, screen + 1, name)
+        if screen < len(SCREENS) - 1:
+            at.button(key="present_next").click().run()

@@ -25,8 +25,14 @@ from mha_core.quiz import Question, forecast
 PRESENTER_CSS = """<style>
 [data-testid="stMain"] .block-container { padding-top: 4rem; }  /* just below the app's header bar */
 [data-testid="stMain"] h3 { padding-top: 0; }
+[data-testid="stMain"] .katex-display .katex { font-size: 1.25em; }  /* a worked line fits its column */
+[data-testid="stMain"] [data-testid="stSelectbox"] * { font-size: 1.3rem; }  /* the chosen query, legible */
 </style>"""
-CHART_WIDTH = 700  # px: the charts' column at 1280 px with the sidebar collapsed
+# The charts' column measures about 740 px at 1280 px with the sidebar collapsed. Figures are planned
+# for a wider one: their own margin for a narrower column (figures.FIT_SLACK) is not needed here,
+# and without it numbers of 20 px fit on the cells of a 7 x 8 grid.
+CHART_WIDTH = 900
+SHOWN_TERMS = 3  # the largest terms of a weighted sum written out
 STEP_KEY = "present_step"
 TO_THE_TOP = "present_to_the_top"
 REVEALED = "present_revealed"  # (screen, question prompt) the room has seen the answer to
@@ -82,6 +88,16 @@ def screen_number() -> int:
     return position
 
 
+def start_again_on_a_new_preset() -> None:
+    """A new preset, or a new draw of "random", starts its lesson on screen 1 (edits do not)."""
+    ss = st.session_state
+    source = (ss.get("origin"), ss.get("origin_seed"))
+    if ss.get("present_source") not in (None, source):
+        ss.selections[STEP_KEY] = 0
+        ss.pop(REVEALED, None)
+    ss.present_source = source
+
+
 def go(delta: int) -> None:
     selections = st.session_state.selections
     selections[STEP_KEY] = int(np.clip(selections.get(STEP_KEY, 0) + delta, 0, len(SCREENS) - 1))
@@ -100,6 +116,7 @@ def reveal(screen: int, question: Question) -> None:
 def render(current: Current, inputs: Inputs) -> None:
     st.set_page_config(initial_sidebar_state="collapsed")  # the room sees the lesson, not the controls
     st.html(LARGE_TYPE_CSS + PRESENTER_CSS)
+    start_again_on_a_new_preset()
     screen = screen_number()
     header(screen)
     new_screen = st.session_state.pop(TO_THE_TOP, False)
@@ -113,7 +130,7 @@ def render(current: Current, inputs: Inputs) -> None:
         return
     draw = Draw(current, inputs)
     draw.formula(screen)
-    charts, words = st.columns([3, 2], gap="medium")
+    charts, words = st.columns([2, 1], gap="medium")
     with words:
         if screen == 0:
             title_card(scenario, current)
@@ -180,7 +197,7 @@ def ask(screen: int, question: Question) -> bool:
             options = (f"**{chr(65 + i)}** {md_literal(choice)}" for i, choice in enumerate(question.choices))
             st.markdown("  ·  ".join(options))
         if revealed:
-            st.markdown(f"**Answer:** {md_literal(answer_text(question))}")
+            st.markdown(f"**Answer:** {md_literal(question.answer_text)}")
             if question.explanation:
                 st.caption(question.explanation)
         else:
@@ -188,11 +205,6 @@ def ask(screen: int, question: Question) -> bool:
                       type="primary")
     return revealed
 
-
-def answer_text(question: Question) -> str:
-    if isinstance(question.answer, float):
-        return figures.format_number(question.answer)
-    return str(question.answer)
 
 
 SPLIT_WHY = ("Attention's cost grows like n² · d: h thin heads of width d_k cost what one head of width "
@@ -272,16 +284,13 @@ class Draw:
         head, query = self.head(), self.query()
         key = int(np.argmax(self.r.weights[head, query]))
         st.latex(drill_lines(self.r, head, query, key)[-1])
-        left, right = st.columns(2)
-        with left:
-            self.one_head(self.r.scaled, head, "scores", "scaled", "present_scaled", CHART_WIDTH // 2)
-        with right:
-            self.one_head(self.r.weights, head, "weights", "A", "present_weights", CHART_WIDTH // 2)
+        self.one_head(self.r.scaled, head, "scores", "scaled", "present_scaled")
+        self.one_head(self.r.weights, head, "weights", "A", "present_weights")
 
     def weighted_sum(self):
         head, query = self.head(), self.query()
         weights, values = self.r.weights[head, query], self.r.v[head]  # [n_k], [n_k, d_v]
-        shown = np.argsort(-weights, kind="stable")[:4]
+        shown = np.argsort(-weights, kind="stable")[:SHOWN_TERMS]
         terms = " + ".join(rf"{_tex_number(weights[k])}\,v_{{{k + 1}}}" for k in sorted(shown))
         more = r" + \dots" if len(weights) > len(shown) else ""
         st.latex(rf"\text{{head}}_{{{head + 1}}}[{query + 1}] = {terms}{more}")
@@ -299,9 +308,13 @@ class Draw:
         sz = self.sizes
         flops = attention_flops(sz.n_q, sz.n_k, sz.n_heads, sz.d_k, sz.d_v)
         wide = attention_flops(sz.n_q, sz.n_k, 1, sz.n_heads * sz.d_k, sz.n_heads * sz.d_v)
-        st.markdown(f"**Why narrow slices?** {sz.n_heads} heads of width {sz.d_k} cost {flops:,} FLOPs; one "
-                    f"head of width {sz.n_heads * sz.d_k} would cost {wide:,}. Same work, {sz.n_heads} "
-                    "viewpoints.")
+        if sz.n_heads == 1:
+            st.markdown(f"**One head** of width {sz.d_k}: {flops:,} FLOPs. With h heads of width d_k / h the "
+                        "work would stay the same, with h viewpoints.")
+        else:
+            st.markdown(f"**Why narrow slices?** {sz.n_heads} heads of width {sz.d_k} cost {flops:,} FLOPs; "
+                        f"one head of width {sz.n_heads * sz.d_k} would cost {wide:,}. Same work, "
+                        f"{sz.n_heads} viewpoints.")
         names = [figures.shape_title(f"A{_sub(i + 1)}", self.r.weights.shape[1:]) for i in range(sz.n_heads)]
         chart(figure("head_grids", self.r.weights, self.q_tokens, self.k_tokens, kind="weights",
                      mask=self.r.mask, large=True, width=CHART_WIDTH, head_names=names),
@@ -328,9 +341,11 @@ class Draw:
                      width=CHART_WIDTH,
                      title=f"Concat {figures.shape_title('', r.concat.shape).strip()}: one band per head"),
               key="present_concat")
-        chart(figure("side_by_side", self.setup.x, r.output, self.q_tokens, large=True, width=CHART_WIDTH,
-                     left_title=figures.shape_title("input X", self.setup.x.shape),
-                     right_title=figures.shape_title("output", r.output.shape)), key="present_output")
+        columns = figures.dims("d", sz.d_model)
+        shown = (("output", r.output, "present_output"), ("input X", self.setup.x, "present_in"))
+        for name, values, key in shown:
+            chart(figure("matrix_heatmap", values, self.q_tokens, columns, large=True, width=CHART_WIDTH,
+                         title=figures.shape_title(name, values.shape)), key=key)
 
     def cost(self):
         sz = self.sizes
@@ -354,4 +369,7 @@ def _sub(n: int) -> str:
 
 
 def _tex_number(value: float) -> str:
-    return figures.hover_number(float(value), near_one=True).replace("−", "-").replace("e-", r"\mathrm{e}{-}")
+    """A weight for LaTeX: '0.67', '2.1e-9', '(1 - 4.1e-9)' (bracketed: it multiplies a value)."""
+    text = figures.format_number(float(value), near_one=True).replace("−", "-")
+    text = text.replace("e-", r"\mathrm{e}{-}")
+    return f"({text})" if " " in text else text

@@ -364,7 +364,8 @@ def _num(value: float, *, weight: bool = False) -> str:
         text = figures.format_number(value)
     else:
         text = f"{value:.4g}"
-    return text.replace("−", "-").replace("e-", r"\mathrm{e}{-}").replace("e+", r"\mathrm{e}{+}")
+    text = text.replace("−", "-").replace("e-", r"\mathrm{e}{-}").replace("e+", r"\mathrm{e}{+}")
+    return text.replace(" (", r"\;\;(= ")  # "1 - 4.1e-9 (0.9999…)": the exact value, not a product
 
 
 def drill_lines(r, head: int, query: int, key: int) -> list[str]:
