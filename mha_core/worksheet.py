@@ -56,6 +56,7 @@ td.blank { height: 7.5mm; background: #fff; }
 td.given { background: #f6f6f6; }
 .answer { font-weight: 600; }
 .key { break-before: page; page-break-before: always; }
+.task { break-inside: avoid; page-break-inside: avoid; }  /* a task is never split over two pages */
 .small { font-size: 9pt; }
 table.matrix { font-size: 8.5pt; }
 table.matrix td { white-space: nowrap; }
@@ -136,7 +137,9 @@ class _Plan:
         self.hand = s.d_k <= HAND_DOT_MAX
         self.dots: list[tuple[int, int]] = []
         if self.hand:  # from another query row when there is one: task 2 gives this row's scaled scores
-            others = [q for q in range(s.n_q) if q != self.query] or [self.query]
+            rest = [q for q in range(s.n_q) if q != self.query]
+            telling = [q for q in rest if np.any(result.scores[self.head, q] != 0)]  # not a row of zeros
+            others = telling or rest or [self.query]
             q = others[int(rng.integers(len(others)))]
             keys = np.flatnonzero(self.allowed[q]) if self.allowed[q].any() else np.arange(s.n_k)
             chosen = sorted(int(k) for k in rng.permutation(keys)[:SCORE_CELLS])
@@ -179,6 +182,10 @@ class _Plan:
     # -- the tasks, blank or answered ------------------------------------------------------------
 
     def tasks(self, answers: bool) -> list[str]:
+        """Each task as one block that stays on one page."""
+        return [f'<div class="task">{task}</div>' for task in self._tasks(answers)]
+
+    def _tasks(self, answers: bool) -> list[str]:
         out, number_of = [], 1
         if self.dots:
             out.append(self._dots(number_of, answers))

@@ -416,7 +416,7 @@ def test_the_page_runs_on_every_preset(quiz_app, key):
     assert at.get("download_button")  # the worksheet
 
 
-def test_answering_right_raises_the_score_and_a_junk_answer_is_wrong():
+def test_answering_right_raises_the_score_junk_gets_a_hint_and_a_wrong_number_is_wrong():
     at = fresh_app()
     goto(at, "quiz")
     setup = SCENARIOS[DEFAULT_SCENARIO]
@@ -431,6 +431,11 @@ def test_answering_right_raises_the_score_and_a_junk_answer_is_wrong():
         at.button(key="quiz_next").click().run()
     answer(at, questions[typed], "<b>junk</b>", ident=f"1_{typed}")
     assert not at.exception
+    assert score(at) == (1, 1)  # junk is not an attempt: a hint, and the question stays open
+    assert any("cannot be read" in w for w in texts(at.warning))
+    assert not any(e.startswith("Wrong") for e in texts(at.error))
+    wrong = float(questions[typed].answer) + 10 * questions[typed].tolerance + 0.1
+    answer(at, questions[typed], str(wrong), ident=f"1_{typed}")
     assert score(at) == (1, 2)
     assert any(e.startswith("Wrong") for e in texts(at.error))
 

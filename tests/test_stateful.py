@@ -28,7 +28,7 @@ from app.views.present import SCREENS
 from mha_core import LIMITS, all_scenarios
 from mha_core.codec import ConfigError, setup_from_json, setup_from_link, setup_to_json
 from mha_core.labs import SCORE_PRESETS
-from mha_core.quiz import generate
+from mha_core.quiz import generate, read_shape
 from tests.apptest_util import (
     PRESET_TITLES,
     address,
@@ -63,6 +63,18 @@ def decoded_setup(at):
     if set(params) - selections == {"preset"} and params["preset"] in SCENARIOS:
         return SCENARIOS[params["preset"]]
     return None  # e.g. the legacy link a test opened, before the page wrote its own address
+
+
+def readable_wrong(question) -> str | None:
+    """A wrong answer the quiz can read (junk is refused without counting)."""
+    if question.choices:
+        return next((c for c in question.choices if not question.check(c)), None)
+    if question.kind == "shape":
+        rows, cols = read_shape(question.answer)
+        return f"{rows + 1} × {cols}"
+    if question.kind == "parameters":
+        return str(int(question.answer) + 1)
+    return repr(float(question.answer) + 10 * question.tolerance + 0.1)
 
 
 class Workbench(RuleBasedStateMachine):
@@ -215,11 +227,7 @@ class Workbench(RuleBasedStateMachine):
         index, seed = ss["quiz_index"], ss["selections"]["quiz_seed"]
         questions = generate(setup, setup.run(), seed, count=max(10, index + 1))
         question = questions[index % len(questions)]
-        if question.choices:
-            given = question.answer_text if right else next(
-                (c for c in question.choices if not question.check(c)), None)
-        else:
-            given = question.answer_text if right else "not a number"
+        given = question.answer_text if right else readable_wrong(question)
         ident = f"{ss['quiz_round']}_{index}"
         before = ss.get("quiz_right", 0), ss.get("quiz_asked", 0)
         asked = any(b.key == f"quiz_check_{ident}" for b in self.at.button)

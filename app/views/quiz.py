@@ -105,7 +105,7 @@ def _questions(current: Current, workbench_page, seed: int) -> None:
         _count(question.check(given))
     if given is not None:
         ss.quiz_given[ident] = given
-    if ident in ss.quiz_given:
+    if ident in ss.quiz_given and ss.quiz_refused != ident:
         _feedback(question, ss.quiz_given[ident], workbench_page)
         if question.cell is not None and st.toggle("Show the arithmetic (the drill-down of this cell)",
                                                    key=f"quiz_arithmetic_{ident}"):
@@ -117,7 +117,9 @@ def _questions(current: Current, workbench_page, seed: int) -> None:
 
 
 def _ask(question: Question, ident: str, prompt: str) -> str | None:
-    """The question in a form; what was submitted (None before Check, or when nothing was chosen)."""
+    """The question in a form; what was submitted (None before Check, or when it cannot be read as
+    an answer: then a hint says why, the attempt does not count, and no earlier verdict shows)."""
+    st.session_state.quiz_refused = None
     with st.form(f"quiz_form_{ident}"):
         st.markdown(prompt)
         key = f"quiz_answer_{ident}"
@@ -133,7 +135,14 @@ def _ask(question: Question, ident: str, prompt: str) -> str | None:
     if not checked:
         return None
     if value is None or not str(value).strip():
-        st.warning("Type or choose an answer first, then press Check.")
+        st.session_state.quiz_refused = ident
+        st.warning("Type or choose an answer first, then press Check.", icon=":material/edit:")
+        return None
+    problem = question.problem(str(value))
+    if problem:
+        st.session_state.quiz_refused = ident
+        st.warning(f"That cannot be read as an answer ({md_literal(problem)}). Try again: this attempt does "
+                   "not count.", icon=":material/edit:")
         return None
     return str(value)
 
@@ -169,7 +178,7 @@ def _recall(workbench_page) -> None:
             _count(question.check(given))
         if given is not None:
             answered[ident] = given
-        if ident in answered:
+        if ident in answered and ss.quiz_refused != ident:
             _feedback(question, answered[ident], workbench_page)
 
 
