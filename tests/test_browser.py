@@ -400,3 +400,30 @@ def test_every_chart_downloads_as_an_image_offline(live, tmp_path, image_format)
     head = path.read_bytes()[:200]
     assert head.startswith(b"\x89PNG") if image_format == "png" else b"<svg" in head
     page.context.close()
+
+
+def test_the_model_page_shows_twelve_heads_of_a_typed_sentence(live):
+    """Issue 9: the real model in a real browser: type a sentence, see every head of a layer."""
+    url, browser = live
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(f"{url}/model")
+    settle(page, ".st-key-model_overview .js-plotly-plot")
+    box = page.locator("textarea[aria-label*='Text' i]")
+    box.fill("my dog chased the ball because it was bored")
+    box.press("Control+Enter")  # a text area submits with Ctrl+Enter (or on blur)
+    page.wait_for_function("() => document.body.innerText.includes('[CLS] my dog chased')", timeout=30_000)
+    page.wait_for_selector(IDLE, timeout=30_000)
+    page.get_by_role("tab", name="One layer's heads").click()
+    page.wait_for_timeout(500)
+    weights = page.evaluate("""() => {
+        const el = document.querySelector('.st-key-model_weights .js-plotly-plot');
+        return el ? el.data.filter(t => t.type === 'heatmap').map(t => (t.z._inputArray || t.z).length) : null;
+    }""")
+    assert weights == [11] * 12  # 12 heads of 11 word pieces: [CLS], 9 words, [SEP]
+    titles = page.evaluate("""() => Array.from(document.querySelectorAll(
+        '.st-key-model_weights .annotation-text'), el => el.textContent)""")
+    assert [t.split(":")[0] for t in titles if t.startswith("head ")] == [f"head {i}" for i in range(1, 13)]
+    no_error_on(page)
+    page.screenshot(path=str(ARTIFACTS / "model-layer.png"), full_page=True)
+    context.close()

@@ -44,6 +44,8 @@ from tests.apptest_util import (
 )
 
 SCENARIOS = all_scenarios()
+MODEL_TEXTS = ("the cat sat on the mat because it was tired", "  ", "Ünïcödé, emoji 🙂 and <b>tags</b>!",
+               "a " * 40)
 EXAMPLES = int(os.environ.get("STATEFUL_EXAMPLES", "6"))
 STEPS = int(os.environ.get("STATEFUL_STEPS", "12"))
 
@@ -252,6 +254,28 @@ class Workbench(RuleBasedStateMachine):
         goto(self.at, "labs")
         self.at.button(key=f"lab_load_{key}").click().run()
         assert not self.at.exception
+        goto(self.at, "workbench")
+
+    @rule(text=st.sampled_from(MODEL_TEXTS), layer=st.integers(0, 5), zero=st.booleans())
+    def use_the_real_model(self, text, layer, zero):
+        """Type a text, pick a layer, maybe zero a head: the page draws the model's own weights."""
+        goto(self.at, "model")
+        if not any(area.key == "model_text" for area in self.at.text_area):
+            goto(self.at, "workbench")  # the model package is missing: the page says how to install it
+            return
+        self.at.text_area(key="model_text").set_value(text).run()
+        if any(group.key == "pick_model_layer" for group in self.at.button_group):  # drawn for a valid text
+            self.at.button_group(key="pick_model_layer").set_value(f"layer {layer + 1}").run()
+        if zero and any(m.key == "model_zero" for m in self.at.multiselect):
+            self.at.multiselect(key="model_zero").set_value([(layer, 0)]).run()
+        assert not self.at.exception
+        specs = chart_specs(self.at)
+        if text.strip():
+            from mha_core.pretrained import load_minilm
+            expected = load_minilm().trace(text).attentions[layer].weights
+            np.testing.assert_allclose(np.stack(heatmap_values(specs["model_weights"])), expected, atol=1e-5)
+        else:
+            assert "model_weights" not in specs and self.at.error
         goto(self.at, "workbench")
 
     @rule()
