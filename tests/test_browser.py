@@ -418,7 +418,8 @@ def test_the_model_page_shows_twelve_heads_of_a_typed_sentence(live):
     page.wait_for_timeout(500)
     weights = page.evaluate("""() => {
         const el = document.querySelector('.st-key-model_weights .js-plotly-plot');
-        return el ? el.data.filter(t => t.type === 'heatmap').map(t => (t.z._inputArray || t.z).length) : null;
+        const rows = (t) => (t.z._inputArray || t.z).length;
+        return el ? el.data.filter(t => t.type === 'heatmap').map(rows) : null;
     }""")
     assert weights == [11] * 12  # 12 heads of 11 word pieces: [CLS], 9 words, [SEP]
     titles = page.evaluate("""() => Array.from(document.querySelectorAll(
