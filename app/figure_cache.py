@@ -26,7 +26,7 @@ def _feed(digest, value) -> int:
     """Hash one argument into digest; return the bytes it stands for."""
     if isinstance(value, np.ndarray):
         digest.update(f"a{value.dtype}{value.shape}".encode())
-        digest.update(np.ascontiguousarray(value).tobytes())
+        digest.update(memoryview(np.ascontiguousarray(value)).cast("B"))  # no copy of a contiguous array
         return value.nbytes
     if isinstance(value, (list, tuple)):
         digest.update(f"l{len(value)}".encode())
@@ -52,7 +52,7 @@ def figure(builder: str, *args, **kwargs):
             _entries.move_to_end(key)
             return _entries[key][0]
     built = getattr(figures, builder)(*args, **kwargs)
-    cost *= 3  # the figure's own copy of the data, its float32 z, its text and hover strings
+    cost = _spec_bytes(built.to_dict()) if isinstance(built, figures.FigureSpec) else 3 * cost
     with _lock:
         if key not in _entries and cost <= BUDGET_BYTES:
             _entries[key] = (built, cost)
@@ -61,6 +61,19 @@ def figure(builder: str, *args, **kwargs):
                 _, (_, dropped) = _entries.popitem(last=False)
                 _total -= dropped
     return built
+
+
+def _spec_bytes(value) -> int:
+    """About the bytes a figure's spec holds: its strings (a picture's PNG, texts) and arrays."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(_spec_bytes(v) for v in value.values()) + 8 * len(value)
+    if isinstance(value, (list, tuple)):
+        return sum(_spec_bytes(v) for v in value) + 8 * len(value)
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    return 8
 
 
 def held_bytes() -> int:

@@ -678,7 +678,9 @@ def head_grids(values, row_tokens, col_labels, *, kind: str, head_names=None, ti
     -inf scores, are NaN, drawn blank and say "masked" in the hover, in every kind.
     Row labels are drawn on the first panel of each row only (every head has the same rows).
     """
-    values = np.array(values, dtype=float)  # [h, n_rows, n_cols]
+    values = np.asarray(values)
+    keep = np.float32 if values.dtype == np.float32 else float  # a long sequence's grids stay float32
+    values = np.array(values, dtype=keep)  # [h, n_rows, n_cols]
     if kind not in KINDS:
         raise ValueError(f"kind must be 'weights', 'scores' or 'signed', got {kind!r}")
     values[np.isinf(values)] = np.nan

@@ -16,7 +16,7 @@ from mha_core import LIMITS, Scaling, Sizes, head_width
 from mha_core.codec import save_problem, setup_to_json
 from mha_core.export import setup_to_csv_zip, setup_to_script
 from mha_core.init import FILLS
-from mha_core.setup import SPECS, token_problem
+from mha_core.setup import SPECS, attention_size_problem, token_problem
 
 SCALE_KINDS = {"sqrt": "1/√d_k (standard)", "none": "none (raw scores)",
                "sqrt_of": "1/√d for a d you choose", "multiply": "multiply by a number"}
@@ -106,6 +106,10 @@ def sidebar_ui() -> Inputs:
     kv_tokens = _tokens_ui(sb, "Tokens (keys and values)", "kv_tokens_text", errors) if cross else tokens
     d_model = int(sb.number_input("d_model", 1, LIMITS.d_model, key="d_model", step=1))
     n_heads = int(sb.number_input("heads h", 1, LIMITS.n_heads, key="n_heads", step=1))
+    too_big = attention_size_problem(n_heads, len(tokens), len(kv_tokens)) if tokens and kv_tokens else None
+    if too_big:
+        errors["attention_size"] = too_big
+        sb.error(too_big, icon=":material/warning:")
     d_k = d_v = None
     if sb.checkbox("set d_k and d_v myself", key="custom_head_width"):
         d_k = int(sb.number_input("d_k", 1, LIMITS.d_head, key="d_k", step=1))

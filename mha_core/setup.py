@@ -25,9 +25,9 @@ from mha_core.attention import DEFAULT_MAX_BYTES, MHAResult, multi_head_attentio
 class Limits:
     """What every route into a Setup accepts; a classroom needs far less, and the page stays quick."""
 
-    tokens: int = 24  # per side; heatmap cells keep their numbers up to 12
+    tokens: int = 1024  # per side; cells keep their numbers up to 12, editors up to `editable`
     token_chars: int = 40  # a longer "token" is a paste gone wrong, and costs chart bytes per label
-    d_model: int = 512  # chapter 001's examples H and I use 512
+    d_model: int = 768  # chapter 001's examples H and I use 512; BERT-base 768
     n_heads: int = 16
     d_head: int = 128  # d_k and d_v
     max_abs: float = 1e6  # |entry|: in float64 no score, weight or output can overflow below this
@@ -37,6 +37,8 @@ class Limits:
     link_chars: int = 8_000  # a state link longer than this holds only the preset (browsers cut ~8 kB)
     multiplier: tuple[float, float] = (1e-3, 1e3)  # a scaling typed as "multiply the scores by s"
     sqrt_of: tuple[int, int] = (1, 1_000_000)  # a scaling typed as "divide by √d" with d given
+    attention_cells: int = 12 * 1024 * 1024  # h × n_q × n_k: 12 heads over 1024 tokens, ~150 MB in float32
+    float32_from: int = 1 << 20  # h × n_q × n_k from which a Setup runs in float32 (half the memory)
 
     @property
     def token_text(self) -> int:
@@ -202,9 +204,16 @@ class Setup:
         return {name: value for name, value in present if value is not None}
 
     def run(self, max_bytes: int | None = DEFAULT_MAX_BYTES) -> MHAResult:
-        """The core on these inputs; max_bytes as multi_head_attention's (None: no limit)."""
+        """The core on these inputs; max_bytes as multi_head_attention's (None: no limit).
+
+        Long sequences (h × n_q × n_k at least LIMITS.float32_from) run in float32: their grids are
+        drawn as pictures, and float64 would double the largest arrays of a session."""
+        arrays = self.arrays()
+        sizes = self.sizes
+        if sizes.n_heads * sizes.n_q * sizes.n_k >= LIMITS.float32_from:
+            arrays = {name: np.asarray(a, dtype=np.float32) for name, a in arrays.items()}
         return multi_head_attention(mask=self.mask, scale=self.scaling.core_argument(), max_bytes=max_bytes,
-                                    **self.arrays())
+                                    **arrays)
 
     def same_inputs(self, other: Setup) -> bool:
         """Everything that changes a result is equal (tokens, arrays, mask, scaling)."""
@@ -235,6 +244,15 @@ def setup_fields() -> tuple[str, ...]:
 # (U+202E turns "cat" into "tac"), and every other format or control character.
 _INVISIBLE = ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)  # ASCII digits only
+
+
+def attention_size_problem(n_heads: int, n_q: int, n_k: int) -> str | None:
+    """Why h × n_q × n_k attention cells are too many for one setup, or None."""
+    cells = n_heads * n_q * n_k
+    if cells <= LIMITS.attention_cells:
+        return None
+    return (f"h × n_q × n_k = {n_heads} × {n_q} × {n_k} = {cells:,} attention cells is over the limit of "
+            f"{LIMITS.attention_cells:,} (12 heads over 1,024 tokens): use fewer heads or tokens.")
 
 
 def token_problem(tokens: tuple[str, ...] | list[str], what: str = "tokens") -> str | None:

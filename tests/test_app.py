@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from mha_core import DEFAULT_SCENARIO, all_scenarios
+from mha_core import DEFAULT_SCENARIO, LIMITS, all_scenarios
 from tests.apptest_util import (
     ENTRY,
     chart_specs,
@@ -172,7 +172,7 @@ def test_no_tokens_gets_a_message(at):
 
 
 def test_too_many_tokens_gets_a_message(at):
-    at.text_input(key="tokens_text").set_value(" ".join(["w"] * 30)).run()
+    at.text_input(key="tokens_text").set_value(" ".join(["w"] * (LIMITS.tokens + 1))).run()
     assert not at.exception
     assert any("over the limit" in m for m in texts(at.error))
 
@@ -319,7 +319,8 @@ def test_a_link_opens_a_preset_and_refuses_huge_sizes():
     assert not at.exception
     assert at.session_state["origin"] == "ex_a_single_head"
     np.testing.assert_allclose(weights_drawn(at), SCENARIOS["ex_a_single_head"].run().weights, atol=1e-6)
-    assert any("d\\_model" in w and "1 to 512" in w for w in texts(at.warning)), texts(at.warning)
+    warnings = texts(at.warning)
+    assert any("d\\_model" in w and f"1 to {LIMITS.d_model}" in w for w in warnings), warnings
 
 
 def test_the_exam_size_examples_cannot_be_saved_but_say_why(at):

@@ -60,7 +60,7 @@ def test_custom_mask_and_biases_round_trip(rng):
     ({"format": "other"}, "format"),
     (valid_document(tokens=[]), "tokens"),
     (valid_document(tokens=["a b", "c", "d"]), "spaces"),
-    (valid_document(tokens=["w"] * 30), "limit of 24"),
+    (valid_document(tokens=["w"] * (LIMITS.tokens + 1)), f"limit of {LIMITS.tokens}"),
     (valid_document(x=[[1, 2], [3]]), "rectangular"),
     (valid_document(x=[[1, 2], [3, 4]]), r"x must have shape \[3, 2\]"),
     (valid_document(x=[[1, "a"], [0, 2], [1, 1]]), "numbers"),
@@ -164,7 +164,7 @@ def test_link_settings_are_within_limits_or_refused(params):
 def test_a_huge_size_in_a_link_is_refused():
     accepted, refused = settings_from_link({"d_model": "1000000000", "heads": "3"}, LIMITS)
     assert accepted == {"heads": 3}
-    assert "d_model" in refused[0] and "1 to 512" in refused[0]
+    assert "d_model" in refused[0] and f"1 to {LIMITS.d_model}" in refused[0]
 
 
 # --- Issue 7: findings 11 and 12, and the loader's strictness --------------------------------------

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from app import figure_cache
-from mha_core import all_scenarios
+from mha_core import LIMITS, all_scenarios
 from mha_core.codec import setup_from_link
 from tests.apptest_util import (
     PRESET_TITLES,
@@ -102,7 +102,8 @@ def test_an_overlong_token_box_sent_past_max_chars_is_refused_on_the_server(serv
         finally:
             await session.close()
     run = asyncio.run(go())
-    assert run.status == "ok" and any("token 1 has 984 characters" in e.replace("\\", "")
+    kept = LIMITS.token_text  # what Streamlit keeps of the box: max_chars
+    assert run.status == "ok" and any(f"token 1 has {kept:,} characters" in e.replace("\\", "")
                                       for e in run.errors), run.errors
     assert not run.charts and run.bytes < 200_000
 
@@ -256,7 +257,7 @@ def test_example_d_shows_the_winners_weight_without_rounding_it_to_one(at):
     assert "2.1e-9" in cells and "1 \\u2212 4.1e-9" in cells
     pick(at, "drill_key", "3 · k3")
     line = next(latex for latex in texts(at.latex) if "a_{1,3}" in latex)
-    exact = float(re.search(r"\((0\.9+\d*)\)", line).group(1))
+    exact = float(re.search(r"\(= (0\.9+\d*)\)", line).group(1))
     assert abs(exact - 0.99999999588) <= 5e-12  # the chapter's number to its printed precision
     assert "4.1" in line
 
@@ -350,32 +351,64 @@ def test_every_page_opens_after_any_preset(at):
 
 # --- 9: the most one session can hold ----------------------------------------------------------------
 
-SESSION_BUDGET_BYTES = 160 * 2**20  # README, "Limits": what one session's inputs may cost at most
+SESSION_BUDGET_BYTES = 160 * 2**20  # README, "Limits": a session within the editable sizes
+LONG_SESSION_BUDGET_BYTES = 640 * 2**20  # README, "Limits": a long sequence at the attention limit
 
 
-def test_one_session_at_every_limit_stays_within_its_memory_budget():
-    """Every size at its limit (24 + 24 tokens, d_model 512, 16 heads of width 128, biases): the
-    arrays the session keeps (bases and what resizing remembers) and a rerun's peak allocation."""
+def session_bytes(at, set_sizes) -> tuple[int, int]:
+    """What the session keeps (bases, what resizing remembers, the last result) and the peak
+    allocation of the rerun that makes every array and figure anew."""
     import tracemalloc
 
-    at = fresh_app()
-    at.radio(key="mode").set_value("cross-attention").run()
-    at.text_input(key="kv_tokens_text").set_value(" ".join(f"k{i}" for i in range(24))).run()
-    at.text_input(key="tokens_text").set_value(" ".join(f"q{i}" for i in range(24))).run()
-    at.checkbox(key="use_bias").check().run()
-    at.checkbox(key="custom_head_width").check().run()
-    at.number_input(key="d_k").set_value(128).run()
-    at.number_input(key="d_v").set_value(128).run()
-    at.number_input(key="n_heads").set_value(16).run()
     tracemalloc.start()
-    at.number_input(key="d_model").set_value(512).run()  # every array and figure made anew
+    set_sizes()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert not at.exception and not at.error, texts(at.error)
     kept = [*at.session_state["work"].values(), *at.session_state["reservoir"].values()]
-    held = sum(a.nbytes for a in kept if a is not None)
-    print(f"session at every limit: holds {held / 2**20:.1f} MiB, a rerun peaks at {peak / 2**20:.1f} MiB")
+    held = sum(a.nbytes for a in kept if a is not None)  # the result kept is made in the rerun: in peak
+    return held, peak
+
+
+def at_sizes(at, n_q: int, n_k: int, n_heads: int, d_k: int) -> None:
+    at.radio(key="mode").set_value("cross-attention").run()
+    at.text_input(key="kv_tokens_text").set_value(" ".join(f"k{i}" for i in range(n_k))).run()
+    at.text_input(key="tokens_text").set_value(" ".join(f"q{i}" for i in range(n_q))).run()
+    at.checkbox(key="use_bias").check().run()
+    at.checkbox(key="custom_head_width").check().run()
+    at.number_input(key="d_k").set_value(d_k).run()
+    at.number_input(key="d_v").set_value(d_k).run()
+    at.number_input(key="n_heads").set_value(n_heads).run()
+
+
+def test_one_session_at_the_editable_sizes_stays_within_its_memory_budget():
+    """24 + 24 tokens, d_model 512, 16 heads of width 128, biases (the sizes of a class's setups)."""
+    at = fresh_app()
+    at_sizes(at, 24, 24, 16, 128)
+    held, peak = session_bytes(at, lambda: at.number_input(key="d_model").set_value(512).run())
+    print(f"session at the editable sizes: holds {held / 2**20:.1f} MiB, peaks at {peak / 2**20:.1f} MiB")
     assert held + peak <= SESSION_BUDGET_BYTES, (held / 2**20, peak / 2**20)
+
+
+def test_one_long_session_at_the_attention_limit_stays_within_its_memory_budget():
+    """1024 + 1024 tokens, 12 heads of width 128, d_model 768, biases: every limit reached at once."""
+    at = fresh_app()
+    at_sizes(at, LIMITS.tokens, LIMITS.tokens, 12, 128)
+    assert 12 * LIMITS.tokens * LIMITS.tokens == LIMITS.attention_cells
+    held, peak = session_bytes(at, lambda: at.number_input(key="d_model").set_value(LIMITS.d_model).run())
+    print(f"long session at every limit: holds {held / 2**20:.1f} MiB, peaks at {peak / 2**20:.1f} MiB")
+    assert held + peak <= LONG_SESSION_BUDGET_BYTES, (held / 2**20, peak / 2**20)
+    assert any(trace["type"] == "image" for trace in chart_specs(at)["chart_weights"]["data"])
+
+
+def test_one_head_more_than_the_attention_limit_is_refused_next_to_the_heads():
+    at = fresh_app()
+    at.text_input(key="tokens_text").set_value(" ".join(f"w{i}" for i in range(LIMITS.tokens))).run()
+    at.number_input(key="d_model").set_value(13 * 8).run()
+    at.number_input(key="n_heads").set_value(13).run()
+    assert not at.exception
+    assert any("attention cells is over the limit" in e for e in texts(at.sidebar.error))
+    assert "chart_weights" not in chart_specs(at)
 
 
 def test_large_type_grows_the_charts_and_the_pages_text(at):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from mha_core import (
     ARRAYS,
+    LIMITS,
     Scaling,
     Setup,
     Sizes,
@@ -112,7 +113,8 @@ def test_anything_else_is_refused_saying_what_was_found(text, words):
 
 
 @pytest.mark.parametrize("tokens, words", [
-    ([], "at least one"), (["w"] * 25, "limit of 24"), (["x" * 41], "41 characters"),
+    ([], "at least one"), (["w"] * (LIMITS.tokens + 1), f"limit of {LIMITS.tokens}"),
+    (["x" * 41], "41 characters"),
     (["ca\u200bt"], "U+200B"), (["\ufeffcat"], "U+FEFF"), (["\u202ecat"], "U+202E"), (["a\x00"], "U+0000"),
     (["a b"], "without spaces"),
 ])

@@ -37,6 +37,7 @@ LARGE_TYPE_CSS = """<style>
 [data-testid="stMain"] h3 { font-size: 2.1rem; }
 [data-testid="stMain"] .katex { font-size: 1.5em; }
 </style>"""
+ZOOM = 12  # positions a side of the zoomed window of a long sequence's weights
 METRIC_NAMES = {"l2": "L2 (Euclidean)", "js": "Jensen-Shannon", "tv": "total variation"}
 
 
@@ -209,6 +210,8 @@ class Page:
         st.caption("Attention weights A = softmax over each row (one colour scale 0 to 1 for all heads)")
         chart(figure("head_grids", r.weights, self.q_tokens, self.k_tokens, kind="weights", mask=r.mask,
                      head_names=self._titled("A", r.weights), large=self.large), key="chart_weights")
+        if r.weights[0].size > figures.IMAGE_FROM_CELLS:
+            self._zoom(r)
         deviation = row_sum_deviation(r.weights)
         blocked = int(np.sum(~r.mask.any(axis=1))) if r.mask is not None else 0  # rows with no key
         check = f"Check: every row sums to 1 (largest deviation {deviation:.1e})."
@@ -216,6 +219,21 @@ class Page:
             check = (f"Check: every row that may attend to a key sums to 1 (largest deviation "
                      f"{deviation:.1e}); {blocked} fully masked row(s) attend to nothing (all 0).")
         st.success(check, icon=":material/check_circle:")
+
+    def _zoom(self, r) -> None:
+        """A long sequence's weights, a window at a time, with the numbers on its cells."""
+        n_q, n_k = r.weights.shape[1:]
+        st.caption(f"Each head's {n_q} × {n_k} grid is sent as a picture (block means beyond "
+                   f"{figures.IMAGE_BLOCKS} positions a side): numbers on cells and editing cell by cell are "
+                   f"off. A window of {ZOOM} × {ZOOM} at full resolution, with its numbers:")
+        left, right = st.columns(2)
+        q0 = int(left.number_input("queries from", 1, max(1, n_q - ZOOM + 1), key="zoom_query")) - 1
+        k0 = int(right.number_input("keys from", 1, max(1, n_k - ZOOM + 1), key="zoom_key")) - 1
+        rows, cols = slice(q0, q0 + ZOOM), slice(k0, k0 + ZOOM)
+        mask = r.mask[rows, cols] if r.mask is not None else None
+        chart(figure("head_grids", r.weights[:, rows, cols], state.row_labels(self.q_tokens)[rows],
+                     state.row_labels(self.k_tokens)[cols], kind="weights", mask=mask, large=self.large,
+                     head_names=self._titled("A", r.weights[:, rows, cols])), key="chart_zoom")
 
     def _titled(self, symbol: str, values) -> list[str]:
         """Panel titles: the head's symbol and the shape of its grid, 'A₁ [3 × 5]' for head 1."""
@@ -265,7 +283,8 @@ class Page:
         chart(figure("concat_bands", r.concat, self.q_tokens, sz.n_heads, sz.d_v,
                      title=f"Concat(head_1, ..., head_h) {figures.shape_title('', r.concat.shape).strip()}: "
                            "one coloured band per head", large=self.large), key="chart_concat")
-        contributions = head_contributions(r.head_outputs, self.setup.w_o)  # [h, n_q, d_model]
+        w_o = self.setup.w_o.astype(r.head_outputs.dtype, copy=False)  # float32 for a long sequence
+        contributions = head_contributions(r.head_outputs, w_o)  # [h, n_q, d_model]
         st.caption("Each head's contribution head_i · W_O[rows of head i]; they add up to the output")
         chart(figure("head_grids", contributions, self.q_tokens, figures.dims("d", sz.d_model), kind="signed",
                      head_names=self._titled("C", contributions), cols_are_tokens=False, large=self.large),
