@@ -221,19 +221,22 @@ class Page:
         st.success(check, icon=":material/check_circle:")
 
     def _zoom(self, r) -> None:
-        """A long sequence's weights, a window at a time, with the numbers on its cells."""
+        """A long sequence's weights: one head's window at full resolution, with its numbers."""
         n_q, n_k = r.weights.shape[1:]
         st.caption(f"Each head's {n_q} × {n_k} grid is sent as a picture (block means beyond "
                    f"{figures.IMAGE_BLOCKS} positions a side): numbers on cells and editing cell by cell are "
-                   f"off. A window of {ZOOM} × {ZOOM} at full resolution, with its numbers:")
-        left, right = st.columns(2)
-        q0 = int(left.number_input("queries from", 1, max(1, n_q - ZOOM + 1), key="zoom_query")) - 1
-        k0 = int(right.number_input("keys from", 1, max(1, n_k - ZOOM + 1), key="zoom_key")) - 1
+                   f"off. One head's window of {ZOOM} × {ZOOM} at full resolution, with its numbers:")
+        head_column, query_column, key_column = st.columns(3)
+        head = widgets.choice_ui(head_column, "head", self.heads, "zoom_head")
+        q0 = int(query_column.number_input("queries from", 1, max(1, n_q - ZOOM + 1), key="zoom_query")) - 1
+        k0 = int(key_column.number_input("keys from", 1, max(1, n_k - ZOOM + 1), key="zoom_key")) - 1
         rows, cols = slice(q0, q0 + ZOOM), slice(k0, k0 + ZOOM)
-        mask = r.mask[rows, cols] if r.mask is not None else None
-        chart(figure("head_grids", r.weights[:, rows, cols], state.row_labels(self.q_tokens)[rows],
-                     state.row_labels(self.k_tokens)[cols], kind="weights", mask=mask, large=self.large,
-                     head_names=self._titled("A", r.weights[:, rows, cols])), key="chart_zoom")
+        window = r.weights[head:head + 1, rows, cols]  # [1, <= ZOOM, <= ZOOM]
+        chart(figure("head_grids", window, state.row_labels(self.q_tokens)[rows],
+                     state.row_labels(self.k_tokens)[cols], kind="weights", large=self.large,
+                     mask=r.mask[rows, cols] if r.mask is not None else None,
+                     head_names=[figures.shape_title(f"A{_sub(head + 1)}, a window", window.shape[1:])]),
+              key="chart_zoom")
 
     def _titled(self, symbol: str, values) -> list[str]:
         """Panel titles: the head's symbol and the shape of its grid, 'A₁ [3 × 5]' for head 1."""

@@ -1,0 +1,54 @@
+"""Long sequences on the workbench (issue 9, part 3): pictures above 64 x 64 cells, a window with
+numbers, float32 past the threshold, and a rerun that changes nothing reusing the result."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app import figures
+from mha_core import LIMITS, multi_head_attention
+from mha_core.scenarios import generated_setup
+from tests.apptest_util import chart_specs, fresh_app, heatmap_values, pick_preset, texts
+
+N = 80  # tokens: 80 x 80 per head is past the picture threshold (64 x 64)
+
+
+def long_page(n: int = N):
+    at = fresh_app()
+    pick_preset(at, "random")
+    at.text_input(key="tokens_text").set_value(" ".join(f"w{i}" for i in range(n))).run()
+    assert not at.exception and not at.error, texts(at.error)
+    return at
+
+
+def test_a_long_grid_is_a_picture_with_a_window_that_has_its_numbers():
+    at = long_page()
+    specs = chart_specs(at)
+    assert N * N > figures.IMAGE_FROM_CELLS
+    assert all(t["type"] != "heatmap" or t.get("x0", 1) < 0 for t in specs["chart_weights"]["data"])
+    assert any(t["type"] == "image" for t in specs["chart_weights"]["data"])
+    assert any("sent as a picture" in caption for caption in texts(at.caption))
+    at.number_input(key="zoom_query").set_value(30).run()
+    at.number_input(key="zoom_key").set_value(61).run()
+    at.selectbox(key="pick_zoom_head").set_value("head 2").run()
+    _, result = at.session_state["last_run"]
+    window = chart_specs(at)["chart_zoom"]
+    np.testing.assert_allclose(heatmap_values(window)[0], result.weights[1, 29:41, 60:72], atol=1e-6)
+    assert "texttemplate" in window["data"][0]  # the numbers, on the window's cells
+
+
+def test_the_result_is_reused_when_nothing_changed_and_float32_past_the_threshold():
+    at = long_page()
+    first = at.session_state["last_run"][1]
+    at.run()
+    assert at.session_state["last_run"][1] is first  # not computed again
+    assert first.weights.dtype == np.float64  # 2 x 80 x 80 is under the float32 threshold
+    at.text_input(key="tokens_text").set_value(" ".join(f"w{i}" for i in range(800))).run()
+    result = at.session_state["last_run"][1]
+    assert 2 * 800 * 800 >= LIMITS.float32_from and result.weights.dtype == np.float32
+    setup = at.session_state["last_run"][0]
+    in_float64 = multi_head_attention(mask=setup.mask, scale=setup.scaling.core_argument(), **setup.arrays())
+    assert in_float64.weights.dtype == np.float64
+    np.testing.assert_allclose(result.weights, in_float64.weights, atol=1e-6)  # float32 loses nothing seen
+    reference = generated_setup("random", at.session_state["origin_seed"])
+    assert setup.w_q.shape == reference.w_q.shape  # sizes other than the tokens stayed
