@@ -310,7 +310,7 @@ DEPLOYMENT_BREAKAGES = [
     (lambda d: pod_spec(d)["containers"][0]["livenessProbe"]["httpGet"].update(port=8080),
      "livenessProbe is not on container port"),
     (lambda d: pod_spec(d)["containers"][0]["resources"].pop("limits"), "no cpu in resources.limits"),
-    (lambda d: pod_spec(d)["containers"][0]["resources"]["requests"].update(memory="2Gi"),
+    (lambda d: pod_spec(d)["containers"][0]["resources"]["requests"].update(memory="4Gi"),
      "memory request above its limit"),
     (lambda d: pod_spec(d)["containers"][0]["securityContext"].update(runAsNonRoot=False), "may run as root"),
     (lambda d: pod_spec(d)["securityContext"].update(runAsUser=0), "may run as root"),

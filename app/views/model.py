@@ -23,7 +23,7 @@ SENTENCES = {  # sentences that show known head behaviour
     "I put the book on the table, and then I read the book.": "a repeated word attends to its twin",
     "Attention is all you need, said the paper; attention is what we visualise.": "punctuation sinks",
 }
-TRACES_KEPT = 4  # traces of different texts held at once (a 512-piece trace is about 230 MB)
+TRACES_KEPT = 2  # traces held at once, for the whole server (a 512-piece trace holds 244 MiB)
 
 
 @st.cache_resource(show_spinner="Loading all-MiniLM-L6-v2 (once per server)…")
