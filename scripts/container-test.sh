@@ -184,6 +184,13 @@ if grep '^NETAUDIT outbound' <<<"$audit" >&2; then
   fail "the app tried to reach the network at run time (lines above)"
 fi
 log "offline: page rendered; no outbound connection or name lookup by the server (audit hook active)"
+# The pretrained model is inside the image and runs offline (issue 9): weights, tokenizer, a trace.
+model=$(podman exec "$OFFLINE" /opt/venv/bin/python -c "from mha_core.pretrained import load_minilm
+t = load_minilm().trace('the cat sat on the mat'); print('MODEL', len(t.tokens), len(t.attentions))" 2>&1) \
+  || { echo "$model" >&2; fail "the pretrained model does not load in the offline container"; }
+grep -q '^MODEL 8 6$' <<<"$model" || { echo "$model" >&2; fail "the model's trace is not 8 word pieces x 6 layers"; }
+if grep '^NETAUDIT outbound' <<<"$model" >&2; then fail "loading the model tried to reach the network"; fi
+log "offline: the pretrained model loads and traces a sentence (8 word pieces, 6 layers)"
 quiet_podman rm --force --time 0 "$OFFLINE" >/dev/null
 
 TOTAL_SECONDS=$(since "$T0")
