@@ -96,11 +96,15 @@ def address(at: AppTest) -> dict[str, str]:
     return out
 
 
-def open_address(params: dict[str, str]) -> AppTest:
-    """A fresh session opened at an address, as a new browser tab would be."""
+def open_address(params: dict[str, str], url_path: str | None = None) -> AppTest:
+    """A fresh session opened at an address (on a page, by its url_path), as a new tab would be."""
+    from streamlit.util import calc_hash
+
     fresh = AppTest.from_file(str(ENTRY), default_timeout=60)
     for name, value in params.items():
         fresh.query_params[name] = value
+    if url_path is not None:
+        fresh._page_hash = calc_hash(url_path)  # see goto
     fresh.run()
     return fresh
 

@@ -9,11 +9,11 @@ import sys
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from mha_core import Scaling, Setup, Sizes, all_scenarios
+from mha_core import Setup, all_scenarios
 from mha_core.codec import setup_to_json
 from mha_core.export import main, preset_script, setup_to_script
+from tests.strategies import random_setups
 
 SCENARIOS = all_scenarios()
 
@@ -41,24 +41,8 @@ def test_every_presets_script_prints_the_cores_numbers(key, tmp_path):
     assert_same(run_script(text, tmp_path), SCENARIOS[key])
 
 
-@st.composite
-def setups(draw) -> Setup:
-    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    cross, bias = draw(st.booleans()), draw(st.booleans())
-    n_q, n_k = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-    sizes = Sizes(n_q=n_q, n_k=n_k if cross else n_q, d_model=draw(st.integers(1, 5)),
-                  n_heads=draw(st.integers(1, 3)), d_k=draw(st.integers(1, 3)), d_v=draw(st.integers(1, 3)),
-                  cross=cross, bias=bias)
-    mask_kind = draw(st.sampled_from(["none", "causal", "custom"]))
-    mask = {"none": None, "causal": "causal"}.get(mask_kind)
-    if mask_kind == "custom":
-        mask = rng.random((sizes.n_q, sizes.n_k)) < 0.6  # some rows may block every key
-    scaling = draw(st.sampled_from([Scaling("sqrt"), Scaling("none"), Scaling("sqrt_of", 64),
-                                    Scaling("multiply", 0.3), Scaling("multiply", 999.0)]))
-    arrays = {spec.name: rng.normal(size=spec.shape(sizes)) * 2 for spec in sizes.present()}
-    return Setup(tokens=tuple(f"t{i}" for i in range(n_q)),
-                 kv_tokens=tuple(f"k{i}" for i in range(n_k)) if cross else None, mask=mask,
-                 scaling=scaling, **arrays)
+def setups():
+    return random_setups()
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -9,20 +9,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from streamlit.testing.v1 import AppTest
-from streamlit.util import calc_hash
 
 from app import figures
 from app.views.present import SCREENS
 from mha_core import all_scenarios, count_parameters, largest_change
 from tests.apptest_util import (
-    ENTRY,
     address,
     chart_specs,
     edit_cell,
     fresh_app,
     goto,
     heatmap_values,
+    open_address,
     pick_preset,
     texts,
 )
@@ -97,16 +95,6 @@ def test_every_preset_says_what_to_look_for_and_its_numbers_are_the_live_ones(ke
 
 
 # --- The presenter in AppTest -------------------------------------------------------------------
-
-
-def open_at(params: dict[str, str], url_path: str) -> AppTest:
-    """A fresh session opened on a page at an address, as a bookmark does."""
-    at = AppTest.from_file(str(ENTRY), default_timeout=60)
-    for name, value in params.items():
-        at.query_params[name] = value
-    at._page_hash = calc_hash(url_path)
-    at.run()
-    return at
 
 
 def screen_title(at) -> str:
@@ -213,14 +201,14 @@ def test_a_bookmark_opens_the_example_at_its_step():
         at.button(key="present_next").click().run()
     params = address(at)
     assert params["step"] == "4"
-    student = open_at(params, "present")
+    student = open_address(params, "present")
     assert not student.exception
     assert screen_title(student) == heading(3)
     assert student.session_state["origin"] == "ex_f_scaled"
 
 
 def test_a_link_to_a_step_that_does_not_exist_lands_on_the_last_one():
-    at = open_at({"preset": "ex_c_equal_scores", "step": "99"}, "present")
+    at = open_address({"preset": "ex_c_equal_scores", "step": "99"}, "present")
     assert not at.exception
     assert screen_title(at) == heading(8)
     assert any("does not have" in text for text in texts(at.caption))
@@ -235,7 +223,7 @@ def test_the_presenter_waits_for_valid_input_without_a_traceback():
 
 
 def test_the_cost_screen_substitutes_example_is_numbers():
-    at = open_at({"preset": "ex_i_parameter_count", "step": "9"}, "present")
+    at = open_address({"preset": "ex_i_parameter_count", "step": "9"}, "present")
     assert not at.exception
     assert "About how many parameters" in " ".join(texts(at.markdown))  # the chapter's forecast first
     assert reveal_if_asked(at)
@@ -299,7 +287,7 @@ def test_pinned_setups_of_other_sizes_say_so():
 
 
 def test_a_generated_preset_also_starts_its_lesson_on_screen_one():
-    at = open_at({"preset": "ex_g_coreference", "step": "5"}, "present")
+    at = open_address({"preset": "ex_g_coreference", "step": "5"}, "present")
     assert screen_title(at) == heading(4)
     pick_preset(at, "random")
     assert not at.exception
@@ -309,7 +297,7 @@ def test_a_generated_preset_also_starts_its_lesson_on_screen_one():
 @pytest.mark.parametrize("key", [k for k in SCENARIOS if max(SCENARIOS[k].sizes.d_model, 8) <= 8])
 def test_every_small_grid_on_the_presenter_carries_its_numbers(key):
     """The room reads the numbers off the cells: every heatmap of a small preset prints them."""
-    at = open_at({"preset": key}, "present")
+    at = open_address({"preset": key}, "present")
     for screen in range(len(SCREENS)):
         reveal_if_asked(at)
         for name, spec in chart_specs(at).items():

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mha_core import DEFAULT_SCENARIO, Scaling, Setup, Sizes, all_scenarios
+from mha_core import DEFAULT_SCENARIO, Setup, all_scenarios
 from mha_core.analysis import most_disagreeing_pair, normalised_entropy, pairwise_disagreement
 from mha_core.quiz import (
     FLAT_AT,
@@ -28,6 +28,7 @@ from mha_core.quiz import (
 )
 from mha_core.scenarios import GENERATED, generated_setup
 from tests.apptest_util import fresh_app, goto, open_address, pick_preset, texts
+from tests.strategies import random_setups
 
 SCENARIOS = all_scenarios()
 JUNK = ["", "   ", "abc", "1,2,3", "0x10", "inf", "-inf", "nan", "1e999", "<script>", "3 × ", "½", "١٢",
@@ -42,24 +43,8 @@ JUNK = ["", "   ", "abc", "1,2,3", "0x10", "inf", "-inf", "nan", "1e999", "<scri
 def setups(draw) -> Setup:
     if draw(st.integers(0, 4)) == 0:
         return generated_setup("random", draw(st.integers(0, 10_000)))
-    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    cross, bias = draw(st.booleans()), draw(st.booleans())
-    n_q, n_k = draw(st.integers(1, 6)), draw(st.integers(1, 6))
-    sizes = Sizes(n_q=n_q, n_k=n_k if cross else n_q, d_model=draw(st.integers(1, 6)),
-                  n_heads=draw(st.integers(1, 4)), d_k=draw(st.integers(1, 4)), d_v=draw(st.integers(1, 3)),
-                  cross=cross, bias=bias)
-    mask_kind = draw(st.sampled_from(["none", "causal", "custom"]))
-    mask = {"none": None, "causal": "causal"}.get(mask_kind)
-    if mask_kind == "custom":
-        mask = rng.random((sizes.n_q, sizes.n_k)) < 0.6  # some rows may block every key
-    scaling = draw(st.sampled_from([Scaling("sqrt"), Scaling("none"), Scaling("sqrt_of", 64),
-                                    Scaling("multiply", 0.3), Scaling("multiply", 999.0)]))
-    spread = draw(st.sampled_from([0.0, 0.3, 2.0]))  # 0: every row uniform (ties everywhere)
-    arrays = {spec.name: rng.normal(size=spec.shape(sizes)) * spread for spec in sizes.present()}
-    words = draw(st.lists(st.sampled_from(["the", "cat", "<b>", "a*b", "$x$", "猫"]), min_size=n_q + n_k,
-                          max_size=n_q + n_k))  # repeats on purpose: labels must stay unambiguous
-    return Setup(tokens=tuple(words[:n_q]), kv_tokens=tuple(words[n_q:]) if cross else None, mask=mask,
-                 scaling=scaling, **arrays)
+    return draw(random_setups(max_tokens=6, max_d_model=6, max_heads=4, max_width=4, spreads=(0.0, 0.3, 2.0),
+                              words=True))
 
 
 def allowed_of(result) -> np.ndarray:
