@@ -2,13 +2,12 @@
 
 Run: PYTHONPATH=. .venv/bin/python bench/lesson.py
 AppTest runs the script in-process as the server would; each figure is the median wall time of
-`at.run()` over RERUNS reruns after two warm-up runs, and the chart bytes sent by that run.
+`at.run()` over 20 reruns after two warm-up runs, and the chart bytes sent by that run.
 Also: generating a quiz and a worksheet for the largest presets, in the core alone.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 from pathlib import Path
 
@@ -16,12 +15,12 @@ from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
 
 from app.views.present import SCREENS
+from bench.page import median_rerun  # 20 reruns after two warm-up runs
 from mha_core import all_scenarios
 from mha_core.quiz import generate
 from mha_core.worksheet import worksheet_html
 
 APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
-RERUNS = 10
 PRESETS = ("the_cat_sat_two_heads", "ex_h_cross_attention")
 
 
@@ -32,17 +31,6 @@ def opened(url_path: str, params: dict[str, str]) -> AppTest:
     at._page_hash = calc_hash(url_path)
     at.run()
     return at
-
-
-def median_rerun(at: AppTest) -> float:
-    at.run()
-    at.run()
-    times = []
-    for _ in range(RERUNS):
-        started = time.perf_counter()
-        at.run()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
 
 
 def chart_kib(at: AppTest) -> float:
