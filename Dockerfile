@@ -41,6 +41,7 @@ RUN --mount=type=secret,id=ca_bundle \
 # Only what the server runs; .dockerignore keeps everything else out of the build context.
 COPY .streamlit ./.streamlit
 COPY mha_core ./mha_core
+COPY classroom ./classroom
 COPY app ./app
 
 # With the wildcard address Streamlit's start-up banner looks up this machine's "Network URL" (a UDP
