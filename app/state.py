@@ -154,7 +154,7 @@ def apply_link(params: dict) -> list[str]:
         refused += _apply_legacy_link(params)
     refused += _apply_selections(params)
     unread = [name for name in params if name not in ("s", *SELECTION_PARAMS, "preset", "tokens", "d_model",
-                                                      "heads", "seed")]
+                                                      "heads", "seed", "room", "teacher")]
     if unread:
         shown = ", ".join(repr(name[:20]) for name in unread[:5])
         refused.append(f"{len(unread)} parameter{'s' if len(unread) > 1 else ''} this app does not read "
@@ -207,6 +207,8 @@ def link_params(current: Current) -> tuple[dict[str, str], bool]:
     if ss.origin in GENERATED:
         params["seed"] = str(ss.origin_seed)  # so that the reopened page knows its preset unchanged
     params.update(_selection_params())
+    if ss.get("room"):
+        params["room"] = ss.room  # a live class's code stays in the address (never the teacher's secret)
     return params, complete
 
 

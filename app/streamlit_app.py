@@ -2,11 +2,13 @@
 
 import streamlit as st
 
-from app import state, widgets
-from app.views import labs, model, present, quiz, textbook, workbench
+from app import live, state, widgets
+from app.views import classroom, labs, model, present, quiz, textbook, workbench
 
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
 state.init_state()
+live.join_from_link()  # ?room=CODE
+live.follow_before_build()  # a follower takes the teacher's newest state first
 picker_slot = st.sidebar.container()  # filled last: its label says whether the page is edited
 inputs = widgets.sidebar_ui()  # shared by every page, so its state survives navigation
 current = state.build(inputs.tokens, inputs.kv_tokens, inputs.sizes, inputs.scaling, inputs.mask_kind,
@@ -16,6 +18,7 @@ if inputs.sizes is not None:
     widgets.fill_ui(inputs.sizes, inputs.seed)
 widgets.save_load_ui(current)
 state.sync_url(current)
+live.sidebar_ui()
 
 # Material icons come with Streamlit (emoji need a font the machine may lack).
 workbench_page = st.Page(lambda: workbench.render(current, inputs), title="Workbench",
@@ -27,11 +30,17 @@ quiz_page = st.Page(lambda: quiz.render(current, workbench_page), title="Quiz", 
                     url_path="quiz")
 model_page = st.Page(lambda: model.render(workbench_page), title="Real model", icon=":material/psychology:",
                      url_path="model")
+class_page = st.Page(classroom.render, title="Class", icon=":material/groups:", url_path="class")
 textbook_page = st.Page(lambda: textbook.render(workbench_page), title="Worked examples",
                         icon=":material/menu_book:", url_path="examples")
-page = st.navigation([workbench_page, present_page, labs_page, quiz_page, model_page, textbook_page])
+pages = [workbench_page, present_page, labs_page, quiz_page, model_page, class_page, textbook_page]
+page = st.navigation(pages)
+live.go_to_room_page({p.url_path: p for p in pages}, page.url_path)
+live.publish(current, page.url_path)
 if st.session_state.get("last_page") not in (None, page.url_path):
     st.iframe(widgets.SCROLL_TO_TOP, height=1)
 st.session_state.last_page = page.url_path
+live.student_question_ui()
 page.run()
 st.session_state.link_notes = []  # shown once; gone after the next change
+st.session_state.pop("live_message", None)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from app import figures, state, widgets
+from app import figures, live, state, widgets
 from app.figure_cache import figure
 from app.state import Current
 from app.steps import STEPS
@@ -203,6 +203,8 @@ def ask(screen: int, question: Question) -> bool:
         else:
             st.button("Reveal", key="present_reveal", on_click=reveal, args=(screen, question),
                       type="primary")
+            if question.kind != "chapter":  # generated from the live state: it can be marked
+                live.ask_button(question, key="present_ask")
     return revealed
 
 

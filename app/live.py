@@ -1,0 +1,262 @@
+"""A live class, the session's side: join a room from its link, follow the teacher's page, publish
+the teacher's, ask the room and answer (the store itself is classroom/, UI-free).
+
+Session keys: ``room`` (code), ``teacher_secret`` (the teacher's session only), ``student_id``,
+``following`` (a student shows the teacher's page), ``applied_version`` (the room version shown),
+``published`` (what the teacher last sent).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import streamlit as st
+
+from app import state
+from app.widgets import md_literal
+from classroom.store import (
+    HEARTBEAT_SECONDS,
+    NoSuchRoom,
+    NotTheTeacher,
+    StoreError,
+    StoreUnavailable,
+    new_student_id,
+    open_store,
+)
+
+POLL_SECONDS = 1.0  # a follower checks the room's version this often (the page shows a change within 2 s)
+ROOM_PARAMS = ("room", "teacher")  # link parameters of a live class (the secret only in a teacher link)
+
+
+@st.cache_resource
+def store():
+    """One store per server process (SQLite under MHA_DATA_DIR, or Redis at REDIS_URL)."""
+    return open_store()
+
+
+def is_teacher() -> bool:
+    return bool(st.session_state.get("teacher_secret"))
+
+
+def in_room() -> str | None:
+    return st.session_state.get("room")
+
+
+def join_from_link() -> None:
+    """?room=CODE joins as a student; ?room=CODE&teacher=SECRET reconnects the teacher. Once per code."""
+    ss = st.session_state
+    params = st.query_params
+    code, secret = params.get("room"), params.get("teacher")
+    if not code or ss.get("joined_from_link") == (code, secret):
+        return
+    ss.joined_from_link = (code, secret)
+    if ss.get("room") == code.upper() and not secret:
+        return  # the room's own code in this session's address: already in it
+    try:
+        if not store().room_exists(code):
+            ss.live_message = f"No such room: {code[:12]}. Check the code with your teacher."
+            return
+        if secret:
+            store().version(code)
+            check_teacher(code, secret)
+            ss.update(room=code.upper(), teacher_secret=secret, following=False)
+        else:
+            ss.update(room=code.upper(), teacher_secret=None, following=True, applied_version=-1)
+            ss.setdefault("student_id", new_student_id())
+    except NotTheTeacher:
+        ss.live_message = "That teacher link is not valid for this room: you joined as a student."
+        ss.update(room=code.upper(), teacher_secret=None, following=True, applied_version=-1)
+        ss.setdefault("student_id", new_student_id())
+    except StoreError as error:
+        ss.live_message = f"The class connection failed: {error}"
+    st.query_params.pop("teacher", None)  # the secret never stays in a projected address bar
+
+
+def check_teacher(code: str, secret: str) -> None:
+    """NotTheTeacher unless secret is this room's (answers() checks it without changing anything)."""
+    store().answers(code, secret)
+
+
+def follow_before_build() -> None:
+    """A follower's session takes the room's newest state before any widget is drawn."""
+    ss = st.session_state
+    if not ss.get("following") or not in_room():
+        return
+    try:
+        version = store().version(ss.room)
+        if version == ss.get("applied_version"):
+            return
+        room = store().state(ss.room)
+    except NoSuchRoom:
+        leave("The room has ended.")
+        return
+    except StoreUnavailable:
+        ss.live_message = "The class connection is lost; this page will follow again when it is back."
+        return
+    ss.applied_version = room.version
+    ss.room_page = room.page  # "" is the default page (the workbench)
+    if room.setup_json:
+        params = {**json.loads(room.setup_json), **{k: str(v) for k, v in room.selections.items()}}
+        state.apply_link(params)
+
+
+def leave(message: str) -> None:
+    ss = st.session_state
+    ss.live_message = message
+    for key in ("room", "teacher_secret", "following", "applied_version", "room_page", "published"):
+        ss.pop(key, None)
+
+
+def publish(current, page_path: str) -> None:
+    """The teacher's page, its state link and selections, sent to the room when they change."""
+    ss = st.session_state
+    if not is_teacher() or current.result is None:
+        return
+    params, _ = state.link_params(current)
+    params.pop("room", None)
+    selections = {name: params.pop(name) for name in list(params) if name in state.SELECTION_PARAMS}
+    step = int(selections.get("step", 1)) - 1
+    sent = (page_path, json.dumps(params, sort_keys=True), json.dumps(selections, sort_keys=True))
+    if ss.get("published") == sent:
+        return
+    try:
+        store().set_state(ss.room, ss.teacher_secret, page=page_path, step=max(step, 0), setup_json=sent[1],
+                          selections=selections)
+        ss.published = sent
+    except NoSuchRoom:
+        leave("The room has ended (or was idle for hours).")
+    except StoreError as error:
+        st.sidebar.warning(f"Could not update the room: {md_literal(error)}", icon=":material/wifi_off:")
+
+
+def go_to_room_page(pages: dict, shown: str) -> None:
+    """A follower is shown the page the teacher shows (pages by url_path; shown: this run's)."""
+    target = st.session_state.get("room_page")
+    if st.session_state.get("following") and target is not None and target in pages and target != shown:
+        st.switch_page(pages[target])
+
+
+def sidebar_ui() -> None:
+    ss = st.session_state
+    message = ss.get("live_message")  # cleared at the end of a run that got to draw the page
+    if message:
+        st.sidebar.warning(md_literal(message), icon=":material/groups:")
+    if not in_room():
+        return
+    box = st.sidebar.container(border=True)
+    if is_teacher():
+        box.markdown(f"**Room {ss.room}** · you lead it · {followers()} following")
+        return
+    if ss.get("following"):
+        box.markdown(f"**Room {ss.room}** · following the teacher")
+        box.button("Explore on my own", key="live_explore", on_click=explore)
+        poll()
+    else:
+        box.markdown(f"**Room {ss.room}** · exploring on your own")
+        box.button("Follow again", key="live_follow", on_click=follow_again)
+
+
+def followers() -> int:
+    try:
+        return store().followers(st.session_state.room)
+    except StoreError:
+        return 0
+
+
+def explore() -> None:
+    st.session_state.following = False  # the teacher's state stays, now the student's own
+
+
+def follow_again() -> None:
+    st.session_state.update(following=True, applied_version=-1)
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def poll() -> None:
+    """Cheap: the room's version (and a heartbeat every few seconds); the page reruns on a change."""
+    ss = st.session_state
+    if not ss.get("following") or not in_room():
+        return
+    try:
+        now = time.monotonic()
+        if now - ss.get("last_heartbeat", 0.0) >= HEARTBEAT_SECONDS:
+            store().heartbeat(ss.room, ss.student_id)
+            ss.last_heartbeat = now
+        changed = store().version(ss.room) != ss.get("applied_version")
+    except NoSuchRoom:
+        changed = True  # the next run says the room has ended
+    except StoreUnavailable:
+        st.caption("The class connection is lost; retrying…")
+        return
+    if changed:
+        st.rerun(scope="app")
+
+
+# --- Ask the room -----------------------------------------------------------------------------------
+
+
+def ask(question) -> None:
+    """Send a quiz or forecast question (mha_core.quiz.Question) to the room; the teacher keeps it
+    to mark the answers as they arrive."""
+    ss = st.session_state
+    solution = f"{question.answer_text}\n\n{question.explanation}".strip()
+    try:
+        asked = store().ask(ss.room, ss.teacher_secret, question.prompt, question.choices, question.kind,
+                            solution=solution)
+        ss.asked = (asked.id, question)
+    except StoreError as error:
+        ss.live_message = f"Could not ask the room: {error}"
+
+
+def ask_button(question, key: str) -> None:
+    """'Ask the room', drawn for the teacher of a room only."""
+    if in_room() and is_teacher():
+        st.button("Ask the room", key=key, on_click=ask, args=(question,), icon=":material/groups:")
+
+
+def student_question_ui() -> None:
+    """A student in a room answers the open question here, whatever page the teacher shows."""
+    ss = st.session_state
+    if not in_room() or is_teacher():
+        return
+    try:
+        room = store().state(ss.room)
+    except StoreError:
+        return
+    question = room.question
+    if question is None:
+        return
+    with st.container(border=True):
+        st.markdown(f"**Your teacher asks:** {md_literal(question.prompt)}")
+        if room.revealed:
+            st.success(f"**Answer:** {question.solution}", icon=":material/check_circle:")
+            return
+        if ss.get("answered") == question.id:
+            st.info("Your answer is in. The answer appears here when your teacher reveals it.",
+                    icon=":material/how_to_reg:")
+            return
+        with st.form(f"live_answer_{question.id}"):
+            if question.choices:
+                value = st.radio("Your answer", question.choices, index=None, key="live_value",
+                                 format_func=md_literal)
+            else:
+                value = st.text_input("Your answer", key="live_value", max_chars=60)
+            nickname = st.text_input("Nickname (optional; only your teacher sees it)", key="live_nickname",
+                                     max_chars=40)
+            sent = st.form_submit_button("Send", type="primary")
+        if sent:
+            send_answer(question.id, value, nickname)
+
+
+def send_answer(question_id: str, value, nickname: str) -> None:
+    ss = st.session_state
+    if value is None or not str(value).strip():
+        st.warning("Choose or type an answer first.")
+        return
+    try:
+        store().answer(ss.room, question_id, ss.student_id, str(value).strip(), nickname or "")
+        ss.answered = question_id
+        st.rerun()
+    except StoreError as error:
+        st.warning(f"Your answer could not be taken: {md_literal(error)}")

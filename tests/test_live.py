@@ -1,0 +1,124 @@
+"""A live class in AppTest (issue 10, first part): a teacher's session and students' sessions on
+the embedded store (SQLite in a temporary directory)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pytest
+
+from app import live
+from mha_core import all_scenarios
+from tests.apptest_util import chart_specs, fresh_app, goto, heatmap_values, open_address, pick_preset, texts
+
+SCENARIOS = all_scenarios()
+
+
+@pytest.fixture(autouse=True)
+def embedded_store(tmp_path, monkeypatch):
+    """Every test gets its own SQLite store (the store is one per process, so it is opened anew)."""
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    live.store.clear()
+    yield
+    live.store().close()
+    live.store.clear()
+
+
+def teacher_with_room():
+    teacher = fresh_app()
+    goto(teacher, "class")
+    teacher.button(key="live_start").click().run()
+    assert not teacher.exception
+    return teacher, teacher.session_state["room"]
+
+
+def test_a_student_follows_the_teachers_setup_page_and_step():
+    teacher, code = teacher_with_room()
+    assert len(code) == 4 and any(code in m for m in texts(teacher.markdown))
+    pick_preset(teacher, "ex_e_negative_score")
+    student = open_address({"room": code})
+    assert not student.exception
+    assert student.session_state["origin"] == "ex_e_negative_score"
+    goto(teacher, "present")
+    for _ in range(3):
+        teacher.button(key="present_next").click().run()
+    student.run()  # what the poll's rerun does
+    assert student.session_state["last_page"] == "present"
+    assert student.session_state["selections"]["present_step"] == 3
+    assert teacher.session_state["room"] == code and live.store().followers(code) == 1
+
+
+def test_explore_on_my_own_then_follow_again():
+    teacher, code = teacher_with_room()
+    student = open_address({"room": code})
+    student.button(key="live_explore").click().run()
+    pick_preset(student, "ex_c_equal_scores")  # the student's own
+    version = live.store().version(code)
+    goto(teacher, "workbench")
+    pick_preset(teacher, "ex_d_one_huge_score")
+    student.run()
+    assert student.session_state["origin"] == "ex_c_equal_scores"  # not dragged back while exploring
+    assert live.store().version(code) > version  # the teacher's changes, and none of the student's
+    student.button(key="live_follow").click().run()
+    student.run()
+    assert student.session_state["origin"] == "ex_d_one_huge_score"
+    np.testing.assert_allclose(np.stack(heatmap_values(chart_specs(student)["chart_weights"])),
+                               SCENARIOS["ex_d_one_huge_score"].run().weights, atol=1e-9)
+
+
+def test_unknown_codes_and_tampered_secrets_get_no_controls():
+    teacher, code = teacher_with_room()
+    stranger = open_address({"room": "ZZZZ" if code != "ZZZZ" else "YYYY"})
+    assert not stranger.exception and "room" not in stranger.session_state
+    assert any("No such room" in w.replace("\\", "") for w in texts(stranger.sidebar.warning))
+    forger = open_address({"room": code, "teacher": "not-the-secret"})
+    assert not forger.exception
+    assert not forger.session_state["teacher_secret"] and forger.session_state["following"]
+    assert any("not valid" in w.replace("\\", "") for w in texts(forger.sidebar.warning))
+    returning = open_address({"room": code, "teacher": teacher.session_state["teacher_secret"]})
+    assert returning.session_state["teacher_secret"] and not returning.session_state["following"]
+    assert "teacher" not in returning.query_params  # the secret does not stay in the address
+
+
+def test_the_room_answers_a_quiz_question_and_sees_the_answer_on_reveal():
+    teacher, code = teacher_with_room()
+    students = [open_address({"room": code}) for _ in range(3)]
+    goto(teacher, "quiz")
+    teacher.button(key="quiz_ask").click().run()
+    assert not teacher.exception
+    question_id, question = teacher.session_state["asked"]
+    wrong = next((c for c in question.choices if not question.check(c)), "999")
+    for student, value, nickname in zip(students, [question.answer_text, question.answer_text, wrong],
+                                        ["<b>ann</b>", "", "=cmd()"], strict=True):
+        student.run()
+        if question.choices:
+            student.radio(key="live_value").set_value(value)
+        else:
+            student.text_input(key="live_value").input(value)
+        student.text_input(key="live_nickname").input(nickname)
+        student.button(key="FormSubmitter:live_answer_" + question_id + "-Send").click().run()
+        assert not student.exception and student.session_state["answered"] == question_id
+    tally = live.store().tally(code, question_id)
+    assert tally.total == 3
+    goto(teacher, "class")
+    assert any("**3** answers" in m and "67%" in m for m in texts(teacher.markdown))
+    teacher.button(key="live_reveal").click().run()
+    students[0].run()
+    assert any(question.answer_text in s for s in texts(students[0].success))
+    rows = list(csv.reader(io.StringIO(live.store().answers_csv(code, teacher.session_state["teacher_secret"]))))
+    cells = [cell for row in rows for cell in row]
+    assert "<b>ann</b>" in cells and "'=cmd()" in cells  # literal; a formula cannot run in a spreadsheet
+
+
+def test_a_students_session_never_changes_the_room():
+    teacher, code = teacher_with_room()
+    student = open_address({"room": code})
+    version = live.store().version(code)
+    student.button(key="live_explore").click().run()
+    pick_preset(student, "ex_a_single_head")
+    goto(student, "present")
+    assert live.store().version(code) == version
+    assert "teacher_secret" not in student.session_state or not student.session_state["teacher_secret"]
