@@ -108,7 +108,8 @@ def test_the_room_answers_a_quiz_question_and_sees_the_answer_on_reveal():
     teacher.button(key="live_reveal").click().run()
     students[0].run()
     assert any(question.answer_text in s for s in texts(students[0].success))
-    rows = list(csv.reader(io.StringIO(live.store().answers_csv(code, teacher.session_state["teacher_secret"]))))
+    table = live.store().answers_csv(code, teacher.session_state["teacher_secret"])
+    rows = list(csv.reader(io.StringIO(table)))
     cells = [cell for row in rows for cell in row]
     assert "<b>ann</b>" in cells and "'=cmd()" in cells  # literal; a formula cannot run in a spreadsheet
 
