@@ -428,3 +428,33 @@ def test_the_model_page_shows_twelve_heads_of_a_typed_sentence(live):
     no_error_on(page)
     page.screenshot(path=str(ARTIFACTS / "model-layer.png"), full_page=True)
     context.close()
+
+
+def test_a_student_browser_follows_the_teacher_within_three_seconds(live, tmp_path):
+    """Issue 10: two browsers on one server; the teacher starts a room, the student opens its link;
+    the teacher's next step and preset reach the student's screen by themselves."""
+    url, browser = live
+    teacher = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    teacher.goto(f"{url}/class")
+    settle(teacher, ".st-key-live_start")
+    teacher.locator(".st-key-live_start button").click()
+    teacher.wait_for_function("() => document.body.innerText.includes('following right now')", timeout=20_000)
+    code = teacher.evaluate("() => new URL(location.href).searchParams.get('room')")
+    assert code and len(code) == 4
+    student = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    student.goto(f"{url}/?room={code}")
+    student.wait_for_function("(c) => document.body.innerText.includes('Room ' + c)", arg=code,
+                              timeout=30_000)
+    teacher.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()  # same session
+    settle(teacher, ".st-key-present_next")
+    teacher.locator(".st-key-present_next button").click()
+    teacher.wait_for_selector(IDLE, timeout=20_000)
+    started = time.perf_counter()
+    student.wait_for_function(SCREEN_SHOWN, arg="2 / 9 · ", timeout=10_000)
+    seconds = time.perf_counter() - started
+    assert seconds < 3, seconds
+    no_error_on(student)
+    student.screenshot(path=str(ARTIFACTS / "live-student.png"))
+    (ARTIFACTS / "live-follow-seconds.txt").write_text(f"{seconds:.3f}\n")
+    student.context.close()
+    teacher.context.close()

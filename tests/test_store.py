@@ -16,9 +16,12 @@ import multiprocessing
 import os
 import sqlite3
 import string
+import sys
 import threading
 import time
+import types
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -537,8 +540,11 @@ class TestConcurrency:
         workers = [context.Process(target=answer_in_process, args=(
             backend.spec(), room.code, question.id, [f"p{worker}-s{number}" for number in range(50)]))
             for worker in range(processes)]
-        for worker in workers:
-            worker.start()
+        # A spawned child re-runs the parent's __main__ from its path; after an AppTest in this process that
+        # is the app's script, which only Streamlit may run. The children need none of it.
+        with mock.patch.dict(sys.modules, {"__main__": types.ModuleType("__main__")}):
+            for worker in workers:
+                worker.start()
         for worker in workers:
             worker.join(timeout=120)
         assert [worker.exitcode for worker in workers] == [0] * processes
