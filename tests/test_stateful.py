@@ -279,6 +279,22 @@ class Workbench(RuleBasedStateMachine):
         goto(self.at, "workbench")
 
     @rule()
+    def lead_a_room(self):
+        """Start a room (or keep the one started): what the room holds is this page's address state."""
+        from app import live
+        if "room" not in self.at.session_state:
+            goto(self.at, "class")
+            self.at.button(key="live_start").click().run()
+            goto(self.at, "workbench")
+        assert not self.at.exception
+        if self.at.error or "published" not in self.at.session_state:
+            return  # an input at fault: the room keeps the last good state
+        room = live.store().state(self.at.session_state["room"])
+        sent = json.loads(room.setup_json)
+        mine = {name: value for name, value in address(self.at).items() if name in sent}
+        assert sent == mine, (sent, mine)
+
+    @rule()
     def pin_or_unpin(self):
         for key in ("compare_pin", "compare_unpin"):
             if any(b.key == key for b in self.at.button):

@@ -43,7 +43,7 @@ def expected(result, what: str, where: tuple[int, ...]) -> float:
     live = np.isfinite(scaled)
     if not live.any():  # a row that blocks every key: nothing to exponentiate
         return 0.0
-    exps = np.where(live, np.exp(np.where(live, scaled, 0) - scaled[live].max()), 0.0)
+    exps = np.exp(np.where(live, scaled - scaled[live].max(), -np.inf))  # masked keys: e^-inf = 0
     return exps[where[2]] if what == "exp" else exps.sum()
 
 
