@@ -18,13 +18,18 @@ ENV LANG=C.UTF-8 \
     PIP_NO_CACHE_DIR=1 \
     VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    PYTHONPATH=/app
+    PYTHONPATH=/app \
+    MHA_DATA_DIR=/data
 
 WORKDIR /app
 
 # The user the server runs as. The code and the venv stay owned by root, so it cannot change them.
+# /data holds the live-class store (MHA_DATA_DIR above): mount a volume there to keep rooms across
+# restarts (docker run -v mha-data:/data). Docker gives a fresh named volume the owner of the image's
+# directory, so it is the server's to write; without the directory the volume would be root's.
 RUN groupadd --gid 10001 streamlit \
-    && useradd --uid 10001 --gid 10001 --create-home --shell /usr/sbin/nologin streamlit
+    && useradd --uid 10001 --gid 10001 --create-home --shell /usr/sbin/nologin streamlit \
+    && install -d -o streamlit -g streamlit -m 0700 /data
 
 # Dependencies first: this layer is rebuilt only when requirements.txt changes, not on every code edit.
 # Behind a TLS-inspecting proxy, pass its CA bundle as an optional build secret (it is not stored in

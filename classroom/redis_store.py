@@ -342,8 +342,13 @@ def _answers(question_id: str, stored: list[str]) -> list[Answer]:
 
 @contextlib.contextmanager
 def _unavailable_on_error() -> Iterator[None]:
-    """The redis client's connection and timeout errors as StoreUnavailable."""
+    """The redis client's connection and timeout errors, and a server that refuses to write (out of
+    memory, read-only), as StoreUnavailable: the pages say the class connection is lost."""
     try:
         yield
     except (redis.ConnectionError, redis.TimeoutError) as error:
         raise StoreUnavailable(f"Redis: {error}") from error
+    except redis.ResponseError as error:
+        if not str(error).startswith(("OOM", "READONLY", "MISCONF")):
+            raise
+        raise StoreUnavailable(f"Redis refuses to write: {error}") from error
