@@ -123,3 +123,14 @@ def test_a_students_session_never_changes_the_room():
     goto(student, "present")
     assert live.store().version(code) == version
     assert "teacher_secret" not in student.session_state or not student.session_state["teacher_secret"]
+
+
+def test_a_following_student_is_led_and_exploring_gives_the_presenter_back():
+    teacher, code = teacher_with_room()
+    goto(teacher, "present")
+    student = open_address({"room": code})
+    assert student.session_state["last_page"] == "present"
+    assert student.button(key="present_next").disabled  # the teacher leads
+    student.button(key="live_explore").click().run()
+    student.button(key="present_next").click().run()
+    assert not student.exception and student.session_state["selections"]["present_step"] == 1

@@ -147,13 +147,15 @@ def render(current: Current, inputs: Inputs) -> None:
 
 
 def header(screen: int) -> None:
-    """Back, the screen's number and title, Next: one row."""
+    """Back, the screen's number and title, Next: one row (a student following a room is led by
+    the teacher: "Explore on my own" in the sidebar gives the buttons back)."""
+    led = bool(st.session_state.get("following"))
     back, title, forward = st.columns([1, 6, 1], vertical_alignment="center")
-    back.button("◀ Back", key="present_back", on_click=go, args=(-1,), disabled=screen == 0,
+    back.button("◀ Back", key="present_back", on_click=go, args=(-1,), disabled=screen == 0 or led,
                 use_container_width=True)
     title.markdown(f"### {screen + 1} / {len(SCREENS)} · {SCREENS[screen].title}")
     forward.button("Next ▶", key="present_next", on_click=go, args=(1,), type="primary",
-                   disabled=screen == len(SCREENS) - 1, use_container_width=True)
+                   disabled=screen == len(SCREENS) - 1 or led, use_container_width=True)
 
 
 def title_card(scenario, current: Current) -> None:
