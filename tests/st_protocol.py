@@ -203,3 +203,111 @@ def expected_weights(sat_x0: float | None) -> np.ndarray:  # [h, n_q, n_k]
 
 def drawn_weights(run: Run) -> np.ndarray:  # [h, n_q, n_k] as carried by the weights heatmap
     return np.stack(heatmap_values(run.chart("chart_weights")))
+
+
+# --- a live-class student: a session that drives its run_every fragments as the browser does -------
+
+
+@dataclass
+class FollowerRun(Run):
+    """A Run that also keeps the selectboxes' shown values and whether a room question was drawn."""
+
+    selects: dict[str, str] = field(default_factory=dict)  # selectbox key -> the label it shows
+    question_seen: bool = False  # "Your teacher asks" was drawn (app/live.py, student_question_ui)
+    fragment_run: bool = False  # ended as a fragment run (no rerun of the whole page)
+
+
+class FollowerSession(Session):
+    """A Session that also does what the frontend does for ``@st.fragment(run_every=...)``.
+
+    The server announces such a fragment with a ``ForwardMsg.auto_rerun`` (fragment id, interval);
+    the frontend then sends, on a timer of that interval, a ``rerun_script`` whose ClientState
+    carries the fragment id and ``is_auto_rerun`` (and, like every rerun, the address bar's query
+    string, kept here from ``page_info_changed``). ``rerun_fragment()`` sends one such tick; when
+    the fragment calls ``st.rerun(scope="app")`` the reply is the whole page's run. A
+    ``stop_auto_rerun`` cancels the timer (the fragment id is dropped).
+    """
+
+    def __init__(self, url: str, timeout: float = 60.0):
+        super().__init__(url, timeout)
+        self.auto_reruns: dict[str, float] = {}  # fragment id -> interval (s)
+        self.query_string = ""
+
+    async def open(self, query_string: str = "") -> FollowerRun:
+        self.query_string = query_string
+        return await super().open(query_string)
+
+    async def rerun(self, query_string: str | None = None) -> FollowerRun:
+        """A whole-page rerun, sending the kept query string as the frontend does."""
+        return await self._send(self._state(self.query_string if query_string is None else query_string))
+
+    async def rerun_fragment(self, fragment_id: str | None = None) -> FollowerRun:
+        """One timer tick of a run_every fragment (the only one, unless fragment_id says which)."""
+        if fragment_id is None:
+            if len(self.auto_reruns) != 1:
+                raise RuntimeError(f"expected one run_every fragment, have {list(self.auto_reruns)}")
+            fragment_id = next(iter(self.auto_reruns))
+        state = self._state(self.query_string)
+        state.fragment_id, state.is_auto_rerun = fragment_id, True
+        return await self._send(state)
+
+    def _state(self, query_string: str) -> ClientState:
+        state = ClientState(query_string=query_string, page_script_hash=self.page_hash,
+                            cached_message_hashes=list(self._cache))
+        state.widget_states.widgets.extend(self.widgets.values())
+        state.context_info.timezone, state.context_info.locale = "UTC", "en-US"
+        state.context_info.url, state.context_info.color_scheme = self.url + "/", "light"
+        return state
+
+    async def _send(self, state: ClientState) -> FollowerRun:
+        """As Session.rerun: send the ClientState, read until the run (fragment or page) ends."""
+        message = BackMsg()
+        message.rerun_script.CopyFrom(state)
+        started = time.perf_counter()
+        await self.ws.send(message.SerializeToString())
+        run, cache = FollowerRun(0.0), {}
+        async with asyncio.timeout(self.timeout):
+            while not run.status:
+                data = await self.ws.recv()
+                run.messages, run.bytes = run.messages + 1, run.bytes + len(data)
+                msg = ForwardMsg()
+                msg.ParseFromString(data)
+                if msg.HasField("ref_hash"):
+                    cache[msg.ref_hash] = self._cache[msg.ref_hash]
+                    cached = ForwardMsg()
+                    cached.CopyFrom(cache[msg.ref_hash])
+                    cached.metadata.CopyFrom(msg.metadata)
+                    msg = cached
+                elif msg.metadata.cacheable:
+                    cache[msg.hash] = msg
+                self._read(msg, run)
+        run.seconds = time.perf_counter() - started
+        run.fragment_run = run.status == "fragment ok"
+        if run.fragment_run:  # a fragment run resends only its own elements: keep the page's cache
+            cache = {**self._cache, **cache}
+        self._cache, self.last = cache, run
+        return run
+
+    def _read(self, msg: ForwardMsg, run: Run) -> None:
+        super()._read(msg, run)
+        kind = msg.WhichOneof("type")
+        if kind == "auto_rerun" and msg.auto_rerun.fragment_id:
+            self.auto_reruns[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
+        elif kind == "stop_auto_rerun":
+            for fragment_id in msg.stop_auto_rerun.fragment_ids:
+                self.auto_reruns.pop(fragment_id, None)
+        elif kind == "page_info_changed":
+            self.query_string = msg.page_info_changed.query_string
+        elif (kind == "delta" and msg.delta.WhichOneof("type") == "new_element"
+              and isinstance(run, FollowerRun)):
+            element = msg.delta.new_element
+            element_type = element.WhichOneof("type")
+            if element_type == "selectbox":
+                box = element.selectbox
+                key = element_key(box.id)
+                if key:
+                    run.selects[key] = (box.raw_value if box.set_value else
+                                        box.options[box.default] if box.HasField("default")
+                                        and box.default < len(box.options) else "")
+            elif element_type == "markdown" and "Your teacher asks" in element.markdown.body:
+                run.question_seen = True
