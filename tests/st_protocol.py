@@ -127,16 +127,27 @@ class Session:
 
     async def rerun(self, query_string: str = "") -> Run:
         """Send rerun_script with the current widget values; read ForwardMsgs until the run ends."""
+        run, cache = await self._exchange(self._client_state(query_string), Run(0.0))
+        self._cache, self.last = cache, run
+        return run
+
+    def _client_state(self, query_string: str) -> ClientState:
+        """What the frontend sends with a rerun: the widgets' values, its page, its message cache."""
         state = ClientState(query_string=query_string, page_script_hash=self.page_hash,
                             cached_message_hashes=list(self._cache))
         state.widget_states.widgets.extend(self.widgets.values())
         state.context_info.timezone, state.context_info.locale = "UTC", "en-US"
         state.context_info.url, state.context_info.color_scheme = self.url + "/", "light"
+        return state
+
+    async def _exchange(self, state: ClientState, run: Run) -> tuple[Run, dict]:
+        """Send one rerun_script; read ForwardMsgs into run until it ends. Returns run and the new
+        message cache (the caller decides what to keep)."""
         message = BackMsg()
         message.rerun_script.CopyFrom(state)
         started = time.perf_counter()
         await self.ws.send(message.SerializeToString())
-        run, cache = Run(0.0), {}
+        cache = {}
         async with asyncio.timeout(self.timeout):
             while not run.status:
                 data = await self.ws.recv()
@@ -153,8 +164,7 @@ class Session:
                     cache[msg.hash] = msg
                 self._read(msg, run)
         run.seconds = time.perf_counter() - started
-        self._cache, self.last = cache, run
-        return run
+        return run, cache
 
     def _read(self, msg: ForwardMsg, run: Run) -> None:
         kind = msg.WhichOneof("type")
@@ -239,7 +249,8 @@ class FollowerSession(Session):
 
     async def rerun(self, query_string: str | None = None) -> FollowerRun:
         """A whole-page rerun, sending the kept query string as the frontend does."""
-        return await self._send(self._state(self.query_string if query_string is None else query_string))
+        sent = self.query_string if query_string is None else query_string
+        return await self._send(self._client_state(sent))
 
     async def rerun_fragment(self, fragment_id: str | None = None) -> FollowerRun:
         """One timer tick of a run_every fragment (the only one, unless fragment_id says which)."""
@@ -247,41 +258,13 @@ class FollowerSession(Session):
             if len(self.auto_reruns) != 1:
                 raise RuntimeError(f"expected one run_every fragment, have {list(self.auto_reruns)}")
             fragment_id = next(iter(self.auto_reruns))
-        state = self._state(self.query_string)
+        state = self._client_state(self.query_string)
         state.fragment_id, state.is_auto_rerun = fragment_id, True
         return await self._send(state)
 
-    def _state(self, query_string: str) -> ClientState:
-        state = ClientState(query_string=query_string, page_script_hash=self.page_hash,
-                            cached_message_hashes=list(self._cache))
-        state.widget_states.widgets.extend(self.widgets.values())
-        state.context_info.timezone, state.context_info.locale = "UTC", "en-US"
-        state.context_info.url, state.context_info.color_scheme = self.url + "/", "light"
-        return state
-
     async def _send(self, state: ClientState) -> FollowerRun:
-        """As Session.rerun: send the ClientState, read until the run (fragment or page) ends."""
-        message = BackMsg()
-        message.rerun_script.CopyFrom(state)
-        started = time.perf_counter()
-        await self.ws.send(message.SerializeToString())
-        run, cache = FollowerRun(0.0), {}
-        async with asyncio.timeout(self.timeout):
-            while not run.status:
-                data = await self.ws.recv()
-                run.messages, run.bytes = run.messages + 1, run.bytes + len(data)
-                msg = ForwardMsg()
-                msg.ParseFromString(data)
-                if msg.HasField("ref_hash"):
-                    cache[msg.ref_hash] = self._cache[msg.ref_hash]
-                    cached = ForwardMsg()
-                    cached.CopyFrom(cache[msg.ref_hash])
-                    cached.metadata.CopyFrom(msg.metadata)
-                    msg = cached
-                elif msg.metadata.cacheable:
-                    cache[msg.hash] = msg
-                self._read(msg, run)
-        run.seconds = time.perf_counter() - started
+        """As Session.rerun, for a fragment's run as well as the page's."""
+        run, cache = await self._exchange(state, FollowerRun(0.0))
         run.fragment_run = run.status == "fragment ok"
         if run.fragment_run:  # a fragment run resends only its own elements: keep the page's cache
             cache = {**self._cache, **cache}

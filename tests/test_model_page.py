@@ -26,7 +26,7 @@ SENTENCE = "the cat sat on the mat because it was tired"
 
 
 @pytest.mark.parametrize(("name", "weights"), [
-    ("previous", np.eye(6, k=-1) + np.eye(6)[0] * 0),
+    ("previous", np.eye(6, k=-1)),
     ("next", np.eye(6, k=1)),
     ("self", np.eye(6)),
     ("[CLS]", np.tile(np.eye(6)[0], (6, 1))),
@@ -43,7 +43,7 @@ def test_head_pattern_names_the_pattern_built(name, weights):
 def test_head_pattern_of_a_peaked_mix_is_mixed():
     rng = np.random.default_rng(0)
     weights = rng.dirichlet(np.full(8, 0.3), size=8)  # peaked rows on random keys
-    assert head_pattern(weights) in ("mixed", "broad", "self", "previous", "next", "[CLS]", "[SEP]")
+    assert head_pattern(weights) != "broad"  # peaked rows are not nearly uniform
     weights = np.zeros((8, 8))
     weights[:, 3] = 1.0  # every query on one middle key: no named pattern, and not broad
     assert head_pattern(weights) == "mixed"

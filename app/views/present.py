@@ -16,7 +16,7 @@ from app import figures, live, state, widgets
 from app.figure_cache import figure
 from app.state import Current
 from app.steps import STEPS
-from app.views.workbench import LARGE_TYPE_CSS, drill_lines, sizes_line
+from app.views.workbench import LARGE_TYPE_CSS, _sub, drill_lines, sizes_line
 from app.widgets import Inputs, chart, md_literal
 from mha_core import attention_flops, count_parameters, normalised_entropy, pairwise_disagreement
 from mha_core.analysis import FLAT_AT, most_disagreeing_pair
@@ -366,10 +366,6 @@ class Draw:
         flops = attention_flops(sz.n_q, sz.n_k, h, d_k, d_v)
         st.markdown(f"**Work of attention** for {sz.n_q} × {sz.n_k} tokens: {flops:,} FLOPs (scores and "
                     "blends of all heads); it grows with n², so long sentences cost most here.")
-
-
-def _sub(n: int) -> str:
-    return str(n).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
 
 
 def _tex_number(value: float) -> str:
