@@ -8,15 +8,17 @@ Session keys: ``room`` (code), ``teacher_secret`` (the teacher's session only), 
 
 from __future__ import annotations
 
+import contextlib
 import json
-import time
+import os
+import threading
 
 import streamlit as st
 
-from app import state
+from app import state, widgets
 from app.widgets import md_literal
 from classroom.store import (
-    HEARTBEAT_SECONDS,
+    LimitReached,
     NoSuchRoom,
     NotTheTeacher,
     StoreError,
@@ -24,6 +26,7 @@ from classroom.store import (
     new_student_id,
     open_store,
 )
+from classroom.watch import RoomWatch
 
 POLL_SECONDS = 1.0  # a follower checks the room's version this often (the page shows a change within 2 s)
 ROOM_PARAMS = ("room", "teacher")  # link parameters of a live class (the secret only in a teacher link)
@@ -33,6 +36,28 @@ ROOM_PARAMS = ("room", "teacher")  # link parameters of a live class (the secret
 def store():
     """One store per server process (SQLite under MHA_DATA_DIR, or Redis at REDIS_URL)."""
     return open_store()
+
+
+FOLLOWER_RUNS_AT_ONCE = int(os.environ.get("FOLLOW_SEM", "2"))
+_follower_runs = threading.BoundedSemaphore(FOLLOWER_RUNS_AT_ONCE)
+
+
+@contextlib.contextmanager
+def follower_turn():
+    """A following student's page run waits for its turn: when the teacher changes something the
+    whole class reruns at once, and taking them a few at a time lets the first ones finish first
+    (instead of all of them last) and keeps the teacher's own clicks answered meanwhile."""
+    if not (st.session_state.get("following") and in_room()):
+        yield
+        return
+    with _follower_runs:
+        yield
+
+
+@st.cache_resource
+def watch() -> RoomWatch:
+    """The polls and heartbeats of every follower on this server, sent to the store together."""
+    return RoomWatch(store())
 
 
 def is_teacher() -> bool:
@@ -62,8 +87,11 @@ def join_from_link() -> None:
             check_teacher(code, secret)
             ss.update(room=code.upper(), teacher_secret=secret, following=False)
         else:
-            ss.update(room=code.upper(), teacher_secret=None, following=True, applied_version=-1)
             ss.setdefault("student_id", new_student_id())
+            watch().heartbeat(code.upper(), ss.student_id)  # joins now: a full room says so at once
+            ss.update(room=code.upper(), teacher_secret=None, following=True, applied_version=-1)
+    except LimitReached as error:
+        ss.live_message = str(error)
     except NotTheTeacher:
         ss.live_message = "That teacher link is not valid for this room: you joined as a student."
         ss.update(room=code.upper(), teacher_secret=None, following=True, applied_version=-1)
@@ -84,10 +112,9 @@ def follow_before_build() -> None:
     if not ss.get("following") or not in_room():
         return
     try:
-        version = store().version(ss.room)
-        if version == ss.get("applied_version"):
-            return
-        room = store().state(ss.room)
+        if watch().version(ss.room) <= ss.get("applied_version", -1):
+            return  # versions only grow; the state read below may be newer than the watch's version
+        room = watch().state(ss.room)
     except NoSuchRoom:
         leave("The room has ended.")
         return
@@ -99,11 +126,28 @@ def follow_before_build() -> None:
     if room.setup_json:
         params = {**json.loads(room.setup_json), **{k: str(v) for k, v in room.selections.items()}}
         state.apply_link(params)
+    ss.room_inputs = widgets.sidebar_values()
+
+
+def unseen_sidebar() -> widgets.Unseen | None:
+    """A following student's sidebar inputs: the teacher's, read without drawing them."""
+    ss = st.session_state
+    if not (ss.get("following") and in_room()):
+        return None
+    return widgets.Unseen(ss.setdefault("room_inputs", widgets.sidebar_values()))
+
+
+def stop_following() -> None:
+    """The sidebar's inputs are drawn again, holding what the student was shown."""
+    ss = st.session_state
+    widgets.restore_sidebar(ss.pop("room_inputs", {}))
+    ss.following = False
 
 
 def leave(message: str) -> None:
     ss = st.session_state
     ss.live_message = message
+    stop_following()
     for key in ("room", "teacher_secret", "following", "applied_version", "room_page", "published"):
         ss.pop(key, None)
 
@@ -137,7 +181,7 @@ def go_to_room_page(pages: dict, shown: str) -> None:
         st.switch_page(pages[target])
 
 
-def sidebar_ui() -> None:
+def sidebar_ui(current) -> None:
     ss = st.session_state
     message = ss.get("live_message")  # cleared at the end of a run that got to draw the page
     if message:
@@ -149,7 +193,9 @@ def sidebar_ui() -> None:
         box.markdown(f"**Room {ss.room}** · you lead it · {followers()} following")
         return
     if ss.get("following"):
-        box.markdown(f"**Room {ss.room}** · following the teacher")
+        shown = md_literal(widgets.shown_label(current))
+        box.markdown(f"**Room {ss.room}** · following the teacher: {shown}")
+        box.caption("To change anything yourself, explore on your own; the teacher's state is kept.")
         box.button("Explore on my own", key="live_explore", on_click=explore)
         poll()
     else:
@@ -165,7 +211,7 @@ def followers() -> int:
 
 
 def explore() -> None:
-    st.session_state.following = False  # the teacher's state stays, now the student's own
+    stop_following()  # the teacher's state stays, now the student's own
 
 
 def follow_again() -> None:
@@ -174,18 +220,20 @@ def follow_again() -> None:
 
 @st.fragment(run_every=POLL_SECONDS)
 def poll() -> None:
-    """Cheap: the room's version (and a heartbeat every few seconds); the page reruns on a change."""
+    """Cheap: the room's version and a heartbeat, both answered by the server's watch (one store read
+    per room every quarter second, one write of every follower's heartbeat every few seconds); the
+    page reruns only when the version moved past the one shown."""
     ss = st.session_state
     if not ss.get("following") or not in_room():
         return
     try:
-        now = time.monotonic()
-        if now - ss.get("last_heartbeat", 0.0) >= HEARTBEAT_SECONDS:
-            store().heartbeat(ss.room, ss.student_id)
-            ss.last_heartbeat = now
-        changed = store().version(ss.room) != ss.get("applied_version")
+        watch().heartbeat(ss.room, ss.student_id)
+        changed = watch().version(ss.room) > ss.get("applied_version", -1)
     except NoSuchRoom:
         changed = True  # the next run says the room has ended
+    except LimitReached as error:  # the room filled up while this student's server forgot it
+        leave(str(error))
+        changed = True
     except StoreUnavailable:
         st.caption("The class connection is lost; retrying…")
         return
@@ -221,7 +269,7 @@ def student_question_ui() -> None:
     if not in_room() or is_teacher():
         return
     try:
-        room = store().state(ss.room)
+        room = watch().state(ss.room)
     except StoreError:
         return
     question = room.question

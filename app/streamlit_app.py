@@ -9,38 +9,41 @@ st.set_page_config(page_title="Multi-head attention, step by step", page_icon="ð
 state.init_state()
 live.join_from_link()  # ?room=CODE
 live.follow_before_build()  # a follower takes the teacher's newest state first
-picker_slot = st.sidebar.container()  # filled last: its label says whether the page is edited
-inputs = widgets.sidebar_ui()  # shared by every page, so its state survives navigation
-current = state.build(inputs.tokens, inputs.kv_tokens, inputs.sizes, inputs.scaling, inputs.mask_kind,
-                      inputs.seed, inputs.errors)
-widgets.picker_ui(picker_slot, current)
-if inputs.sizes is not None:
-    widgets.fill_ui(inputs.sizes, inputs.seed)
-widgets.save_load_ui(current)
-state.sync_url(current)
-live.sidebar_ui()
+with live.follower_turn():  # a whole class reruns at once when the teacher changes something
+    unseen = live.unseen_sidebar()  # a following student's inputs are the teacher's, not drawn
+    picker_slot = st.sidebar.container()  # filled last: its label says whether the page is edited
+    inputs = widgets.sidebar_ui(unseen)  # shared by every page, so its state survives navigation
+    current = state.build(inputs.tokens, inputs.kv_tokens, inputs.sizes, inputs.scaling, inputs.mask_kind,
+                          inputs.seed, inputs.errors)
+    if unseen is None:
+        widgets.picker_ui(picker_slot, current)
+        if inputs.sizes is not None:
+            widgets.fill_ui(inputs.sizes, inputs.seed)
+        widgets.save_load_ui(current)
+    state.sync_url(current)
+    live.sidebar_ui(current)
 
-# Material icons come with Streamlit (emoji need a font the machine may lack).
-workbench_page = st.Page(lambda: workbench.render(current, inputs), title="Workbench",
-                         icon=":material/calculate:", url_path="workbench", default=True)
-present_page = st.Page(lambda: present.render(current, inputs), title="Present", icon=":material/slideshow:",
-                       url_path="present")
-labs_page = st.Page(labs.render, title="Labs", icon=":material/science:", url_path="labs")
-quiz_page = st.Page(lambda: quiz.render(current, workbench_page), title="Quiz", icon=":material/quiz:",
-                    url_path="quiz")
-model_page = st.Page(lambda: model.render(workbench_page), title="Real model", icon=":material/psychology:",
-                     url_path="model")
-class_page = st.Page(classroom.render, title="Class", icon=":material/groups:", url_path="class")
-textbook_page = st.Page(lambda: textbook.render(workbench_page), title="Worked examples",
-                        icon=":material/menu_book:", url_path="examples")
-pages = [workbench_page, present_page, labs_page, quiz_page, model_page, class_page, textbook_page]
-page = st.navigation(pages)
-live.go_to_room_page({p.url_path: p for p in pages}, page.url_path)
-live.publish(current, page.url_path)
-if st.session_state.get("last_page") not in (None, page.url_path):
-    st.iframe(widgets.SCROLL_TO_TOP, height=1)
-st.session_state.last_page = page.url_path
-live.student_question_ui()
-page.run()
-st.session_state.link_notes = []  # shown once; gone after the next change
-st.session_state.pop("live_message", None)
+    # Material icons come with Streamlit (emoji need a font the machine may lack).
+    workbench_page = st.Page(lambda: workbench.render(current, inputs), title="Workbench",
+                             icon=":material/calculate:", url_path="workbench", default=True)
+    present_page = st.Page(lambda: present.render(current, inputs), title="Present",
+                           icon=":material/slideshow:", url_path="present")
+    labs_page = st.Page(labs.render, title="Labs", icon=":material/science:", url_path="labs")
+    quiz_page = st.Page(lambda: quiz.render(current, workbench_page), title="Quiz", icon=":material/quiz:",
+                        url_path="quiz")
+    model_page = st.Page(lambda: model.render(workbench_page), title="Real model",
+                         icon=":material/psychology:", url_path="model")
+    class_page = st.Page(classroom.render, title="Class", icon=":material/groups:", url_path="class")
+    textbook_page = st.Page(lambda: textbook.render(workbench_page), title="Worked examples",
+                            icon=":material/menu_book:", url_path="examples")
+    pages = [workbench_page, present_page, labs_page, quiz_page, model_page, class_page, textbook_page]
+    page = st.navigation(pages)
+    live.go_to_room_page({p.url_path: p for p in pages}, page.url_path)
+    live.publish(current, page.url_path)
+    if st.session_state.get("last_page") not in (None, page.url_path):
+        st.iframe(widgets.SCROLL_TO_TOP, height=1)
+    st.session_state.last_page = page.url_path
+    live.student_question_ui()
+    page.run()
+    st.session_state.link_notes = []  # shown once; gone after the next change
+    st.session_state.pop("live_message", None)

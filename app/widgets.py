@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import editors, state
+from app import editors, figures, state
 from mha_core import LIMITS, Scaling, Sizes, head_width
 from mha_core.codec import save_problem, setup_to_json
 from mha_core.export import setup_to_csv_zip, setup_to_script
@@ -63,6 +63,11 @@ def chart(fig, key: str) -> None:
     st.plotly_chart(fig, key=key, config={"displaylogo": False, "toImageButtonOptions": options})
 
 
+def following() -> bool:
+    """This session shows a room's page as its teacher does (app/live.py keeps the flag)."""
+    return bool(st.session_state.get("following"))
+
+
 def md_literal(text: str) -> str:
     """Text for st.markdown/st.error shown literally: every ASCII punctuation mark backslash-escaped."""
     return "".join("\\" + c if c.isascii() and not c.isalnum() and not c.isspace() else c
@@ -96,9 +101,59 @@ def choice_ui(where, label: str, labels: list[str], name: str, *, default: int =
     return position
 
 
-def sidebar_ui() -> Inputs:
-    """Tokens, sizes and options. Returns them with a message per input at fault."""
-    sb = st.sidebar
+SIDEBAR_KEYS = ("mode", "tokens_text", "kv_tokens_text", "d_model", "n_heads", "custom_head_width", "d_k",
+                "d_v", "seed", "scale_kind", "scale_sqrt_of", "scale_multiplier", "mask_kind", "use_bias",
+                "large_type")
+
+
+def sidebar_values() -> dict:
+    """What the sidebar's inputs hold now (to keep while they are not drawn: see Unseen)."""
+    ss = st.session_state
+    return {key: ss[key] for key in SIDEBAR_KEYS if ss.get(key) is not None}
+
+
+def restore_sidebar(values: dict) -> None:
+    """Put kept values back into the inputs (Streamlit dropped them while they were not drawn)."""
+    for key, value in values.items():
+        st.session_state[key] = value
+
+
+class Unseen:
+    """Stands in for st.sidebar while a student follows a room: each input returns the value kept
+    for its key and nothing is drawn. The teacher's next change would overwrite anything typed
+    there, and when the teacher changes something the whole class reruns at once, so every
+    element a follower does not need is work saved a hundred times."""
+
+    def __init__(self, values: dict):
+        self._values = values
+
+    def radio(self, label, options, *, key: str, **kwargs):
+        return self._values.get(key, list(options)[0])
+
+    def number_input(self, label, low, high, *, key: str, **kwargs):
+        return self._values.get(key, low)
+
+    def checkbox(self, label, *, key: str, **kwargs) -> bool:
+        return bool(self._values.get(key, False))
+
+    def text_input(self, label, *, key: str, **kwargs) -> str:
+        return str(self._values.get(key, ""))
+
+    selectbox, toggle = radio, checkbox
+
+    def columns(self, spec, **kwargs) -> list[Unseen]:
+        return [self] * (spec if isinstance(spec, int) else len(spec))
+
+    def caption(self, *args, **kwargs) -> None:
+        """Not drawn."""
+
+    error = button = caption
+
+
+def sidebar_ui(sb=None) -> Inputs:
+    """Tokens, sizes and options (in st.sidebar, or read from an Unseen). Returns them with a
+    message per input at fault."""
+    sb = st.sidebar if sb is None else sb
     errors: dict[str, str] = {}
     mode = sb.radio("Attention", MODES, key="mode", horizontal=True)
     cross = mode == "cross-attention"
@@ -196,14 +251,8 @@ def picker_ui(slot, current: state.Current) -> None:
     """
     ss = st.session_state
     origin = ss.origin
-    titles = {key: scenario.title for key, scenario in state.presets().items()}
-    titles.update(state.GENERATED_LABELS)
-    if not current.edited:
-        shown = state.label_of(origin)
-    elif origin in titles:
-        shown = f"{titles[origin]} (edited)"
-    else:
-        shown = state.YOUR_SETUP
+    titles = preset_titles()
+    shown = shown_label(current)
     options = ([shown] if shown not in titles.values() else []) + list(titles.values())
     ss.preset_picker = shown
     slot.selectbox("Preset", options, key="preset_picker", on_change=_picked, args=(titles,),
@@ -212,6 +261,21 @@ def picker_ui(slot, current: state.Current) -> None:
     if current.edited and origin in titles:
         slot.button(f"↺ Reset to {titles[origin]}", key="reset", on_click=state.load_preset, args=(origin,),
                     help="Undo every change since the preset was loaded.")
+
+
+def preset_titles() -> dict[str, str]:
+    titles = {key: scenario.title for key, scenario in state.presets().items()}
+    titles.update(state.GENERATED_LABELS)
+    return titles
+
+
+def shown_label(current: state.Current) -> str:
+    """What the page shows: 'A: single head', 'A: single head (edited)' or 'your setup'."""
+    origin = st.session_state.origin
+    if not current.edited:
+        return state.label_of(origin)
+    title = preset_titles().get(origin)
+    return f"{title} (edited)" if title else state.YOUR_SETUP
 
 
 def _picked(titles: dict) -> None:
@@ -246,6 +310,9 @@ def editor_ui(name: str, rows: list[str], columns: list[str], *, head: int | Non
         st.caption(f"{n_rows} × {n_cols}: too large to edit cell by cell (limit {LIMITS.editable}); "
                    "use 'Fill a matrix' in the sidebar.")
         return
+    if following():  # a student following a room reads the teacher's grids, not edits them
+        st.markdown(read_only_grid(grid, rows, columns, boolean))
+        return
     labelled = zip((editors.column_name(j) for j in range(n_cols)), columns, strict=True)
     if boolean:
         config = {key: st.column_config.CheckboxColumn(label) for key, label in labelled}
@@ -262,6 +329,23 @@ def editor_ui(name: str, rows: list[str], columns: list[str], *, head: int | Non
         # starts again from that.
         state.set_base(name, state.read(name).value)
         editor_ui(name, rows, columns, head=head, boolean=boolean)
+
+
+def read_only_grid(grid, rows: list[str], columns: list[str], boolean: bool = False) -> str:
+    """An editor's grid [r, c] as a Markdown table: the cells as the editor shows them (shortened to
+    four decimals when longer), labels literal. Drawn for a following student, it costs a tenth of an
+    editor, which matters when a whole class reruns at once."""
+    def cell(value: float) -> str:
+        if boolean:
+            return "✓" if value else "·"
+        text = editors.cell_text(value)
+        return text if len(text) <= 10 else figures.format_number(value, 4)
+
+    header = "| | " + " | ".join(md_literal(c) for c in columns) + " |"
+    rule = "| --- |" + " ---: |" * len(columns)
+    body = ["| " + md_literal(label) + " | " + " | ".join(cell(v) for v in row) + " |"
+            for label, row in zip(rows, grid.tolist(), strict=True)]
+    return "\n".join([header, rule, *body])
 
 
 def _frame(key: str, grid, rows: list[str], boolean: bool):

@@ -9,8 +9,8 @@ setup_json {"preset": ...}, alternating between two presets) every --interval se
 --seconds. Each student is a tests/st_protocol.FollowerSession that opens ``/?room=CODE`` (students
 split round-robin between the servers, opening within --ramp seconds) and then, as the browser's
 timer does for ``@st.fragment(run_every=1.0)`` (app/live.py ``poll``), sends the fragment's rerun
-every second; when the room's version changed the fragment reruns the whole page, whose preset
-picker then shows the new preset. One difference from a browser: a student sends its next tick only
+every second; when the room's version changed the fragment reruns the whole page, whose room box
+then names the new preset. One difference from a browser: a student sends its next tick only
 once the previous run has ended (a browser's timer does not wait), so an overloaded server sees
 fewer ticks than from browsers.
 
@@ -72,7 +72,7 @@ class Record:
     sent: float  # monotonic, BackMsg sent
     done: float  # monotonic, run ended
     fragment: bool  # a fragment-only run (nothing changed)
-    preset: str | None  # the picker's label, on a whole-page run
+    preset: str | None  # the label the room box shows (what the page shows), on a whole-page run
     question: bool
 
 
@@ -90,8 +90,8 @@ async def follow(student: Student, url: str, code: str, args, start_at: float, s
     client = FollowerSession(url, timeout=args.timeout)
 
     def record(run: FollowerRun, sent: float) -> None:
-        student.runs.append(Record(sent, time.monotonic(), run.fragment_run,
-                                   run.selects.get("preset_picker"), run.question_seen))
+        student.runs.append(Record(sent, time.monotonic(), run.fragment_run, run.following,
+                                   run.question_seen))
         if run.status not in ("ok", "fragment ok"):
             student.errors.append(f"status {run.status}")
         student.errors.extend(run.errors)
@@ -144,7 +144,8 @@ async def lesson(urls: list[str], pids: list[int], store, args) -> dict:
     code, secret = room.code, room.teacher_secret
 
     def publish(key: str) -> None:
-        store.set_state(code, secret, page="", step=0, setup_json=json.dumps({"preset": key}), selections={})
+        store.set_state(code, secret, page=args.page, step=args.step, setup_json=json.dumps({"preset": key}),
+                        selections={"step": args.step + 1} if args.page == "present" else {})
 
     publish(PRESETS[0])
     n = args.students
@@ -163,6 +164,7 @@ async def lesson(urls: list[str], pids: list[int], store, args) -> dict:
 
     # the teacher changes the preset every --interval seconds
     changes = []
+    change_cpu0, change0 = sum(cpu_seconds(pid) for pid in pids), time.monotonic()
     for k in range(max(1, int(args.seconds // args.interval))):
         key = PRESETS[(k + 1) % 2]
         t0 = time.monotonic()
@@ -170,6 +172,7 @@ async def lesson(urls: list[str], pids: list[int], store, args) -> dict:
         changes.append((t0, titles[key]))
         await asyncio.sleep(args.interval)
     change_end = time.monotonic()
+    change_cpu = sum(cpu_seconds(pid) for pid in pids) - change_cpu0
 
     # a quiet window: everyone polls, nothing changes
     server_cpu0 = [cpu_seconds(pid) for pid in pids]
@@ -228,6 +231,7 @@ async def lesson(urls: list[str], pids: list[int], store, args) -> dict:
         "tally_total": tally.total, "tally_counts": tally.counts, "accepted": accepted,
         "answer_errors": answer_errors, "answered_in": answered_in,
         "seen_question": seen_question, "followers": followers, "change_end": change_end,
+        "change_cpu": change_cpu, "change_seconds": change_end - change0,
     }
 
 
@@ -236,6 +240,8 @@ def report(r: dict, args, backend: str) -> str:
     cpu_per_student_min = r["server_cpu"] / n / (r["quiet_seconds"] / 60)
     polls_per_s = len(r["quiet_polls"]) / r["quiet_seconds"]
     q = r["seen_question"]
+    above_quiet = r["change_cpu"] - r["server_cpu"] / r["quiet_seconds"] * r["change_seconds"]
+    per_change = above_quiet / max(1, r["changes"] * r["opened"])
     rows = [
         ("students (opened / asked)", f"{r['opened']} / {n}, {args.servers} server(s), {backend}"),
         ("first page run (p50 / max)", f"{r['open_p50']:.2f} s / {r['open_max']:.2f} s"),
@@ -243,6 +249,7 @@ def report(r: dict, args, backend: str) -> str:
          f"p50 {pct(lat, .5):.2f} s, p95 {pct(lat, .95):.2f} s, max {max(lat, default=float('nan')):.2f} s"),
         ("of which: the poll that found it + the page's rerun (p50 / p95)",
          f"{pct(r['durations'], .5):.2f} s / {pct(r['durations'], .95):.2f} s"),
+        ("server CPU per student per change (above the quiet rate)", f"{per_change * 1000:.1f} ms"),
         ("changes missed (not shown before the next one)", str(r["missed"])),
         ("run errors / dropped sessions", f"{len(r['run_errors'])} / {len(r['dropped'])}"),
         (f"quiet {r['quiet_seconds']:.0f} s: fragment polls (p50 / p95)",
@@ -277,6 +284,9 @@ def main() -> None:
     parser.add_argument("--quiet", type=float, default=30.0, help="the quiet window for the CPU figure")
     parser.add_argument("--answer-window", type=float, default=5.0)
     parser.add_argument("--ramp", type=float, default=None, help="students open within this (default N/10 s)")
+    parser.add_argument("--page", default="", choices=["", "present"],
+                        help="the page the teacher shows: the workbench (default) or the presenter")
+    parser.add_argument("--step", type=int, default=3, help="the presenter's screen (from 0), with --page present")
     parser.add_argument("--servers", type=int, default=1)
     parser.add_argument("--redis", action="store_true", help="share rooms through a redis-server")
     parser.add_argument("--timeout", type=float, default=60.0)
@@ -308,7 +318,7 @@ def main() -> None:
             pids.append(process.pid)
         started = time.monotonic()
         result = asyncio.run(lesson(urls, pids, store, args))
-        print(f"\n{args.students} students, {args.servers} server(s), {backend}, "
+        print(f"\n{args.students} students, {args.servers} server(s), {backend}, page '{args.page or 'workbench'}', "
               f"{time.monotonic() - started:.0f} s, {os.cpu_count()} cores\n")
         print(report(result, args, backend))
 

@@ -103,13 +103,20 @@ touch()
 return {'ok', version}
 """
 
-# KEYS[3..4]: students, presence. ARGV[5] student id, ARGV[6] the limit, ARGV[7] the presence TTL.
+# KEYS[3..4]: students, presence. ARGV[5] the limit, ARGV[6] the presence TTL, ARGV[7..] student ids.
+# Returns {'ok', the ids the full room refused...}.
 HEARTBEAT = ROOM_CHECK + """
-if not admit(KEYS[3], ARGV[5], ARGV[6]) then return {'room_full'} end
-redis.call('ZADD', KEYS[4], ARGV[2], ARGV[5])
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. (tonumber(ARGV[2]) - tonumber(ARGV[7])))
+local refused = {'ok'}
+for i = 7, #ARGV do
+  if admit(KEYS[3], ARGV[i], ARGV[5]) then
+    redis.call('ZADD', KEYS[4], ARGV[2], ARGV[i])
+  else
+    table.insert(refused, ARGV[i])
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. (tonumber(ARGV[2]) - tonumber(ARGV[6])))
 touch()
-return {'ok'}
+return refused
 """
 
 # KEYS[3..5]: questions, qdata, qstatus. ARGV[5] question id, ARGV[6] its JSON, ARGV[7] the limit.
@@ -281,9 +288,10 @@ class RedisStore(ClassroomStore):
         return RoomState(int(room["version"]), room["page"], int(room["step"]), room["setup_json"],
                          json.loads(room["selections"]), question, room["revealed"] == "1")
 
-    def _heartbeat(self, code: str, student_id: str, now: float) -> None:
-        self._run("heartbeat", code, [self._key(code, "students"), self._key(code, "presence")], now, "",
-                  student_id, MAX_STUDENTS_PER_ROOM, FOLLOWER_TTL_SECONDS)
+    def _heartbeat(self, code: str, student_ids: tuple[str, ...], now: float) -> list[str]:
+        keys = [self._key(code, "students"), self._key(code, "presence")]
+        return self._run("heartbeat", code, keys, now, "", MAX_STUDENTS_PER_ROOM, FOLLOWER_TTL_SECONDS,
+                         *student_ids)[1:]
 
     def _followers(self, code: str, since: float, cutoff: float) -> int:
         return self._snapshot(code, cutoff, ("zcount", self._key(code, "presence"), since, "+inf"))[0]

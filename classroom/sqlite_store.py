@@ -215,13 +215,20 @@ class SqliteStore(ClassroomStore):
         return RoomState(version, page, step, setup_json, json.loads(selections_json), question,
                          status == REVEALED)
 
-    def _heartbeat(self, code: str, student_id: str, now: float) -> None:
+    def _heartbeat(self, code: str, student_ids: tuple[str, ...], now: float) -> list[str]:
+        refused = []
         with self._write() as db:
             _live_room(db, code, now - ROOM_IDLE_SECONDS, "1")
-            _admit(db, code, student_id)
-            db.execute("UPDATE students SET last_seen = ? WHERE code = ? AND student_id = ?",
-                       (now, code, student_id))
+            for student_id in student_ids:
+                try:
+                    _admit(db, code, student_id)
+                except LimitReached:
+                    refused.append(student_id)
+                    continue
+                db.execute("UPDATE students SET last_seen = ? WHERE code = ? AND student_id = ?",
+                           (now, code, student_id))
             _bump_activity(db, code, now)
+        return refused
 
     def _followers(self, code: str, since: float, cutoff: float) -> int:
         with self._read() as db:

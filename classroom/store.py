@@ -349,8 +349,16 @@ class ClassroomStore(ABC):
 
     def heartbeat(self, code: str, student_id: str) -> None:
         """Say this student is following now; joins the room on the first call (LimitReached when full)."""
-        check_text("student id", student_id, empty_ok=False)
-        self._heartbeat(normalise_code(code), student_id, self._clock())
+        if self.heartbeats(code, [student_id]):
+            raise LimitReached(ROOM_FULL)
+
+    def heartbeats(self, code: str, student_ids: Iterable[str]) -> list[str]:
+        """heartbeat for many students in one write (a server sends its followers' together);
+        returns the ids the room had no place for (the others count as following)."""
+        ids = tuple(dict.fromkeys(check_text("student id", i, empty_ok=False) for i in student_ids))
+        if len(ids) > MAX_STUDENTS_PER_ROOM:
+            raise InvalidInput(f"At most {MAX_STUDENTS_PER_ROOM} heartbeats at once.")
+        return self._heartbeat(normalise_code(code), ids, self._clock()) if ids else []
 
     def followers(self, code: str) -> int:
         """How many students sent a heartbeat in the last FOLLOWER_TTL_SECONDS."""
@@ -447,7 +455,8 @@ class ClassroomStore(ABC):
     def _state(self, code: str, cutoff: float) -> RoomState: ...
 
     @abstractmethod
-    def _heartbeat(self, code: str, student_id: str, now: float) -> None: ...
+    def _heartbeat(self, code: str, student_ids: tuple[str, ...], now: float) -> list[str]:
+        """Admit and mark each student present, in one atomic step; returns the ids refused (full)."""
 
     @abstractmethod
     def _followers(self, code: str, since: float, cutoff: float) -> int: ...

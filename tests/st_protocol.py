@@ -21,6 +21,7 @@ import asyncio
 import dataclasses
 import functools
 import json
+import re
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -218,11 +219,15 @@ def drawn_weights(run: Run) -> np.ndarray:  # [h, n_q, n_k] as carried by the we
 # --- a live-class student: a session that drives its run_every fragments as the browser does -------
 
 
+FOLLOWING = "following the teacher: "  # app/live.py's room box, then the label of what is shown
+
+
 @dataclass
 class FollowerRun(Run):
     """A Run that also keeps the selectboxes' shown values and whether a room question was drawn."""
 
     selects: dict[str, str] = field(default_factory=dict)  # selectbox key -> the label it shows
+    following: str | None = None  # what the sidebar's room box says the page shows, while following
     question_seen: bool = False  # "Your teacher asks" was drawn (app/live.py, student_question_ui)
     fragment_run: bool = False  # ended as a fragment run (no rerun of the whole page)
 
@@ -294,3 +299,6 @@ class FollowerSession(Session):
                                         and box.default < len(box.options) else "")
             elif element_type == "markdown" and "Your teacher asks" in element.markdown.body:
                 run.question_seen = True
+            elif element_type == "markdown" and FOLLOWING in element.markdown.body:
+                shown = element.markdown.body.split(FOLLOWING, 1)[1]
+                run.following = re.sub(r"\\(.)", r"\1", shown)  # md_literal undone

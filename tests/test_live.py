@@ -5,13 +5,26 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 
 import numpy as np
 import pytest
 
 from app import live
+from classroom import MAX_STUDENTS_PER_ROOM
+from classroom.watch import VERSION_MAX_AGE
 from mha_core import all_scenarios
-from tests.apptest_util import chart_specs, fresh_app, goto, heatmap_values, open_address, pick_preset, texts
+from tests.apptest_util import (
+    chart_specs,
+    edit_cell,
+    fresh_app,
+    goto,
+    heatmap_values,
+    open_address,
+    pick_preset,
+    texts,
+    work,
+)
 
 SCENARIOS = all_scenarios()
 
@@ -22,9 +35,17 @@ def embedded_store(tmp_path, monkeypatch):
     monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("REDIS_URL", raising=False)
     live.store.clear()
+    live.watch.clear()
     yield
     live.store().close()
     live.store.clear()
+    live.watch.clear()
+
+
+def rerun_after_a_poll(student) -> None:
+    """The page's rerun once the server's watch has read the room again (at most VERSION_MAX_AGE)."""
+    time.sleep(VERSION_MAX_AGE)
+    student.run()
 
 
 def teacher_with_room():
@@ -45,7 +66,7 @@ def test_a_student_follows_the_teachers_setup_page_and_step():
     goto(teacher, "present")
     for _ in range(3):
         teacher.button(key="present_next").click().run()
-    student.run()  # what the poll's rerun does
+    rerun_after_a_poll(student)  # what the poll's rerun does
     assert student.session_state["last_page"] == "present"
     assert student.session_state["selections"]["present_step"] == 3
     assert teacher.session_state["room"] == code and live.store().followers(code) == 1
@@ -59,11 +80,11 @@ def test_explore_on_my_own_then_follow_again():
     version = live.store().version(code)
     goto(teacher, "workbench")
     pick_preset(teacher, "ex_d_one_huge_score")
-    student.run()
+    rerun_after_a_poll(student)
     assert student.session_state["origin"] == "ex_c_equal_scores"  # not dragged back while exploring
     assert live.store().version(code) > version  # the teacher's changes, and none of the student's
     student.button(key="live_follow").click().run()
-    student.run()
+    rerun_after_a_poll(student)
     assert student.session_state["origin"] == "ex_d_one_huge_score"
     np.testing.assert_allclose(np.stack(heatmap_values(chart_specs(student)["chart_weights"])),
                                SCENARIOS["ex_d_one_huge_score"].run().weights, atol=1e-9)
@@ -93,7 +114,7 @@ def test_the_room_answers_a_quiz_question_and_sees_the_answer_on_reveal():
     wrong = next((c for c in question.choices if not question.check(c)), "999")
     for student, value, nickname in zip(students, [question.answer_text, question.answer_text, wrong],
                                         ["<b>ann</b>", "", "=cmd()"], strict=True):
-        student.run()
+        rerun_after_a_poll(student)
         if question.choices:
             student.radio(key="live_value").set_value(value)
         else:
@@ -106,7 +127,7 @@ def test_the_room_answers_a_quiz_question_and_sees_the_answer_on_reveal():
     goto(teacher, "class")
     assert any("**3** answers" in m and "67%" in m for m in texts(teacher.markdown))
     teacher.button(key="live_reveal").click().run()
-    students[0].run()
+    rerun_after_a_poll(students[0])
     assert any(question.answer_text in s for s in texts(students[0].success))
     table = live.store().answers_csv(code, teacher.session_state["teacher_secret"])
     rows = list(csv.reader(io.StringIO(table)))
@@ -134,3 +155,63 @@ def test_a_following_student_is_led_and_exploring_gives_the_presenter_back():
     student.button(key="live_explore").click().run()
     student.button(key="present_next").click().run()
     assert not student.exception and student.session_state["selections"]["present_step"] == 1
+
+
+def teachers_edited_setup(teacher) -> None:
+    """A setup no preset has: other tokens (the arrays grow), two heads of d_model 4, one cell typed."""
+    pick_preset(teacher, "the_cat_sat_two_heads")
+    teacher.text_input(key="tokens_text").input("le | chat *noir*").run()
+    edit_cell(teacher, "x", 2, 1, "0.125")
+    assert not teacher.exception and not teacher.error
+
+
+def test_a_follower_reads_the_teachers_grids_and_exploring_makes_them_editable():
+    teacher, code = teacher_with_room()
+    goto(teacher, "workbench")
+    teachers_edited_setup(teacher)
+    student = open_address({"room": code})
+    assert not student.exception
+    # following: none of the sidebar's inputs, the grids as tables with the teacher's numbers
+    assert not student.sidebar.text_input and not student.sidebar.number_input
+    assert not [s for s in student.selectbox if s.key == "preset_picker"]
+    assert not student.get("dataframe")
+    assert any("following the teacher" in m and "edited" in m for m in texts(student.sidebar.markdown))
+    tables = [m for m in texts(student.markdown) if m.startswith("| |")]
+    assert any("| 2 · \\| | 0 | 2 |" in t and "| 3 · chat | 1 | 0.125 |" in t and "| 4 · \\*noir\\* |" in t
+               for t in tables), tables[:1]
+    teacher_weights = heatmap_values(chart_specs(teacher)["chart_weights"])
+    np.testing.assert_array_equal(heatmap_values(chart_specs(student)["chart_weights"]), teacher_weights)
+    # exploring: the inputs and editors come back holding the teacher's setup, and it is the same
+    student.button(key="live_explore").click().run()
+    assert not student.exception and not student.session_state["following"]
+    assert student.text_input(key="tokens_text").value == "le | chat *noir*"
+    assert student.number_input(key="d_model").value == teacher.number_input(key="d_model").value
+    assert student.get("dataframe") and work(student, "x")[2, 1] == 0.125
+    np.testing.assert_array_equal(heatmap_values(chart_specs(student)["chart_weights"]), teacher_weights)
+    edit_cell(student, "x", 0, 0, "7")  # the student's own now
+    assert not student.exception and not np.array_equal(
+        heatmap_values(chart_specs(student)["chart_weights"]), teacher_weights)
+
+
+def test_a_room_ending_under_a_follower_leaves_it_the_setup_it_was_shown():
+    teacher, code = teacher_with_room()
+    goto(teacher, "workbench")
+    teachers_edited_setup(teacher)
+    student = open_address({"room": code})
+    student.run()  # Streamlit drops the values of inputs a run does not draw
+    teacher_secret = teacher.session_state["teacher_secret"]
+    live.store().end_room(code, teacher_secret)
+    rerun_after_a_poll(student)
+    assert not student.exception and "room" not in student.session_state
+    assert any("ended" in w for w in texts(student.sidebar.warning))
+    assert student.text_input(key="tokens_text").value == "le | chat *noir*"
+    assert work(student, "x")[2, 1] == 0.125 and not student.error
+
+
+def test_a_full_room_says_so_and_the_page_still_works():
+    teacher, code = teacher_with_room()
+    live.store().heartbeats(code, [f"student-{n}" for n in range(MAX_STUDENTS_PER_ROOM)])
+    late = open_address({"room": code})
+    assert not late.exception and "room" not in late.session_state
+    assert any("full" in w for w in texts(late.sidebar.warning))
+    assert late.text_input(key="tokens_text").value  # a page of its own, as without a room

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import numpy as np
 from hypothesis import HealthCheck, settings
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from app.views.present import SCREENS
+from classroom.watch import VERSION_MAX_AGE
 from mha_core import LIMITS, all_scenarios
 from mha_core.codec import ConfigError, setup_from_json, setup_from_link, setup_to_json
 from mha_core.labs import SCORE_PRESETS
@@ -84,6 +86,7 @@ class Workbench(RuleBasedStateMachine):
     def open_page(self):
         self.at = fresh_app()
         self.faulty = False
+        self.student = None  # a session following this page's room, once there is one
 
     # --- what users do -----------------------------------------------------------------------
 
@@ -293,6 +296,36 @@ class Workbench(RuleBasedStateMachine):
         sent = json.loads(room.setup_json)
         mine = {name: value for name, value in address(self.at).items() if name in sent}
         assert sent == mine, (sent, mine)
+
+    @rule(explore=st.booleans())
+    def a_student_follows_the_room(self, explore):
+        """A student on the room's link sees the teacher's weights while following; exploring
+        keeps them, and the room never takes the student's changes."""
+        from app import live
+        self.lead_a_room()
+        if "published" not in self.at.session_state:
+            return
+        code = self.at.session_state["room"]
+        if self.student is None:
+            self.student = open_address({"room": code})
+        else:
+            time.sleep(VERSION_MAX_AGE)  # the server's watch reads the room again
+            self.student.run()
+        student = self.student
+        assert not student.exception, [e.value for e in student.exception]
+        room = live.store().state(code)
+        sent = json.loads(room.setup_json)
+        shown = {name: value for name, value in address(self.at).items() if name in sent}
+        if student.session_state["following"] and not self.at.error and sent == shown:
+            mine, theirs = chart_specs(student), chart_specs(self.at)
+            if "chart_weights" in mine and "chart_weights" in theirs:
+                assert np.array_equal(np.stack(heatmap_values(mine["chart_weights"])),
+                                      np.stack(heatmap_values(theirs["chart_weights"])), equal_nan=True)
+        if explore:
+            key = "live_explore" if student.session_state["following"] else "live_follow"
+            student.button(key=key).click().run()
+            assert not student.exception
+            assert live.store().version(code) == room.version  # a student never changes the room
 
     @rule()
     def pin_or_unpin(self):

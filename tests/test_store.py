@@ -44,6 +44,7 @@ from classroom.store import (
     data_dir,
     open_store,
 )
+from classroom.watch import RoomWatch
 from tests.redis_server import REDIS_SERVER, RedisServer
 
 REDIS_REQUIRED = os.environ.get("REQUIRE_REDIS") == "1"
@@ -377,6 +378,30 @@ class TestFollowing:
         store.heartbeat(room.code, "student-0")  # those admitted stay admitted
         assert store.answer(room.code, question.id, "student-0", "A")
 
+    def test_heartbeats_in_one_write_count_like_one_each(self, store, room, clock):
+        assert store.heartbeats(room.code, ["s1", "s2", "s1", "s3"]) == []
+        assert store.followers(room.code) == 3
+        clock.advance(FOLLOWER_TTL_SECONDS - 1)
+        store.heartbeats(room.code, ["s2"])
+        clock.advance(2)
+        assert store.followers(room.code) == 1  # s1 and s3 went quiet, s2 did not
+        assert store.heartbeats(room.code, []) == [] and store.version(room.code) == 0
+
+    def test_heartbeats_admit_until_the_room_is_full_and_name_the_rest(self, store, room):
+        store.heartbeats(room.code, [f"student-{n}" for n in range(MAX_STUDENTS_PER_ROOM - 2)])
+        refused = store.heartbeats(room.code, ["late-1", "student-0", "late-2", "late-3", "late-4"])
+        assert refused == ["late-3", "late-4"]
+        assert store.followers(room.code) == MAX_STUDENTS_PER_ROOM - 2 + 2  # student-0 again, late-1, -2
+        with pytest.raises(LimitReached, match="full"):
+            store.heartbeat(room.code, "late-3")
+
+    def test_heartbeats_refuse_a_bad_id_before_writing_any(self, store, room):
+        with pytest.raises(InvalidInput):
+            store.heartbeats(room.code, ["s1", "", "s2"])
+        assert store.followers(room.code) == 0
+        with pytest.raises(NoSuchRoom):
+            store.heartbeats(another_code(room.code), ["s1"])
+
     @pytest.mark.parametrize("student_id", ["", "   ", "x" * 65, None])
     def test_a_student_id_is_short_text(self, store, room, student_id):
         with pytest.raises(InvalidInput):
@@ -680,3 +705,113 @@ class TestChoosingABackend:
         assert data_dir({"XDG_DATA_HOME": str(blocker)}) == Path("/tmp/mha-data")
         assert data_dir({"XDG_DATA_HOME": str(tmp_path)}) == tmp_path / "mha-visualizer"
         assert data_dir({"MHA_DATA_DIR": "/srv/mha"}) == Path("/srv/mha")
+
+
+# --- One process's followers, watched together (classroom/watch.py) ------------------------------------
+
+
+class CountingStore:
+    """The real store, counting the calls that reach it."""
+
+    def __init__(self, store: ClassroomStore):
+        self.store, self.calls = store, {"version": 0, "heartbeat": 0, "heartbeats": 0}
+
+    def __getattr__(self, name):
+        method = getattr(self.store, name)
+        if name not in self.calls:
+            return method
+
+        def counted(*args, **kwargs):
+            self.calls[name] += 1
+            return method(*args, **kwargs)
+        return counted
+
+
+@pytest.fixture
+def watched(store, clock):
+    counting = CountingStore(store)
+    return counting, RoomWatch(counting, max_age=0.25, heartbeat_every=4.0, clock=clock)
+
+
+def publish(store, room, step: int) -> int:
+    return store.set_state(room.code, room.teacher_secret, page="p", step=step, setup_json="", selections={})
+
+
+class TestRoomWatch:
+    def test_a_version_is_read_once_per_max_age_for_every_poll(self, watched, room, clock):
+        counting, watch = watched
+        assert [watch.version(room.code) for _ in range(30)] == [0] * 30
+        publish(counting.store, room, 1)
+        assert watch.version(room.code) == 0  # still the version read 0 s ago
+        clock.advance(0.25)
+        assert watch.version(room.code) == 1
+        assert counting.calls["version"] == 2
+
+    def test_polls_at_once_wait_for_one_read(self, watched, room):
+        counting, watch = watched
+        seen, start = [], threading.Barrier(40)
+
+        def poll():
+            start.wait()
+            seen.append(watch.version(room.code))
+        threads = [threading.Thread(target=poll) for _ in range(40)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert seen == [0] * 40 and counting.calls["version"] == 1
+
+    def test_an_ended_room_is_no_room_for_max_age_too(self, watched, room, clock):
+        counting, watch = watched
+        watch.version(room.code)
+        counting.store.end_room(room.code, room.teacher_secret)
+        clock.advance(0.25)
+        for _ in range(3):
+            with pytest.raises(NoSuchRoom):
+                watch.version(room.code)
+        assert counting.calls["version"] == 2
+
+    def test_heartbeats_go_together_every_few_seconds(self, watched, room, clock):
+        counting, watch = watched
+        for student in ("s1", "s2", "s3"):
+            watch.heartbeat(room.code, student)  # a first heartbeat joins at once
+        assert counting.store.followers(room.code) == 3 and counting.calls["heartbeat"] == 3
+        clock.advance(3)
+        for student in ("s1", "s2"):  # polls within the heartbeat interval: noted, not written
+            watch.heartbeat(room.code, student)
+        assert counting.calls["heartbeats"] == 0
+        clock.advance(1)
+        watch.heartbeat(room.code, "s1")  # due: s1 and s2 in one write
+        assert counting.calls["heartbeats"] == 1
+        clock.advance(FOLLOWER_TTL_SECONDS - 3)
+        assert counting.store.followers(room.code) == 2  # s3 stopped following
+
+    def test_a_full_room_refuses_a_newcomer_at_once(self, watched, room):
+        counting, watch = watched
+        counting.store.heartbeats(room.code, [f"student-{n}" for n in range(MAX_STUDENTS_PER_ROOM)])
+        with pytest.raises(LimitReached):
+            watch.heartbeat(room.code, "late")
+        watch.heartbeat(room.code, "student-7")
+        assert counting.store.followers(room.code) == MAX_STUDENTS_PER_ROOM
+
+    def test_heartbeats_that_could_not_be_written_go_with_the_next_flush(self, backend, watched, room, clock):
+        counting, watch = watched
+        watch.heartbeat(room.code, "s1")
+        clock.advance(FOLLOWER_TTL_SECONDS + 1)
+        with backend.down(), pytest.raises(StoreUnavailable):
+            watch.heartbeat(room.code, "s1")
+        assert counting.store.followers(room.code) == 0
+        watch.heartbeat(room.code, "s2")  # a newcomer: straight to the store
+        clock.advance(4)
+        watch.heartbeat(room.code, "s2")  # due again: s2, with s1 kept from the failed write
+        assert counting.store.followers(room.code) == 2
+
+    def test_a_changed_state_is_read_once_for_all_followers(self, watched, room, clock):
+        counting, watch = watched
+        counting.calls["state"] = 0
+        first = [watch.state(room.code) for _ in range(5)]
+        assert {s.version for s in first} == {0} and counting.calls["state"] == 1
+        publish(counting.store, room, 4)
+        clock.advance(0.25)
+        later = [watch.state(room.code) for _ in range(5)]
+        assert {(s.version, s.step) for s in later} == {(1, 4)} and counting.calls["state"] == 2

@@ -14,7 +14,7 @@ from app.figure_cache import figure
 from app.state import Current
 from app.steps import STEPS
 from app.views import compare
-from app.widgets import Inputs, chart, md_literal
+from app.widgets import Inputs, chart, following, md_literal
 from mha_core import (
     LIMITS,
     attention_flops,
@@ -126,7 +126,7 @@ class Page:
         step_header(1)
         left, right = st.columns(2)
         with left:
-            editable = max(self.sizes.n_q, self.sizes.d_model) <= LIMITS.editable
+            editable = max(self.sizes.n_q, self.sizes.d_model) <= LIMITS.editable and not following()
             st.caption(f"X [{self.sizes.n_q} × {self.sizes.d_model}]: one row per query token"
                        + (" (edit any cell)" if editable else ""))
             self.editor("x")
