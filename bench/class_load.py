@@ -286,7 +286,7 @@ def main() -> None:
     parser.add_argument("--ramp", type=float, default=None, help="students open within this (default N/10 s)")
     parser.add_argument("--page", default="", choices=["", "present"],
                         help="the page the teacher shows: the workbench (default) or the presenter")
-    parser.add_argument("--step", type=int, default=3, help="the presenter's screen (from 0), with --page present")
+    parser.add_argument("--step", type=int, default=3, help="the presenter's screen (from 0), for present")
     parser.add_argument("--servers", type=int, default=1)
     parser.add_argument("--redis", action="store_true", help="share rooms through a redis-server")
     parser.add_argument("--timeout", type=float, default=60.0)
@@ -318,7 +318,8 @@ def main() -> None:
             pids.append(process.pid)
         started = time.monotonic()
         result = asyncio.run(lesson(urls, pids, store, args))
-        print(f"\n{args.students} students, {args.servers} server(s), {backend}, page '{args.page or 'workbench'}', "
+        page = args.page or "workbench"
+        print(f"\n{args.students} students, {args.servers} server(s), {backend}, page '{page}', "
               f"{time.monotonic() - started:.0f} s, {os.cpu_count()} cores\n")
         print(report(result, args, backend))
 

@@ -4,8 +4,8 @@ Every following page polls its room's version each second and says it is still t
 seconds. With a hundred students on one server that is a hundred reads and twenty-five writes a
 second, most of them the same question. ``RoomWatch`` answers the polls of a whole process from one
 read per room every ``max_age`` seconds, reads a changed room's state once for all of them, and
-sends its followers' heartbeats in one write per room every ``HEARTBEAT_SECONDS``. A change therefore reaches a follower at most ``max_age`` later than
-it would by asking the store itself.
+sends its followers' heartbeats in one write per room every ``HEARTBEAT_SECONDS``. A change
+therefore reaches a follower at most ``max_age`` later than it would by asking the store itself.
 """
 
 from __future__ import annotations
