@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import threading
 
 import streamlit as st
@@ -28,8 +29,9 @@ from classroom.store import (
 )
 from classroom.watch import RoomWatch
 
+STUDENT_ID = re.compile(r"[A-Za-z0-9_-]{16}")  # classroom.store.new_student_id's form
 POLL_SECONDS = 1.0  # a follower checks the room's version this often (the page shows a change within 2 s)
-ROOM_PARAMS = ("room", "teacher")  # link parameters of a live class (the secret only in a teacher link)
+ROOM_PARAMS = ("room", "teacher", "me")  # link parameters of a live class (the secret only in a teacher link)
 
 
 @st.cache_resource
@@ -87,7 +89,7 @@ def join_from_link() -> None:
             check_teacher(code, secret)
             ss.update(room=code.upper(), teacher_secret=secret, following=False)
         else:
-            ss.setdefault("student_id", new_student_id())
+            ss.setdefault("student_id", student_id_from_link(params.get("me")))
             watch().heartbeat(code.upper(), ss.student_id)  # joins now: a full room says so at once
             ss.update(room=code.upper(), teacher_secret=None, following=True, applied_version=-1)
     except LimitReached as error:
@@ -95,10 +97,19 @@ def join_from_link() -> None:
     except NotTheTeacher:
         ss.live_message = "That teacher link is not valid for this room: you joined as a student."
         ss.update(room=code.upper(), teacher_secret=None, following=True, applied_version=-1)
-        ss.setdefault("student_id", new_student_id())
+        ss.setdefault("student_id", student_id_from_link(params.get("me")))
     except StoreError as error:
         ss.live_message = f"The class connection failed: {error}"
     st.query_params.pop("teacher", None)  # the secret never stays in a projected address bar
+
+
+def student_id_from_link(linked: str | None) -> str:
+    """The id a student's address carries (?me=..., kept there by state.link_params): a browser that
+    reconnects after a server restart is then the same student, whose answer already counts. Anything
+    that is not such an id gets a new one."""
+    if linked and STUDENT_ID.fullmatch(linked):
+        return linked
+    return new_student_id()
 
 
 def check_teacher(code: str, secret: str) -> None:
@@ -158,7 +169,8 @@ def publish(current, page_path: str) -> None:
     if not is_teacher() or current.result is None:
         return
     params, _ = state.link_params(current)
-    params.pop("room", None)
+    for name in ROOM_PARAMS:
+        params.pop(name, None)
     selections = {name: params.pop(name) for name in list(params) if name in state.SELECTION_PARAMS}
     step = int(selections.get("step", 1)) - 1
     sent = (page_path, json.dumps(params, sort_keys=True), json.dumps(selections, sort_keys=True))
@@ -303,8 +315,10 @@ def send_answer(question_id: str, value, nickname: str) -> None:
         st.warning("Choose or type an answer first.")
         return
     try:
-        store().answer(ss.room, question_id, ss.student_id, str(value).strip(), nickname or "")
+        counted = store().answer(ss.room, question_id, ss.student_id, str(value).strip(), nickname or "")
         ss.answered = question_id
+        if not counted:  # this student answered before (say, before the server restarted)
+            ss.live_message = "You had already answered this question: your first answer is the one counted."
         st.rerun()
     except StoreError as error:
         st.warning(f"Your answer could not be taken: {md_literal(error)}")

@@ -154,7 +154,7 @@ def apply_link(params: dict) -> list[str]:
         refused += _apply_legacy_link(params)
     refused += _apply_selections(params)
     unread = [name for name in params if name not in ("s", *SELECTION_PARAMS, "preset", "tokens", "d_model",
-                                                      "heads", "seed", "room", "teacher")]
+                                                      "heads", "seed", "room", "teacher", "me")]
     if unread:
         shown = ", ".join(repr(name[:20]) for name in unread[:5])
         refused.append(f"{len(unread)} parameter{'s' if len(unread) > 1 else ''} this app does not read "
@@ -209,6 +209,8 @@ def link_params(current: Current) -> tuple[dict[str, str], bool]:
     params.update(_selection_params())
     if ss.get("room"):
         params["room"] = ss.room  # a live class's code stays in the address (never the teacher's secret)
+        if ss.get("student_id") and not ss.get("teacher_secret"):
+            params["me"] = ss.student_id  # reconnecting after a server restart: the same student
     return params, complete
 
 

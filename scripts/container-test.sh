@@ -10,6 +10,10 @@
 #   4. container 2, offline (--network none) with a Python audit hook (tests/container/netaudit):
 #      the same browser check through the container's network namespace, and no socket
 #      connect/sendto or name lookup outside loopback from any Python process in the container.
+#   5. a live class (issue 10): a Redis container (tests/container/redis.Containerfile, Debian's
+#      redis-server on the same base) and two app containers with REDIS_URL pointing at it; a
+#      teacher's room started on app A is followed by a student on app B, and survives Redis being
+#      stopped for 10 s (tests/container/class_check.py).
 #
 # Without podman, runc, root, Chromium or Playwright it prints why and exits 0 (skip), unless
 # REQUIRE_CONTAINER=1 (CI), where that is a failure. Podman quirks on this kind of machine (see
@@ -30,6 +34,10 @@ ARTIFACTS=$ROOT/artifacts
 PODMAN_FLAGS=(--runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 WEB=mha-container-test-$$-web
 OFFLINE=mha-container-test-$$-offline
+REDIS=mha-container-test-$$-redis
+APP_A=mha-container-test-$$-app-a
+APP_B=mha-container-test-$$-app-b
+REDIS_IMAGE=${REDIS_IMAGE:-localhost/mha-redis:test}
 T0=$EPOCHREALTIME
 
 log() { echo "container-test: $*"; }
@@ -72,7 +80,7 @@ ROOTFS=
 cleanup() {
   # One name per call: podman 4.3's `rm --force A B` with B missing removed neither and still exited 0.
   local name
-  for name in "$WEB" "$OFFLINE"; do
+  for name in "$WEB" "$OFFLINE" "$APP_A" "$APP_B" "$REDIS"; do
     if podman container exists "$name"; then quiet_podman rm --force --time 0 "$name" >/dev/null || true; fi
   done
   if [[ -n $ROOTFS ]]; then rm -rf "$ROOTFS"; fi
@@ -192,6 +200,46 @@ grep -q '^MODEL 8 6$' <<<"$model" || { echo "$model" >&2; fail "the model's trac
 if grep '^NETAUDIT outbound' <<<"$model" >&2; then fail "loading the model tried to reach the network"; fi
 log "offline: the pretrained model loads and traces a sentence (8 word pieces, 6 layers)"
 quiet_podman rm --force --time 0 "$OFFLINE" >/dev/null
+
+# ---- 5. a live class: two app containers sharing one Redis container ----
+t=$EPOCHREALTIME
+if ! podman image exists "$REDIS_IMAGE"; then
+  log "building $REDIS_IMAGE (Debian's redis-server on $BASE_IMAGE)"
+  podman build --format docker "${PODMAN_FLAGS[@]}" --network host --build-arg "BASE_IMAGE=$BASE_IMAGE" \
+      -f tests/container/redis.Containerfile -t "$REDIS_IMAGE" tests/container >"$ARTIFACTS/redis-build.log" 2>&1 \
+    || { tail -n 30 "$ARTIFACTS/redis-build.log" >&2; fail "building the Redis image failed"; }
+fi
+free_port() { "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_url() {  # url, seconds: the server's health endpoint answers ok
+  local deadline=$((SECONDS + $2))
+  until [[ $("$PYTHON" -c 'import sys, urllib.request
+try: print(urllib.request.urlopen(sys.argv[1], timeout=2).read().decode())
+except Exception: print("")' "$1/_stcore/health") == ok ]]; do
+    ((SECONDS < deadline)) || fail "$1 not healthy within $2 s"
+    sleep 1
+  done
+}
+# The host's network (loopback ports picked here): container-to-container names need a DNS plugin
+# this podman may not have, and the two apps must reach one Redis.
+redis_port=$(free_port); port_a=$(free_port); port_b=$(free_port)
+quiet_podman run --detach --name "$REDIS" "${PODMAN_FLAGS[@]}" --network host "$REDIS_IMAGE" \
+    redis-server --port "$redis_port" --bind 127.0.0.1 --appendonly yes --dir /data >/dev/null
+for app in "$APP_A:$port_a" "$APP_B:$port_b"; do
+  quiet_podman run --detach --name "${app%%:*}" "${PODMAN_FLAGS[@]}" --network host \
+      -e "REDIS_URL=redis://127.0.0.1:$redis_port/0" "$IMAGE" \
+      --server.address=127.0.0.1 "--server.port=${app##*:}" >/dev/null
+done
+wait_url "http://127.0.0.1:$port_a" 60
+wait_url "http://127.0.0.1:$port_b" 60
+log "Redis container on port $redis_port; app A on $port_a, app B on $port_b (REDIS_URL to the Redis container)"
+"$PYTHON" tests/container/class_check.py "http://127.0.0.1:$port_a" "http://127.0.0.1:$port_b" "$REDIS" \
+    "$ARTIFACTS" >"$ARTIFACTS/container-class.json" \
+  || { podman logs "$APP_A" 2>&1 | tail -n 20 >&2; podman logs "$APP_B" 2>&1 | tail -n 20 >&2;
+       fail "the live class across two app containers and Redis"; }
+rooms=$(podman exec "$REDIS" redis-cli -p "$redis_port" ZCARD mha:rooms)
+[[ $rooms == 1 ]] || fail "Redis holds $rooms rooms after the class, not 1"
+log "live class: $(cat "$ARTIFACTS/container-class.json"); the room is in Redis ($(since "$t") s)"
+for name in "$APP_A" "$APP_B" "$REDIS"; do quiet_podman rm --force --time 0 "$name" >/dev/null; done
 
 TOTAL_SECONDS=$(since "$T0")
 cat >"$ARTIFACTS/container-test.txt" <<REPORT

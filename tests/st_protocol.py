@@ -116,6 +116,15 @@ class Session:
         state.string_array_value.data.extend(values)
         self.widgets[widget_id] = state
 
+    async def press(self, key: str) -> Run:
+        """Click a button or a form's submit button by its key: a trigger sent with this run only."""
+        widget_id = self.last.widget_ids[key]
+        self.widgets[widget_id] = WidgetState(id=widget_id, trigger_value=True)
+        try:
+            return await self.rerun()
+        finally:
+            self.widgets.pop(widget_id, None)
+
     async def edit_cell(self, key: str, row: int, col: int, value: str) -> Run:
         """One data_editor cell edit, as the grid sends it: the typed text (edits are cumulative)."""
         widget_id = self.last.widget_ids[key]
@@ -229,6 +238,7 @@ class FollowerRun(Run):
     selects: dict[str, str] = field(default_factory=dict)  # selectbox key -> the label it shows
     following: str | None = None  # what the sidebar's room box says the page shows, while following
     question_seen: bool = False  # "Your teacher asks" was drawn (app/live.py, student_question_ui)
+    answer_in: bool = False  # "Your answer is in" was drawn: the store took this student's answer
     fragment_run: bool = False  # ended as a fragment run (no rerun of the whole page)
 
 
@@ -299,6 +309,8 @@ class FollowerSession(Session):
                                         and box.default < len(box.options) else "")
             elif element_type == "markdown" and "Your teacher asks" in element.markdown.body:
                 run.question_seen = True
+            elif element_type == "alert" and "Your answer is in" in element.alert.body:
+                run.answer_in = True
             elif element_type == "markdown" and FOLLOWING in element.markdown.body:
                 shown = element.markdown.body.split(FOLLOWING, 1)[1]
                 run.following = re.sub(r"\\(.)", r"\1", shown)  # md_literal undone

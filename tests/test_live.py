@@ -215,3 +215,25 @@ def test_a_full_room_says_so_and_the_page_still_works():
     assert not late.exception and "room" not in late.session_state
     assert any("full" in w for w in texts(late.sidebar.warning))
     assert late.text_input(key="tokens_text").value  # a page of its own, as without a room
+
+
+def test_a_student_reconnecting_after_a_restart_is_the_same_student():
+    """A server restart loses every session; the browser reconnects with its address, whose ?me= keeps
+    the student, so an answer given before the restart is not counted twice."""
+    teacher, code = teacher_with_room()
+    question = live.store().ask(code, teacher.session_state["teacher_secret"], "Which head?", ["A", "B"])
+    student = open_address({"room": code})
+    me = student.query_params["me"]
+    assert me == student.session_state["student_id"] and "me" not in teacher.query_params
+    student.radio(key="live_value").set_value("A")
+    student.button(key=f"FormSubmitter:live_answer_{question.id}-Send").click().run()
+    again = open_address({name: value for name, value in student.query_params.items()})  # the same address
+    assert again.session_state["student_id"] == me
+    again.radio(key="live_value").set_value("B")
+    again.button(key=f"FormSubmitter:live_answer_{question.id}-Send").click().run()
+    assert not again.exception
+    assert any("already answered" in w for w in texts(again.sidebar.warning))
+    tally = live.store().tally(code, question.id)
+    assert tally.total == 1 and tally.counts["A"] == 1
+    forged = open_address({"room": code, "me": "<not an id>"})
+    assert forged.session_state["student_id"] != "<not an id>"

@@ -1,0 +1,128 @@
+"""A live class across two app containers sharing one Redis container; used by `make container-test`.
+
+    python tests/container/class_check.py URL_A URL_B REDIS_CONTAINER ARTIFACTS_DIR
+
+In headless Chromium (Debian's, through Playwright): a teacher starts a room on app A and opens the
+presenter; a student opens the join link on app B, so the room can only reach B through Redis. The
+teacher's Next must reach the student's screen within 3 s. Then Redis is stopped for 10 s
+(`podman stop`): the student's page must say that the class connection is lost, and once Redis is
+back (`podman start`, its append-only file on the container's disk) the same room goes on by itself:
+the teacher's next step reaches the student again, with nothing clicked on the student's side.
+Prints one JSON line with the timings; exit 1 on any failure.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from browser_check import CHROMIUM, EXCEPTION, FLAGS, IDLE
+from playwright.sync_api import sync_playwright
+
+SCREEN = """(label) => Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
+    .some(el => el.innerText.includes(label))"""
+LOST = "connection is lost"
+FOLLOW_SECONDS = 3.0  # the issue's browser budget
+REDIS_DOWN_SECONDS = 10.0
+
+
+def settle(page, selector: str, timeout: float = 90_000) -> None:
+    page.wait_for_selector(selector, timeout=timeout)
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=timeout)
+
+
+def shown_within(page, label: str, seconds: float) -> float:
+    """Seconds until the page shows label (fails after `seconds`)."""
+    started = time.perf_counter()
+    page.wait_for_function(SCREEN, arg=label, timeout=seconds * 1000)
+    return time.perf_counter() - started
+
+
+def next_step(teacher) -> None:
+    teacher.locator(".st-key-present_next button").click()
+
+
+def podman(*args: str) -> None:
+    subprocess.run(["podman", *args], check=True, capture_output=True, timeout=60)
+
+
+def check(url_a: str, url_b: str, redis_container: str, artifacts: Path) -> dict:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            teacher = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+            teacher.goto(f"{url_a}/class", timeout=90_000)
+            settle(teacher, ".st-key-live_start")
+            teacher.locator(".st-key-live_start button").click()
+            teacher.wait_for_function("() => document.body.innerText.includes('following right now')",
+                                      timeout=30_000)
+            code = teacher.evaluate("() => new URL(location.href).searchParams.get('room')")
+            teacher.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()
+            settle(teacher, ".st-key-present_next")
+
+            student = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+            student.goto(f"{url_b}/?room={code}", timeout=90_000)
+            student.wait_for_function("(c) => document.body.innerText.includes('Room ' + c)", arg=code,
+                                      timeout=60_000)
+            settle(student, ".st-key-present_next")
+            next_step(teacher)
+            across = shown_within(student, "2 / 9 · ", FOLLOW_SECONDS)
+            student.screenshot(path=str(artifacts / "container-class-student.png"))
+
+            podman("stop", "--time", "1", redis_container)
+            stopped = time.perf_counter()
+            student.wait_for_function(f"() => document.body.innerText.includes('{LOST}')", timeout=8_000)
+            noticed = time.perf_counter() - stopped
+            student.screenshot(path=str(artifacts / "container-class-redis-down.png"))
+            time.sleep(max(0.0, REDIS_DOWN_SECONDS - (time.perf_counter() - stopped)))
+            podman("start", redis_container)
+            restarted = time.perf_counter()
+            # the teacher moves on as soon as the class is back; the student's page follows by itself
+            deadline = restarted + 30
+            while True:
+                next_step(teacher)
+                teacher.wait_for_timeout(500)
+                teacher.wait_for_selector(IDLE, timeout=30_000)
+                warned = teacher.locator("text=Could not update the room").count()
+                if not warned or time.perf_counter() > deadline:
+                    break
+                teacher.wait_for_timeout(1000)
+            step = teacher.evaluate("() => new URL(location.href).searchParams.get('step')")
+            recovered = shown_within(student, f"{step} / 9 · ", 15)
+            settle(student, ".st-key-present_next")
+            lost_still_shown = student.evaluate(f"() => document.body.innerText.includes('{LOST}')")
+            student.screenshot(path=str(artifacts / "container-class-recovered.png"))
+            exceptions = student.locator(EXCEPTION).count() + teacher.locator(EXCEPTION).count()
+            return {"room": code, "b_follows_a_seconds": round(across, 2),
+                    "redis_down_noticed_seconds": round(noticed, 2),
+                    "followed_again_after_restart_seconds": round(time.perf_counter() - restarted, 2),
+                    "step_after_restart": step, "recovered_wait_seconds": round(recovered, 2),
+                    "lost_message_still_shown": lost_still_shown, "exceptions": exceptions}
+        finally:
+            browser.close()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 5:
+        print(__doc__, file=sys.stderr)
+        return 2
+    artifacts = Path(argv[4])
+    artifacts.mkdir(parents=True, exist_ok=True)
+    try:
+        result = check(argv[1], argv[2], argv[3], artifacts)
+    except Exception as error:  # a timeout names what was not seen
+        print(f"class check FAILED: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    print(json.dumps(result))
+    problems = [name for name in ("exceptions", "lost_message_still_shown") if result[name]]
+    for problem in problems:
+        print(f"class check FAILED: {problem} = {result[problem]}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
