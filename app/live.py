@@ -134,8 +134,10 @@ def follow_before_build() -> None:
         return
     ss.applied_version = room.version
     ss.room_page = room.page  # "" is the default page (the workbench)
+    selections = dict(room.selections)
+    ss.room_revealed = room.step if selections.pop("revealed", None) else None  # the presenter's Reveal
     if room.setup_json:
-        params = {**json.loads(room.setup_json), **{k: str(v) for k, v in room.selections.items()}}
+        params = {**json.loads(room.setup_json), **{k: str(v) for k, v in selections.items()}}
         state.apply_link(params)
     ss.room_inputs = widgets.sidebar_values()
 
@@ -173,6 +175,8 @@ def publish(current, page_path: str) -> None:
         params.pop(name, None)
     selections = {name: params.pop(name) for name in list(params) if name in state.SELECTION_PARAMS}
     step = int(selections.get("step", 1)) - 1
+    if page_path == "present" and ss.get(state.REVEALED, (None,))[0] == step:
+        selections["revealed"] = 1  # the class sees the answer when the teacher does
     sent = (page_path, json.dumps(params, sort_keys=True), json.dumps(selections, sort_keys=True))
     if ss.get("published") == sent:
         return
@@ -247,7 +251,8 @@ def poll() -> None:
         leave(str(error))
         changed = True
     except StoreUnavailable:
-        st.caption("The class connection is lost; retrying…")
+        st.warning("The class connection is lost; this page follows again by itself when it is back.",
+                   icon=":material/wifi_off:")
         return
     if changed:
         st.rerun(scope="app")

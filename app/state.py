@@ -45,6 +45,7 @@ from mha_core.setup import SPECS, covering, resized
 GENERATED_LABELS = {"random": "random (seeded)", "blank": "blank (zeros)"}
 YOUR_SETUP = "your setup"
 MASK = "mask"  # the custom mask's editor: 0/1 in work, bool in the Setup
+REVEALED = "present_revealed"  # the presenter's (screen, question prompt) whose answer the room has seen
 SELECTION_PARAMS = {  # link parameter -> the selections it holds, counted from 1 in the link
     "head": ("shown_head",), "query": ("focus_query",), "drill": ("drill_head", "drill_query", "drill_key"),
     "step": ("present_step",),  # the presenter's screen

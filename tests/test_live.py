@@ -237,3 +237,20 @@ def test_a_student_reconnecting_after_a_restart_is_the_same_student():
     assert tally.total == 1 and tally.counts["A"] == 1
     forged = open_address({"room": code, "me": "<not an id>"})
     assert forged.session_state["student_id"] != "<not an id>"
+
+
+def test_the_teachers_reveal_reveals_on_every_following_screen():
+    teacher, code = teacher_with_room()
+    goto(teacher, "present")
+    teacher.button(key="present_next").click().run()  # screen 2: a forecast generated from the setup
+    student = open_address({"room": code})
+    assert student.button(key="present_reveal").disabled  # the teacher leads the reveal too
+    assert not any(m.startswith("**Answer:**") for m in texts(student.markdown))
+    teacher.button(key="present_reveal").click().run()
+    answer = next(m for m in texts(teacher.markdown) if m.startswith("**Answer:**"))
+    rerun_after_a_poll(student)
+    assert answer in texts(student.markdown) and chart_specs(student)
+    teacher.button(key="present_next").click().run()
+    rerun_after_a_poll(student)
+    assert student.session_state["selections"]["present_step"] == 2
+    assert not any(m.startswith("**Answer:**") for m in texts(student.markdown))

@@ -35,7 +35,7 @@ CHART_WIDTH = 900
 SHOWN_TERMS = 3  # the largest terms of a weighted sum written out
 STEP_KEY = "present_step"
 TO_THE_TOP = "present_to_the_top"
-REVEALED = "present_revealed"  # (screen, question prompt) the room has seen the answer to
+REVEALED = state.REVEALED  # (screen, question prompt) the room has seen the answer to
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,9 @@ def forecast_for(lesson, current: Current, screen: int) -> Question | None:
 
 def ask(screen: int, question: Question) -> bool:
     """The forecast box; True once the room has seen the answer (then the result is drawn)."""
-    revealed = st.session_state.get(REVEALED) == (screen, question.prompt)
+    led = widgets.following()  # the teacher's Reveal reveals it here too (app/live.py)
+    revealed = st.session_state.get(REVEALED) == (screen, question.prompt) or (
+        led and st.session_state.get("room_revealed") == screen)
     with st.container(border=True):
         st.markdown(f"**Forecast.** {md_literal(question.prompt)}")
         if question.choices and not revealed:
@@ -204,7 +206,7 @@ def ask(screen: int, question: Question) -> bool:
                 st.caption(question.explanation)
         else:
             st.button("Reveal", key="present_reveal", on_click=reveal, args=(screen, question),
-                      type="primary")
+                      type="primary", disabled=led)
             if question.kind != "chapter":  # generated from the live state: it can be marked
                 live.ask_button(question, key="present_ask")
     return revealed

@@ -24,7 +24,7 @@ from playwright.sync_api import sync_playwright
 
 SCREEN = """(label) => Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
     .some(el => el.innerText.includes(label))"""
-LOST = "connection is lost"
+LOST = "connection is lost"  # app/live.py poll()'s warning
 FOLLOW_SECONDS = 3.0  # the issue's browser budget
 REDIS_DOWN_SECONDS = 10.0
 
