@@ -197,14 +197,15 @@ def go_to_room_page(pages: dict, shown: str) -> None:
         st.switch_page(pages[target])
 
 
-def sidebar_ui(current) -> None:
+def sidebar_ui(slot, current) -> None:
+    """The room's box, in a slot at the top of the sidebar (filled once the page's setup is known)."""
     ss = st.session_state
     message = ss.get("live_message")  # cleared at the end of a run that got to draw the page
     if message:
-        st.sidebar.warning(md_literal(message), icon=":material/groups:")
+        slot.warning(md_literal(message), icon=":material/groups:")
     if not in_room():
         return
-    box = st.sidebar.container(border=True)
+    box = slot.container(border=True)
     if is_teacher():
         box.markdown(f"**Room {ss.room}** · you lead it · {followers()} following")
         return

@@ -11,6 +11,7 @@ live.join_from_link()  # ?room=CODE
 live.follow_before_build()  # a follower takes the teacher's newest state first
 with live.follower_turn():  # a whole class reruns at once when the teacher changes something
     unseen = live.unseen_sidebar()  # a following student's inputs are the teacher's, not drawn
+    room_slot = st.sidebar.container()  # the live class's box, first in the sidebar
     picker_slot = st.sidebar.container()  # filled last: its label says whether the page is edited
     inputs = widgets.sidebar_ui(unseen)  # shared by every page, so its state survives navigation
     current = state.build(inputs.tokens, inputs.kv_tokens, inputs.sizes, inputs.scaling, inputs.mask_kind,
@@ -21,7 +22,7 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
             widgets.fill_ui(inputs.sizes, inputs.seed)
         widgets.save_load_ui(current)
     state.sync_url(current)
-    live.sidebar_ui(current)
+    live.sidebar_ui(room_slot, current)
 
     # Material icons come with Streamlit (emoji need a font the machine may lack).
     workbench_page = st.Page(lambda: workbench.render(current, inputs), title="Workbench",
