@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import time
 
 import numpy as np
@@ -254,3 +255,44 @@ def test_the_teachers_reveal_reveals_on_every_following_screen():
     rerun_after_a_poll(student)
     assert student.session_state["selections"]["present_step"] == 2
     assert not any(m.startswith("**Answer:**") for m in texts(student.markdown))
+
+
+@pytest.fixture
+def redis_store(tmp_path, monkeypatch):
+    """The live pages on a real redis-server (tests/redis_server.py) instead of SQLite."""
+    from tests.redis_server import REDIS_SERVER, RedisServer
+    if REDIS_SERVER is None:
+        if os.environ.get("REQUIRE_REDIS") == "1":
+            pytest.fail("REQUIRE_REDIS=1 but there is no redis-server")
+        pytest.skip("no redis-server (apt-get install redis-server)")
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    monkeypatch.setenv("REDIS_URL", server.url)
+    live.store.clear()
+    live.watch.clear()
+    yield server
+    live.store().close()
+    server.stop()
+
+
+def test_redis_going_away_and_back_leaves_every_page_working(redis_store):
+    teacher, code = teacher_with_room()
+    goto(teacher, "present")
+    student = open_address({"room": code})
+    assert student.session_state["last_page"] == "present"
+    redis_store.stop()
+    rerun_after_a_poll(student)
+    assert not student.exception and any("connection is lost" in w for w in texts(student.sidebar.warning))
+    teacher.button(key="present_next").click().run()  # the room cannot take it: said, not raised
+    assert not teacher.exception
+    assert any("Could not update the room" in w for w in texts(teacher.sidebar.warning))
+    goto(teacher, "class")
+    teacher.button(key="live_end").click().run()
+    assert not teacher.exception and teacher.session_state["room"] == code  # not ended, still led
+    redis_store.start()  # appendonly: the room comes back with it
+    goto(teacher, "present")
+    teacher.button(key="present_next").click().run()
+    rerun_after_a_poll(student)
+    assert not student.exception
+    step = teacher.session_state["selections"]["present_step"]
+    assert step == 2 and student.session_state["selections"]["present_step"] == step

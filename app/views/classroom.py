@@ -10,7 +10,7 @@ import streamlit as st
 
 from app import live
 from app.widgets import md_literal
-from classroom.store import StoreError
+from classroom.store import NoSuchRoom, StoreError
 
 QR_SCALE = 12  # px per QR module: about 400 px, readable from the back of a room on a projector
 
@@ -31,8 +31,11 @@ def end_room() -> None:
     ss = st.session_state
     try:
         live.store().end_room(ss.room, ss.teacher_secret)
-    except StoreError:
+    except NoSuchRoom:
         pass  # gone already
+    except StoreError as error:  # the room is still there: say so, and keep leading it
+        ss.live_message = f"Could not end the room: {error}"
+        return
     live.leave("The room has ended.")
 
 
