@@ -17,6 +17,7 @@ import threading
 import streamlit as st
 
 from app import state, widgets
+from app.views import labs, model
 from app.widgets import md_literal
 from classroom.store import (
     LimitReached,
@@ -30,6 +31,7 @@ from classroom.store import (
 from classroom.watch import RoomWatch
 
 STUDENT_ID = re.compile(r"[A-Za-z0-9_-]{16}")  # classroom.store.new_student_id's form
+FOLLOWED_INPUTS = (*labs.FOLLOWED, *model.FOLLOWED)  # page inputs outside the setup, sent with it
 POLL_SECONDS = 1.0  # a follower checks the room's version this often (the page shows a change within 2 s)
 ROOM_PARAMS = ("room", "teacher", "me")  # link parameters of a live class (the secret only in a teacher link)
 
@@ -136,10 +138,26 @@ def follow_before_build() -> None:
     ss.room_page = room.page  # "" is the default page (the workbench)
     selections = dict(room.selections)
     ss.room_revealed = room.step if selections.pop("revealed", None) else None  # the presenter's Reveal
+    inputs = selections.pop("inputs", {})
     if room.setup_json:
         params = {**json.loads(room.setup_json), **{k: str(v) for k, v in selections.items()}}
         state.apply_link(params)
+    take_page_inputs(inputs)
     ss.room_inputs = widgets.sidebar_values()
+
+
+def page_inputs() -> dict:
+    """The teacher's inputs outside the setup (a lab's scores, the model's text and layer), for the
+    room. Widget values: a run has them from its start, before the page draws anything."""
+    ss = st.session_state
+    return {key: ss[key] for key in FOLLOWED_INPUTS if isinstance(ss.get(key), (str, int, float, bool))}
+
+
+def take_page_inputs(inputs: dict) -> None:
+    """A follower's widgets take the teacher's values (only known keys, only plain values)."""
+    for key, value in (inputs.items() if isinstance(inputs, dict) else ()):
+        if key in FOLLOWED_INPUTS and isinstance(value, (str, int, float, bool)):
+            st.session_state[key] = value
 
 
 def unseen_sidebar() -> widgets.Unseen | None:
@@ -177,6 +195,7 @@ def publish(current, page_path: str) -> None:
     step = int(selections.get("step", 1)) - 1
     if page_path == "present" and ss.get(state.REVEALED, (None,))[0] == step:
         selections["revealed"] = 1  # the class sees the answer when the teacher does
+    selections["inputs"] = page_inputs()
     sent = (page_path, json.dumps(params, sort_keys=True), json.dumps(selections, sort_keys=True))
     if ss.get("published") == sent:
         return

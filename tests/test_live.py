@@ -22,6 +22,7 @@ from tests.apptest_util import (
     goto,
     heatmap_values,
     open_address,
+    pick,
     pick_preset,
     texts,
     work,
@@ -296,3 +297,29 @@ def test_redis_going_away_and_back_leaves_every_page_working(redis_store):
     assert not student.exception
     step = teacher.session_state["selections"]["present_step"]
     assert step == 2 and student.session_state["selections"]["present_step"] == step
+
+
+def test_a_follower_sees_the_labs_and_the_model_text_as_the_teacher_set_them():
+    teacher, code = teacher_with_room()
+    goto(teacher, "labs")
+    teacher.text_input(key="lab_scores").input("1, 4, 2").run()
+    teacher.text_input(key="lab_keys").input("le chat *noir*").run()
+    student = open_address({"room": code})
+    assert student.session_state["last_page"] == "labs"
+    assert student.text_input(key="lab_scores").value == "1, 4, 2"
+    assert student.text_input(key="lab_keys").value == "le chat *noir*"
+    assert heatmap_free(chart_specs(student)["lab_chart_weights"]) == heatmap_free(
+        chart_specs(teacher)["lab_chart_weights"])
+    goto(teacher, "model")
+    teacher.text_area(key="model_text").set_value("a room reads one sentence").run()
+    pick(teacher, "model_layer", "layer 3")
+    rerun_after_a_poll(student)
+    assert student.session_state["last_page"] == "model"
+    assert student.text_area(key="model_text").value == "a room reads one sentence"
+    assert student.session_state["selections"]["model_layer"] == 2
+    assert not student.exception
+
+
+def heatmap_free(spec: dict) -> list:
+    """A bar chart's data as plain values (its y per trace)."""
+    return [list(trace.get("y", [])) for trace in spec["data"]]

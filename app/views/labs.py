@@ -74,6 +74,7 @@ def _preset_texts(key: str) -> dict:
 
 DEFAULTS = {**_preset_texts(SCORE_PRESETS[0]), "lab_gap": 20.0,  # example D's gap, the chapter's dot
             "lab_d_k": 64, "lab_seed": 0, "lab_pairs": 2000, "lab_curve_keys": 8, **CHAPTER_SIZES}
+FOLLOWED = tuple(DEFAULTS)  # inputs a class following the teacher sees as the teacher set them (app/live.py)
 
 
 def _restore() -> None:

@@ -25,6 +25,8 @@ SENTENCES = {  # sentences that show known head behaviour
 }
 TRACES_KEPT = 2  # traces held at once, for the whole server (a 512-piece trace holds 244 MiB)
 
+FOLLOWED = ("model_text", "pick_model_layer")  # inputs a following class sees as the teacher set them
+
 
 @st.cache_resource(show_spinner="Loading all-MiniLM-L6-v2 (once per server)…")
 def model():
