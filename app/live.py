@@ -53,7 +53,7 @@ def follower_turn():
     whole class reruns at once, and two at a time share the server's one core (the GIL) with less
     switching than a hundred threads would (p95 3.05 s against 3.21 s at 100 students,
     docs/performance.md), leaving room for the teacher's own runs."""
-    if not (st.session_state.get("following") and in_room()):
+    if not widgets.following():
         yield
         return
     with _follower_runs:
@@ -124,7 +124,7 @@ def check_teacher(code: str, secret: str) -> None:
 def follow_before_build() -> None:
     """A follower's session takes the room's newest state before any widget is drawn."""
     ss = st.session_state
-    if not ss.get("following") or not in_room():
+    if not widgets.following():
         return
     try:
         if watch().version(ss.room) <= ss.get("applied_version", -1):
@@ -165,7 +165,7 @@ def take_page_inputs(inputs: dict) -> None:
 def unseen_sidebar() -> widgets.Unseen | None:
     """A following student's sidebar inputs: the teacher's, read without drawing them."""
     ss = st.session_state
-    if not (ss.get("following") and in_room()):
+    if not widgets.following():
         return None
     return widgets.Unseen(ss.setdefault("room_inputs", widgets.sidebar_values()))
 
@@ -214,7 +214,7 @@ def publish(current, page_path: str) -> None:
 def go_to_room_page(pages: dict, shown: str) -> None:
     """A follower is shown the page the teacher shows (pages by url_path; shown: this run's)."""
     target = st.session_state.get("room_page")
-    if st.session_state.get("following") and target is not None and target in pages and target != shown:
+    if widgets.following() and target is not None and target in pages and target != shown:
         st.switch_page(pages[target])
 
 
@@ -230,7 +230,7 @@ def sidebar_ui(slot, current) -> None:
     if is_teacher():
         box.markdown(f"**Room {ss.room}** · you lead it · {followers()} following")
         return
-    if ss.get("following"):
+    if widgets.following():
         shown = md_literal(widgets.shown_label(current))
         box.markdown(f"**Room {ss.room}** · following the teacher: {shown}")
         box.caption("To change anything yourself, explore on your own; the teacher's state is kept.")
@@ -262,7 +262,7 @@ def poll() -> None:
     per room every quarter second, one write of every follower's heartbeat every few seconds); the
     page reruns only when the version moved past the one shown."""
     ss = st.session_state
-    if not ss.get("following") or not in_room():
+    if not widgets.following():
         return
     try:
         watch().heartbeat(ss.room, ss.student_id)

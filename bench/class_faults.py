@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import parse_qs
 
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
@@ -121,8 +122,7 @@ def run(args) -> dict:
         stored = {a.student_id: a.value for q, answers in store.answers(room.code, room.teacher_secret)
                   for a in answers if q.id == question.id}
         tally = store.tally(room.code, question.id)
-    me = [dict(p.split("=", 1) for p in c.query_string.split("&") if "=" in p).get("me")
-          for c in result["clients"]]
+    me = [parse_qs(c.query_string).get("me", [None])[0] for c in result["clients"]]
     confirmed = [i for i, o in result["outcome"].items() if o == "confirmed"]
     result.update(
         backend="Redis" if args.redis else "SQLite", before=before, after=after, tally=tally,

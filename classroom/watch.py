@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from classroom.store import HEARTBEAT_SECONDS, ClassroomStore, RoomState, StoreError
+from classroom.store import HEARTBEAT_SECONDS, ClassroomStore, NoSuchRoom, RoomState, StoreError
 
 VERSION_MAX_AGE = 0.25  # seconds a room's version is reused for the polls of this process
 
@@ -43,6 +43,9 @@ class RoomWatch:
             if self._clock() - read_at >= self._max_age:
                 try:
                     value = self._store.version(code)
+                except NoSuchRoom as error:  # ended or expired: nothing kept about it is needed now
+                    self._forget(code)
+                    value = error
                 except StoreError as error:
                     value = error
                 with self._lock:
@@ -98,13 +101,12 @@ class RoomWatch:
             with self._lock:
                 self._admitted.difference_update((code, s) for s in refused)
 
-    def forget(self, code: str) -> None:
-        """Drop what is kept about a room (it ended)."""
+    def _forget(self, code: str) -> None:
+        """Drop the state, heartbeats and admissions kept for a room that has ended (its version
+        entry stays, holding NoSuchRoom, so that a server running for weeks keeps nothing else)."""
         with self._lock:
-            self._versions.pop(code, None)
             self._states.pop(code, None)
             self._present.pop(code, None)
             self._flushed.pop(code, None)
-            self._reading.pop(code, None)
             self._admitted = {(c, s) for c, s in self._admitted if c != code}
 

@@ -233,9 +233,8 @@ FOLLOWING = "following the teacher: "  # app/live.py's room box, then the label 
 
 @dataclass
 class FollowerRun(Run):
-    """A Run that also keeps the selectboxes' shown values and whether a room question was drawn."""
+    """A Run that also keeps what the room box says is shown and whether a room question was drawn."""
 
-    selects: dict[str, str] = field(default_factory=dict)  # selectbox key -> the label it shows
     following: str | None = None  # what the sidebar's room box says the page shows, while following
     question_seen: bool = False  # "Your teacher asks" was drawn (app/live.py, student_question_ui)
     answer_in: bool = False  # "Your answer is in" was drawn: the store took this student's answer
@@ -300,14 +299,7 @@ class FollowerSession(Session):
               and isinstance(run, FollowerRun)):
             element = msg.delta.new_element
             element_type = element.WhichOneof("type")
-            if element_type == "selectbox":
-                box = element.selectbox
-                key = element_key(box.id)
-                if key:
-                    run.selects[key] = (box.raw_value if box.set_value else
-                                        box.options[box.default] if box.HasField("default")
-                                        and box.default < len(box.options) else "")
-            elif element_type == "markdown" and "Your teacher asks" in element.markdown.body:
+            if element_type == "markdown" and "Your teacher asks" in element.markdown.body:
                 run.question_seen = True
             elif element_type == "alert" and "Your answer is in" in element.alert.body:
                 run.answer_in = True

@@ -308,7 +308,7 @@ def test_a_follower_sees_the_labs_and_the_model_text_as_the_teacher_set_them():
     assert student.session_state["last_page"] == "labs"
     assert student.text_input(key="lab_scores").value == "1, 4, 2"
     assert student.text_input(key="lab_keys").value == "le chat *noir*"
-    assert heatmap_free(chart_specs(student)["lab_chart_weights"]) == heatmap_free(
+    assert bar_values(chart_specs(student)["lab_chart_weights"]) == bar_values(
         chart_specs(teacher)["lab_chart_weights"])
     goto(teacher, "model")
     teacher.text_area(key="model_text").set_value("a room reads one sentence").run()
@@ -320,6 +320,6 @@ def test_a_follower_sees_the_labs_and_the_model_text_as_the_teacher_set_them():
     assert not student.exception
 
 
-def heatmap_free(spec: dict) -> list:
-    """A bar chart's data as plain values (its y per trace)."""
+def bar_values(spec: dict) -> list:
+    """A bar chart's data: the y of each trace."""
     return [list(trace.get("y", [])) for trace in spec["data"]]

@@ -815,3 +815,18 @@ class TestRoomWatch:
         clock.advance(0.25)
         later = [watch.state(room.code) for _ in range(5)]
         assert {(s.version, s.step) for s in later} == {(1, 4)} and counting.calls["state"] == 2
+
+    def test_an_ended_room_leaves_nothing_behind_but_its_refusal(self, watched, room, clock):
+        counting, watch = watched
+        watch.heartbeat(room.code, "s1")
+        watch.state(room.code)
+        counting.store.end_room(room.code, room.teacher_secret)
+        clock.advance(0.25)
+        with pytest.raises(NoSuchRoom):
+            watch.version(room.code)
+        calls = counting.calls["heartbeat"]
+        with pytest.raises(NoSuchRoom):  # s1 is no longer taken as admitted: asked of the store, refused
+            watch.heartbeat(room.code, "s1")
+        assert counting.calls["heartbeat"] == calls + 1
+        with pytest.raises(NoSuchRoom):
+            watch.state(room.code)

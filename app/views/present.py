@@ -149,7 +149,7 @@ def render(current: Current, inputs: Inputs) -> None:
 def header(screen: int) -> None:
     """Back, the screen's number and title, Next: one row (a student following a room is led by
     the teacher: "Explore on my own" in the sidebar gives the buttons back)."""
-    led = bool(st.session_state.get("following"))
+    led = widgets.following()
     back, title, forward = st.columns([1, 6, 1], vertical_alignment="center")
     back.button("◀ Back", key="present_back", on_click=go, args=(-1,), disabled=screen == 0 or led,
                 use_container_width=True)
