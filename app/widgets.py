@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import editors, figures, state
+from app import editors, figures, safe, state
 from mha_core import LIMITS, Scaling, Sizes, head_width
 from mha_core.codec import save_problem, setup_to_json
 from mha_core.export import setup_to_csv_zip, setup_to_script
@@ -69,10 +69,7 @@ def following() -> bool:
     return bool(st.session_state.get("following"))
 
 
-def md_literal(text: str) -> str:
-    """Text for st.markdown/st.error shown literally: every ASCII punctuation mark backslash-escaped."""
-    return "".join("\\" + c if c.isascii() and not c.isalnum() and not c.isspace() else c
-                   for c in str(text))
+md_literal = safe.lit  # the name the views have used; app/safe.py is the one path for outside text
 
 
 def choice_ui(where, label: str, labels: list[str], name: str, *, default: int = 0,
