@@ -236,7 +236,7 @@ class FollowerRun(Run):
     """A Run that also keeps what the room box says is shown and whether a room question was drawn."""
 
     following: str | None = None  # what the sidebar's room box says the page shows, while following
-    question_seen: bool = False  # "Your teacher asks" was drawn (app/live.py, student_question_ui)
+    question_seen: bool = False  # "Your teacher asks" was drawn (app/questions.py, student_question_ui)
     answer_in: bool = False  # "Your answer is in" was drawn: the store took this student's answer
     fragment_run: bool = False  # ended as a fragment run (no rerun of the whole page)
 

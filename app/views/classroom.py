@@ -8,7 +8,7 @@ import io
 import segno
 import streamlit as st
 
-from app import live
+from app import live, questions
 from app.widgets import md_literal
 from classroom.store import NoSuchRoom, StoreError
 
@@ -82,7 +82,7 @@ def teacher_panel() -> None:
         st.button("End the room", key="live_end", on_click=end_room)
     with right:
         st.image(qr_png(link), caption="Scan to follow", width=400)
-    answers_panel()
+    questions.answers_panel()
 
 
 def qr_png(text: str) -> bytes:
@@ -94,44 +94,3 @@ def qr_png(text: str) -> bytes:
 @st.fragment(run_every=2.0)
 def following() -> None:
     st.markdown(f"**{live.followers()}** following right now.")
-
-
-@st.fragment(run_every=1.0)
-def answers_panel() -> None:
-    """The open question's answers as they arrive, with the share right; Reveal; the CSV."""
-    ss = st.session_state
-    asked = ss.get("asked")
-    if asked is None:
-        st.caption("Ask the room from a forecast on the Present page or from a question on the Quiz page.")
-    else:
-        question_id, question = asked
-        try:
-            tally = live.store().tally(ss.room, question_id)
-        except StoreError as error:
-            st.warning(f"The answers cannot be read now: {md_literal(error)}")
-            return
-        right = sum(count for value, count in tally.counts.items() if question.check(value))
-        share = f"{right / tally.total:.0%}" if tally.total else "–"
-        st.markdown(f"**Asked:** {md_literal(question.prompt)}  \n**{tally.total}** answers, **{share}** "
-                    f"right ({tally.status.lower()}).")
-        if tally.counts:
-            counts = {value[:30]: count for value, count in tally.counts.items()}  # shown as text
-            st.bar_chart(counts, horizontal=True)
-        if tally.status == "open":
-            st.button("Reveal", key="live_reveal", on_click=reveal, args=(question_id,), type="primary")
-        else:
-            st.success(f"Revealed: {md_literal(question.answer_text)}", icon=":material/check_circle:")
-    try:
-        data = live.store().answers_csv(ss.room, ss.teacher_secret)
-    except StoreError:
-        return
-    st.download_button("Download the room's answers (CSV)", data=data, mime="text/csv", key="live_csv",
-                       file_name=f"room-{ss.room}-answers.csv", on_click="ignore")
-
-
-def reveal(question_id: str) -> None:
-    ss = st.session_state
-    try:
-        live.store().reveal(ss.room, ss.teacher_secret, question_id)
-    except StoreError as error:
-        ss.live_message = f"Could not reveal: {error}"

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from app import figures, live, state, widgets
+from app import figures, state, widgets
 from app.figure_cache import figure
+from app.questions import ask_button
 from app.state import Current
 from app.steps import STEPS
 from app.views.workbench import LARGE_TYPE_CSS, _sub, drill_lines, sizes_line
@@ -208,7 +209,7 @@ def ask(screen: int, question: Question) -> bool:
             st.button("Reveal", key="present_reveal", on_click=reveal, args=(screen, question),
                       type="primary", disabled=led)
             if question.kind != "chapter":  # generated from the live state: it can be marked
-                live.ask_button(question, key="present_ask")
+                ask_button(question, key="present_ask")
     return revealed
 
 

@@ -11,7 +11,8 @@ import secrets
 
 import streamlit as st
 
-from app import live, state
+from app import state
+from app.questions import ask_button
 from app.state import Current
 from app.steps import STEPS
 from app.views.workbench import drill_lines
@@ -112,7 +113,7 @@ def _questions(current: Current, workbench_page, seed: int) -> None:
             for line in drill_lines(current.result, *question.cell):
                 st.latex(line)
     left, right = st.columns(2)
-    live.ask_button(question, key="quiz_ask")
+    ask_button(question, key="quiz_ask")
     left.button("New question", key="quiz_next", on_click=_next_question, use_container_width=True)
     right.button("New quiz (new seed)", key="quiz_new", on_click=_new_quiz, use_container_width=True)
 
