@@ -1,17 +1,22 @@
 """One path for outside text onto the page: tokens, nicknames, answers, file names, preset and link
 text are shown literally, never as Markdown, LaTeX or HTML.
 
-``md(template, *values)`` is how a page writes Markdown that holds such text: the template is this
-app's own Markdown (a string literal), every value is escaped. ``lit(value)`` escapes one value.
+Every Markdown call of the app (st.markdown, caption, success/info/warning/error, toast, a widget's
+label, help and Markdown options) takes a string literal, a number with a format spec, or what one
+of these returns; tests/test_escaping.py reads app/ and refuses anything else.
+
+- ``md(template, *values)``: the app's own Markdown (a string literal) with every value escaped.
+- ``lit(value)``: one value escaped for Markdown (also ``format_func=lit`` for a radio's or a
+  segmented control's options, which Streamlit draws as Markdown).
+- ``chart_text(value)``: one value escaped for a plotly title, tick, hover or annotation.
 """
 
 from __future__ import annotations
 
+from mha_core.markup import chart_literal, markdown_literal
 
-def lit(value) -> str:
-    """``value`` as Markdown that shows it literally: every ASCII punctuation mark backslash-escaped
-    (so no emphasis, link, image, HTML tag, ``$`` formula or ``:material:`` icon)."""
-    return "".join("\\" + c if c.isascii() and not c.isalnum() and not c.isspace() else c for c in str(value))
+lit = markdown_literal
+chart_text = chart_literal
 
 
 def md(template: str, *values, **named) -> str:

@@ -37,6 +37,7 @@ from mha_core.analysis import (
     normalised_entropy,
     pairwise_disagreement,
 )
+from mha_core.markup import markdown_literal
 
 FLAT_MARGIN = 0.01  # an entropy this close to FLAT_AT is not asked about: the bar would not show it
 TOP_MARGIN = 0.01  # a "most" question needs the winner ahead of the runner-up by this much
@@ -173,8 +174,8 @@ def _labels(tokens) -> tuple[str, ...]:
 
 
 def _md(text: str) -> str:
-    """User text for markdown, shown literally: ASCII punctuation backslash-escaped."""
-    return "".join("\\" + c if c.isascii() and not c.isalnum() and not c.isspace() else c for c in str(text))
+    """User text for markdown, shown literally (mha_core.markup, the app's one escaper)."""
+    return markdown_literal(text)
 
 
 def _quoted(label: str) -> str:
