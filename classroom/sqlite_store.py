@@ -3,7 +3,8 @@
 Connections come from a small pool, one per call in flight, so threads never share one. Every write
 is one ``BEGIN IMMEDIATE`` transaction: it takes the write lock before reading, so its checks (room
 live, question open, room not full) and its write are one atomic step, and writers queue on the
-busy timeout instead of failing. A read of several rows runs in one transaction, so it sees one
+busy timeout instead of failing (rate-limit buckets too: a join takes its token in the
+transaction that admits the student). A read of several rows runs in one transaction, so it sees one
 snapshot (WAL readers never wait for the writer). ``synchronous=FULL``: a committed answer survives
 a crash of the process and of the machine. Several processes may open the same file.
 """
@@ -26,24 +27,30 @@ from classroom.store import (
     OPEN,
     REVEALED,
     ROOM_FULL,
-    ROOM_IDLE_SECONDS,
     ROOMS_FULL,
+    TEACHER_GONE_SECONDS,
     TOO_MANY_QUESTIONS,
     Answer,
     ClassroomStore,
     LimitReached,
     NoSuchQuestion,
     NoSuchRoom,
+    NotInRoom,
     Question,
     QuestionClosed,
+    Removed,
+    RoomLocked,
     RoomState,
     StoreUnavailable,
+    Student,
 )
 
 DB_FILE = "classroom.sqlite3"
 BUSY_TIMEOUT_SECONDS = 10.0  # a writer waits this long for the lock; hundreds of answers take < 1 s
 IDLE_CONNECTIONS = 8  # kept open for reuse; more are opened while more calls run at once
 
+# last_active is the teacher's last act. A student row with removed = 1 is no member (kept so that
+# the student cannot join again); last_seen is the last heartbeat or the join.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rooms (
     code TEXT PRIMARY KEY,
@@ -55,13 +62,17 @@ CREATE TABLE IF NOT EXISTS rooms (
     step INTEGER NOT NULL DEFAULT 0,
     setup_json TEXT NOT NULL DEFAULT '',
     selections_json TEXT NOT NULL DEFAULT '{}',
-    question_id TEXT
+    question_id TEXT,
+    locked INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS rooms_by_activity ON rooms (last_active);
 CREATE TABLE IF NOT EXISTS students (
     code TEXT NOT NULL REFERENCES rooms (code) ON DELETE CASCADE,
     student_id TEXT NOT NULL,
     last_seen REAL,
+    nickname TEXT NOT NULL DEFAULT '',
+    joined REAL NOT NULL DEFAULT 0,
+    removed INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (code, student_id)
 );
 CREATE TABLE IF NOT EXISTS questions (
@@ -82,7 +93,20 @@ CREATE TABLE IF NOT EXISTS answers (
     PRIMARY KEY (code, question_id, student_id),
     FOREIGN KEY (code, question_id) REFERENCES questions (code, id) ON DELETE CASCADE
 );
+CREATE TABLE IF NOT EXISTS buckets (
+    name TEXT PRIMARY KEY,
+    tokens REAL NOT NULL,
+    at REAL NOT NULL,
+    full_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS buckets_by_full ON buckets (full_at);
 """
+ADDED_COLUMNS = {  # columns a file made by an older version lacks: (table, column) -> definition
+    ("rooms", "locked"): "INTEGER NOT NULL DEFAULT 0",
+    ("students", "nickname"): "TEXT NOT NULL DEFAULT ''",
+    ("students", "joined"): "REAL NOT NULL DEFAULT 0",
+    ("students", "removed"): "INTEGER NOT NULL DEFAULT 0",
+}
 
 
 class _Pool:
@@ -139,8 +163,10 @@ class SqliteStore(ClassroomStore):
         with self._pool.connection() as connection, _unavailable_on_error(self.path):
             connection.execute("PRAGMA journal_mode = WAL")
             connection.executescript(SCHEMA)
+        with self._write() as db:
+            _add_missing_columns(db)
 
-    def close(self) -> None:
+    def release(self) -> None:
         self._pool.close()
 
     # Transactions
@@ -163,11 +189,22 @@ class SqliteStore(ClassroomStore):
                 yield connection
                 connection.execute("COMMIT")
 
+    # Rate limits
+
+    def _take(self, bucket: str, now: float, capacity: float, per_second: float) -> float:
+        with self._write() as db:
+            return _take_token(db, bucket, now, capacity, per_second)
+
+    def _peek(self, bucket: str, now: float, capacity: float, per_second: float) -> float:
+        with self._read() as db:
+            return _wait_for_token(_tokens(db, bucket, now, capacity, per_second), per_second)
+
     # Rooms
 
     def _purge_idle(self, cutoff: float) -> None:
         with self._write() as db:
             db.execute("DELETE FROM rooms WHERE last_active < ?", (cutoff,))
+            db.execute("DELETE FROM buckets WHERE full_at < ?", (cutoff + TEACHER_GONE_SECONDS,))
 
     def _create_room(self, code: str, secret_hash: str, now: float) -> bool:
         with self._write() as db:
@@ -182,6 +219,11 @@ class SqliteStore(ClassroomStore):
         with self._read() as db:
             return _live_room(db, code, cutoff, "secret_hash")[0]
 
+    def _touch(self, code: str, secret_hash: str, now: float) -> None:
+        with self._write() as db:
+            _teachers_room(db, code, now, secret_hash)
+            _bump_activity(db, code, now)
+
     def _end_room(self, code: str, secret_hash: str) -> None:
         with self._write() as db:
             deleted = db.execute("DELETE FROM rooms WHERE code = ? AND secret_hash = ?", (code, secret_hash))
@@ -192,6 +234,59 @@ class SqliteStore(ClassroomStore):
         with self._read() as db:
             found = db.execute("SELECT 1 FROM rooms WHERE code = ? AND last_active >= ?", (code, cutoff))
             return found.fetchone() is not None
+
+    # The door
+
+    def _join(self, code: str, student_id: str, nickname: str, now: float, bucket: str, capacity: float,
+              per_second: float) -> float:
+        with self._write() as db:
+            (locked,) = _live_room(db, code, now - TEACHER_GONE_SECONDS, "locked")
+            removed = _membership(db, code, student_id)
+            if removed is False:  # a member: re-joins freely
+                db.execute("UPDATE students SET nickname = ?, last_seen = ? "
+                           "WHERE code = ? AND student_id = ?", (nickname, now, code, student_id))
+                return 0.0
+            if removed:
+                raise Removed()
+            if locked:
+                raise RoomLocked()
+            wait = _wait_for_token(_tokens(db, bucket, now, capacity, per_second), per_second)
+            if wait > 0:
+                return wait
+            members = db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND removed = 0",
+                                 (code,)).fetchone()[0]
+            if members >= MAX_STUDENTS_PER_ROOM:
+                raise LimitReached(ROOM_FULL)
+            _take_token(db, bucket, now, capacity, per_second)
+            db.execute("INSERT INTO students (code, student_id, last_seen, nickname, joined) "
+                       "VALUES (?, ?, ?, ?, ?)", (code, student_id, now, nickname, now))
+            return 0.0
+
+    def _lock(self, code: str, secret_hash: str, now: float, locked: bool) -> int:
+        with self._write() as db:
+            _teachers_room(db, code, now, secret_hash)
+            db.execute("UPDATE rooms SET locked = ?, version = version + 1 WHERE code = ?",
+                       (int(locked), code))
+            return _bump_activity(db, code, now)
+
+    def _remove(self, code: str, secret_hash: str, now: float, student_id: str) -> int:
+        with self._write() as db:
+            _teachers_room(db, code, now, secret_hash)
+            db.execute("INSERT INTO students (code, student_id, last_seen, joined, removed) "
+                       "VALUES (?, ?, ?, ?, 1) ON CONFLICT (code, student_id) DO UPDATE SET removed = 1",
+                       (code, student_id, now, now))
+            return _bump_activity(db, code, now)
+
+    def _roster(self, code: str, cutoff: float) -> list[Student]:
+        with self._read() as db:
+            (question_id,) = _live_room(db, code, cutoff, "question_id")
+            rows = db.execute(
+                "SELECT s.student_id, s.nickname, s.joined, coalesce(s.last_seen, s.joined), "
+                "a.student_id IS NOT NULL, s.removed FROM students s LEFT JOIN answers a "
+                "ON a.code = s.code AND a.question_id = ? AND a.student_id = s.student_id "
+                "WHERE s.code = ?", (question_id or "", code))
+            return [Student(sid, nickname, joined, seen, bool(answered), bool(removed))
+                    for sid, nickname, joined, seen, answered, removed in rows]
 
     # Follow the teacher
 
@@ -209,32 +304,28 @@ class SqliteStore(ClassroomStore):
 
     def _state(self, code: str, cutoff: float) -> RoomState:
         with self._read() as db:
-            version, page, step, setup_json, selections_json, question_id = _live_room(
-                db, code, cutoff, "version, page, step, setup_json, selections_json, question_id")
-            question, status = (_question_row(db, code, question_id) if question_id else (None, OPEN))
+            version, page, step, setup_json, selections_json, question_id, locked = _live_room(
+                db, code, cutoff, "version, page, step, setup_json, selections_json, question_id, locked")
+            question, status = (_question_row(db, code, question_id) if question_id else (None, ""))
         return RoomState(version, page, step, setup_json, json.loads(selections_json), question,
-                         status == REVEALED)
+                         status == REVEALED, bool(locked), status)
 
     def _heartbeat(self, code: str, student_ids: tuple[str, ...], now: float) -> list[str]:
-        refused = []
+        outside = []
         with self._write() as db:
-            _live_room(db, code, now - ROOM_IDLE_SECONDS, "1")
+            _live_room(db, code, now - TEACHER_GONE_SECONDS, "1")
             for student_id in student_ids:
-                try:
-                    _admit(db, code, student_id)
-                except LimitReached:
-                    refused.append(student_id)
-                    continue
-                db.execute("UPDATE students SET last_seen = ? WHERE code = ? AND student_id = ?",
-                           (now, code, student_id))
-            _bump_activity(db, code, now)
-        return refused
+                seen = db.execute("UPDATE students SET last_seen = ? WHERE code = ? AND student_id = ? "
+                                  "AND removed = 0", (now, code, student_id))
+                if seen.rowcount != 1:
+                    outside.append(student_id)
+        return outside
 
     def _followers(self, code: str, since: float, cutoff: float) -> int:
         with self._read() as db:
             _live_room(db, code, cutoff, "1")
-            return db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND last_seen >= ?",
-                              (code, since)).fetchone()[0]
+            return db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND removed = 0 "
+                              "AND last_seen >= ?", (code, since)).fetchone()[0]
 
     # Ask the room
 
@@ -265,25 +356,43 @@ class SqliteStore(ClassroomStore):
 
     def _answer(self, code: str, answer: Answer) -> bool:
         with self._write() as db:
-            _live_room(db, code, answer.at - ROOM_IDLE_SECONDS, "1")
+            _live_room(db, code, answer.at - TEACHER_GONE_SECONDS, "1")
             _, status = _question_row(db, code, answer.question_id)
             if status != OPEN:
                 raise QuestionClosed()
-            _admit(db, code, answer.student_id)
+            removed = _membership(db, code, answer.student_id)
+            if removed is None:
+                raise NotInRoom()
+            if removed:
+                raise Removed()
             stored = db.execute(
                 "INSERT OR IGNORE INTO answers (code, question_id, student_id, value, nickname, at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (code, answer.question_id, answer.student_id, answer.value, answer.nickname, answer.at))
-            _bump_activity(db, code, answer.at)
             return stored.rowcount == 1
 
+    def _my_answer(self, code: str, question_id: str, student_id: str, cutoff: float) -> Answer | None:
+        with self._read() as db:
+            _live_room(db, code, cutoff, "1")
+            _question_row(db, code, question_id)
+            row = db.execute("SELECT value, nickname, at FROM answers WHERE code = ? AND question_id = ? "
+                             "AND student_id = ?", (code, question_id, student_id)).fetchone()
+            return Answer(question_id, student_id, *row) if row else None
+
+    def _close(self, code: str, secret_hash: str, now: float, question_id: str) -> int:
+        return self._set_status(code, secret_hash, now, question_id, CLOSED)
+
     def _reveal(self, code: str, secret_hash: str, now: float, question_id: str) -> int:
+        return self._set_status(code, secret_hash, now, question_id, REVEALED)
+
+    def _set_status(self, code: str, secret_hash: str, now: float, question_id: str, new: str) -> int:
+        """OPEN -> CLOSED, or OPEN or CLOSED -> REVEALED; a new version if the class sees the question."""
         with self._write() as db:
             current = _teachers_room(db, code, now, secret_hash)
             _, status = _question_row(db, code, question_id)
-            if status != REVEALED:
+            if (status, new) in ((OPEN, CLOSED), (OPEN, REVEALED), (CLOSED, REVEALED)):
                 db.execute("UPDATE questions SET status = ? WHERE code = ? AND id = ?",
-                           (REVEALED, code, question_id))
+                           (new, code, question_id))
                 if current == question_id:  # the class sees it: a new version
                     db.execute("UPDATE rooms SET version = version + 1 WHERE code = ?", (code,))
             return _bump_activity(db, code, now)
@@ -299,8 +408,48 @@ class SqliteStore(ClassroomStore):
 # --- Steps inside a transaction ---------------------------------------------------------------------------
 
 
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """Bring a file made by an older version up to this schema (new columns get their defaults)."""
+    for (table, column), definition in ADDED_COLUMNS.items():
+        present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in present:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+
+def _tokens(db: sqlite3.Connection, bucket: str, now: float, capacity: float, per_second: float) -> float:
+    """The tokens in the bucket now (a bucket never seen, or forgotten, is full)."""
+    row = db.execute("SELECT tokens, at FROM buckets WHERE name = ?", (bucket,)).fetchone()
+    if row is None:
+        return capacity
+    tokens, at = row
+    return min(capacity, tokens + max(0.0, now - at) * per_second)
+
+
+def _wait_for_token(tokens: float, per_second: float) -> float:
+    return 0.0 if tokens >= 1 else (1 - tokens) / per_second
+
+
+def _take_token(db: sqlite3.Connection, bucket: str, now: float, capacity: float, per_second: float) -> float:
+    tokens = _tokens(db, bucket, now, capacity, per_second)
+    if tokens < 1:
+        return _wait_for_token(tokens, per_second)
+    tokens -= 1
+    full_at = now + (capacity - tokens) / per_second
+    db.execute("INSERT INTO buckets (name, tokens, at, full_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) "
+               "DO UPDATE SET tokens = excluded.tokens, at = excluded.at, full_at = excluded.full_at",
+               (bucket, tokens, now, full_at))
+    return 0.0
+
+
+def _membership(db: sqlite3.Connection, code: str, student_id: str) -> bool | None:
+    """None if the student never joined, True if removed, False if a member."""
+    row = db.execute("SELECT removed FROM students WHERE code = ? AND student_id = ?", (code, student_id))
+    found = row.fetchone()
+    return None if found is None else bool(found[0])
+
+
 def _live_room(db: sqlite3.Connection, code: str, cutoff: float, columns: str) -> tuple:
-    """The room's columns; NoSuchRoom if there is none or it has been idle since before cutoff."""
+    """The room's columns; NoSuchRoom if there is none or its teacher has been gone since before cutoff."""
     row = db.execute(f"SELECT {columns} FROM rooms WHERE code = ? AND last_active >= ?", (code, cutoff))
     found = row.fetchone()
     if found is None:
@@ -310,28 +459,17 @@ def _live_room(db: sqlite3.Connection, code: str, cutoff: float, columns: str) -
 
 def _teachers_room(db: sqlite3.Connection, code: str, now: float, secret_hash: str) -> str | None:
     """The room's current question id, after checking the room is still this teacher's."""
-    stored_hash, question_id = _live_room(db, code, now - ROOM_IDLE_SECONDS, "secret_hash, question_id")
+    stored_hash, question_id = _live_room(db, code, now - TEACHER_GONE_SECONDS, "secret_hash, question_id")
     if stored_hash != secret_hash:
         raise NoSuchRoom(code)  # the teacher's room ended and another took its code
     return question_id
 
 
 def _bump_activity(db: sqlite3.Connection, code: str, now: float) -> int:
-    """Mark the room active now; returns its version."""
+    """Mark the teacher active now; returns the room's version."""
     bumped = db.execute("UPDATE rooms SET last_active = max(last_active, ?) WHERE code = ? RETURNING version",
                         (now, code))
     return bumped.fetchone()[0]
-
-
-def _admit(db: sqlite3.Connection, code: str, student_id: str) -> None:
-    """Join the student to the room unless it already has MAX_STUDENTS_PER_ROOM others."""
-    known = db.execute("SELECT 1 FROM students WHERE code = ? AND student_id = ?", (code, student_id))
-    if known.fetchone() is not None:
-        return
-    admitted = db.execute("SELECT COUNT(*) FROM students WHERE code = ?", (code,)).fetchone()[0]
-    if admitted >= MAX_STUDENTS_PER_ROOM:
-        raise LimitReached(ROOM_FULL)
-    db.execute("INSERT INTO students (code, student_id) VALUES (?, ?)", (code, student_id))
 
 
 def _question_row(db: sqlite3.Connection, code: str, question_id: str) -> tuple[Question, str]:

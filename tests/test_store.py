@@ -38,6 +38,7 @@ from classroom.store import (
     LimitReached,
     NoSuchQuestion,
     NoSuchRoom,
+    NotInRoom,
     NotTheTeacher,
     QuestionClosed,
     StoreUnavailable,
@@ -191,6 +192,12 @@ def another_code(*codes: str) -> str:
     return next(code for code in ("KQ7M", "MQ7K", "WXYZ") if code not in codes)
 
 
+def enter(store, room, *students: str) -> None:
+    """The students join the room, each from an address of its own (no join rate in the way)."""
+    for student in students:
+        store.join(room.code, student, client=f"address-of-{student}")
+
+
 def ask_abc(store, room, **options):
     return store.ask(room.code, room.teacher_secret, "Which head?", choices=("A", "B", "C"), **options)
 
@@ -218,6 +225,7 @@ def answer_in_process(spec, code, question_id, students) -> None:
     """A process of its own answers for each student id, then dies without closing anything."""
     store = open_spec(spec)
     for student_id in students:
+        store.join(code, student_id, client=student_id)
         assert store.answer(code, question_id, student_id, "A")
     os._exit(0)
 
@@ -254,6 +262,8 @@ class TestRooms:
                 call(guess)
         with pytest.raises(NoSuchRoom):
             store.heartbeat(guess, "s1")
+        with pytest.raises(NoSuchRoom, match=guess):
+            store.join(guess, "s1")
         with pytest.raises(NoSuchRoom):
             store.set_state(guess, room.teacher_secret, page="p", step=0, setup_json="", selections={})
 
@@ -285,12 +295,12 @@ class TestRooms:
         assert store.tally(room.code, question.id).status == "open"
 
     def test_a_server_holds_at_most_max_rooms(self, store):
-        rooms = [store.create_room() for _ in range(MAX_ROOMS)]
+        rooms = [store.create_room(client=f"school-{n // 5}") for n in range(MAX_ROOMS)]
         assert len({room.code for room in rooms}) == MAX_ROOMS
         with pytest.raises(LimitReached, match=f"{MAX_ROOMS} rooms"):
-            store.create_room()
+            store.create_room(client="another-school")
         store.end_room(rooms[0].code, rooms[0].teacher_secret)
-        assert store.room_exists(store.create_room().code)
+        assert store.room_exists(store.create_room(client="another-school").code)
 
     def test_an_idle_room_expires(self, store, room, clock):
         clock.advance(ROOM_IDLE_SECONDS + 1)
@@ -301,11 +311,13 @@ class TestRooms:
         with pytest.raises(NoSuchRoom):
             store.heartbeat(room.code, "s1")
         with pytest.raises(NoSuchRoom):
+            store.join(room.code, "s1")
+        with pytest.raises(NoSuchRoom):
             store.set_state(room.code, room.teacher_secret, page="p", step=0, setup_json="", selections={})
 
-    def test_activity_keeps_a_room_alive(self, store, room, clock):
+    def test_the_teachers_activity_keeps_a_room_alive(self, store, room, clock):
         clock.advance(ROOM_IDLE_SECONDS - 60)
-        store.heartbeat(room.code, "s1")
+        store.teacher_heartbeat(room.code, room.teacher_secret)
         clock.advance(ROOM_IDLE_SECONDS - 60)
         assert store.room_exists(room.code)
 
@@ -316,8 +328,8 @@ class TestRooms:
         assert not store.room_exists(room.code)
 
     def test_idle_rooms_make_way_for_new_ones(self, store, clock):
-        for _ in range(MAX_ROOMS):
-            store.create_room()
+        for number in range(MAX_ROOMS):
+            store.create_room(client=f"school-{number // 5}")
         clock.advance(ROOM_IDLE_SECONDS + 1)
         assert store.room_exists(store.create_room().code)
 
@@ -358,6 +370,7 @@ class TestFollowing:
         assert store.version(room.code) == 0
 
     def test_followers_are_the_students_seen_in_the_last_seconds(self, store, room, clock):
+        enter(store, room, "s1", "s2", "s3")
         for student in ("s1", "s2", "s3", "s1"):
             store.heartbeat(room.code, student)
         assert store.followers(room.code) == 3
@@ -368,17 +381,19 @@ class TestFollowing:
         assert store.version(room.code) == 0  # presence is not a change to show
 
     def test_a_room_admits_max_students(self, store, room):
-        for number in range(MAX_STUDENTS_PER_ROOM):
-            store.heartbeat(room.code, f"student-{number}")
+        enter(store, room, *(f"student-{number}" for number in range(MAX_STUDENTS_PER_ROOM)))
         with pytest.raises(LimitReached, match=f"{MAX_STUDENTS_PER_ROOM} students"):
-            store.heartbeat(room.code, "one-too-many")
+            store.join(room.code, "one-too-many", client="elsewhere")
         question = ask_abc(store, room)
-        with pytest.raises(LimitReached):
+        with pytest.raises(NotInRoom):
             store.answer(room.code, question.id, "one-too-many", "A")
-        store.heartbeat(room.code, "student-0")  # those admitted stay admitted
+        store.join(room.code, "student-0", client="elsewhere")  # those admitted stay admitted
         assert store.answer(room.code, question.id, "student-0", "A")
 
     def test_heartbeats_in_one_write_count_like_one_each(self, store, room, clock):
+        enter(store, room, "s1", "s2", "s3")
+        clock.advance(FOLLOWER_TTL_SECONDS + 1)
+        assert store.followers(room.code) == 0
         assert store.heartbeats(room.code, ["s1", "s2", "s1", "s3"]) == []
         assert store.followers(room.code) == 3
         clock.advance(FOLLOWER_TTL_SECONDS - 1)
@@ -387,15 +402,21 @@ class TestFollowing:
         assert store.followers(room.code) == 1  # s1 and s3 went quiet, s2 did not
         assert store.heartbeats(room.code, []) == [] and store.version(room.code) == 0
 
-    def test_heartbeats_admit_until_the_room_is_full_and_name_the_rest(self, store, room):
-        store.heartbeats(room.code, [f"student-{n}" for n in range(MAX_STUDENTS_PER_ROOM - 2)])
-        refused = store.heartbeats(room.code, ["late-1", "student-0", "late-2", "late-3", "late-4"])
-        assert refused == ["late-3", "late-4"]
-        assert store.followers(room.code) == MAX_STUDENTS_PER_ROOM - 2 + 2  # student-0 again, late-1, -2
-        with pytest.raises(LimitReached, match="full"):
-            store.heartbeat(room.code, "late-3")
+    def test_heartbeats_admit_nobody_and_name_the_non_members(self, store, room, clock):
+        enter(store, room, "s1", "s2", "gone")
+        store.remove(room.code, room.teacher_secret, "gone")
+        clock.advance(FOLLOWER_TTL_SECONDS + 1)
+        outside = store.heartbeats(room.code, ["stranger", "s1", "gone", "s2", "other"])
+        assert outside == ["stranger", "gone", "other"]
+        assert store.followers(room.code) == 2
+        for student in ("stranger", "gone"):
+            with pytest.raises(NotInRoom):
+                store.heartbeat(room.code, student)
+        assert {s.id for s in store.roster(room.code, room.teacher_secret)} == {"s1", "s2", "gone"}
 
-    def test_heartbeats_refuse_a_bad_id_before_writing_any(self, store, room):
+    def test_heartbeats_refuse_a_bad_id_before_writing_any(self, store, room, clock):
+        enter(store, room, "s1", "s2")
+        clock.advance(FOLLOWER_TTL_SECONDS + 1)
         with pytest.raises(InvalidInput):
             store.heartbeats(room.code, ["s1", "", "s2"])
         assert store.followers(room.code) == 0
@@ -406,6 +427,8 @@ class TestFollowing:
     def test_a_student_id_is_short_text(self, store, room, student_id):
         with pytest.raises(InvalidInput):
             store.heartbeat(room.code, student_id)
+        with pytest.raises(InvalidInput):
+            store.join(room.code, student_id)
 
 
 class TestAsking:
@@ -413,6 +436,7 @@ class TestAsking:
         question = ask_abc(store, room)
         assert store.version(room.code) == 1
         assert store.state(room.code).question == question
+        enter(store, room, "s1", "s2", "s3")
         for student, value in (("s1", "A"), ("s2", "B"), ("s3", "A")):
             assert store.answer(room.code, question.id, student, value, nickname=student.upper())
         tally = store.tally(room.code, question.id)
@@ -422,12 +446,14 @@ class TestAsking:
 
     def test_the_first_answer_of_a_student_counts(self, store, room):
         question = ask_abc(store, room)
+        enter(store, room, "s1")
         assert store.answer(room.code, question.id, "s1", "A")
         assert not store.answer(room.code, question.id, "s1", "B")
         assert store.tally(room.code, question.id).counts == {"A": 1, "B": 0, "C": 0}
 
     def test_a_free_answer_is_counted_literally(self, store, room):
         question = store.ask(room.code, room.teacher_secret, "d_k?", kind="number")
+        enter(store, room, "s1", "s2", "s3", "s4")
         for student, value in (("s1", "64"), ("s2", " 64"), ("s3", "64"), ("s4", "8")):
             store.answer(room.code, question.id, student, value)
         assert store.tally(room.code, question.id).counts == {"64": 2, " 64": 1, "8": 1}
@@ -435,6 +461,7 @@ class TestAsking:
     @pytest.mark.parametrize(("value", "nickname"), [("D", ""), ("", ""), ("A", "n" * 41), ("a" * 201, "")])
     def test_an_answer_that_cannot_count_is_refused(self, store, room, value, nickname):
         question = ask_abc(store, room)
+        enter(store, room, "s1")
         with pytest.raises(InvalidInput):
             store.answer(room.code, question.id, "s1", value, nickname)
         assert store.tally(room.code, question.id).total == 0
@@ -446,6 +473,7 @@ class TestAsking:
 
     def test_a_new_question_closes_the_previous_one(self, store, room):
         first = ask_abc(store, room)
+        enter(store, room, "s1", "s2")
         store.answer(room.code, first.id, "s1", "A")
         second = store.ask(room.code, room.teacher_secret, "And now?", choices=("yes", "no"))
         with pytest.raises(QuestionClosed, match="closed"):
@@ -459,6 +487,7 @@ class TestAsking:
         question = ask_abc(store, room, solution="B")
         assert question.solution == "B"
         assert store.state(room.code).question.solution == ""  # the class does not see it yet
+        enter(store, room, "s1", "s2")
         store.answer(room.code, question.id, "s1", "B")
         version = store.reveal(room.code, room.teacher_secret, question.id)
         assert version == 2 == store.version(room.code)
@@ -480,6 +509,7 @@ class TestAsking:
     @pytest.mark.parametrize("question_id", ["nope", "", None, "q" * 33])
     def test_an_unknown_question_is_refused(self, store, room, question_id):
         ask_abc(store, room)
+        enter(store, room, "s1")
         with pytest.raises(NoSuchQuestion, match="no such question"):
             store.answer(room.code, question_id, "s1", "A")
         with pytest.raises(NoSuchQuestion):
@@ -490,6 +520,7 @@ class TestAsking:
     def test_a_question_of_another_room_is_unknown_here(self, store, room):
         other = store.create_room()
         question = ask_abc(store, other)
+        enter(store, room, "s1")
         with pytest.raises(NoSuchQuestion):
             store.answer(room.code, question.id, "s1", "A")
 
@@ -497,27 +528,31 @@ class TestAsking:
         question = store.ask(room.code, room.teacher_secret, "=1+1 or \"quoted\", really?")
         given = [("s1", "0.5", 'Zoë "the, best"\nline two'), ("s2", "=HYPERLINK(\"x\")", "+49 @home"),
                  ("s3", "-1", "-"), ("s4", "@SUM(A1)", " plain ")]
+        enter(store, room, "s1", "s2", "s3", "s4")
         for student, value, nickname in given:
             clock.advance(1)
             assert store.answer(room.code, question.id, student, value, nickname)
         rows = list(csv.reader(io.StringIO(store.answers_csv(room.code, room.teacher_secret))))
-        assert rows[0] == ["question", "prompt", "student", "nickname", "answer", "answered_at"]
-        assert [row[2:5] for row in rows[1:]] == [
+        assert rows[0] == ["question", "prompt", "correct", "student", "nickname", "answer", "right",
+                           "answered_at"]
+        assert [row[3:6] for row in rows[1:]] == [
             ["s1", 'Zoë "the, best"\nline two', "0.5"],
             ["s2", "'+49 @home", "'=HYPERLINK(\"x\")"],
             ["s3", "'-", "'-1"],
             ["s4", " plain ", "'@SUM(A1)"]]
         assert {row[1] for row in rows[1:]} == {"'=1+1 or \"quoted\", really?"}
-        assert all(row[0] == "1" and row[5].endswith("+00:00") for row in rows[1:])
+        assert all(row[0] == "1" and row[7].endswith("+00:00") for row in rows[1:])
+        assert {(row[2], row[6]) for row in rows[1:]} == {("", "")}  # a poll: no correct answer
 
     def test_the_csv_lists_every_question_in_order(self, store, room):
         first = ask_abc(store, room)
+        enter(store, room, "s1")
         store.answer(room.code, first.id, "s1", "C")
         second = store.ask(room.code, room.teacher_secret, "Second?")
         store.answer(room.code, second.id, "s1", "why")
         store.ask(room.code, room.teacher_secret, "Unanswered")
         rows = list(csv.reader(io.StringIO(store.answers_csv(room.code, room.teacher_secret))))
-        assert [(row[0], row[1], row[4]) for row in rows[1:]] == [("1", "Which head?", "C"),
+        assert [(row[0], row[1], row[5]) for row in rows[1:]] == [("1", "Which head?", "C"),
                                                                   ("2", "Second?", "why")]
         assert [len(answers) for _, answers in store.answers(room.code, room.teacher_secret)] == [1, 1, 0]
 
@@ -526,6 +561,7 @@ class TestConcurrency:
     def test_many_students_answering_at_once_lose_nothing(self, store, room):
         question = ask_abc(store, room)
         students = [f"student-{number}" for number in range(STUDENTS_AT_ONCE)]
+        enter(store, room, *students)
 
         def answer_twice(index: int) -> tuple[bool, bool]:
             first = store.answer(room.code, question.id, students[index], "ABC"[index % 3], f"nick {index}")
@@ -541,6 +577,7 @@ class TestConcurrency:
 
     def test_every_answer_accepted_before_reveal_is_counted(self, store, room):
         question = ask_abc(store, room)
+        enter(store, room, *(f"student-{index}" for index in range(STUDENTS_AT_ONCE + 1)), "late")
 
         def answer_or_reveal(index: int):
             if index == STUDENTS_AT_ONCE // 2:  # the teacher: reveal, then read the count at once
@@ -616,6 +653,7 @@ class TestRestart:
         store.set_state(room.code, room.teacher_secret, page="Workbench", step=4, setup_json='{"n": 1}',
                         selections={"head": 1})
         question = ask_abc(store, room)
+        enter(store, room, *(f"s{number}" for number in range(11)))
         for number in range(10):
             store.answer(room.code, question.id, f"s{number}", "ABC"[number % 3], f"nick {number}")
         csv_before = store.answers_csv(room.code, room.teacher_secret)
@@ -633,6 +671,7 @@ class TestRestart:
     def test_while_the_store_is_down_writes_fail_clearly_and_then_work_again(self, backend, room):
         store = backend.open(busy_timeout=0.2) if backend.name == "sqlite" else backend.open()
         question = ask_abc(store, room)
+        enter(store, room, "s1")
         with backend.down():
             with pytest.raises(StoreUnavailable, match="unavailable"):
                 store.answer(room.code, question.id, "s1", "A")
@@ -655,6 +694,7 @@ class TestRedisOnly:
 
     def test_a_killed_server_keeps_every_acknowledged_answer(self, backend, store, room):
         question = ask_abc(store, room)
+        enter(store, room, *(f"s{number}" for number in range(50)))
         for number in range(50):
             assert store.answer(room.code, question.id, f"s{number}", "A")
         backend.restart(hard=True)  # kill -9: the AOF was written before each reply
