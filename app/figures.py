@@ -1,11 +1,12 @@
 """Pure figure builders: arrays and labels in, plotly Figure out (numpy + plotly only).
 
 Axes are integer positions counted from 1 with the labels as tick text, because plotly merges
-repeated category labels ("the ... the"). Token text is escaped before it reaches any label, so
-"<b>x</b>" or "$x$" shows literally. Colours: Okabe-Ito for heads, viridis for weights (0.25 and
-0.33 look different), red-blue centred at 0 for signed values (both readable with colour-blind
-vision). Numbers go through format_number (cells) and hover_number (hover), so 2.1e-9 and
-1 − 4.1e-9 never print as 0.00 and 1.00.
+repeated category labels ("the ... the"). Every text a builder is given (tokens, head names,
+titles) goes through app.safe.chart_text before it reaches a label, title, legend or hover, so
+"<b>x</b>" or "$x$" shows literally: callers pass plain text. Colours: Okabe-Ito for heads,
+viridis for weights (0.25 and 0.33 look different), red-blue centred at 0 for signed values
+(both readable with colour-blind vision). Numbers go through format_number (cells) and
+hover_number (hover), so 2.1e-9 and 1 − 4.1e-9 never print as 0.00 and 1.00.
 
 Legibility at every size: panels are laid out in pixels. Heights are exact; widths are planned for
 a column of ``width`` px (FULL_WIDTH, the main column at a 1280-px window) and stretch with the real
@@ -37,6 +38,8 @@ import numpy as np
 import plotly.graph_objects as go
 from _plotly_utils.utils import to_typed_array_spec  # what go.Figure does to NumPy arrays
 from plotly.colors import get_colorscale
+
+from app.safe import chart_text
 
 HEAD_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 # Perceptually uniform and colour-blind safe; unlike cividis, whose middle is a flat grey, it
@@ -114,9 +117,7 @@ def shape_title(name: str, shape: tuple[int, ...]) -> str:
 # --- Labels ----------------------------------------------------------------------------------
 
 
-def plain(text: str) -> str:
-    """A token as literal text for plotly: HTML tags, entities and $...$ (LaTeX) disarmed."""
-    return html.escape(str(text), quote=False).replace("$", "&#36;")
+plain = chart_text  # the name this module used; app.safe.chart_text is the one escaper
 
 
 def head_colour(head: int) -> str:
@@ -126,7 +127,7 @@ def head_colour(head: int) -> str:
 
 def position_labels(tokens) -> list[str]:
     """Tick text for each position: the escaped token (integer positions keep repeats apart)."""
-    return [plain(t) for t in tokens]
+    return [chart_text(t) for t in tokens]
 
 
 def dims(prefix: str, n: int) -> list[str]:
@@ -407,7 +408,7 @@ def _plan(panels: list[_Panel], per_row: int, s: Style, width: int, *, title: st
     lefts = [sum(gaps[:c + 1]) + c * panel_w for c in range(n_cols_grid)]
 
     layout: dict = dict(template={}, annotations=[])  # no template: see _figure
-    titles = [_wrap(p.title, s.title_font, panel_w * FIT_SLACK) for p in panels]
+    titles = [_wrap(chart_text(p.title), s.title_font, panel_w * FIT_SLACK) for p in panels]
     cells, blocks, top = [], [], 0.0
     for r, row in enumerate(grid):
         lines = max(titles[i][1] for i in range(r * per_row, r * per_row + len(row)))
@@ -420,7 +421,8 @@ def _plan(panels: list[_Panel], per_row: int, s: Style, width: int, *, title: st
         blocks.append((panel_top, heights, ticks))
         cells += [(panel_w / p.shape[1], hgt / p.shape[0]) for p, hgt in zip(row, heights, strict=True)]
         top = panel_top + max(heights) + x_band + (s.row_gap if r < len(grid) - 1 else 0)
-    title, title_lines = _wrap(title, s.title_font + 2, (width - margin_l - OUTER_MARGIN) * FIT_SLACK)
+    title, title_lines = _wrap(chart_text(title), s.title_font + 2,
+                               (width - margin_l - OUTER_MARGIN) * FIT_SLACK)
     margin_t = OUTER_MARGIN + (title_lines * LINE_HEIGHT * (s.title_font + 2) + 2 * TICK_PAD if title else 0)
     plot_h = top
     layout["height"] = int(math.ceil(margin_t + plot_h + OUTER_MARGIN))
@@ -806,7 +808,7 @@ def query_bars(weights, query: int, k_tokens, *, head_names=None, large: bool = 
     weights = np.asarray(weights, dtype=float)  # [h, n_q, n_k]
     h, _, n_k = weights.shape
     s = _style(large)
-    head_names = list(head_names or [f"head {i + 1}" for i in range(h)])
+    head_names = position_labels(head_names or [f"head {i + 1}" for i in range(h)])
     cols = position_labels(k_tokens)
     keys = _hover_labels(cols)
     positions = np.arange(1, n_k + 1, dtype=np.int32)  # [n_k], 1-based like the heatmaps
@@ -837,7 +839,7 @@ def disagreement_heatmap(distances, *, metric: str, head_names=None, large: bool
     """The head x head distance matrix for one query. distances [h, h]; 0 to the metric's maximum."""
     distances = np.asarray(distances, dtype=float)  # [h, h]
     h = distances.shape[0]
-    names = list(head_names or [f"head {i + 1}" for i in range(h)])
+    names = position_labels(head_names or [f"head {i + 1}" for i in range(h)])
     top = {"l2": float(np.sqrt(2.0)), "js": 1.0, "tv": 1.0}[metric]
     texts, hovers = _strings(distances, names, names, what="distance", digits=3, near_one=False,
                              attention=False)
@@ -853,7 +855,7 @@ def entropy_bars(normalised, *, head_names=None, flat_at: float, large: bool = F
     normalised = np.asarray(normalised, dtype=float)  # [h]
     h = normalised.shape[0]
     s = _style(large)
-    names = list(head_names or [f"head {i + 1}" for i in range(h)])
+    names = position_labels(head_names or [f"head {i + 1}" for i in range(h)])
     font = dict(size=s.tick_font)
     data = [dict(type="bar", x=names, y=normalised.astype(np.float32),
                  marker=dict(color=[head_colour(i) for i in range(h)]),

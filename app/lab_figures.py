@@ -11,7 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import format_number, hover_number, plain
+from app.figures import format_number, hover_number
+from app.safe import chart_text
 
 BLUE, VERMILLION, MARKER = "#0072B2", "#D55E00", "#CC79A7"
 FONT = dict(size=13)
@@ -27,13 +28,13 @@ WEIGHT_TOP = 1.18  # y range of weight bars: room for the number above a bar of 
 
 def _layout(height: int, title: str, **axes) -> dict:
     return dict(template={}, height=height, margin=MARGIN, font=FONT, hoverlabel=dict(font=FONT),
-                title=dict(text=title, x=0, xanchor="left", font=dict(size=15)), **axes)
+                title=dict(text=chart_text(title), x=0, xanchor="left", font=dict(size=15)), **axes)
 
 
 def weight_bars(weights, keys, scores, values, *, title: str = "") -> go.Figure:
     """One query's weights as bars, the number above each bar. weights, scores, values [n_k]."""
     weights = np.asarray(weights, dtype=float)  # [n_k]
-    labels = [plain(key) for key in keys]
+    labels = [chart_text(key) for key in keys]
     positions = np.arange(1, weights.size + 1)  # [n_k] integer positions: repeated keys stay apart
     hover = [f"{key}: score {hover_number(s)}, weight {hover_number(w, near_one=True)}, "
              f"value {hover_number(v)}" for key, s, w, v in zip(labels, scores, weights, values, strict=True)]

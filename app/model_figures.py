@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.figures import HEAD_COLOURS, WEIGHT_SCALE, FigureSpec, _figure, block_means, format_number, plain
+from app.figures import HEAD_COLOURS, WEIGHT_SCALE, FigureSpec, _figure, block_means, format_number
+from app.safe import chart_text
 
 THUMB_BLOCKS = 24  # a thumbnail shows at most this many blocks a side (block means beyond)
 THUMB_PX = 64  # px: one thumbnail's side
@@ -26,7 +27,8 @@ def thumbnail(weights: np.ndarray) -> np.ndarray:
 
 def model_view(weights: list[np.ndarray], labels: list[list[str]]) -> FigureSpec:
     """Every head of every layer as a small heatmap, one row per layer: weights[layer] [h, n, n],
-    labels[layer][head] a short two-line text (entropy, pattern). Weights on one 0..1 scale."""
+    labels[layer][head] a short plain text, lines split at "\n" (entropy, pattern). Weights on one 0..1
+    scale."""
     n_layers, n_heads = len(weights), weights[0].shape[0]
     width = n_heads * (THUMB_PX + 8) + 60
     height = n_layers * (THUMB_PX + THUMB_TITLE) + 10
@@ -49,8 +51,9 @@ def model_view(weights: list[np.ndarray], labels: list[list[str]]) -> FigureSpec
                                             anchor=f"y{suffix}")
             layout[f"yaxis{suffix}"] = dict(axis, domain=[max(bottom, 0), top], anchor=f"x{suffix}",
                                             autorange="reversed")
+            lines = [chart_text(line) for line in labels[layer][head].split("\n")]
             layout["annotations"].append(dict(
-                text=labels[layer][head], x=x0 + 0.5 / n_heads, y=top, xref="paper", yref="paper",
+                text="<br>".join(lines), x=x0 + 0.5 / n_heads, y=top, xref="paper", yref="paper",
                 xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=THUMB_FONT)))
         layout["annotations"].append(dict(
             text=f"layer {layer + 1}", x=0, xref="paper", xanchor="right", xshift=-6, showarrow=False,
@@ -71,7 +74,7 @@ def head_view(weights: np.ndarray, heads: list[int], tokens, *, query: int | Non
     Links weaker than LINE_MIN_WEIGHT are left out; each (head, thickness) is one trace.
     """
     n = weights.shape[1]
-    labels = [plain(token) for token in tokens]
+    labels = [chart_text(token) for token in tokens]
     queries = range(n) if query is None else [query]
     data = []
     for head in heads:

@@ -88,7 +88,7 @@ def layer_ui() -> int:
 
 def head_labels(weights: np.ndarray) -> list[str]:
     """Each head's normalised entropy (mean over queries) and its pattern guess."""
-    return [f"{float(np.mean(normalised_entropy(w))):.2f}<br>{head_pattern(w)}" for w in weights]
+    return [f"{float(np.mean(normalised_entropy(w))):.2f}\n{head_pattern(w)}" for w in weights]
 
 
 def overview_tab(trace: Trace, layer: int) -> None:

@@ -1,0 +1,428 @@
+"""Outside text (tokens, nicknames, answers, preset and file text) reaches the page only through
+app/safe.py.
+
+Two kinds of test: a source check that reads every app/ module and refuses any Markdown call or
+widget label that is not built from literals, numbers and ``safe`` calls, so escaping is the
+default path rather than a habit; and hostile text sent along every route (a ``?s=`` link, a JSON
+file, the figures, the worksheet, the downloads), whose markup must show literally wherever it
+lands.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app"
+
+# --- The source check ---------------------------------------------------------------------------
+
+# Methods whose first argument Streamlit renders as Markdown (st.latex: as LaTeX), on any object:
+# st, st.sidebar, a column, a container, a widgets.Unseen.
+MARKDOWN_METHODS = {"markdown", "caption", "success", "info", "warning", "error", "toast", "latex", "title",
+                    "header", "subheader", "write", "exception", "spinner", "status", "dialog"}
+# Widgets whose label (first argument or label=) Streamlit renders as Markdown; help= too.
+LABELLED = {"selectbox", "radio", "segmented_control", "pills", "button", "checkbox", "toggle",
+            "text_input", "text_area", "number_input", "slider", "select_slider", "download_button",
+            "expander", "popover", "multiselect", "file_uploader", "form_submit_button", "link_button",
+            "metric", "color_picker", "date_input", "time_input", "camera_input", "chat_input",
+            "page_link", "progress"}
+# Widgets whose options are drawn as Markdown (a selectbox's are plain text): the options must be
+# the app's own, or shown through format_func=safe.lit.
+MARKDOWN_OPTIONS = {"radio", "segmented_control", "pills"}
+# The escapers of app/safe.py, under every name the app calls them by.
+ESCAPERS = {"lit", "md", "md_literal"}
+# Functions that return Markdown (or LaTeX) the app writes itself from escaped parts, and why each
+# may be trusted. Each is checked like any other code: its own Markdown-bearing strings pass the
+# same rules where they are built.
+APP_MARKDOWN = {
+    "sizes_line": "workbench: sizes and parameter counts, numbers only",
+    "read_only_grid": "widgets: a follower's grid, labels through lit and cells as numbers",
+    "drill_lines": "workbench: LaTeX of one cell, positions and numbers only, never tokens",
+    "shown_label": "widgets: a preset's title (app text) or 'your setup'",
+    "latex": "mha_core.Scaling.latex(d_k): the scaling as LaTeX from its kind and numbers",
+    "describe": "mha_core.Scaling.describe(d_k): the scaling in words from its kind and numbers",
+}
+# Attributes that hold Markdown (or LaTeX) the app writes itself.
+APP_MARKDOWN_ATTRIBUTES = {
+    "explanation": "mha_core.quiz.Question.explanation: its tokens go through mha_core.markup.literal",
+    "formula": "app.steps.Step.formula: the course's LaTeX, a literal in app/steps.py",
+}
+# Functions whose parameter is shown as Markdown: the parameter is checked at every call instead.
+WRAPPERS = {
+    "choice_ui": {"label": 1},  # (where, label, labels, name)
+    "step_header": {"formula": 1, "what": 2},  # (number, formula, what)
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    call: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.call}: {self.why}"
+
+
+def _name(func: ast.expr) -> str:
+    """The called name: 'md' for md(...), safe.md(...) and widgets.md(...)."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return ""
+
+
+def _module_constants(tree: ast.Module) -> set[str]:
+    """Module-level names bound once to a literal (a str, a tuple/list/dict of literals)."""
+    counts: dict[str, int] = {}
+    literal: set[str] = set()
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) and node.value is not None else []
+        for target in targets:
+            if isinstance(target, ast.Name):
+                counts[target.id] = counts.get(target.id, 0) + 1
+                if _is_literal(node.value):
+                    literal.add(target.id)
+    return {name for name in literal if counts[name] == 1}
+
+
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+        return True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self, path: str, tree: ast.Module):
+        self.path, self.findings = path, []
+        self.constants = _module_constants(tree)
+        self.scopes: list[ast.AST] = [tree]
+
+    # Scopes: a name is resolved in the innermost function that binds it.
+    def visit_FunctionDef(self, node):
+        self.scopes.append(node)
+        self.generic_visit(node)
+        self.scopes.pop()
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_FunctionDef
+
+    def visit_Call(self, node: ast.Call):
+        name = _name(node.func)
+        if isinstance(node.func, ast.Attribute) and name in MARKDOWN_METHODS:
+            self._markdown_call(node, name)
+        if isinstance(node.func, ast.Attribute) and name in LABELLED:
+            self._widget_call(node, name)
+        if name in WRAPPERS:
+            for parameter, position in WRAPPERS[name].items():
+                self._check(node, _argument(node, position, parameter), f"{name}({parameter})")
+        self.generic_visit(node)
+
+    def _markdown_call(self, node: ast.Call, name: str):
+        values = node.args if name == "write" else _argument(node, 0, "body")
+        if name == "write":
+            for value in values:
+                self._check(node, [value], "write", latex=False)
+        else:
+            self._check(node, values, name, latex=name == "latex")
+        self._check(node, _keyword(node, "help"), f"{name}(help)")
+
+    def _widget_call(self, node: ast.Call, name: str):
+        if name == "progress":
+            self._check(node, _keyword(node, "text"), "progress(text)")
+            return
+        self._check(node, _argument(node, 0, "label"), f"{name}(label)")
+        self._check(node, _keyword(node, "help"), f"{name}(help)")
+        self._check(node, _keyword(node, "placeholder"), f"{name}(placeholder)")
+        if name in MARKDOWN_OPTIONS:
+            self._options(node, name)
+
+    def _options(self, node: ast.Call, name: str):
+        captions = _keyword(node, "captions")
+        self._check(node, captions, f"{name}(captions)")
+        format_func = _keyword(node, "format_func")
+        if format_func:
+            if not self._trusted_format(format_func[0]):
+                self._find(node, f"{name}(format_func)", "options shown through a function the check "
+                                                            "cannot read: use format_func=safe.lit")
+            return
+        options = _argument(node, 1, "options")
+        if options and not self._constant(options[0]):
+            self._find(node, f"{name}(options)", "options from a variable are Markdown: pass "
+                                                 "format_func=safe.lit")
+
+    def _trusted_format(self, node: ast.expr) -> bool:
+        """safe.lit, str.upper, or CONSTANT_DICT.get (the app's own labels)."""
+        if _name(node) in ESCAPERS | {"upper", "lower", "title"}:
+            return True
+        return (isinstance(node, ast.Attribute) and node.attr == "get" and isinstance(node.value, ast.Name)
+                and node.value.id in self.constants)
+
+    def _constant(self, node: ast.expr) -> bool:
+        if _is_literal(node):
+            return True
+        if isinstance(node, ast.Name):
+            return node.id in self.constants
+        if isinstance(node, ast.Call) and _name(node.func) in {"list", "tuple"} and node.args:
+            return self._constant(node.args[0])
+        return False
+
+    def _check(self, call: ast.Call, values: list[ast.expr], what: str, *, latex: bool = False):
+        for value in values:
+            why = self._unsafe(value, latex=latex, seen=set())
+            if why:
+                self._find(call, what, why)
+
+    def _find(self, node: ast.AST, what: str, why: str):
+        self.findings.append(Finding(self.path, node.lineno, what, why))
+
+    # The rules: why a value may carry outside text unescaped, or None when it cannot.
+    def _unsafe(self, node: ast.expr, *, latex: bool, seen: set) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, type(None))):
+            return None
+        if isinstance(node, ast.JoinedStr):
+            for part in node.values:
+                if isinstance(part, ast.FormattedValue):
+                    why = self._interpolated(part, latex)
+                    if why:
+                        return why
+            return None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return (self._unsafe(node.left, latex=latex, seen=seen)
+                    or self._unsafe(node.right, latex=latex, seen=seen))
+        if isinstance(node, ast.IfExp):
+            return (self._unsafe(node.body, latex=latex, seen=seen)
+                    or self._unsafe(node.orelse, latex=latex, seen=seen))
+        if isinstance(node, ast.Call):
+            name = _name(node.func)
+            if _evidently_number(node):
+                return None
+            if name in ESCAPERS and not latex:
+                return None
+            if name in APP_MARKDOWN:
+                return None
+            if name == "join" and isinstance(node.func, ast.Attribute) and isinstance(node.func.value,
+                                                                                      ast.Constant):
+                return self._joined(node, latex, seen)
+            return f"a call of {ast.unparse(node.func)}(): pass its text through safe.md or safe.lit"
+        if isinstance(node, ast.Name):
+            return self._bound(node, latex, seen)
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
+                node.value.id in self.constants:
+            return None
+        if isinstance(node, ast.Attribute) and node.attr in APP_MARKDOWN_ATTRIBUTES:
+            return None
+        return f"{ast.unparse(node)[:60]!r} may hold outside text: pass it through safe.md or safe.lit"
+
+    def _interpolated(self, part: ast.FormattedValue, latex: bool) -> str | None:
+        if part.conversion != -1:
+            return f"f-string value {{{ast.unparse(part.value)[:50]}!...}}: a conversion shows any text"
+        if _numeric_spec(part.format_spec):
+            return None  # {n:d}, {x:.3f}, {n:,}: a number, or a ValueError for a string
+        value = part.value
+        if _evidently_number(value):
+            return None
+        readable = (ast.Call, ast.Name, ast.IfExp, ast.Subscript, ast.Attribute, ast.Constant)
+        if isinstance(value, readable) and self._unsafe(value, latex=latex, seen=set()) is None:
+            return None
+        return (f"f-string value {{{ast.unparse(value)[:50]}}}: wrap it in lit(...) or give a number a "
+                "format spec ({n:d}, {x:.3f})")
+
+    def _joined(self, node: ast.Call, latex: bool, seen: set) -> str | None:
+        if len(node.args) != 1:
+            return "a join the check cannot read"
+        items = node.args[0]
+        if isinstance(items, (ast.GeneratorExp, ast.ListComp)):
+            return self._unsafe(items.elt, latex=latex, seen=seen)
+        if isinstance(items, (ast.List, ast.Tuple)):
+            for item in items.elts:
+                why = self._unsafe(item, latex=latex, seen=seen)
+                if why:
+                    return why
+            return None
+        return self._unsafe(items, latex=latex, seen=seen)
+
+    def _bound(self, node: ast.Name, latex: bool, seen: set) -> str | None:
+        """A name is safe when every value bound to it in its function is, or it is a wrapper's
+        parameter (checked at the calls), or a module constant."""
+        if node.id in seen:
+            return None
+        seen = seen | {node.id}
+        for scope in reversed(self.scopes):
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    node.id in WRAPPERS.get(scope.name, {}):
+                return None
+            bound = list(_bindings(scope, node.id))
+            if bound:
+                for value in bound:
+                    if value is None:
+                        return f"{node.id!r} is a parameter or loop variable: escape it where it is shown"
+                    why = self._unsafe(value, latex=latex, seen=seen)
+                    if why:
+                        return f"{node.id!r} = {why}"
+                return None
+        if node.id in self.constants:
+            return None
+        return f"{node.id!r} may hold outside text: pass it through safe.md or safe.lit"
+
+
+def _numeric_spec(spec: ast.JoinedStr | None) -> bool:
+    """A format spec only a number takes: a type of b d e f g n o x % or a ',' / '_' grouping."""
+    if spec is None or not all(isinstance(p, ast.Constant) for p in spec.values):
+        return False
+    text = "".join(str(p.value) for p in spec.values)
+    return bool(re.search(r"[,_]|[bdeEfFgGnoxX%]$", text))
+
+
+def _evidently_number(node: ast.expr) -> bool:
+    """len(...), int(...), float(...), round(...), or such a value (or a name) plus or minus a number."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+    if isinstance(node, ast.Call):
+        return _name(node.func) in {"len", "int", "float", "round"} and isinstance(node.func, ast.Name)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _evidently_number(node.operand)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        # str + int raises, so a number on either side makes it a number
+        return _evidently_number(node.left) or _evidently_number(node.right)
+    return False
+
+
+def _bindings(scope: ast.AST, name: str):
+    """Values bound to ``name`` directly in ``scope`` (None for a parameter or a loop target whose
+    items cannot be read); a for loop over a trusted call's items yields that call."""
+    args = getattr(scope, "args", None)
+    if args is not None and name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}:
+        yield None
+    for node in _own_nodes(scope):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id == name:
+                    yield node.value
+                elif isinstance(target, ast.Tuple) and any(isinstance(t, ast.Name) and t.id == name
+                                                           for t in target.elts):
+                    yield None
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name) and \
+                node.target.id == name and node.value is not None:
+            yield node.value
+        elif isinstance(node, (ast.For, ast.comprehension)) and any(
+                isinstance(t, ast.Name) and t.id == name for t in ast.walk(node.target)):
+            items = node.iter
+            yield items if isinstance(items, ast.Call) and _name(items.func) in APP_MARKDOWN else None
+        elif isinstance(node, ast.NamedExpr) and node.target.id == name:
+            yield node.value
+
+
+def _own_nodes(scope: ast.AST):
+    """Nodes of a function body (or a module), not those of the functions nested in it."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _argument(node: ast.Call, position: int, keyword: str) -> list[ast.expr]:
+    if len(node.args) > position and not any(isinstance(a, ast.Starred) for a in node.args[:position + 1]):
+        return [node.args[position]]
+    return _keyword(node, keyword)
+
+
+def _keyword(node: ast.Call, keyword: str) -> list[ast.expr]:
+    return [k.value for k in node.keywords if k.arg == keyword]
+
+
+def source_findings(paths=None) -> list[Finding]:
+    """Every Markdown call or label in app/ that could show outside text unescaped."""
+    findings = []
+    paths = sorted(paths or APP.rglob("*.py"))
+    assert len(paths) > 10, f"app/ not found at {APP}"
+    for path in paths:
+        tree = ast.parse(path.read_text(), filename=str(path))
+        checker = _Checker(str(path.relative_to(ROOT)), tree)
+        checker.visit(tree)
+        findings += checker.findings
+    return findings
+
+
+def test_every_markdown_call_and_label_in_app_is_built_from_escaped_parts():
+    findings = source_findings()
+    assert not findings, "\n" + "\n".join(map(str, findings))
+
+
+# --- Hostile text along every route --------------------------------------------------------------
+
+# Each would do something if rendered: fetch an image, embolden, inject a tag, typeset, colour, link.
+HOSTILE = ["![i](http://127.0.0.1:9/p.png)", "**BOLD**", "<b>x</b>", "$x$", ":red[x]",
+           "[link](javascript:alert(1))"]
+HOSTILE_TEXT = " ".join(HOSTILE)
+
+
+def _strings_of(value):
+    """Every string inside a figure spec, except the base64 of arrays and images."""
+    if isinstance(value, str):
+        if not value.startswith("data:image/"):
+            yield value
+    elif isinstance(value, dict):
+        if "bdata" in value:
+            return
+        for item in value.values():
+            yield from _strings_of(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings_of(item)
+
+
+def _plotly_markup(spec) -> list[str]:
+    """Strings of a figure that plotly would read as markup: a tag other than its own <br> and
+    <extra>, or a $ (LaTeX)."""
+    found = []
+    for text in _strings_of(spec):
+        bare = text.replace("<br>", "").replace("<extra></extra>", "")
+        if "<" in bare or "$" in bare:
+            found.append(text)
+    return found
+
+
+def _every_figure(tokens: list[str], title: str):
+    """Every figure builder of app/, given outside text wherever it takes text."""
+    import numpy as np
+
+    from app import figures, lab_figures, model_figures
+
+    rng = np.random.default_rng(0)
+    n, h = len(tokens), 2
+    weights = rng.dirichlet(np.ones(n), size=(h, n))  # [h, n, n]
+    names = [f"{title} {i}" for i in range(h)]
+    yield figures.matrix_heatmap(rng.normal(size=(n, 3)), tokens, tokens[:3], title=title)
+    for kind in figures.KINDS:
+        yield figures.head_grids(weights, tokens, tokens, kind=kind, head_names=names, title=title)
+    yield figures.qkv_panels(*(rng.normal(size=(n, 2)) for _ in range(3)), tokens, tokens[::-1],
+                             titles=[title] * 3)
+    yield figures.side_by_side(rng.normal(size=(n, 2)), rng.normal(size=(n, 2)), tokens, left_title=title,
+                               right_title=title)
+    yield figures.concat_bands(rng.normal(size=(n, 4)), tokens, 2, 2, title=title)
+    yield figures.query_bars(weights, 0, tokens, head_names=names)
+    yield figures.disagreement_heatmap(rng.random((h, h)), metric="l2", head_names=names)
+    yield figures.entropy_bars(rng.random(h), head_names=names, flat_at=0.9)
+    yield lab_figures.weight_bars(weights[0, 0], tokens, rng.normal(size=n), rng.normal(size=n), title=title)
+    yield model_figures.model_view([weights], [[f"{title}\n{title}"] * h])
+    yield model_figures.head_view(weights, [0, 1], tokens, query=0)
+
+
+def test_outside_text_in_every_chart_title_label_and_hover_shows_literally():
+    """Tokens, head names and titles with markup: plotly must see every one of them escaped."""
+    for fig in _every_figure(HOSTILE, HOSTILE_TEXT):
+        spec = fig.to_dict() if hasattr(fig, "to_dict") else fig
+        assert not _plotly_markup(spec), _plotly_markup(spec)[:3]
+        assert any("&lt;b&gt;x&lt;/b&gt;" in text for text in _strings_of(spec))  # shown, as text
