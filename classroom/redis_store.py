@@ -1,17 +1,21 @@
-"""The shared backend: Redis, so several server processes see the same rooms.
+"""The shared backend: Redis, so several server processes see the same rooms and the same limits.
 
 Each write is one Lua script (atomic in Redis: its checks and its writes happen with nothing in
 between); each read of several keys is one MULTI/EXEC. Keys, with the room code as hash tag:
 
-    mha:rooms                  sorted set: code -> last activity (epoch seconds); counts the rooms
+    mha:rooms                  sorted set: code -> the teacher's last activity (epoch seconds)
     mha:{CODE}:room            hash: secret_hash, created, version, page, step, setup_json,
-                               selections, question_id, question (JSON), revealed
-    mha:{CODE}:students        set of student ids admitted
-    mha:{CODE}:presence        sorted set: student id -> last heartbeat
+                               selections, question_id, question (JSON), status, revealed, locked
+    mha:{CODE}:members         set of the room's members (joined, not removed)
+    mha:{CODE}:removed         set of the students the teacher removed
+    mha:{CODE}:nicknames       hash: student id -> nickname (members and removed)
+    mha:{CODE}:joined          sorted set: student id -> when they joined
+    mha:{CODE}:presence        sorted set: member -> last heartbeat (or join)
     mha:{CODE}:questions       list of question ids, in order asked
     mha:{CODE}:qdata           hash: question id -> question JSON
     mha:{CODE}:qstatus         hash: question id -> open | closed | revealed
     mha:{CODE}:answers:QID     hash: student id -> answer JSON (HSETNX: the first one wins)
+    mha:bucket:NAME            hash: tokens, at (a rate limit's token bucket; expires once full)
 
 Durability is the server's: run redis-server with ``appendonly yes`` (``appendfsync everysec`` keeps
 acknowledged writes across a restart or a killed process; ``always`` across a power cut too).
@@ -31,23 +35,28 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from classroom.store import (
-    FOLLOWER_TTL_SECONDS,
     MAX_QUESTIONS_PER_ROOM,
     MAX_ROOMS,
     MAX_STUDENTS_PER_ROOM,
+    OPEN,
+    REVEALED,
     ROOM_FULL,
-    ROOM_IDLE_SECONDS,
     ROOMS_FULL,
+    TEACHER_GONE_SECONDS,
     TOO_MANY_QUESTIONS,
     Answer,
     ClassroomStore,
     LimitReached,
     NoSuchQuestion,
     NoSuchRoom,
+    NotInRoom,
     Question,
     QuestionClosed,
+    Removed,
+    RoomLocked,
     RoomState,
     StoreUnavailable,
+    Student,
 )
 
 CONNECT_TIMEOUT_SECONDS = 2.0
@@ -55,19 +64,43 @@ SOCKET_TIMEOUT_SECONDS = 5.0
 MAX_CONNECTIONS = 32  # per process; every call is one short round trip
 POOL_WAIT_SECONDS = 10.0
 
-# Every script starts with this: ARGV[1] is the code, ARGV[2] the time now, ARGV[3] the idle cutoff,
-# ARGV[4] the teacher's secret hash or ''. KEYS[1] is mha:rooms, KEYS[2] the room's hash.
+# A token bucket: the tokens in it now (a missing key is a full bucket), and taking one. Numbers go
+# back to Python as strings (Redis would truncate a Lua number to an integer).
+BUCKET = """
+local function tokens_in(key, now, capacity, rate)
+  local stored = redis.call('HMGET', key, 'tokens', 'at')
+  if not stored[1] then return capacity end
+  return math.min(capacity, tonumber(stored[1]) + math.max(0, now - tonumber(stored[2])) * rate)
+end
+local function wait_for(tokens, rate)
+  if tokens >= 1 then return 0 end
+  return (1 - tokens) / rate
+end
+local function take(key, now, capacity, rate)
+  local tokens = tokens_in(key, now, capacity, rate)
+  if tokens < 1 then return wait_for(tokens, rate) end
+  tokens = tokens - 1
+  redis.call('HSET', key, 'tokens', string.format('%.17g', tokens), 'at', string.format('%.17g', now))
+  redis.call('PEXPIRE', key, math.ceil((capacity - tokens) / rate * 1000) + 1000)
+  return 0
+end
+"""
+
+# KEYS[1]: the bucket. ARGV: now, capacity, per second, 'take' or 'peek'.
+TAKE = BUCKET + """
+local now, capacity, rate = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+if ARGV[4] == 'take' then return string.format('%.17g', take(KEYS[1], now, capacity, rate)) end
+return string.format('%.17g', wait_for(tokens_in(KEYS[1], now, capacity, rate), rate))
+"""
+
+# Every room script starts with this: ARGV[1] is the code, ARGV[2] the time now, ARGV[3] the cutoff
+# (the teacher gone since before it: no room), ARGV[4] the teacher's secret hash or ''. KEYS[1] is
+# mha:rooms, KEYS[2] the room's hash. touch() marks the teacher active: teacher scripts only.
 ROOM_CHECK = """
 local seen = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not seen or tonumber(seen) < tonumber(ARGV[3]) then return {'no_room'} end
 if ARGV[4] ~= '' and redis.call('HGET', KEYS[2], 'secret_hash') ~= ARGV[4] then return {'no_room'} end
 local function touch() redis.call('ZADD', KEYS[1], 'XX', 'GT', ARGV[2], ARGV[1]) end
-local function admit(students, student_id, limit)
-  if redis.call('SISMEMBER', students, student_id) == 1 then return true end
-  if redis.call('SCARD', students) >= tonumber(limit) then return false end
-  redis.call('SADD', students, student_id)
-  return true
-end
 """
 
 CREATE = """
@@ -75,13 +108,14 @@ if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return {'taken'} end
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return {'rooms_full'} end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[2], 'secret_hash', ARGV[4], 'created', ARGV[2], 'version', 0, 'page', '',
-  'step', 0, 'setup_json', '', 'selections', '{}', 'question_id', '', 'question', '', 'revealed', 0)
+  'step', 0, 'setup_json', '', 'selections', '{}', 'question_id', '', 'question', '', 'status', '',
+  'revealed', 0, 'locked', 0)
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 return {'ok'}
 """
 
-# KEYS[3..7]: students, presence, questions, qdata, qstatus; ARGV[5]: the answers keys' prefix.
-# With ARGV[4] == '' only a room idle since before the cutoff is purged (expiry), else a live one.
+# KEYS[3..]: the room's other keys (see RedisStore._purge_keys); ARGV[5]: the answers keys' prefix.
+# With ARGV[4] == '' only a room gone since before the cutoff is purged (expiry), else a live one.
 PURGE = """
 local seen = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not seen then return {'no_room'} end
@@ -90,10 +124,15 @@ if ARGV[4] ~= '' then
   if tonumber(seen) < tonumber(ARGV[3]) then return {'no_room'} end
   if redis.call('HGET', KEYS[2], 'secret_hash') ~= ARGV[4] then return {'no_room'} end
 end
-for _, id in ipairs(redis.call('LRANGE', KEYS[5], 0, -1)) do redis.call('DEL', ARGV[5] .. id) end
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+for _, id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do redis.call('DEL', ARGV[5] .. id) end
+for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
 redis.call('ZREM', KEYS[1], ARGV[1])
 return {'ok', 1}
+"""
+
+TOUCH = ROOM_CHECK + """
+touch()
+return {'ok'}
 """
 
 SET_STATE = ROOM_CHECK + """
@@ -103,20 +142,59 @@ touch()
 return {'ok', version}
 """
 
-# KEYS[3..4]: students, presence. ARGV[5] the limit, ARGV[6] the presence TTL, ARGV[7..] student ids.
-# Returns {'ok', the ids the full room refused...}.
+# KEYS[3..8]: members, removed, nicknames, joined, presence, the join bucket. ARGV[5] student id,
+# ARGV[6] nickname, ARGV[7] the students limit, ARGV[8..9] the bucket's capacity and rate.
+# Returns {'ok', seconds the join rate asks to wait ('0': joined)}.
+JOIN = ROOM_CHECK + BUCKET + """
+local now, capacity, rate = tonumber(ARGV[2]), tonumber(ARGV[8]), tonumber(ARGV[9])
+if redis.call('SISMEMBER', KEYS[3], ARGV[5]) == 1 then
+  redis.call('HSET', KEYS[5], ARGV[5], ARGV[6])
+  redis.call('ZADD', KEYS[7], ARGV[2], ARGV[5])
+  return {'ok', '0'}
+end
+if redis.call('SISMEMBER', KEYS[4], ARGV[5]) == 1 then return {'removed'} end
+if redis.call('HGET', KEYS[2], 'locked') == '1' then return {'locked'} end
+local wait = wait_for(tokens_in(KEYS[8], now, capacity, rate), rate)
+if wait > 0 then return {'ok', string.format('%.17g', wait)} end
+if redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[7]) then return {'room_full'} end
+take(KEYS[8], now, capacity, rate)
+redis.call('SADD', KEYS[3], ARGV[5])
+redis.call('HSET', KEYS[5], ARGV[5], ARGV[6])
+redis.call('ZADD', KEYS[6], ARGV[2], ARGV[5])
+redis.call('ZADD', KEYS[7], ARGV[2], ARGV[5])
+return {'ok', '0'}
+"""
+
+# ARGV[5]: 1 to lock, 0 to open.
+LOCK = ROOM_CHECK + """
+redis.call('HSET', KEYS[2], 'locked', ARGV[5])
+local version = redis.call('HINCRBY', KEYS[2], 'version', 1)
+touch()
+return {'ok', version}
+"""
+
+# KEYS[3..7]: members, removed, nicknames, joined, presence. ARGV[5]: the student id.
+REMOVE = ROOM_CHECK + """
+redis.call('SREM', KEYS[3], ARGV[5])
+redis.call('SADD', KEYS[4], ARGV[5])
+redis.call('HSETNX', KEYS[5], ARGV[5], '')
+redis.call('ZADD', KEYS[6], 'NX', ARGV[2], ARGV[5])
+redis.call('ZREM', KEYS[7], ARGV[5])
+touch()
+return {'ok', tonumber(redis.call('HGET', KEYS[2], 'version'))}
+"""
+
+# KEYS[3..4]: members, presence. ARGV[5..]: student ids. Returns {'ok', the ids that are not members...}.
 HEARTBEAT = ROOM_CHECK + """
-local refused = {'ok'}
-for i = 7, #ARGV do
-  if admit(KEYS[3], ARGV[i], ARGV[5]) then
+local outside = {'ok'}
+for i = 5, #ARGV do
+  if redis.call('SISMEMBER', KEYS[3], ARGV[i]) == 1 then
     redis.call('ZADD', KEYS[4], ARGV[2], ARGV[i])
   else
-    table.insert(refused, ARGV[i])
+    table.insert(outside, ARGV[i])
   end
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. (tonumber(ARGV[2]) - tonumber(ARGV[6])))
-touch()
-return refused
+return outside
 """
 
 # KEYS[3..5]: questions, qdata, qstatus. ARGV[5] question id, ARGV[6] its JSON, ARGV[7] the limit.
@@ -130,33 +208,36 @@ end
 redis.call('RPUSH', KEYS[3], ARGV[5])
 redis.call('HSET', KEYS[4], ARGV[5], ARGV[6])
 redis.call('HSET', KEYS[5], ARGV[5], 'open')
-redis.call('HSET', KEYS[2], 'question_id', ARGV[5], 'question', ARGV[6], 'revealed', 0)
+redis.call('HSET', KEYS[2], 'question_id', ARGV[5], 'question', ARGV[6], 'status', 'open', 'revealed', 0)
 redis.call('HINCRBY', KEYS[2], 'version', 1)
 touch()
 return {'ok'}
 """
 
-# KEYS[3..5]: students, qstatus, the question's answers. ARGV[5] question id, ARGV[6] student id,
-# ARGV[7] the answer's JSON (with a per-call nonce), ARGV[8] the students limit.
+# KEYS[3..6]: members, removed, qstatus, the question's answers. ARGV[5] question id, ARGV[6]
+# student id, ARGV[7] the answer's JSON (with a per-call nonce).
 ANSWER = ROOM_CHECK + """
-local status = redis.call('HGET', KEYS[4], ARGV[5])
+local status = redis.call('HGET', KEYS[5], ARGV[5])
 if not status then return {'no_question'} end
 if status ~= 'open' then return {'closed'} end
-if not admit(KEYS[3], ARGV[6], ARGV[8]) then return {'room_full'} end
-local stored = redis.call('HSETNX', KEYS[5], ARGV[6], ARGV[7])
-if stored == 0 and redis.call('HGET', KEYS[5], ARGV[6]) == ARGV[7] then stored = 1 end  -- a retried call
-touch()
+if redis.call('SISMEMBER', KEYS[3], ARGV[6]) == 0 then
+  if redis.call('SISMEMBER', KEYS[4], ARGV[6]) == 1 then return {'removed'} end
+  return {'not_in_room'}
+end
+local stored = redis.call('HSETNX', KEYS[6], ARGV[6], ARGV[7])
+if stored == 0 and redis.call('HGET', KEYS[6], ARGV[6]) == ARGV[7] then stored = 1 end  -- a retried call
 return {'ok', stored}
 """
 
-# KEYS[3]: qstatus. ARGV[5] question id.
-REVEAL = ROOM_CHECK + """
+# KEYS[3]: qstatus. ARGV[5] question id, ARGV[6] the new status: open -> closed, open or closed ->
+# revealed; a new version when the class sees that question.
+SET_STATUS = ROOM_CHECK + """
 local status = redis.call('HGET', KEYS[3], ARGV[5])
 if not status then return {'no_question'} end
-if status ~= 'revealed' then
-  redis.call('HSET', KEYS[3], ARGV[5], 'revealed')
+if status == 'open' or (status == 'closed' and ARGV[6] == 'revealed') then
+  redis.call('HSET', KEYS[3], ARGV[5], ARGV[6])
   if redis.call('HGET', KEYS[2], 'question_id') == ARGV[5] then
-    redis.call('HSET', KEYS[2], 'revealed', 1)
+    redis.call('HSET', KEYS[2], 'status', ARGV[6], 'revealed', ARGV[6] == 'revealed' and 1 or 0)
     redis.call('HINCRBY', KEYS[2], 'version', 1)
   end
 end
@@ -171,7 +252,11 @@ REFUSALS = {
     "too_many_questions": lambda code: LimitReached(TOO_MANY_QUESTIONS),
     "no_question": lambda code: NoSuchQuestion(),
     "closed": lambda code: QuestionClosed(),
+    "removed": lambda code: Removed(),
+    "locked": lambda code: RoomLocked(),
+    "not_in_room": lambda code: NotInRoom(),
 }
+ROOM_PARTS = ("members", "removed", "nicknames", "joined", "presence")  # a room's students
 
 
 class RedisStore(ClassroomStore):
@@ -181,8 +266,9 @@ class RedisStore(ClassroomStore):
         super().__init__(clock)
         self._redis, self._prefix = client, prefix
         self._scripts = {name: client.register_script(source) for name, source in (
-            ("create", CREATE), ("purge", PURGE), ("set_state", SET_STATE), ("heartbeat", HEARTBEAT),
-            ("ask", ASK), ("answer", ANSWER), ("reveal", REVEAL))}
+            ("take", TAKE), ("create", CREATE), ("purge", PURGE), ("touch", TOUCH), ("set_state", SET_STATE),
+            ("join", JOIN), ("lock", LOCK), ("remove", REMOVE), ("heartbeat", HEARTBEAT), ("ask", ASK),
+            ("answer", ANSWER), ("set_status", SET_STATUS))}
 
     @classmethod
     def from_url(cls, url: str, **kwargs) -> RedisStore:
@@ -194,7 +280,7 @@ class RedisStore(ClassroomStore):
             health_check_interval=30, retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)))
         return cls(redis.Redis(connection_pool=pool), **kwargs)
 
-    def close(self) -> None:
+    def release(self) -> None:
         self._redis.close()
 
     # Keys
@@ -205,19 +291,27 @@ class RedisStore(ClassroomStore):
     def _key(self, code: str, part: str) -> str:
         return f"{self._prefix}:{{{code}}}:{part}"
 
+    def _keys(self, code: str, *parts: str) -> list[str]:
+        return [self._key(code, part) for part in parts]
+
     def _answers_key(self, code: str, question_id: str) -> str:
         return self._key(code, f"answers:{question_id}")
 
+    def _bucket_key(self, bucket: str) -> str:
+        return f"{self._prefix}:bucket:{bucket}"
+
     def _purge_keys(self, code: str) -> list[str]:
-        parts = ("room", "students", "presence", "questions", "qdata", "qstatus")
-        return [self._rooms_key(), *(self._key(code, part) for part in parts)]
+        """For PURGE: mha:rooms, the room's hash, its questions list (KEYS[3]), then every other key
+        ("students" is what versions before join() kept)."""
+        parts = ("room", "questions", "qdata", "qstatus", *ROOM_PARTS, "students")
+        return [self._rooms_key(), *self._keys(code, *parts)]
 
     # Running scripts and transactions
 
     def _run(self, script: str, code: str, keys: list[str], now: float, secret_hash: str, *args) -> list:
         """Run a script on (mha:rooms, the room's hash, *keys); a refusal becomes its StoreError."""
         keys = [self._rooms_key(), self._key(code, "room"), *keys]
-        argv = [code, repr(now), repr(now - ROOM_IDLE_SECONDS), secret_hash, *args]
+        argv = [code, repr(now), repr(now - TEACHER_GONE_SECONDS), secret_hash, *args]
         with _unavailable_on_error():
             result = self._scripts[script](keys=keys, args=argv)
         if result[0] != "ok":
@@ -236,6 +330,20 @@ class RedisStore(ClassroomStore):
         if seen is None or seen < cutoff:
             raise NoSuchRoom(code)
         return results
+
+    # Rate limits
+
+    def _bucket(self, bucket: str, now: float, capacity: float, per_second: float, mode: str) -> float:
+        with _unavailable_on_error():
+            wait = self._scripts["take"](keys=[self._bucket_key(bucket)], args=[
+                repr(now), repr(float(capacity)), repr(float(per_second)), mode])
+        return float(wait)
+
+    def _take(self, bucket: str, now: float, capacity: float, per_second: float) -> float:
+        return self._bucket(bucket, now, capacity, per_second, "take")
+
+    def _peek(self, bucket: str, now: float, capacity: float, per_second: float) -> float:
+        return self._bucket(bucket, now, capacity, per_second, "peek")
 
     # Rooms
 
@@ -265,13 +373,43 @@ class RedisStore(ClassroomStore):
     def _secret_hash(self, code: str, cutoff: float) -> str:
         return self._snapshot(code, cutoff, ("hget", self._key(code, "room"), "secret_hash"))[0]
 
+    def _touch(self, code: str, secret_hash: str, now: float) -> None:
+        self._run("touch", code, [], now, secret_hash)
+
     def _end_room(self, code: str, secret_hash: str) -> None:
-        self._purge(code, self._clock() - ROOM_IDLE_SECONDS, secret_hash)
+        self._purge(code, self._clock() - TEACHER_GONE_SECONDS, secret_hash)
 
     def _room_exists(self, code: str, cutoff: float) -> bool:
         with _unavailable_on_error():
             seen = self._redis.zscore(self._rooms_key(), code)
         return seen is not None and seen >= cutoff
+
+    # The door
+
+    def _join(self, code: str, student_id: str, nickname: str, now: float, bucket: str, capacity: float,
+              per_second: float) -> float:
+        keys = [*self._keys(code, *ROOM_PARTS), self._bucket_key(bucket)]
+        result = self._run("join", code, keys, now, "", student_id, nickname, MAX_STUDENTS_PER_ROOM,
+                           repr(float(capacity)), repr(float(per_second)))
+        return float(result[1])
+
+    def _lock(self, code: str, secret_hash: str, now: float, locked: bool) -> int:
+        return self._run("lock", code, [], now, secret_hash, int(locked))[1]
+
+    def _remove(self, code: str, secret_hash: str, now: float, student_id: str) -> int:
+        return self._run("remove", code, self._keys(code, *ROOM_PARTS), now, secret_hash, student_id)[1]
+
+    def _roster(self, code: str, cutoff: float) -> list[Student]:
+        question_id, removed, nicknames, joined, seen = self._snapshot(
+            code, cutoff, ("hget", self._key(code, "room"), "question_id"),
+            ("smembers", self._key(code, "removed")), ("hgetall", self._key(code, "nicknames")),
+            ("zrange", self._key(code, "joined"), 0, -1, False, True), ("zrange", self._key(code, "presence"),
+                                                                       0, -1, False, True))
+        answered = set(self._snapshot(code, cutoff, ("hkeys", self._answers_key(code, question_id)))[0]
+                       if question_id else ())
+        last_seen = dict(seen)
+        return [Student(sid, nicknames.get(sid, ""), at, last_seen.get(sid, at), sid in answered,
+                        sid in removed) for sid, at in joined]
 
     # Follow the teacher
 
@@ -285,13 +423,14 @@ class RedisStore(ClassroomStore):
     def _state(self, code: str, cutoff: float) -> RoomState:
         room = self._snapshot(code, cutoff, ("hgetall", self._key(code, "room")))[0]
         question = Question.from_json(room["question"]) if room["question"] else None
+        status = room.get("status") or (REVEALED if room["revealed"] == "1" else OPEN if question else "")
         return RoomState(int(room["version"]), room["page"], int(room["step"]), room["setup_json"],
-                         json.loads(room["selections"]), question, room["revealed"] == "1")
+                         json.loads(room["selections"]), question, status == REVEALED,
+                         room.get("locked") == "1", status)
 
     def _heartbeat(self, code: str, student_ids: tuple[str, ...], now: float) -> list[str]:
-        keys = [self._key(code, "students"), self._key(code, "presence")]
-        return self._run("heartbeat", code, keys, now, "", MAX_STUDENTS_PER_ROOM, FOLLOWER_TTL_SECONDS,
-                         *student_ids)[1:]
+        keys = self._keys(code, "members", "presence")
+        return self._run("heartbeat", code, keys, now, "", *student_ids)[1:]
 
     def _followers(self, code: str, since: float, cutoff: float) -> int:
         return self._snapshot(code, cutoff, ("zcount", self._key(code, "presence"), since, "+inf"))[0]
@@ -299,7 +438,7 @@ class RedisStore(ClassroomStore):
     # Ask the room
 
     def _ask(self, code: str, secret_hash: str, question: Question) -> None:
-        keys = [self._key(code, part) for part in ("questions", "qdata", "qstatus")]
+        keys = self._keys(code, "questions", "qdata", "qstatus")
         self._run("ask", code, keys, question.created, secret_hash, question.id, question.to_json(),
                   MAX_QUESTIONS_PER_ROOM)
 
@@ -323,14 +462,26 @@ class RedisStore(ClassroomStore):
         # "call", a nonce, tells the same call retried after a dropped connection from a second answer.
         fields = {"student_id": answer.student_id, "value": answer.value, "nickname": answer.nickname,
                   "at": answer.at, "call": secrets.token_hex(8)}
-        keys = [self._key(code, "students"), self._key(code, "qstatus"),
+        keys = [*self._keys(code, "members", "removed", "qstatus"),
                 self._answers_key(code, answer.question_id)]
         result = self._run("answer", code, keys, answer.at, "", answer.question_id, answer.student_id,
-                           json.dumps(fields, ensure_ascii=False), MAX_STUDENTS_PER_ROOM)
+                           json.dumps(fields, ensure_ascii=False))
         return result[1] == 1
 
+    def _my_answer(self, code: str, question_id: str, student_id: str, cutoff: float) -> Answer | None:
+        data, stored = self._snapshot(code, cutoff, ("hget", self._key(code, "qdata"), question_id),
+                                      ("hget", self._answers_key(code, question_id), student_id))
+        if data is None:
+            raise NoSuchQuestion()
+        return _answers(question_id, [stored])[0] if stored else None
+
+    def _close(self, code: str, secret_hash: str, now: float, question_id: str) -> int:
+        return self._run("set_status", code, [self._key(code, "qstatus")], now, secret_hash, question_id,
+                         "closed")[1]
+
     def _reveal(self, code: str, secret_hash: str, now: float, question_id: str) -> int:
-        return self._run("reveal", code, [self._key(code, "qstatus")], now, secret_hash, question_id)[1]
+        return self._run("set_status", code, [self._key(code, "qstatus")], now, secret_hash, question_id,
+                         "revealed")[1]
 
     def _transcript(self, code: str, cutoff: float) -> list[tuple[Question, list[Answer]]]:
         ids, data = self._snapshot(code, cutoff, ("lrange", self._key(code, "questions"), 0, -1),
