@@ -23,7 +23,7 @@ from itertools import chain
 
 import numpy as np
 
-from mha_core.setup import ARRAYS, LIMITS, Limits, Scaling, Setup, Sizes, token_problem
+from mha_core.setup import ARRAYS, LIMITS, Limits, Scaling, Setup, Sizes, size_problem, token_problem
 
 FORMAT = "mha-visualizer/setup-v2"
 FORMAT_V1 = "mha-visualizer/setup-v1"  # "scale": "sqrt" | "none" | a multiplier; still read
@@ -55,7 +55,15 @@ def setup_to_document(setup: Setup) -> dict:
 
 
 def setup_from_document(data, limits: Limits = LIMITS) -> Setup:
-    """Check a parsed document and build its Setup; ConfigError names the field at fault."""
+    """Check a parsed document and build its Setup; ConfigError names the field at fault.
+
+    Every limit is checked on the lists' lengths before any array is built, and nothing is run:
+    an oversized setup costs its refusal, not its computation."""
+    return _checked_setup(data, limits, filled={})
+
+
+def _checked_setup(data, limits: Limits, filled: dict[str, np.ndarray]) -> Setup:
+    """setup_from_document, with some arrays given already built (a link's from its preset)."""
     if not isinstance(data, dict):
         raise ConfigError(f"the top level must be a JSON object, got {_kind(data)}")
     if data.get("format") not in (FORMAT, FORMAT_V1):
@@ -67,12 +75,17 @@ def setup_from_document(data, limits: Limits = LIMITS) -> Setup:
         raise ConfigError(f"unknown field {_short(unknown[0])}: this app reads only {sorted(known)}")
     tokens = _tokens("tokens", data.get("tokens"))
     kv_tokens = None if data.get("kv_tokens") is None else _tokens("kv_tokens", data["kv_tokens"])
-    arrays = {spec.name: _array(spec.name, data[spec.name], limits) for spec in ARRAYS
-              if data.get(spec.name) is not None}
+    given = {spec.name: filled.get(spec.name, data.get(spec.name)) for spec in ARRAYS}
+    entries = {name: _entries(name, value, limits) for name, value in given.items()  # checked, not built
+               if value is not None and not isinstance(value, np.ndarray)}
     for name in ("x", "w_q", "w_k", "w_v", "w_o"):
-        if name not in arrays:
+        if given[name] is None:
             raise ConfigError(f"{name} is missing")
-    sizes = _sizes(tokens, kv_tokens, arrays, limits)
+    shapes = {name: shape for name, (shape, _) in entries.items()} | {
+        name: value.shape for name, value in filled.items()}
+    sizes = _sizes(tokens, kv_tokens, shapes, limits)  # every limit, before any array is built
+    arrays = {name: np.array(leaves, dtype=float).reshape(shape) for name, (shape, leaves) in entries.items()}
+    arrays |= filled
     if sizes.bias:  # a file may give some biases only: the others are zero
         arrays = {**{s.name: np.zeros(sizes.shape(s.name)) for s in ARRAYS if s.when == "bias"}, **arrays}
     for spec in sizes.present():
@@ -82,30 +95,28 @@ def setup_from_document(data, limits: Limits = LIMITS) -> Setup:
     if "scale" in data and "scaling" in data:
         raise ConfigError("give either scaling or the older scale, not both")
     scaling = _scale_v1(data) if "scale" in data else _scaling_in(data)
-    setup = Setup(tokens=tokens, kv_tokens=kv_tokens, mask=_mask(data.get("mask"), sizes),
-                  scaling=scaling, origin=_origin(data.get("origin")), **arrays)
-    try:
-        setup.run()  # the core's own checks, e.g. an overflow
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
-    return setup
+    # Not run here: within LIMITS (max_abs, d_model, d_head) no score, weight or output can overflow,
+    # and the page runs it once, after these checks.
+    return Setup(tokens=tokens, kv_tokens=kv_tokens, mask=_mask(data.get("mask"), sizes),
+                 scaling=scaling, origin=_origin(data.get("origin")), **arrays)
 
 
-def _sizes(tokens, kv_tokens, arrays: dict, limits: Limits) -> Sizes:
-    x, w_q, w_v = arrays["x"], arrays["w_q"], arrays["w_v"]
-    if x.ndim != 2 or w_q.ndim != 3 or w_v.ndim != 3:
+def _sizes(tokens, kv_tokens, shapes: dict[str, tuple[int, ...]], limits: Limits) -> Sizes:
+    """The setup's sizes from its arrays' shapes, refused if over any limit (nothing is built yet)."""
+    x, w_q, w_v = shapes["x"], shapes["w_q"], shapes["w_v"]
+    if len(x) != 2 or len(w_q) != 3 or len(w_v) != 3:
         raise ConfigError(f"x must be 2-D [tokens, d_model] and w_q, w_v 3-D [h, d_model, d]; got "
-                          f"{list(x.shape)}, {list(w_q.shape)}, {list(w_v.shape)}")
-    h, d_model, d_k = w_q.shape
-    for name, size, limit in (("d_model", d_model, limits.d_model), ("heads", h, limits.n_heads),
-                              ("d_k", d_k, limits.d_head), ("d_v", w_v.shape[2], limits.d_head)):
-        if size > limit:
-            raise ConfigError(f"{name} = {size} is over the limit {limit}")
-    if ("x_kv" in arrays) != (kv_tokens is not None):
+                          f"{list(x)}, {list(w_q)}, {list(w_v)}")
+    if ("x_kv" in shapes) != (kv_tokens is not None):
         raise ConfigError("x_kv and kv_tokens come together (cross-attention) or not at all")
-    return Sizes(n_q=len(tokens), n_k=len(kv_tokens or tokens), d_model=d_model, n_heads=h, d_k=d_k,
-                 d_v=w_v.shape[2], cross=kv_tokens is not None,
-                 bias=any(s.name in arrays for s in ARRAYS if s.when == "bias"))
+    h, d_model, d_k = w_q
+    sizes = Sizes(n_q=len(tokens), n_k=len(kv_tokens or tokens), d_model=d_model, n_heads=h, d_k=d_k,
+                  d_v=w_v[2], cross=kv_tokens is not None,
+                  bias=any(s.name in shapes for s in ARRAYS if s.when == "bias"))
+    problem = size_problem(sizes, limits)
+    if problem:
+        raise ConfigError(problem)
+    return sizes
 
 
 def _kind(value) -> str:
@@ -114,6 +125,8 @@ def _kind(value) -> str:
 
 
 def _short(value) -> str:
+    """A value from a document as a message shows it: JSON-like, cut at 60 characters (a number too
+    long to read is described, never shown as a Python object)."""
     return repr(value)[:60]
 
 
@@ -128,6 +141,8 @@ def _tokens(name: str, value) -> tuple[str, ...]:
 
 def _shape_of(name: str, value, limits: Limits) -> tuple[int, ...]:
     """The shape of a nested list (by its first elements) within the limits, without building it."""
+    if not isinstance(value, list):
+        raise ConfigError(f"{name} must be a (nested) list of numbers, got {_kind(value)}")
     shape: list[int] = []
     level = value
     while isinstance(level, list):
@@ -141,25 +156,28 @@ def _shape_of(name: str, value, limits: Limits) -> tuple[int, ...]:
     for axis, size in enumerate(shape):
         if size > cap:
             raise ConfigError(f"{name} axis {axis} has {size} entries; the limit is {cap}")
-    if math.prod(shape) > limits.n_heads * limits.d_model * limits.d_head:
-        raise ConfigError(f"{name} has {math.prod(shape):,} entries, too many")
+    most = limits.n_heads * limits.d_model * limits.d_head
+    if math.prod(shape) > most:
+        raise ConfigError(f"{name} has {math.prod(shape):,} entries; the limit is {most:,} (heads × d_model "
+                          "× d_head at their limits)")
     return tuple(shape)
 
 
-def _leaves(value, depth: int):
-    """Every entry of a nested list of the given depth (a shorter row just ends sooner)."""
-    for _ in range(depth - 1):
-        if not all(isinstance(row, list) for row in value):
+def _leaves(value, shape: tuple[int, ...]) -> list | None:
+    """Every entry of a nested list of exactly ``shape`` (never more), or None if it is not that."""
+    level = [value]
+    for size in shape:
+        if not all(isinstance(row, list) and len(row) == size for row in level):
             return None
-        value = list(chain.from_iterable(value))
-    return value
+        level = list(chain.from_iterable(level))
+    return level
 
 
-def _array(name: str, value, limits: Limits) -> np.ndarray:
-    if not isinstance(value, list):
-        raise ConfigError(f"{name} must be a (nested) list of numbers, got {_kind(value)}")
+def _entries(name: str, value, limits: Limits) -> tuple[tuple[int, ...], list]:
+    """A nested list's shape and its entries in order, each checked to be a number within limits
+    (no array is built: that waits until the sizes are known to be within the limits)."""
     shape = _shape_of(name, value, limits)
-    leaves = _leaves(value, len(shape))
+    leaves = _leaves(value, shape)
     if leaves is None:
         raise ConfigError(f"{name} is not rectangular (expected shape {list(shape)})")
     for index, entry in enumerate(leaves):
@@ -172,10 +190,7 @@ def _array(name: str, value, limits: Limits) -> np.ndarray:
             raise ConfigError(f"{name} holds a number too large to represent ({entry}) at entry {index + 1}")
         if not abs(entry) <= limits.max_abs:
             raise ConfigError(f"{name} holds {entry:g} at entry {index + 1}, outside ±{limits.max_abs:,.0f}")
-    array = np.array(leaves, dtype=float)
-    if array.size != math.prod(shape):
-        raise ConfigError(f"{name} is not rectangular (expected shape {list(shape)})")
-    return array.reshape(shape)
+    return shape, leaves
 
 
 def _mask(value, sizes: Sizes):
@@ -232,6 +247,9 @@ class _Huge:
 
     def __init__(self, digits: str):
         self.digits = digits
+
+    def __repr__(self) -> str:  # what a message shows for it (never "<…_Huge object at 0x…>")
+        return f"<a whole number of {len(self.digits)} digits>"
 
 
 def _parse_int(text: str):
@@ -293,6 +311,8 @@ def setup_to_link(setup: Setup, base: Setup | None) -> tuple[dict[str, str], boo
         document["base"] = base.origin
         document.update({name: delta for name, delta in deltas.items() if delta is not None})
     text = json.dumps(document, separators=(",", ":"))
+    if len(text) > LIMITS.file_bytes:  # e.g. a 1024 × 1024 custom mask: it would pack small, but not load
+        return ({"preset": base.origin} if base is not None else {}), False
     state = LINK_VERSION + base64.urlsafe_b64encode(zlib.compress(text.encode(), 9)).decode().rstrip("=")
     if len(state) <= LIMITS.link_chars:
         return {"s": state}, True
@@ -323,47 +343,77 @@ def setup_from_link(state: str, presets: dict[str, Setup]) -> Setup:
     try:
         packed = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
         inflater = zlib.decompressobj()
-        text = inflater.decompress(packed, LIMITS.file_bytes)
-        if inflater.unconsumed_tail or not inflater.eof:
-            raise ConfigError("the link's state is truncated or too large")
+        text = inflater.decompress(packed, LIMITS.file_bytes)  # a deflate bomb stops here
+        if inflater.unconsumed_tail:
+            raise ConfigError(f"the link's state unpacks to more than {LIMITS.file_bytes:,} bytes, the limit "
+                              "of a saved setup")
+        if not inflater.eof:
+            raise ConfigError("the link's state is truncated (it may have been cut)")
     except (binascii.Error, ValueError, zlib.error) as error:
         if isinstance(error, ConfigError):
             raise
         raise ConfigError("the link's state is damaged (it may have been cut or changed)") from None
     document = _parse(text)
-    if isinstance(document, dict) and "base" in document:
-        document = _with_base(document, presets)
-    return setup_from_document(document)
+    filled = _from_base(document, presets) if isinstance(document, dict) and "base" in document else {}
+    return _checked_setup(document, LIMITS, filled)
 
 
-def _with_base(document: dict, presets: dict[str, Setup]) -> dict:
-    """Fill the arrays a link left out ("=" or a few cells) from the preset it names."""
+def _from_base(document: dict, presets: dict[str, Setup]) -> dict[str, np.ndarray]:
+    """The arrays a link left out ("=" or a few cells), from the preset it names (removes "base").
+
+    Built from the preset's arrays directly: a large preset's arrays never become lists."""
     base = presets.get(document.pop("base")) if isinstance(document.get("base"), str) else None
     if base is None:
         raise ConfigError("the link names a preset this app does not have")
+    filled = {}
     for spec in ARRAYS:
         value = document.get(spec.name)
         original = getattr(base, spec.name)
         if value == "=" or isinstance(value, dict):
             if original is None:
                 raise ConfigError(f"{spec.name}: the link refers to the preset's, which has none")
-            document[spec.name] = _apply_cells(spec.name, value, original)
-    return document
+            filled[spec.name] = _apply_cells(spec.name, value, original)
+    return filled
 
 
-def _apply_cells(name: str, value, original: np.ndarray) -> list:
+def _apply_cells(name: str, value, original: np.ndarray) -> np.ndarray:
+    """The preset's array with the link's changed cells ([position, number] pairs) written in."""
+    out = np.array(original, dtype=float)  # a copy: the preset stays as it is
     if value == "=":
-        return original.tolist()
+        return out
     cells = value.get("cells")
-    if set(value) != {"cells"} or not isinstance(cells, list) or len(cells) > original.size:
-        raise ConfigError(f"{name}: the link's changed cells are malformed")
-    out = original.astype(float).ravel().copy()
-    for cell in cells:
-        if not (isinstance(cell, list) and len(cell) == 2 and type(cell[0]) is int
-                and 0 <= cell[0] < out.size and type(cell[1]) in (int, float)):
-            raise ConfigError(f"{name}: the link's changed cell {_short(cell)} is malformed")
-        out[cell[0]] = cell[1]
-    return out.reshape(original.shape).tolist()
+    if set(value) != {"cells"} or not isinstance(cells, list):
+        raise ConfigError(f"{name}: the link's changed cells are malformed (expected "
+                          '{"cells": [[position, number], ...]})')
+    if len(cells) > out.size:
+        raise ConfigError(f"{name}: the link changes {len(cells):,} cells; {name} has only {out.size:,}")
+    flat = out.reshape(-1)  # [size] view
+    for number, cell in enumerate(cells, start=1):
+        flat[_cell_position(name, number, cell, out.size)] = _cell_value(name, number, cell)
+    return out
+
+
+def _cell_position(name: str, number: int, cell, size: int) -> int:
+    if not (isinstance(cell, list) and len(cell) == 2):
+        raise ConfigError(f"{name}: the link's changed cell {number} is not a [position, number] pair "
+                          f"(got {_kind(cell)})")
+    position = cell[0]
+    if type(position) is not int or not 0 <= position < size:
+        found = (f"a whole number of {len(position.digits)} digits" if isinstance(position, _Huge)
+                 else _short(position) if type(position) in (int, float) else _kind(position))
+        raise ConfigError(f"{name}: the link's changed cell {number} names position {found}; {name} has "
+                          f"positions 0 to {size - 1:,}")
+    return position
+
+
+def _cell_value(name: str, number: int, cell: list) -> float:
+    value = cell[1]
+    if type(value) not in (int, float) or not math.isfinite(value) or not abs(value) <= LIMITS.max_abs:
+        found = (f"a whole number of {len(value.digits)} digits" if isinstance(value, _Huge)
+                 else _short(value) if type(value) in (int, float) else _kind(value))
+        raise ConfigError(f"{name}: the link's changed cell {number} holds {found}; it must be a number "
+                          f"within ±{LIMITS.max_abs:,.0f}")
+    return float(value)
 
 
 def _link_ranges(limits: Limits) -> dict[str, tuple[int, int]]:

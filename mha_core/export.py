@@ -12,6 +12,7 @@ and the output as Python lists (every digit, so that they can be compared).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -20,15 +21,19 @@ import numpy as np
 from mha_core.codec import ConfigError, setup_from_json
 from mha_core.setup import LIMITS, Setup
 
-HEADER = '''"""Multi-head attention, step by step: {title}.
+# The script's own text. Nothing from outside (a title, a file name, tokens) is ever placed in it
+# except through ``_inert``: a docstring or string literal could be closed by the text, and the
+# first two lines could declare the file's encoding ("# coding: unicode_escape" turns "\n" in a
+# comment into a real line), so outside text appears only in comments from the third line on,
+# escaped to printable ASCII.
+HEADER = '''"""Multi-head attention, step by step (exported from the multi-head attention workbench).
 
-Exported from the multi-head attention workbench. Needs only NumPy: python {file}
+Needs only NumPy: python this_file.py
 Shapes: {n_q} queries x {n_k} keys, d_model = {d_model}, h = {h}, d_k = {d_k}, d_v = {d_v}.
 """
 
-import numpy as np
-
 '''
+TITLE_CHARS = 200  # a title longer than this is cut (with "...") in the script's comment
 
 STEPS = '''
 # Step 2: project every token into each head's query, key and value spaces.
@@ -61,13 +66,19 @@ print("output =", output.tolist())
 
 
 def setup_to_script(setup: Setup, title: str = "your setup", recipe: str = "") -> str:
-    """The script's text. recipe: NumPy statements that rebuild the arrays instead of literals."""
+    """The script's text. recipe: a preset's own NumPy statements that rebuild the arrays instead of
+    literals (no other code is written into a script: see _trusted_recipe).
+
+    Outside text (title, tokens) is inert in the script whatever its characters: each is written
+    only as an escaped comment (see _inert)."""
     sizes = setup.sizes
+    recipe = _trusted_recipe(recipe)
     if not recipe and setup.number_count() > LIMITS.save_numbers:
         raise ValueError(f"{setup.number_count():,} numbers is too many to write out as literals (limit "
                          f"{LIMITS.save_numbers:,})")
-    parts = [HEADER.format(title=title, file="this_file.py", n_q=sizes.n_q, n_k=sizes.n_k,
-                           d_model=sizes.d_model, h=sizes.n_heads, d_k=sizes.d_k, d_v=sizes.d_v)]
+    parts = [HEADER.format(n_q=sizes.n_q, n_k=sizes.n_k, d_model=sizes.d_model, h=sizes.n_heads,
+                           d_k=sizes.d_k, d_v=sizes.d_v),
+             f"# Setup: {_inert(_cut(title))}\n\nimport numpy as np\n\n"]
     parts.append(_tokens_comment("Queries", setup.tokens))
     if setup.kv_tokens is not None:
         parts.append(_tokens_comment("Keys and values", setup.kv_tokens))
@@ -75,7 +86,8 @@ def setup_to_script(setup: Setup, title: str = "your setup", recipe: str = "") -
                                    for name, value in setup.arrays().items()))
     if setup.x_kv is None:
         parts.append("x_kv = x  # self-attention: keys and values come from the same tokens\n")
-    parts.append(f"scale = {setup.scaling.multiplier(sizes.d_k)!r}  # {setup.scaling.describe(sizes.d_k)}\n")
+    parts.append(f"scale = {setup.scaling.multiplier(sizes.d_k)!r}  # "
+                 f"{_printable(setup.scaling.describe(sizes.d_k), keep='√×')}\n")
     parts.append(_mask_line(setup))
     biases = {name: f" + {name}[:, None, :]" if getattr(setup, name) is not None else ""
               for name in ("b_q", "b_k", "b_v")}
@@ -84,9 +96,41 @@ def setup_to_script(setup: Setup, title: str = "your setup", recipe: str = "") -
     return "".join(parts)
 
 
+def _inert(text) -> str:
+    """Outside text as it may appear in a comment: quoted with repr's escapes, then every character
+    outside printable ASCII as a \\u escape. No quote, backslash, line break (\\n, \\r, U+2028...),
+    NUL or lone surrogate can end the comment or change the file."""
+    return _printable(repr(str(text)))
+
+
+def _printable(text: str, keep: str = "") -> str:
+    """Every character outside printable ASCII (bar those in ``keep``) as its \\x, \\u or \\U escape."""
+    return "".join(c if (" " <= c <= "~") or c in keep else ascii(c)[1:-1] for c in text)
+
+
+def _cut(title) -> str:
+    title = str(title)
+    return title if len(title) <= TITLE_CHARS else title[:TITLE_CHARS] + "..."
+
+
 def _tokens_comment(what: str, tokens) -> str:
-    lines = "".join(f"#   {i + 1}: {token!r}\n" for i, token in enumerate(tokens))
+    lines = "".join(f"#   {i + 1}: {_inert(token)}\n" for i, token in enumerate(tokens))
     return f"# {what}, one row each:\n{lines}"
+
+
+def _trusted_recipe(recipe: str) -> str:
+    """recipe if it is "" or a preset's own (code written by this app), else ValueError: a script
+    never carries code from outside."""
+    if not recipe or recipe in _preset_recipes():
+        return recipe
+    raise ValueError("recipe: only a preset's own recipe can be written into a script")
+
+
+@functools.cache
+def _preset_recipes() -> frozenset[str]:
+    from mha_core.scenarios import all_scenarios
+
+    return frozenset(s.recipe for s in all_scenarios().values() if s.recipe)
 
 
 def _mask_line(setup: Setup) -> str:

@@ -246,13 +246,25 @@ _INVISIBLE = ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)  # ASCII digits only
 
 
-def attention_size_problem(n_heads: int, n_q: int, n_k: int) -> str | None:
+def attention_size_problem(n_heads: int, n_q: int, n_k: int, limits: Limits = LIMITS) -> str | None:
     """Why h × n_q × n_k attention cells are too many for one setup, or None."""
     cells = n_heads * n_q * n_k
-    if cells <= LIMITS.attention_cells:
+    if cells <= limits.attention_cells:
         return None
     return (f"h × n_q × n_k = {n_heads} × {n_q} × {n_k} = {cells:,} attention cells is over the limit of "
-            f"{LIMITS.attention_cells:,} (12 heads over 1,024 tokens): use fewer heads or tokens.")
+            f"{limits.attention_cells:,} (12 heads over 1,024 tokens): use fewer heads or tokens.")
+
+
+def size_problem(sizes: Sizes, limits: Limits = LIMITS) -> str | None:
+    """Which limit these sizes break (the first one, in words), or None. Every route into a Setup
+    (box, file, link, room) checks this before it builds an array or runs anything."""
+    for name, size, limit in (("query tokens", sizes.n_q, limits.tokens),
+                              ("key/value tokens", sizes.n_k, limits.tokens), ("d_model", sizes.d_model,
+                              limits.d_model), ("heads", sizes.n_heads, limits.n_heads),
+                              ("d_k", sizes.d_k, limits.d_head), ("d_v", sizes.d_v, limits.d_head)):
+        if size > limit:
+            return f"{name} = {size:,} is over the limit of {limit:,}"
+    return attention_size_problem(sizes.n_heads, sizes.n_q, sizes.n_k, limits)
 
 
 def token_problem(tokens: tuple[str, ...] | list[str], what: str = "tokens") -> str | None:
@@ -279,8 +291,8 @@ def token_problem(tokens: tuple[str, ...] | list[str], what: str = "tokens") -> 
 def parse_number(text: str) -> float:
     """A number typed by a person: decimal or scientific notation, nothing else, within LIMITS.
 
-    Raises ValueError saying what was found: "1,5" (a comma), "0x10", "inf" and "1e308" are
-    refused rather than silently read as something else.
+    Raises ValueError saying what was found: "1,5" (a comma), "0x10", "inf", "1e308" and "1e-400"
+    (which would become 0) are refused rather than silently read as something else.
     """
     cleaned = str(text).strip().replace("\u2212", "-")  # a typographic minus is a minus
     if not cleaned:
@@ -292,6 +304,9 @@ def parse_number(text: str) -> float:
     if not abs(value) <= LIMITS.max_abs:
         raise ValueError(f"{cleaned[:30]} is outside the range this page accepts "
                          f"(±{LIMITS.max_abs:,.0f})")
+    if value == 0 and any(c in "123456789" for c in cleaned.lower().partition("e")[0]):
+        raise ValueError(f"{cleaned[:30]} is too close to zero to be stored: it would become 0 (the "
+                         "smallest number a cell holds is about 5e-324); type 0 if you mean zero")
     return value
 
 

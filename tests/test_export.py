@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
+import functools
+import os
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mha_core import Setup, all_scenarios
 from mha_core.codec import setup_to_json
@@ -97,3 +102,89 @@ def test_the_csv_zip_holds_every_step_with_its_labels_and_exact_numbers(setup):
     weights = list(csv.reader(io.StringIO(archive.read("4_weights_head1.csv").decode())))
     assert weights[0][1:] == [f"{i + 1} {t}" for i, t in enumerate(setup.key_tokens)]
     assert [row[0] for row in weights[1:]] == [f"{i + 1} {t}" for i, t in enumerate(setup.tokens)]
+
+
+# --- Issue 15, finding 1: nothing from outside runs in an exported script ---------------------------
+
+POC_NAME = 'x""";import os;os.system("touch PWNED");""".json'  # the file name from the issue
+PLAIN = SCENARIOS["cat_chases_mouse"].setup()
+
+
+def run_in_fresh_dir(text: str) -> tuple[str, list[str]]:
+    """Run a script in a new empty directory (isolated interpreter): its stdout and the files there after."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "exported.py")
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
+        done = subprocess.run([sys.executable, "-I", path], capture_output=True, text=True, timeout=120,
+                              cwd=folder)
+        assert done.returncode == 0, done.stderr
+        return done.stdout, sorted(os.listdir(folder))
+
+
+@functools.cache
+def plain_output() -> str:
+    """What the script of PLAIN prints with a plain title (the numbers every variant must print)."""
+    return run_in_fresh_dir(setup_to_script(PLAIN, title="plain"))[0]
+
+
+def test_the_file_name_from_the_issue_is_only_a_comment(tmp_path, capsys):
+    """The script printed for this file used to close its docstring and run `touch PWNED`."""
+    saved = tmp_path / POC_NAME
+    saved.write_text(setup_to_json(PLAIN))
+    assert main([str(saved)]) == 0
+    text = capsys.readouterr().out
+    ast.parse(text)
+    stdout, left = run_in_fresh_dir(text)
+    assert left == ["exported.py"]  # no PWNED
+    assert stdout == plain_output()
+    code = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    assert not any("os.system" in line for line in code)
+
+
+# Text a person, a file name or a link can carry: anything, lone surrogates included, and whatever ends a
+# string, a comment or a line somewhere (str.splitlines ends a line at U+2028, \x1c or \x85 too).
+NASTY = ['"""', "'''", "\\", "\\'", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\u2029",
+         "\x00", "\ud800", "\udfff", "\ufeff", "coding: unicode_escape", "\\u000a", "#", "{}", "{title}",
+         "%s", "x" * 50_000]
+any_character = st.characters(exclude_categories=())  # surrogates and controls too
+outside_text = st.text(any_character, max_size=30) | st.lists(
+    st.sampled_from(NASTY) | st.text(any_character, max_size=5), max_size=6).map("".join)
+
+
+@settings(max_examples=25, deadline=None)
+@given(title=outside_text, tokens=st.lists(outside_text, min_size=3, max_size=3), origin=outside_text)
+def test_any_outside_text_is_inert_in_the_script(title, tokens, origin):
+    setup = dataclasses.replace(PLAIN, tokens=tuple(tokens), origin=origin)
+    text = setup_to_script(setup, title=title)
+    ast.parse(text)
+    assert len(text.splitlines()) == len(setup_to_script(PLAIN, title="plain").splitlines())
+    stdout, left = run_in_fresh_dir(text)
+    assert left == ["exported.py"]
+    assert stdout == plain_output()
+
+
+@pytest.mark.parametrize("text", NASTY, ids=lambda text: ascii(text)[:20])
+def test_each_text_that_ends_a_string_or_a_line_stays_in_its_comment(text):
+    preset = SCENARIOS["ex_h_cross_attention"]  # cross-attention: key tokens too; a recipe
+    setup = dataclasses.replace(preset.setup(), tokens=(text, "a", "b"), kv_tokens=("c", text, "d", "e", "f"))
+    script = setup_to_script(setup, title=text, recipe=preset.recipe)
+    plain = setup_to_script(preset, title="plain", recipe=preset.recipe)
+    assert script.isascii() or "√" in script
+    assert len(script.splitlines()) == len(plain.splitlines())
+    assert ast.dump(ast.parse(script)) == ast.dump(ast.parse(plain))  # the same code: the text is in comments
+
+
+def test_a_recipe_from_outside_is_refused_and_a_presets_own_is_written():
+    with pytest.raises(ValueError, match="only a preset's own recipe"):
+        setup_to_script(PLAIN, recipe="import os; os.system('touch PWNED')\n")
+    preset = SCENARIOS["ex_h_cross_attention"]
+    assert preset.recipe in setup_to_script(preset, recipe=preset.recipe)
+
+
+def test_outside_text_never_reaches_the_first_two_lines():
+    """Python reads a file's encoding from a comment on line 1 or 2 ("# coding: unicode_escape" would
+    turn an escaped "\\n" in a later comment into a real line break)."""
+    lines = setup_to_script(PLAIN, title="coding: unicode_escape").splitlines()
+    assert "coding" not in "".join(lines[:2])
+    assert any("unicode_escape" in line and line.startswith("# ") for line in lines[2:])
