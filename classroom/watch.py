@@ -6,6 +6,9 @@ second, most of them the same question. ``RoomWatch`` answers the polls of a who
 read per room every ``max_age`` seconds, reads a changed room's state once for all of them, and
 sends its followers' heartbeats in one write per room every ``HEARTBEAT_SECONDS``. A change
 therefore reaches a follower at most ``max_age`` later than it would by asking the store itself.
+Heartbeats admit nobody (``ClassroomStore.join`` does): a student the store reports as no member
+(never joined, or removed) gets ``NotInRoom`` from their next heartbeat, once, so that their page
+calls ``join`` and shows the store's precise answer.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from classroom.store import HEARTBEAT_SECONDS, ClassroomStore, NoSuchRoom, RoomState, StoreError
+from classroom.store import HEARTBEAT_SECONDS, ClassroomStore, NoSuchRoom, NotInRoom, RoomState, StoreError
 
 VERSION_MAX_AGE = 0.25  # seconds a room's version is reused for the polls of this process
 
@@ -31,7 +34,7 @@ class RoomWatch:
         self._states: dict[str, RoomState] = {}  # code -> the newest state read
         self._present: dict[str, set[str]] = {}  # code -> students seen since the last flush
         self._flushed: dict[str, float] = {}  # code -> when its heartbeats were last sent
-        self._admitted: set[tuple[str, str]] = set()  # (code, student) the store has taken in
+        self._outside: set[tuple[str, str]] = set()  # (code, student) the store said are no members
 
     def version(self, code: str) -> int:
         """The room's version as read at most max_age ago; raises what the store raised (NoSuchRoom,
@@ -68,21 +71,28 @@ class RoomWatch:
                     self._states[code] = kept
         return kept
 
-    def heartbeat(self, code: str, student_id: str) -> None:
-        """Note the student as following. The first heartbeat of a student goes to the store at once
-        (LimitReached if the room is full); later ones go together every heartbeat_every seconds,
-        sent by whichever caller finds them due. Raises what the store raised on that write."""
+    def join(self, code: str, student_id: str, *, nickname: str = "", client: str = "") -> None:
+        """ClassroomStore.join (its refusals as they are); forgets an earlier NotInRoom report."""
+        self._store.join(code, student_id, nickname=nickname, client=client)
         with self._lock:
-            admitted = (code, student_id) in self._admitted
-            if admitted:
-                self._present.setdefault(code, set()).add(student_id)
-        if not admitted:
-            self._store.heartbeat(code, student_id)
-            with self._lock:
-                self._admitted.add((code, student_id))
-                self._flushed.setdefault(code, self._clock())  # a write just now: the next is due later
-            return
+            self._outside.discard((code, student_id))
+
+    def heartbeat(self, code: str, student_id: str) -> None:
+        """Note the student as following. A room's heartbeats go to the store together every
+        heartbeat_every seconds, sent by whichever caller finds them due; raises what the store raised
+        on that write. NotInRoom (once) if a write found this student is no member of the room."""
+        with self._lock:
+            self._raise_if_outside(code, student_id)
+            self._present.setdefault(code, set()).add(student_id)
         self._flush_if_due(code)
+        with self._lock:
+            self._raise_if_outside(code, student_id)
+
+    def _raise_if_outside(self, code: str, student_id: str) -> None:
+        """Called holding the lock: the report is given once (the page then calls join)."""
+        if (code, student_id) in self._outside:
+            self._outside.discard((code, student_id))
+            raise NotInRoom()
 
     def _flush_if_due(self, code: str) -> None:
         with self._lock:
@@ -92,21 +102,19 @@ class RoomWatch:
             students, self._present[code] = self._present[code], set()
             self._flushed[code] = now
         try:
-            refused = self._store.heartbeats(code, sorted(students))
+            outside = self._store.heartbeats(code, sorted(students))
         except StoreError:
             with self._lock:  # sent with the next flush instead; the caller learns of the failure
                 self._present.setdefault(code, set()).update(students)
             raise
-        if refused:  # the room was full when they came back (the store forgot them): ask again
-            with self._lock:
-                self._admitted.difference_update((code, s) for s in refused)
+        with self._lock:
+            self._outside.update((code, student) for student in outside)
 
     def _forget(self, code: str) -> None:
-        """Drop the state, heartbeats and admissions kept for a room that has ended (its version
-        entry stays, holding NoSuchRoom, so that a server running for weeks keeps nothing else)."""
+        """Drop the state, heartbeats and reports kept for a room that has ended (its version entry
+        stays, holding NoSuchRoom, so that a server running for weeks keeps nothing else)."""
         with self._lock:
             self._states.pop(code, None)
             self._present.pop(code, None)
             self._flushed.pop(code, None)
-            self._admitted = {(c, s) for c, s in self._admitted if c != code}
-
+            self._outside = {(c, s) for c, s in self._outside if c != code}

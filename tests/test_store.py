@@ -41,6 +41,7 @@ from classroom.store import (
     NotInRoom,
     NotTheTeacher,
     QuestionClosed,
+    Removed,
     StoreUnavailable,
     data_dir,
     open_store,
@@ -813,35 +814,53 @@ class TestRoomWatch:
 
     def test_heartbeats_go_together_every_few_seconds(self, watched, room, clock):
         counting, watch = watched
-        for student in ("s1", "s2", "s3"):
-            watch.heartbeat(room.code, student)  # a first heartbeat joins at once
-        assert counting.store.followers(room.code) == 3 and counting.calls["heartbeat"] == 3
-        clock.advance(3)
-        for student in ("s1", "s2"):  # polls within the heartbeat interval: noted, not written
-            watch.heartbeat(room.code, student)
-        assert counting.calls["heartbeats"] == 0
-        clock.advance(1)
-        watch.heartbeat(room.code, "s1")  # due: s1 and s2 in one write
+        enter(counting.store, room, "s1", "s2", "s3")
+        watch.heartbeat(room.code, "s1")  # the room's first: due at once
         assert counting.calls["heartbeats"] == 1
-        clock.advance(FOLLOWER_TTL_SECONDS - 3)
-        assert counting.store.followers(room.code) == 2  # s3 stopped following
+        for student in ("s2", "s3"):  # within the heartbeat interval: noted, not written
+            watch.heartbeat(room.code, student)
+        clock.advance(3)
+        for student in ("s1", "s2"):
+            watch.heartbeat(room.code, student)
+        assert counting.calls["heartbeats"] == 1
+        clock.advance(1)
+        watch.heartbeat(room.code, "s1")  # due: s1, s2 and s3 in one write
+        assert counting.calls["heartbeats"] == 2 and counting.calls["heartbeat"] == 0
+        clock.advance(FOLLOWER_TTL_SECONDS - 1)
+        watch.heartbeat(room.code, "s1")
+        assert counting.calls["heartbeats"] == 3
+        clock.advance(2)
+        assert counting.store.followers(room.code) == 1  # s2 and s3 stopped following
 
-    def test_a_full_room_refuses_a_newcomer_at_once(self, watched, room):
+    def test_a_heartbeat_admits_nobody_and_tells_a_non_member_once(self, watched, room, clock):
         counting, watch = watched
-        counting.store.heartbeats(room.code, [f"student-{n}" for n in range(MAX_STUDENTS_PER_ROOM)])
-        with pytest.raises(LimitReached):
-            watch.heartbeat(room.code, "late")
-        watch.heartbeat(room.code, "student-7")
-        assert counting.store.followers(room.code) == MAX_STUDENTS_PER_ROOM
+        enter(counting.store, room, "s1", "gone")
+        counting.store.remove(room.code, room.teacher_secret, "gone")
+        with pytest.raises(NotInRoom):  # the write was due: its own caller learns at once
+            watch.heartbeat(room.code, "stranger")
+        watch.heartbeat(room.code, "gone")  # noted; the next write reports it
+        clock.advance(4)
+        watch.heartbeat(room.code, "s1")
+        with pytest.raises(NotInRoom):
+            watch.heartbeat(room.code, "gone")
+        assert {s.id for s in counting.store.roster(room.code, room.teacher_secret)} == {"s1", "gone"}
+        with pytest.raises(Removed):  # what the page does next: join, which says why
+            watch.join(room.code, "gone")
+        watch.join(room.code, "stranger", nickname="Ann")
+        watch.heartbeat(room.code, "stranger")
+        clock.advance(4)
+        watch.heartbeat(room.code, "stranger")
+        assert counting.store.followers(room.code) == 2
 
     def test_heartbeats_that_could_not_be_written_go_with_the_next_flush(self, backend, watched, room, clock):
         counting, watch = watched
+        enter(counting.store, room, "s1", "s2")
         watch.heartbeat(room.code, "s1")
         clock.advance(FOLLOWER_TTL_SECONDS + 1)
         with backend.down(), pytest.raises(StoreUnavailable):
             watch.heartbeat(room.code, "s1")
         assert counting.store.followers(room.code) == 0
-        watch.heartbeat(room.code, "s2")  # a newcomer: straight to the store
+        watch.heartbeat(room.code, "s2")  # within the interval of the failed write: noted
         clock.advance(4)
         watch.heartbeat(room.code, "s2")  # due again: s2, with s1 kept from the failed write
         assert counting.store.followers(room.code) == 2
@@ -858,15 +877,16 @@ class TestRoomWatch:
 
     def test_an_ended_room_leaves_nothing_behind_but_its_refusal(self, watched, room, clock):
         counting, watch = watched
+        enter(counting.store, room, "s1")
         watch.heartbeat(room.code, "s1")
         watch.state(room.code)
         counting.store.end_room(room.code, room.teacher_secret)
         clock.advance(0.25)
         with pytest.raises(NoSuchRoom):
             watch.version(room.code)
-        calls = counting.calls["heartbeat"]
-        with pytest.raises(NoSuchRoom):  # s1 is no longer taken as admitted: asked of the store, refused
+        calls = counting.calls["heartbeats"]
+        with pytest.raises(NoSuchRoom):  # its last write is forgotten too: due at once, and refused
             watch.heartbeat(room.code, "s1")
-        assert counting.calls["heartbeat"] == calls + 1
+        assert counting.calls["heartbeats"] == calls + 1
         with pytest.raises(NoSuchRoom):
             watch.state(room.code)
