@@ -1,40 +1,71 @@
-"""A live class, the session's side: join a room from its link, follow the teacher's page, publish
-the teacher's, ask the room and answer (the store itself is classroom/, UI-free).
+"""A live class, the session's side: the door (start, join, lead from a link), follow the teacher's
+page, publish the teacher's (the store itself is classroom/, UI-free; asking the room is
+app/questions.py).
 
-Session keys: ``room`` (code), ``teacher_secret`` (the teacher's session only), ``student_id`` (also
-in the student's address as ``me``), ``following`` (a student shows the teacher's page),
-``applied_version`` (the room version shown), ``room_inputs`` (the sidebar's values while they are
-not drawn), ``room_revealed`` (the presenter screen the teacher revealed), ``published`` (what the
-teacher last sent).
+Who may do what (docs/deploy.md, "Threat model"): starting a room needs the deployer's teacher key
+when MHA_TEACHER_KEY (or MHA_TEACHER_KEY_FILE) is set; the store's join() is the only way into a
+room, and it limits wrong codes and join rates per client address (client_address()); a student is
+the browser holding the ``mha_student`` cookie, whose secret never leaves that browser and this
+process (the store sees only its hash, student_id_of()).
+
+Session keys: ``room`` (code), ``teacher_secret`` (the teacher's session only), ``student_secret``
+(the browser's cookie, or a fresh one this session sets), ``student_id`` (its hash, the store's id),
+``following`` (a student shows the teacher's page), ``applied_version`` (the room version shown),
+``room_inputs`` (the sidebar's values while they are not drawn), ``room_revealed`` (the presenter
+screen the teacher revealed), ``published`` (what the teacher last sent), ``wrong_codes`` (when this
+session tried a wrong room code or teacher link), ``joined_from_link``, ``live_message``.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
+import hmac
 import json
+import os
 import re
+import secrets
 import threading
+import time
+from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app import state, widgets
 from app.views import labs, model
 from app.widgets import md_literal
 from classroom.store import (
-    LimitReached,
+    GUESS_BUCKET,
+    TOO_MANY_GUESSES,
     NoSuchRoom,
+    NotInRoom,
     NotTheTeacher,
     StoreError,
     StoreUnavailable,
-    new_student_id,
+    TooSoon,
+    normalise_code,
     open_store,
 )
 from classroom.watch import RoomWatch
 
-STUDENT_ID = re.compile(r"[A-Za-z0-9_-]{16}")  # classroom.store.new_student_id's form
 FOLLOWED_INPUTS = (*labs.FOLLOWED, *model.FOLLOWED)  # page inputs outside the setup, sent with it
 POLL_SECONDS = 1.0  # a follower checks the room's version this often (the page shows a change within 2 s)
-ROOM_PARAMS = ("room", "teacher", "me")  # link parameters of a live class (the secret only in a teacher link)
+TEACHER_BEAT_SECONDS = 5.0  # the teacher's page says it is open this often (the room ends 15 min after)
+ROOM_PARAMS = ("room", "teacher", "me")  # link parameters of a live class; "me" is read no more, only dropped
+
+TEACHER_KEY_ENV, TEACHER_KEY_FILE_ENV = "MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE"
+CLIENT_IP_HEADER_ENV = "MHA_CLIENT_IP_HEADER"  # e.g. X-Forwarded-For behind a proxy that sets it
+MAX_CLIENT_CHARS = 64  # an IPv6 address with a zone fits; a longer header value is cut
+
+STUDENT_COOKIE = "mha_student"
+STUDENT_COOKIE_MAX_AGE = 365 * 24 * 3600  # a year: the same student all school year on one browser
+STUDENT_SECRET = re.compile(r"[A-Za-z0-9_-]{32}")  # secrets.token_urlsafe(24)
+STUDENT_ID_CHARS = 16
+
+WRONG_CODES_PER_SESSION = 10  # wrong room codes or teacher links one session may try ...
+WRONG_CODES_WINDOW = 60.0  # ... in this many seconds (the store also limits the client address)
 
 
 @st.cache_resource
@@ -74,51 +105,212 @@ def in_room() -> str | None:
     return st.session_state.get("room")
 
 
+# --- Who is asking: the client address, the teacher key, the student's identity ---------------------
+
+
+def client_address() -> str:
+    """The address the store's per-client limits count: the first address of the header named by
+    MHA_CLIENT_IP_HEADER when the deployer set it (a proxy in front rewrites it; without such a proxy
+    any client could write it), else the websocket's peer address, else (localhost, where Streamlit
+    gives none) this session's own id, so that local sessions never share a limit."""
+    header = os.environ.get(CLIENT_IP_HEADER_ENV, "").strip()
+    if header:
+        values = st.context.headers.get_all(header)
+        first = text_or_empty(values[0] if isinstance(values, list) and values else "").split(",")[0].strip()
+        if first:
+            return first[:MAX_CLIENT_CHARS]
+    if text_or_empty(st.context.ip_address):
+        return st.context.ip_address[:MAX_CLIENT_CHARS]
+    ctx = get_script_run_ctx()
+    return f"session:{ctx.session_id if ctx else 'none'}"
+
+
+def text_or_empty(value) -> str:
+    """A value from the browser's request as text ("" when absent; AppTest's stand-in runtime gives
+    other objects)."""
+    return value if isinstance(value, str) else ""
+
+
+def browser_cookie() -> str:
+    return text_or_empty(st.context.cookies.get(STUDENT_COOKIE))
+
+
+class TeacherKeyError(StoreError):
+    """The teacher key typed is wrong, or this server's key cannot be read; the message says which."""
+
+
+def teacher_key() -> str | None:
+    """The deployer's teacher key: MHA_TEACHER_KEY, else the contents of the file MHA_TEACHER_KEY_FILE
+    names (a mounted Secret); None when neither is set (then anyone may start a room, as on a
+    laptop). A named file that cannot be read, or is empty, refuses every start rather than none."""
+    key = os.environ.get(TEACHER_KEY_ENV, "")
+    if key:
+        return key
+    path = os.environ.get(TEACHER_KEY_FILE_ENV, "")
+    if not path:
+        return None
+    try:
+        key = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeError):
+        key = ""
+    if not key:
+        raise TeacherKeyError("This server's teacher key cannot be read, so no room can be started: tell "
+                              "whoever runs it (MHA_TEACHER_KEY_FILE).")
+    return key
+
+
+def check_teacher_key(typed: str) -> None:
+    """Nothing when no key is set or typed is the key. A wrong key takes one of the client's wrong-code
+    tokens in the store (shared with room codes and teacher links); with none left every key is
+    refused (TooSoon) before it is compared, so the key cannot be found by trying."""
+    key = teacher_key()
+    if key is None:
+        return
+    guesses, now = f"guess:{client_address()}", time.time()
+    wait = store()._peek(guesses, now, *GUESS_BUCKET)  # noqa: SLF001 - the store's guess bucket
+    if wait > 0:
+        raise TooSoon(TOO_MANY_GUESSES, wait)
+    if not hmac.compare_digest(typed.strip().encode(), key.encode()):
+        store()._take(guesses, now, *GUESS_BUCKET)  # noqa: SLF001
+        raise TeacherKeyError("That is not this server's teacher key." if typed.strip() else
+                              "Type the teacher key first: this server asks for it to start a room.")
+
+
+def new_student_secret() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def student_id_of(secret: str) -> str:
+    """The store's id for the browser holding secret: a hash, so the secret reaches no store, CSV,
+    roster or screen, and the id (which may be shown) cannot be turned back into the secret."""
+    digest = hashlib.sha256(b"mha-student:" + secret.encode()).digest()
+    return base64.urlsafe_b64encode(digest).decode()[:STUDENT_ID_CHARS]
+
+
+def student_secret() -> str:
+    """This browser's secret: the ``mha_student`` cookie sent with the websocket's handshake (so a
+    second tab, or the same tab after a server restart, is the same student), else a fresh one that
+    cookie_ui() stores in the browser."""
+    ss = st.session_state
+    if "student_secret" not in ss:
+        kept = browser_cookie()
+        ss.student_secret = kept if STUDENT_SECRET.fullmatch(kept) else new_student_secret()
+    return ss.student_secret
+
+
+COOKIE_SCRIPT = """<script>
+const secure = window.parent.location.protocol === 'https:' ? '; Secure' : '';
+window.parent.document.cookie = '{name}={value}; Path=/; Max-Age={max_age}; SameSite=Lax' + secure;
+</script>"""
+
+
+def cookie_ui(slot) -> None:
+    """Store this session's student secret in the browser, unless the browser sent it already. The
+    script runs in a same-origin iframe (st.iframe with HTML) and writes the parent's cookie; the
+    value is [A-Za-z0-9_-] only, so it cannot break out of the string."""
+    secret = st.session_state.get("student_secret")
+    if not secret or browser_cookie() == secret:
+        return
+    with slot:
+        st.iframe(COOKIE_SCRIPT.format(name=STUDENT_COOKIE, value=secret, max_age=STUDENT_COOKIE_MAX_AGE),
+                  height=1)
+
+
+# --- The door --------------------------------------------------------------------------------------
+
+
+def wrong_code_wait() -> float:
+    """Seconds until this session may try another code (0 if it may now): WRONG_CODES_PER_SESSION a
+    minute, kept in the session whatever address the store sees."""
+    now = time.monotonic()
+    recent = [t for t in st.session_state.get("wrong_codes", []) if now - t < WRONG_CODES_WINDOW]
+    st.session_state.wrong_codes = recent
+    return 0.0 if len(recent) < WRONG_CODES_PER_SESSION else WRONG_CODES_WINDOW - (now - recent[0])
+
+
+def note_wrong_code() -> None:
+    st.session_state.setdefault("wrong_codes", []).append(time.monotonic())
+
+
+def session_too_soon() -> str | None:
+    wait = wrong_code_wait()
+    return str(TooSoon("Too many room codes tried in this tab", wait)) if wait > 0 else None
+
+
+def join_room(code: str, nickname: str = "") -> str | None:
+    """Enter room code as this browser's student, through store.join only (which says no for a wrong
+    code, a locked room, a removed student, too many tries or joins, a full room). Returns the
+    refusal to show, or None once in the room. An ended room and a never-existing code get the same
+    refusal."""
+    refusal = session_too_soon()
+    if refusal:
+        return refusal
+    try:
+        enter_room(code, nickname)
+    except StoreUnavailable as error:
+        return f"The class connection failed: {error}"
+    except StoreError as error:  # NoSuchRoom, TooSoon, Removed, RoomLocked, LimitReached (full), InvalidInput
+        return str(error)
+    return None
+
+
+def enter_room(code: str, nickname: str = "") -> None:
+    """store.join for this browser's student, then follow the room; raises what the store raised (a
+    wrong code also counts against this session)."""
+    ss = st.session_state
+    ss.student_id = student_id_of(student_secret())
+    try:
+        store().join(code, ss.student_id, nickname=nickname, client=client_address())
+    except NoSuchRoom:
+        note_wrong_code()
+        raise
+    code = normalise_code(code)
+    if ss.get("room") != code or is_teacher():
+        ss.update(room=code, teacher_secret=None, following=True, applied_version=-1)
+
+
+def lead_from_link(code: str, secret: str) -> str | None:
+    """?room=CODE&teacher=SECRET: lead the room again (another device, a reload). A wrong secret
+    counts as a wrong code (here and in the store) and joins as a student instead."""
+    ss = st.session_state
+    refusal = session_too_soon()
+    if refusal:
+        return refusal
+    try:
+        store().check_teacher(code, secret, client=client_address())
+    except NotTheTeacher:
+        note_wrong_code()
+        return join_room(code) or "That teacher link is not valid for this room: you joined as a student."
+    except NoSuchRoom as error:
+        note_wrong_code()
+        return str(error)
+    except StoreUnavailable as error:
+        return f"The class connection failed: {error}"
+    except StoreError as error:  # TooSoon
+        return str(error)
+    stop_following()
+    ss.update(room=normalise_code(code), teacher_secret=secret, following=False)
+    for key in ("published", "asked", "room_gone"):
+        ss.pop(key, None)
+    return None
+
+
 def join_from_link() -> None:
-    """?room=CODE joins as a student; ?room=CODE&teacher=SECRET reconnects the teacher. Once per code."""
+    """?room=CODE joins as a student; ?room=CODE&teacher=SECRET leads the room. Once per link. A
+    ``me=`` parameter (addresses carried the student's id until issue 15) is ignored and dropped."""
     ss = st.session_state
     params = st.query_params
+    params.pop("me", None)
     code, secret = params.get("room"), params.get("teacher")
     if not code or ss.get("joined_from_link") == (code, secret):
         return
     ss.joined_from_link = (code, secret)
-    if ss.get("room") == code.upper() and not secret:
+    if in_room() and ss.room == code.strip().upper() and not secret:
         return  # the room's own code in this session's address: already in it
-    try:
-        if not store().room_exists(code):
-            ss.live_message = f"No such room: {code[:12]}. Check the code with your teacher."
-            return
-        if secret:
-            store().version(code)
-            check_teacher(code, secret)
-            ss.update(room=code.upper(), teacher_secret=secret, following=False)
-        else:
-            ss.setdefault("student_id", student_id_from_link(params.get("me")))
-            watch().heartbeat(code.upper(), ss.student_id)  # joins now: a full room says so at once
-            ss.update(room=code.upper(), teacher_secret=None, following=True, applied_version=-1)
-    except LimitReached as error:
-        ss.live_message = str(error)
-    except NotTheTeacher:
-        ss.live_message = "That teacher link is not valid for this room: you joined as a student."
-        ss.update(room=code.upper(), teacher_secret=None, following=True, applied_version=-1)
-        ss.setdefault("student_id", student_id_from_link(params.get("me")))
-    except StoreError as error:
-        ss.live_message = f"The class connection failed: {error}"
-    st.query_params.pop("teacher", None)  # the secret never stays in a projected address bar
-
-
-def student_id_from_link(linked: str | None) -> str:
-    """The id a student's address carries (?me=..., kept there by state.link_params): a browser that
-    reconnects after a server restart is then the same student, whose answer already counts. Anything
-    that is not such an id gets a new one."""
-    if linked and STUDENT_ID.fullmatch(linked):
-        return linked
-    return new_student_id()
-
-
-def check_teacher(code: str, secret: str) -> None:
-    """NotTheTeacher unless secret is this room's (answers() checks it without changing anything)."""
-    store().answers(code, secret)
+    message = lead_from_link(code, secret) if secret else join_room(code)
+    if message:
+        ss.live_message = message
+    params.pop("teacher", None)  # the secret never stays in a projected address bar
 
 
 def follow_before_build() -> None:
@@ -181,8 +373,15 @@ def leave(message: str) -> None:
     ss = st.session_state
     ss.live_message = message
     stop_following()
-    for key in ("room", "teacher_secret", "following", "applied_version", "room_page", "published"):
+    for key in ("room", "teacher_secret", "following", "applied_version", "room_page", "published", "asked"):
         ss.pop(key, None)
+
+
+def room_gone() -> None:
+    """The teacher's room is not in the store any more (ended elsewhere, left without its teacher for
+    15 minutes, or a Redis that came back empty): say so instead of 'you lead it'."""
+    leave(f"Room {st.session_state.room} no longer exists (it was ended, its teacher was away for 15 "
+          "minutes, or the class store lost it). Start a new room on the Class page.")
 
 
 def publish(current, page_path: str) -> None:
@@ -205,8 +404,8 @@ def publish(current, page_path: str) -> None:
         store().set_state(ss.room, ss.teacher_secret, page=page_path, step=max(step, 0), setup_json=sent[1],
                           selections=selections)
         ss.published = sent
-    except NoSuchRoom:
-        leave("The room has ended (or was idle for hours).")
+    except (NoSuchRoom, NotTheTeacher):  # NotTheTeacher: the code now belongs to another room
+        room_gone()
     except StoreError as error:
         st.sidebar.warning(f"Could not update the room: {md_literal(error)}", icon=":material/wifi_off:")
 
@@ -226,10 +425,12 @@ def sidebar_ui(slot, current) -> None:
         slot.warning(md_literal(message), icon=":material/groups:")
     if not in_room():
         return
-    box = slot.container(border=True)
     if is_teacher():
-        box.markdown(f"**Room {ss.room}** · you lead it · {followers()} following")
+        with slot:
+            teacher_box()
         return
+    cookie_ui(slot)
+    box = slot.container(border=True)
     if widgets.following():
         shown = md_literal(widgets.shown_label(current))
         box.markdown(f"**Room {ss.room}** · following the teacher: {shown}")
@@ -239,6 +440,29 @@ def sidebar_ui(slot, current) -> None:
     else:
         box.markdown(f"**Room {ss.room}** · exploring on your own")
         box.button("Follow again", key="live_follow", on_click=follow_again)
+
+
+@st.fragment(run_every=TEACHER_BEAT_SECONDS)
+def teacher_box() -> None:
+    """The teacher's room box, which also tells the store every few seconds that the teacher's page
+    is open (a room ends TEACHER_GONE_SECONDS after its teacher's last act). When the store no longer
+    knows the room, the page says so and stops showing 'you lead it'."""
+    ss = st.session_state
+    if not is_teacher():
+        return
+    try:
+        store().teacher_heartbeat(ss.room, ss.teacher_secret)
+        count = store().followers(ss.room)
+    except (NoSuchRoom, NotTheTeacher):
+        room_gone()
+        st.rerun(scope="app")
+    except StoreError:
+        with st.container(border=True):
+            st.markdown(f"**Room {ss.room}** · you lead it")
+            st.caption("The class connection is lost; the room goes on when it is back.")
+        return
+    with st.container(border=True):
+        st.markdown(f"**Room {ss.room}** · you lead it · {count} following")
 
 
 def followers() -> int:
@@ -269,13 +493,26 @@ def poll() -> None:
         changed = watch().version(ss.room) > ss.get("applied_version", -1)
     except NoSuchRoom:
         changed = True  # the next run says the room has ended
-    except LimitReached as error:  # the room filled up while this student's server forgot it
-        leave(str(error))
-        changed = True
+    except NotInRoom:  # removed, or a store that forgot the room's members: the door says which
+        changed = rejoin()
     except StoreUnavailable:
         st.warning("The class connection is lost; this page follows again by itself when it is back.",
                    icon=":material/wifi_off:")
         return
     if changed:
         st.rerun(scope="app")
+
+
+def rejoin() -> bool:
+    """Heartbeats admit nobody: a follower the store does not count as a member goes through the door
+    again, and leaves with the door's message (removed, locked, gone) if it says no. True when the
+    page must rerun."""
+    ss = st.session_state
+    try:
+        enter_room(ss.room, ss.get("nickname", ""))
+    except StoreUnavailable:
+        return False
+    except StoreError as error:
+        leave(str(error))
+    return True
 

@@ -209,9 +209,8 @@ def link_params(current: Current) -> tuple[dict[str, str], bool]:
         params["seed"] = str(ss.origin_seed)  # so that the reopened page knows its preset unchanged
     params.update(_selection_params())
     if ss.get("room"):
-        params["room"] = ss.room  # a live class's code stays in the address (never the teacher's secret)
-        if ss.get("student_id") and not ss.get("teacher_secret"):
-            params["me"] = ss.student_id  # reconnecting after a server restart: the same student
+        params["room"] = ss.room  # a live class's code stays in the address (never the teacher's secret,
+        # never the student's identity: that is a cookie, app/live.py student_secret)
     return params, complete
 
 

@@ -1,37 +1,51 @@
-"""Class: start a room, show its code, link and QR code, see who follows, the answers arriving,
-reveal them and take them home as CSV. A student sees the room they are in and can join one."""
+"""Class: start a room (with the deployer's teacher key, when one is set), show its code, link and QR
+code, see who follows and who is in the room, lock the door or remove a student, the answers
+arriving. A student sees the room they are in and can join one with its code."""
 
 from __future__ import annotations
 
 import io
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import segno
 import streamlit as st
 
 from app import live, questions
+from app.safe import md
 from app.widgets import md_literal
-from classroom.store import NoSuchRoom, StoreError
+from classroom.store import NoSuchRoom, NotTheTeacher, StoreError
 
 QR_SCALE = 12  # px per QR module: about 400 px, readable from the back of a room on a projector
+ROSTER_SECONDS = 3.0  # the teacher's roster refreshes this often
+
+
+# --- The door: start a room, or join one -------------------------------------------------------------
 
 
 def start_room() -> None:
+    """One room per session: a session in a room (leading or following) starts none."""
     ss = st.session_state
-    try:
-        room = live.store().create_room()
-    except StoreError as error:
-        ss.live_message = f"Could not start a room: {error}"
+    ss.pop("live_start_error", None)
+    if live.in_room():
         return
+    try:
+        live.check_teacher_key(ss.get("live_teacher_key", ""))
+        room = live.store().create_room(client=live.client_address())
+    except StoreError as error:  # a wrong key, too many tries or rooms from this address, a full server
+        ss.live_start_error = str(error)
+        return
+    ss.live_teacher_key = ""  # not kept in the session once used
     ss.update(room=room.code, teacher_secret=room.teacher_secret, following=False)
-    ss.pop("published", None)
-    ss.pop("asked", None)
+    for key in ("published", "asked", "live_confirm_remove"):
+        ss.pop(key, None)
 
 
 def end_room() -> None:
     ss = st.session_state
     try:
         live.store().end_room(ss.room, ss.teacher_secret)
-    except NoSuchRoom:
+    except (NoSuchRoom, NotTheTeacher):
         pass  # gone already
     except StoreError as error:  # the room is still there: say so, and keep leading it
         ss.live_message = f"Could not end the room: {error}"
@@ -40,27 +54,80 @@ def end_room() -> None:
 
 
 def join_by_code() -> None:
-    code = st.session_state.get("live_join_code", "").strip()
-    st.query_params["room"] = code
-    st.session_state.pop("joined_from_link", None)
+    """The join box: through the store's door only, the refusal shown next to the box."""
+    ss = st.session_state
+    code, nickname = ss.get("live_join_code", "").strip(), ss.get("live_join_nickname", "").strip()
+    ss.pop("live_join_error", None)
+    if not code:
+        ss.live_join_error = "Type the room's code first."
+        return
+    refusal = live.join_room(code, nickname)
+    if refusal:
+        ss.live_join_error = refusal
+        return
+    ss.nickname = nickname
+    ss.joined_from_link = (ss.room, None)  # the address gets ?room= from this run on: already in it
+
+
+def door_ui() -> None:
+    ss = st.session_state
+    st.markdown("Start a room and every student who opens its link follows your screen: the page, the "
+                "presenter's step, the setup and the selections. You can ask the room a question and see "
+                "the answers arrive.")
+    try:
+        needs_key = live.teacher_key() is not None
+    except live.TeacherKeyError as error:
+        needs_key = False
+        ss.live_start_error = str(error)
+    if needs_key:
+        st.text_input("Teacher key", key="live_teacher_key", type="password", max_chars=200,
+                      help="This server asks teachers for a key to start a room: ask whoever runs it.")
+    st.button("Start a room", key="live_start", on_click=start_room, type="primary", icon=":material/groups:")
+    if ss.get("live_start_error"):
+        st.error(md_literal(ss.live_start_error), icon=":material/lock:")
+    with st.form("live_join", border=True):
+        st.text_input("Or join a room with its code", key="live_join_code", max_chars=12)
+        st.text_input("Your nickname (optional; only your teacher sees it)", key="live_join_nickname",
+                      max_chars=40)
+        st.form_submit_button("Join", on_click=join_by_code)
+    if ss.get("live_join_error"):
+        st.warning(md_literal(ss.live_join_error), icon=":material/door_front:")
 
 
 def render() -> None:
     st.title("Class")
     if not live.in_room():
-        st.markdown("Start a room and every student who opens its link follows your screen: the page, the "
-                    "presenter's step, the setup and the selections. You can ask the room a question and see "
-                    "the answers arrive.")
-        st.button("Start a room", key="live_start", on_click=start_room, type="primary",
-                  icon=":material/groups:")
-        st.text_input("Or join a room with its code", key="live_join_code", max_chars=12,
-                      on_change=join_by_code)
+        door_ui()
         return
     if live.is_teacher():
         teacher_panel()
     else:
-        st.markdown(f"You are in room **{st.session_state.room}**. Your screen follows your teacher's; "
-                    "'Explore on my own' in the sidebar lets you try things, 'Follow again' comes back.")
+        student_panel()
+
+
+def student_panel() -> None:
+    ss = st.session_state
+    st.markdown(md("You are in room **{}**. Your screen follows your teacher's; 'Explore on my own' in the "
+                   "sidebar lets you try things, 'Follow again' comes back.", ss.room))
+    st.text_input("Your nickname (optional; only your teacher sees it)", key="live_my_nickname", max_chars=40,
+                  value=ss.get("nickname", ""), on_change=rename)
+    if ss.get("live_rename_error"):
+        st.warning(md_literal(ss.live_rename_error))
+
+
+def rename() -> None:
+    """A member's nickname changes by joining again (the door lets a member back in freely)."""
+    ss = st.session_state
+    nickname = ss.get("live_my_nickname", "").strip()
+    ss.pop("live_rename_error", None)
+    try:
+        live.enter_room(ss.room, nickname)
+        ss.nickname = nickname
+    except StoreError as error:
+        ss.live_rename_error = str(error)
+
+
+# --- The teacher's panel --------------------------------------------------------------------------------
 
 
 def join_link(code: str) -> str:
@@ -82,6 +149,7 @@ def teacher_panel() -> None:
         st.button("End the room", key="live_end", on_click=end_room)
     with right:
         st.image(qr_png(link), caption="Scan to follow", width=400)
+    roster_ui()
     questions.answers_panel()
 
 
@@ -94,3 +162,86 @@ def qr_png(text: str) -> bytes:
 @st.fragment(run_every=2.0)
 def following() -> None:
     st.markdown(f"**{live.followers()}** following right now.")
+
+
+@st.fragment(run_every=ROSTER_SECONDS)
+def roster_ui() -> None:
+    """Who is in the room: nickname, when they joined, whether they answered the current question;
+    Lock the room (nobody new gets in) and Remove a student (after a confirmation)."""
+    ss = st.session_state
+    if not live.is_teacher():
+        return
+    try:
+        students = live.store().roster(ss.room, ss.teacher_secret)
+        locked = live.store().state(ss.room).locked
+    except (NoSuchRoom, NotTheTeacher):
+        live.room_gone()
+        st.rerun(scope="app")
+    except StoreError as error:
+        st.warning(md("The roster cannot be read now: {}", error), icon=":material/wifi_off:")
+        return
+    members = [student for student in students if not student.removed]
+    st.subheader("Who is in the room")
+    left, right = st.columns([3, 2], vertical_alignment="center")
+    door = "locked: nobody new gets in" if locked else "open to anyone with the code"
+    left.markdown(md("**{}** joined · the door is {}", len(members), door))
+    right.button("Unlock the room" if locked else "Lock the room", key="live_lock", on_click=set_locked,
+                 args=(not locked,), icon=":material/lock_open:" if locked else ":material/lock:")
+    if ss.get("live_door_error"):
+        st.warning(md_literal(ss.live_door_error))
+    if not students:
+        st.caption("Nobody has joined yet.")
+        return
+    for number, student in enumerate(students, start=1):
+        roster_row(number, student)
+
+
+def roster_row(number: int, student) -> None:
+    ss = st.session_state
+    name, joined, answered, action = st.columns([3, 2, 2, 2], vertical_alignment="center")
+    shown = student.nickname.strip() or f"student {number}"
+    name.markdown(md("~~{}~~" if student.removed else "{}", shown))
+    joined.caption(md("joined {}", clock(student.joined)))
+    answered.markdown("removed" if student.removed else "answered ✓" if student.answered else "not answered")
+    if student.removed:
+        return
+    if ss.get("live_confirm_remove") == student.id:
+        yes, no = action.columns(2)
+        yes.button("Remove", key=f"live_remove_yes_{student.id}", type="primary", on_click=remove,
+                   args=(student.id,), help="They cannot come back into this room.")
+        no.button("Keep", key=f"live_remove_no_{student.id}", on_click=confirm_remove, args=(None,))
+    else:
+        action.button("Remove…", key=f"live_remove_{student.id}", on_click=confirm_remove, args=(student.id,))
+
+
+def confirm_remove(student_id: str | None) -> None:
+    """Ask before removing (None: the teacher kept the student)."""
+    st.session_state.live_confirm_remove = student_id
+
+
+def clock(epoch: float) -> str:
+    """A time of day in the browser's time zone (UTC if the browser did not say)."""
+    try:
+        zone = ZoneInfo(st.context.timezone or "UTC")
+    except (ValueError, KeyError, OSError):
+        zone = UTC
+    return datetime.fromtimestamp(epoch, zone).strftime("%H:%M:%S")
+
+
+def set_locked(locked: bool) -> None:
+    ss = st.session_state
+    ss.pop("live_door_error", None)
+    try:
+        live.store().lock(ss.room, ss.teacher_secret, locked)
+    except StoreError as error:
+        ss.live_door_error = f"Could not {'lock' if locked else 'unlock'} the room: {error}"
+
+
+def remove(student_id: str) -> None:
+    ss = st.session_state
+    ss.pop("live_confirm_remove", None)
+    ss.pop("live_door_error", None)
+    try:
+        live.store().remove(ss.room, ss.teacher_secret, student_id)
+    except StoreError as error:
+        ss.live_door_error = f"Could not remove the student: {error}"
