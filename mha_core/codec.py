@@ -23,7 +23,17 @@ from itertools import chain
 
 import numpy as np
 
-from mha_core.setup import ARRAYS, LIMITS, Limits, Scaling, Setup, Sizes, size_problem, token_problem
+from mha_core.setup import (
+    ARRAYS,
+    LIMITS,
+    Limits,
+    Scaling,
+    Setup,
+    Sizes,
+    attention_size_problem,
+    size_problem,
+    token_problem,
+)
 
 FORMAT = "mha-visualizer/setup-v2"
 FORMAT_V1 = "mha-visualizer/setup-v1"  # "scale": "sqrt" | "none" | a multiplier; still read
@@ -286,7 +296,20 @@ def save_problem(setup: Setup | None) -> str | None:
     if setup.number_count() > LIMITS.save_numbers:
         return (f"{setup.number_count():,} numbers is too many to save as a file (limit "
                 f"{LIMITS.save_numbers:,}); the page's link opens the preset instead")
+    if _json_bytes_at_most(setup) > LIMITS.file_bytes:  # rare (a large custom mask): measure it
+        size = len(setup_to_json(setup))
+        if size > LIMITS.file_bytes:
+            return (f"the file would be {size:,} bytes, over the limit of {LIMITS.file_bytes:,} (a large "
+                    "custom mask takes about 6 bytes a cell)")
     return None
+
+
+def _json_bytes_at_most(setup: Setup) -> int:
+    """An upper bound of len(setup_to_json(setup)), cheap: a float's repr is at most 24 characters,
+    a mask cell's "false, " 7, and a token's character at most 6 ("\\uXXXX")."""
+    mask_cells = setup.mask.size if setup.mask_kind == "custom" else 0
+    tokens = chain(setup.tokens, setup.kv_tokens or ())
+    return 1_000 + 26 * setup.number_count() + 7 * mask_cells + sum(6 * len(t) + 4 for t in tokens)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -389,7 +412,8 @@ def _apply_cells(name: str, value, original: np.ndarray) -> np.ndarray:
         raise ConfigError(f"{name}: the link changes {len(cells):,} cells; {name} has only {out.size:,}")
     flat = out.reshape(-1)  # [size] view
     for number, cell in enumerate(cells, start=1):
-        flat[_cell_position(name, number, cell, out.size)] = _cell_value(name, number, cell)
+        position = _cell_position(name, number, cell, out.size)  # first: it checks that cell is a pair
+        flat[position] = _cell_value(name, number, cell)
     return out
 
 
@@ -454,6 +478,12 @@ def settings_from_link(params: dict, limits: Limits = LIMITS,
                                f"{low} to {high}")
             else:
                 settings[name] = number
+    if "tokens" in settings and "heads" in settings:  # together they may ask for too much attention
+        n = len(settings["tokens"])
+        problem = attention_size_problem(settings["heads"], n, n, limits)
+        if problem:
+            del settings["tokens"], settings["heads"]
+            refused.append(f"link parameters tokens and heads: {problem}")
     return settings, refused
 
 

@@ -18,6 +18,7 @@ from mha_core.codec import (
     ConfigError,
     limits_with,
     settings_from_link,
+    setup_from_document,
     setup_from_json,
     setup_from_link,
     setup_to_json,
@@ -300,3 +301,193 @@ def test_a_setup_far_too_big_for_a_link_is_not_even_encoded(rng, monkeypatch):
     setup = Setup(tokens=("a",), x=rng.normal(size=(1, d_model)), w_q=zeros, w_k=zeros, w_v=zeros,
                   w_o=np.zeros((h * d, d_model)))
     assert setup_to_link(setup, None) == ({}, False)
+
+
+# --- Issue 15, finding 7: every limit holds inside the decoder, before anything is built or run -----
+
+def zeros_document(n_q=1, d_model=1, h=1, d_k=1, d_v=1, n_k=None) -> dict:
+    """The smallest JSON of these sizes: zeros everywhere, one-character tokens (cross-attention if n_k)."""
+    document = {"format": FORMAT, "tokens": ["t"] * n_q, "x": [[0] * d_model] * n_q,
+                "w_q": [[[0] * d_k] * d_model] * h, "w_k": [[[0] * d_k] * d_model] * h,
+                "w_v": [[[0] * d_v] * d_model] * h, "w_o": [[0] * d_model] * (h * d_v)}
+    if n_k is not None:
+        document.update(kv_tokens=["k"] * n_k, x_kv=[[0] * d_model] * n_k)
+    return document
+
+
+def link_of(document: dict) -> str:
+    text = json.dumps(document, separators=(",", ":")).encode()
+    return "1." + base64.urlsafe_b64encode(zlib.compress(text, 9)).decode().rstrip("=")
+
+
+def refusal(decode, text):
+    """decode(text)'s ConfigError message, with the peak memory (bytes) and time the refusal took."""
+    import tracemalloc
+
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(ConfigError) as refused:
+            decode(text)
+        return str(refused.value), tracemalloc.get_traced_memory()[1], time.perf_counter() - started
+    finally:
+        tracemalloc.stop()
+
+
+ROUTES = {"file": lambda document: (setup_from_json, json.dumps(document, separators=(",", ":"))),
+          "link": lambda document: (lambda state: setup_from_link(state, SCENARIOS), link_of(document))}
+OVER_LIMITS = {  # each one step over one limit, everything else tiny
+    "attention cells": (dict(n_q=1024, h=13), "13 × 1024 × 1024 = 13,631,488 attention cells is over the "
+                                              "limit of 12,582,912"),
+    "attention cells, cross": (dict(n_q=1024, n_k=1000, h=16), "attention cells is over the limit"),
+    "d_model": (dict(d_model=LIMITS.d_model + 1), "d_model = 769 is over the limit of 768"),
+    "heads": (dict(h=LIMITS.n_heads + 1), "heads = 17 is over the limit of 16"),
+    "d_k": (dict(d_k=LIMITS.d_head + 1), "d_k = 129 is over the limit of 128"),
+    "d_v": (dict(d_v=LIMITS.d_head + 1), "d_v = 129 is over the limit of 128"),
+    "tokens": (dict(n_q=LIMITS.tokens + 1), "1025 tokens is over the limit of 1024"),
+    "key tokens": (dict(n_k=LIMITS.tokens + 1), "kv_tokens: 1025 tokens is over the limit of 1024"),
+}
+
+
+@pytest.mark.parametrize("route", list(ROUTES))
+@pytest.mark.parametrize("limit", list(OVER_LIMITS))
+def test_a_setup_over_any_limit_is_refused_before_an_array_is_built(route, limit):
+    sizes, words = OVER_LIMITS[limit]
+    decode, text = ROUTES[route](zeros_document(**sizes))
+    message, peak, seconds = refusal(decode, text)
+    assert words in message
+    assert peak < 3_000_000, f"{peak:,} bytes allocated to refuse it"  # the attention grid alone: 100+ MB
+    assert seconds < 1.0
+
+
+def test_the_link_from_the_issue_is_refused_without_running_it():
+    """16 heads × 1024 × 1024 in a short link was decoded and run (0.4 s, ~244 MB here ~200 MB) before
+    the page refused it."""
+    state = link_of(zeros_document(n_q=1024, d_model=16, h=16))
+    assert len(state) < 3_500
+    message, peak, seconds = refusal(lambda s: setup_from_link(s, SCENARIOS), state)
+    assert "16 × 1024 × 1024 = 16,777,216 attention cells is over the limit of 12,582,912" in message
+    assert peak < 3_000_000 and seconds < 0.5
+
+
+def test_an_array_larger_than_any_setup_is_refused_from_its_lengths():
+    most = LIMITS.n_heads * LIMITS.d_model * LIMITS.d_head
+    document = zeros_document() | {"w_q": [[[0] * 128] * 768] * 17}  # 1.67 M entries
+    message, peak, _ = refusal(setup_from_document, document)
+    assert f"w_q has 1,671,168 entries; the limit is {most:,}" in message
+    assert peak < 100_000  # refused from the lists' lengths: not a list of its entries, nor an array
+
+
+def test_link_length_and_deflate_bombs_are_refused_naming_the_limit():
+    message, peak, seconds = refusal(lambda s: setup_from_link(s, SCENARIOS), "1." + "A" * 16_001)
+    assert "16,003 characters; the limit is 16,000" in message and seconds < 0.05
+    bomb = "1." + base64.urlsafe_b64encode(zlib.compress(b"[" + b"0," * 5_000_000 + b"0]", 9)).decode()
+    assert len(bomb) < 2 * LIMITS.link_chars
+    message, peak, seconds = refusal(lambda s: setup_from_link(s, SCENARIOS), bomb)
+    assert "unpacks to more than 1,000,000 bytes" in message
+    assert peak < 3_000_000 and seconds < 0.5
+
+
+def test_a_link_over_its_presets_arrays_never_turns_them_into_lists():
+    """A link that edits one cell of a 512-wide preset filled every array from the preset as a Python
+    list (about 30 MB for example H) before checking anything."""
+    x = SCENARIOS["ex_h_cross_attention"].x.copy()
+    x[2, 300] = 0.25
+    params, _ = setup_to_link(edited("ex_h_cross_attention", x=x), SCENARIOS["ex_h_cross_attention"])
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        back = setup_from_link(params["s"], SCENARIOS)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert back.x[2, 300] == 0.25 and back.same_inputs(edited("ex_h_cross_attention", x=x))
+    arrays = sum(a.nbytes for a in back.arrays().values())
+    assert peak < arrays + 2_000_000, f"{peak:,} bytes for {arrays:,} bytes of arrays"
+
+
+def test_old_link_tokens_and_heads_that_ask_too_much_together_are_refused():
+    words = " ".join(["w"] * 1024)
+    accepted, refused = settings_from_link({"tokens": words, "heads": "16", "seed": "3"}, LIMITS)
+    assert accepted == {"seed": 3}
+    assert "attention cells is over the limit of 12,582,912" in refused[0]
+    accepted, refused = settings_from_link({"tokens": words, "heads": "12"}, LIMITS)
+    assert accepted["heads"] == 12 and len(accepted["tokens"]) == 1024 and not refused
+
+
+@pytest.mark.parametrize("key", list(SCENARIOS))
+def test_every_preset_is_within_the_limits(key):
+    from mha_core.setup import size_problem
+
+    assert size_problem(SCENARIOS[key].sizes) is None
+
+
+def test_what_the_page_writes_loads_back_a_large_custom_mask():
+    """A 500-token custom mask packed into a 5 kB link that the reader refused (5 MB of JSON), and a file
+    of it could not be loaded either: both now say so when they are made."""
+    n = 500
+    setup = Setup(tokens=tuple(f"t{i}" for i in range(n)), x=np.zeros((n, 1)), w_q=np.zeros((1, 1, 1)),
+                  w_k=np.zeros((1, 1, 1)), w_v=np.zeros((1, 1, 1)), w_o=np.zeros((1, 1)),
+                  mask=np.ones((n, n), dtype=bool))
+    params, complete = setup_to_link(setup, None)
+    assert not complete and "s" not in params
+    from mha_core.codec import save_problem
+
+    assert "over the limit of 1,000,000" in save_problem(setup)
+    small = dataclasses.replace(setup, tokens=setup.tokens[:100], x=setup.x[:100],
+                                mask=setup.mask[:100, :100])
+    assert save_problem(small) is None and setup_from_json(setup_to_json(small)).same_inputs(small)
+    params, complete = setup_to_link(small, None)
+    assert complete and setup_from_link(params["s"], SCENARIOS).same_inputs(small)
+
+
+# --- Issue 15, finding 10: a message says in words what was refused, never a Python object ---------
+
+def cat_sat_link(cells: str) -> str:
+    """A link over the_cat_sat_two_heads whose x changes these cells (JSON text, written as is)."""
+    document = json.loads(setup_to_json(SCENARIOS["the_cat_sat_two_heads"]))
+    document.update({name: "=" for name in ("w_q", "w_k", "w_v", "w_o")}, base="the_cat_sat_two_heads",
+                    x={"cells": "CELLS"})
+    text = json.dumps(document).replace('"CELLS"', cells)
+    return "1." + base64.urlsafe_b64encode(zlib.compress(text.encode())).decode()
+
+
+@pytest.mark.parametrize("cells, words", [
+    ("[[1" + "0" * 30 + ", 1.0]]", "x: the link's changed cell 1 names position a whole number of 31 digits; "
+                                  "x has positions 0 to 5"),
+    ("[[0, 1.0], [6, 1.0]]", "changed cell 2 names position 6; x has positions 0 to 5"),
+    ("[[-1, 1.0]]", "names position -1"), ("[[1.5, 1.0]]", "names position 1.5"),
+    ('[["0", 1.0]]', "names position a string"), ("[[0, 1" + "0" * 30 + "]]", "holds a whole number of 31"),
+    ("[[0, 2e6]]", "holds 2000000.0; it must be a number within ±1,000,000"), ("[[0, 1e309]]", "holds inf"),
+    ("[[0, null]]", "holds null"), ("[0]", "is not a [position, number] pair (got a number)"),
+])
+def test_a_links_bad_cell_is_described_in_words(cells, words):
+    with pytest.raises(ConfigError) as refused:
+        setup_from_link(cat_sat_link(cells), SCENARIOS)
+    assert words in str(refused.value)
+    assert "object at" not in str(refused.value) and "_Huge" not in str(refused.value)
+
+
+@pytest.mark.parametrize("field, value", [("scaling", {"multiply": "HUGE"}), ("format", "HUGE"),
+                                          ("mask", "HUGE"), ("scale", "HUGE"), ("x", [["HUGE", 1]])])
+def test_a_number_too_long_to_read_is_named_by_its_digits_in_every_message(field, value):
+    document = valid_document(**{field: value})
+    if field == "scale":
+        del document["scaling"]
+    text = json.dumps(document).replace('"HUGE"', "1" + "0" * 30)
+    with pytest.raises(ConfigError) as refused:
+        setup_from_json(text)
+    assert "a whole number of 31 digits" in str(refused.value)
+    assert "object at" not in str(refused.value)
+
+
+@FUZZ
+@given(json_values | st.integers(min_value=10**21, max_value=10**40).map(lambda n: [n, {"k": [n]}]))
+def test_no_message_shows_a_python_object(value):
+    for field in ("format", "tokens", "x", "mask", "scaling", "origin"):
+        document = valid_document(**{field: value})
+        try:
+            setup_from_json(json.dumps(document))
+        except ConfigError as error:
+            assert " object at 0x" not in str(error) and "_Huge" not in str(error), str(error)

@@ -11,8 +11,9 @@ import streamlit as st
 
 from app import figures, state
 from app.figure_cache import figure
+from app.safe import lit
 from app.state import Current
-from app.widgets import chart, md_literal
+from app.widgets import chart
 from mha_core import largest_change
 from mha_core.setup import Setup
 
@@ -43,7 +44,7 @@ def render(current: Current) -> None:
         buttons(current)
         return
     with st.container(border=True):
-        st.markdown(f"**A** (pinned): {md_literal(label(pinned))} · **B**: the page as it is now")
+        st.markdown(f"**A** (pinned): {lit(label(pinned))} · **B**: the page as it is now")
         st.button("Unpin A", key="compare_unpin", on_click=unpin)
         if current.result is None:
             st.info("B is waiting for valid input.")
@@ -57,7 +58,7 @@ def buttons(current: Current) -> None:
                 args=(current.setup,), icon=":material/push_pin:", use_container_width=True)
     partner = PARTNERS.get(current.setup.origin)
     if partner is not None and not current.edited:
-        right.button(f"Compare with '{state.label_of(partner)}'", key="compare_partner",
+        right.button(f"Compare with '{lit(state.label_of(partner))}'", key="compare_partner",
                      on_click=pin_and_open, args=(current.setup, partner), use_container_width=True)
 
 
@@ -73,8 +74,8 @@ def difference(pinned: Setup, a, current: Current) -> None:
     """Weights and output of A and B side by side, and B − A cell by cell with its largest change."""
     b, tokens, kv_tokens = current.result, current.setup.tokens, current.setup.key_tokens
     if a.weights.shape != b.weights.shape or a.output.shape != b.output.shape:
-        st.warning(f"A's sizes differ from B's (weights {list(a.weights.shape)} against "
-                   f"{list(b.weights.shape)}): cells can only be compared between setups of one shape. "
+        st.warning(f"A's sizes differ from B's (weights {lit(list(a.weights.shape))} against "
+                   f"{lit(list(b.weights.shape))}): cells can only be compared between setups of one shape. "
                    "Unpin A, or change the sizes back.", icon=":material/warning:")
         return
     if pinned.tokens != current.setup.tokens:
@@ -84,8 +85,8 @@ def difference(pinned: Setup, a, current: Current) -> None:
         st.markdown("A and B give the same attention weights in every cell.")
     else:
         st.markdown(f"**Largest change in the weights:** head {head + 1}, query "
-                    f"'{md_literal(tokens[query])}', key '{md_literal(kv_tokens[key])}': "
-                    f"**{weight(before)} → {weight(after)}**")
+                    f"'{lit(tokens[query])}', key '{lit(kv_tokens[key])}': "
+                    f"**{lit(weight(before))} → {lit(weight(after))}**")
     heads = [f"head {i + 1}" for i in range(b.n_heads)]
     for column, (name, result) in zip(st.columns(2), (("A", a), ("B", b)), strict=True):
         with column:
@@ -97,7 +98,7 @@ def difference(pinned: Setup, a, current: Current) -> None:
                  head_names=[f"B − A: {h}" for h in heads]), key="compare_weights_delta")
     (row, column), out_before, out_after = largest_change(a.output, b.output)
     gap = float(np.max(np.abs(b.output - a.output)))
-    st.markdown(f"**Output:** largest change at token '{md_literal(tokens[row])}', column {column + 1}: "
+    st.markdown(f"**Output:** largest change at token '{lit(tokens[row])}', column {column + 1}: "
                 f"{figures.format_number(out_before)} → {figures.format_number(out_after)}"
                 + (" (the outputs are equal)" if gap == 0 else ""))
     chart(figure("side_by_side", a.output, b.output, tokens, left_title="A: output", right_title="B: output"),

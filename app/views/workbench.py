@@ -11,10 +11,11 @@ import streamlit as st
 
 from app import figures, state, widgets
 from app.figure_cache import figure
+from app.safe import lit
 from app.state import Current
 from app.steps import STEPS
 from app.views import compare
-from app.widgets import Inputs, chart, following, md_literal
+from app.widgets import Inputs, chart, following
 from mha_core import (
     LIMITS,
     attention_flops,
@@ -43,9 +44,15 @@ METRIC_NAMES = {"l2": "L2 (Euclidean)", "js": "Jensen-Shannon", "tv": "total var
 
 def step_header(number: int, formula: str | None = None, what: str | None = None) -> None:
     """Title, formula and what/why as one element (each element drawn costs a rerun time)."""
+    st.markdown(step_markdown(number, formula, what))
+
+
+def step_markdown(number: int, formula: str | None = None, what: str | None = None) -> str:
+    """A step's heading, formula and what/why: the course's own Markdown (app/steps.py), or the
+    formula and what given (the app's own too: tests/test_escaping.py checks every call)."""
     step = STEPS[number]
-    st.markdown(f"### {number}. {step.title}\n\n$$\n{formula or step.formula}\n$$\n\n"
-                f"**What.** {what or step.what}  \n**Why.** {step.why}")
+    return (f"### {number}. {step.title}\n\n$$\n{formula or step.formula}\n$$\n\n"
+            f"**What.** {what or step.what}  \n**Why.** {step.why}")
 
 
 def waiting() -> None:
@@ -54,7 +61,7 @@ def waiting() -> None:
 
 def render(current: Current, inputs: Inputs) -> None:
     for message in st.session_state.get("link_notes", []):
-        st.warning(f"Ignored from the link: {md_literal(message)}", icon=":material/warning:")
+        st.warning(f"Ignored from the link: {lit(message)}", icon=":material/warning:")
     if inputs.sizes is None:
         st.warning("Fix the setting with a warning sign in the sidebar; nothing you typed in the grids is "
                    "lost.")
@@ -64,9 +71,9 @@ def render(current: Current, inputs: Inputs) -> None:
     story(current)
     compare.render(current)
     for note in current.notes:
-        st.info(md_literal(note), icon=":material/add_circle:")
+        st.info(lit(note), icon=":material/add_circle:")
     if current.error:
-        st.error(f"The computation refused these inputs: {md_literal(current.error)}",
+        st.error(f"The computation refused these inputs: {lit(current.error)}",
                  icon=":material/warning:")
     page = Page(current, inputs)
     for draw in (page.embeddings, page.projections, page.raw_scores, page.softmax, page.head_outputs,
@@ -82,10 +89,10 @@ def story(current: Current) -> None:
     if scenario is not None:
         edited = " (edited: the numbers below are yours, not the chapter's)" if current.edited else ""
         with st.container(border=True):
-            st.markdown(f"**{md_literal(scenario.title)}**{edited} · {md_literal(scenario.source)}")
-            st.caption(md_literal(scenario.story))
+            st.markdown(f"**{lit(scenario.title)}**{edited} · {lit(scenario.source)}")
+            st.caption(lit(scenario.story))
             if scenario.lesson is not None:
-                st.markdown(f"**What to look for:** {md_literal(scenario.lesson.look_for)}")
+                st.markdown(f"**What to look for:** {lit(scenario.lesson.look_for)}")
     if current.setup is not None:
         st.markdown(sizes_line(current.setup.sizes))
 
@@ -116,7 +123,7 @@ class Page:
 
     def problem(self, name: str) -> None:
         if name in self.problems:
-            st.error(md_literal(self.problems[name]), icon=":material/warning:")
+            st.error(lit(self.problems[name]), icon=":material/warning:")
 
     def editor(self, name: str, head: int | None = None, boolean: bool = False) -> None:
         rows, columns = state.grid_labels(name, self.q_tokens, self.k_tokens, self.sizes)
@@ -127,12 +134,12 @@ class Page:
         left, right = st.columns(2)
         with left:
             editable = max(self.sizes.n_q, self.sizes.d_model) <= LIMITS.editable and not following()
-            st.caption(f"X [{self.sizes.n_q} × {self.sizes.d_model}]: one row per query token"
+            st.caption(f"X [{self.sizes.n_q:d} × {self.sizes.d_model:d}]: one row per query token"
                        + (" (edit any cell)" if editable else ""))
             self.editor("x")
             self.problem("x")
             if self.sizes.cross:
-                st.caption(f"X_kv [{self.sizes.n_k} × {self.sizes.d_model}]: the key/value side")
+                st.caption(f"X_kv [{self.sizes.n_k:d} × {self.sizes.d_model:d}]: the key/value side")
                 self.editor("x_kv")
                 self.problem("x_kv")
         with right:
@@ -154,12 +161,13 @@ class Page:
         for column, name in zip(st.columns(3), ("w_q", "w_k", "w_v"), strict=True):
             with column:
                 width = sz.d_v if name == "w_v" else sz.d_k
-                st.caption(f"{SPECS[name].label} of {self.heads[head]} [{sz.d_model} × {width}]")
+                st.caption(f"{lit(SPECS[name].label)} of {lit(self.heads[head])} "
+                           f"[{sz.d_model:d} × {width:d}]")
                 self.editor(name, head=head)
         if sz.bias:
             for column, name in zip(st.columns(3), ("b_q", "b_k", "b_v"), strict=True):
                 with column:
-                    st.caption(f"{SPECS[name].label} of {self.heads[head]}")
+                    st.caption(f"{lit(SPECS[name].label)} of {lit(self.heads[head])}")
                     self.editor(name, head=head)
         for name in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v"):
             self.problem(name)
@@ -177,8 +185,9 @@ class Page:
         sz = self.sizes
         flops = attention_flops(sz.n_q, sz.n_k, sz.n_heads, sz.d_k, sz.d_v)
         one_wide_head = attention_flops(sz.n_q, sz.n_k, 1, sz.n_heads * sz.d_k, sz.n_heads * sz.d_v)
-        st.caption(f"Each head's scores are [{sz.n_q} × {sz.n_k}] (queries × keys). Cost of all {sz.n_heads} "
-                   f"heads' scores and blends: {flops:,} FLOPs; one head of width {sz.n_heads * sz.d_k} "
+        st.caption(f"Each head's scores are [{sz.n_q:d} × {sz.n_k:d}] (queries × keys). Cost of all "
+                   f"{sz.n_heads:d} heads' scores and blends: {flops:,} FLOPs; one head of width "
+                   f"{sz.n_heads * sz.d_k:d} "
                    f"would cost {one_wide_head:,}. Thin heads add viewpoints, not work.")
         chart(figure("head_grids", self.result.scores, self.q_tokens, self.k_tokens, kind="scores",
                      head_names=self._titled("S", self.result.scores), large=self.large), key="chart_scores")
@@ -217,15 +226,15 @@ class Page:
         check = f"Check: every row sums to 1 (largest deviation {deviation:.1e})."
         if blocked:
             check = (f"Check: every row that may attend to a key sums to 1 (largest deviation "
-                     f"{deviation:.1e}); {blocked} fully masked row(s) attend to nothing (all 0).")
+                     f"{deviation:.1e}); {blocked:d} fully masked row(s) attend to nothing (all 0).")
         st.success(check, icon=":material/check_circle:")
 
     def _zoom(self, r) -> None:
         """A long sequence's weights: one head's window at full resolution, with its numbers."""
         n_q, n_k = r.weights.shape[1:]
-        st.caption(f"Each head's {n_q} × {n_k} grid is sent as a picture (block means beyond "
-                   f"{figures.IMAGE_BLOCKS} positions a side): numbers on cells and editing cell by cell are "
-                   f"off. One head's window of {ZOOM} × {ZOOM} at full resolution, with its numbers:")
+        st.caption(f"Each head's {n_q:d} × {n_k:d} grid is sent as a picture (block means beyond "
+                   f"{figures.IMAGE_BLOCKS:d} positions a side): numbers on cells and editing cell by cell "
+                   f"are off. One head's window of {ZOOM:d} × {ZOOM:d} at full resolution, with its numbers:")
         head_column, query_column, key_column = st.columns(3)
         head = widgets.choice_ui(head_column, "head", self.heads, "zoom_head")
         q0 = int(query_column.number_input("queries from", 1, max(1, n_q - ZOOM + 1), key="zoom_query")) - 1
@@ -250,7 +259,7 @@ class Page:
             return
         blocked = np.flatnonzero(~self.setup.mask.any(axis=1))
         if blocked.size:
-            names = ", ".join(md_literal(f"{i + 1} · {self.q_tokens[i]}") for i in blocked)
+            names = ", ".join(lit(f"{i + 1} · {self.q_tokens[i]}") for i in blocked)
             st.warning(f"Row {names} blocks every key: nothing can be attended to, so its weights are all "
                        "0 and its head outputs are zero vectors. Tick at least one key to fix it.",
                        icon=":material/warning:")
@@ -273,11 +282,11 @@ class Page:
     def concatenation(self):
         step_header(7)
         sz = self.sizes
-        st.caption(f"W_O [{sz.n_heads * sz.d_v} × {sz.d_model}]: row band i mixes head i's output")
+        st.caption(f"W_O [{sz.n_heads * sz.d_v:d} × {sz.d_model:d}]: row band i mixes head i's output")
         self.editor("w_o")
         self.problem("w_o")
         if sz.bias:
-            st.caption(f"b_O [{sz.d_model}]")
+            st.caption(f"b_O [{sz.d_model:d}]")
             self.editor("b_o")
             self.problem("b_o")
         if self.result is None:
@@ -336,7 +345,7 @@ def heads_compared(r, q_tokens, k_tokens, heads, large) -> None:
         st.markdown(f"For this query all {len(heads)} heads agree exactly ({METRIC_NAMES[metric]} "
                     "distance 0).")
     else:
-        st.markdown(f"Largest disagreement for this query: **{heads[a]}** vs **{heads[b]}** = "
+        st.markdown(f"Largest disagreement for this query: **{lit(heads[a])}** vs **{lit(heads[b])}** = "
                     f"**{value:.3f}** ({METRIC_NAMES[metric]}).")
     entropy = normalised_entropy(r.weights[:, query, :])  # [h]
     cols = st.columns(2)
@@ -348,7 +357,7 @@ def heads_compared(r, q_tokens, k_tokens, heads, large) -> None:
               key="chart_entropy")
     flat = [heads[i] for i in np.flatnonzero(entropy >= FLAT_AT)]
     if flat:
-        st.info(f"{', '.join(flat)} {'is' if len(flat) == 1 else 'are'} flat for this query (nearly "
+        st.info(f"{lit(', '.join(flat))} {'is' if len(flat) == 1 else 'are'} flat for this query (nearly "
                 "uniform): such a head has nothing to say, which is not the same as disagreeing. Compare "
                 "heads that both have an opinion.", icon=":material/lightbulb:")
 
