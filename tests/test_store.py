@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import io
 import json
 import multiprocessing
 import os
+import re
 import sqlite3
 import string
 import sys
@@ -23,16 +25,25 @@ import types
 from pathlib import Path
 from unittest import mock
 
+import numpy as np
 import pytest
 
 from classroom.sqlite_store import SqliteStore
 from classroom.store import (
     CODE_ALPHABET,
     CODE_LENGTH,
+    CSV_COLUMNS,
     FOLLOWER_TTL_SECONDS,
+    FORMULA_STARTS,
+    HEARTBEAT_SECONDS,
+    JOIN_BURST,
+    JOIN_PER_SECOND,
     MAX_ROOMS,
     MAX_STUDENTS_PER_ROOM,
     ROOM_IDLE_SECONDS,
+    ROOMS_PER_CLIENT,
+    TEACHER_GONE_SECONDS,
+    WRONG_CODES_PER_MINUTE,
     ClassroomStore,
     InvalidInput,
     LimitReached,
@@ -40,10 +51,14 @@ from classroom.store import (
     NoSuchRoom,
     NotInRoom,
     NotTheTeacher,
+    Question,
     QuestionClosed,
     Removed,
+    RoomLocked,
     StoreUnavailable,
+    TooSoon,
     data_dir,
+    is_right,
     open_store,
 )
 from classroom.watch import RoomWatch
@@ -556,6 +571,426 @@ class TestAsking:
         assert [(row[0], row[1], row[5]) for row in rows[1:]] == [("1", "Which head?", "C"),
                                                                   ("2", "Second?", "why")]
         assert [len(answers) for _, answers in store.answers(room.code, room.teacher_secret)] == [1, 1, 0]
+
+
+# --- Issue 15: what a hostile student did, and the rules that now hold (each fails on the old store) --
+
+
+FLOODER = "203.0.113.66"  # one client address (TEST-NET-3)
+
+
+def too_soon(call) -> TooSoon:
+    with pytest.raises(TooSoon) as refused:
+        call()
+    return refused.value
+
+
+class TestRoomFlood:
+    def test_one_address_starts_five_rooms_a_minute(self, store, clock):
+        started, refusals = [], []
+        for _ in range(205):  # the issue's 205 sessions pressing "Start a room", from one address
+            try:
+                started.append(store.create_room(client=FLOODER))
+            except TooSoon as refusal:
+                refusals.append(refusal)
+        assert len(started) == ROOMS_PER_CLIENT and len(refusals) == 200
+        assert refusals[0].retry_after == pytest.approx(60 / ROOMS_PER_CLIENT)
+        assert str(refusals[0]) == "Too many rooms started from your address: try again in 12 s."
+        assert store.room_exists(store.create_room(client="198.51.100.1").code)  # a real teacher elsewhere
+        clock.advance(60 / ROOMS_PER_CLIENT)
+        store.create_room(client=FLOODER)
+        assert too_soon(lambda: store.create_room(client=FLOODER)).retry_after == pytest.approx(12)
+
+    def test_five_addresses_are_still_bounded_by_max_rooms(self, store, clock):
+        clients = [f"203.0.113.{n}" for n in range(5)]
+        started, full = 0, []
+        for attempt in range(MAX_ROOMS + 5):
+            if attempt and attempt % len(clients) == 0:
+                clock.advance(60 / ROOMS_PER_CLIENT)  # a token each; 41 rounds stay inside 15 min
+            try:
+                store.create_room(client=clients[attempt % len(clients)])
+                started += 1
+            except LimitReached as refusal:
+                full.append(refusal)
+        assert started == MAX_ROOMS
+        assert len(full) == 5 and not any(isinstance(r, TooSoon) for r in full)
+        assert all(f"{MAX_ROOMS} rooms" in str(refusal) for refusal in full)
+
+
+class TestTeacherPresence:
+    def test_students_never_keep_a_room_alive(self, store, room, clock):
+        question = ask_abc(store, room)
+        store.join(room.code, "s1")
+        store.answer(room.code, question.id, "s1", "A")
+        for _ in range(int(TEACHER_GONE_SECONDS / HEARTBEAT_SECONDS)):  # 15 minutes of a busy class
+            clock.advance(HEARTBEAT_SECONDS)
+            store.heartbeats(room.code, ["s1"])
+            store.join(room.code, "s1")
+            store.version(room.code)
+            store.state(room.code)
+        clock.advance(1)
+        for call in (store.version, store.state, store.followers):
+            with pytest.raises(NoSuchRoom):
+                call(room.code)
+        for call in (lambda: store.heartbeats(room.code, ["s1"]), lambda: store.join(room.code, "s1"),
+                     lambda: store.answer(room.code, question.id, "s1", "B"),
+                     lambda: store.teacher_heartbeat(room.code, room.teacher_secret)):
+            with pytest.raises(NoSuchRoom):
+                call()
+
+    @pytest.mark.parametrize("act", ["teacher_heartbeat", "roster", "answers", "check_teacher", "lock"])
+    def test_each_teacher_act_keeps_it_alive(self, store, room, clock, act):
+        clock.advance(TEACHER_GONE_SECONDS - 1)
+        getattr(store, act)(room.code, room.teacher_secret)
+        clock.advance(TEACHER_GONE_SECONDS - 1)
+        assert store.version(room.code) >= 0
+        clock.advance(2)
+        assert not store.room_exists(room.code)
+
+    def test_an_ended_room_and_a_code_that_never_was_look_the_same(self, store, room, clock):
+        ended, gone = room, store.create_room()
+        store.end_room(ended.code, ended.teacher_secret)
+        clock.advance(TEACHER_GONE_SECONDS + 1)  # gone: its teacher left
+        never = next(code for code in ("KQ7M", "MQ7K", "WXYZ", "ZZZZ") if code not in (ended.code, gone.code))
+        seen = []
+        for code, secret in ((ended.code, ended.teacher_secret), (gone.code, gone.teacher_secret),
+                             (never, "x" * 32)):
+            calls = (functools.partial(store.join, code, "s1", client=f"c-{code}"),
+                     functools.partial(store.version, code),
+                     functools.partial(store.check_teacher, code, secret, client=f"t-{code}"),
+                     functools.partial(store.teacher_heartbeat, code, secret))
+            for call in calls:
+                with pytest.raises(NoSuchRoom) as refused:
+                    call()
+                seen.append((type(refused.value), str(refused.value).replace(code, "CODE")))
+        assert set(seen) == {(NoSuchRoom, "There is no room CODE: check the code.")}
+
+
+class TestTheDoor:
+    def test_a_class_of_40_behind_one_address_gets_in_at_once(self, store, room):
+        for number in range(40):
+            store.join(room.code, f"pupil-{number}", client=FLOODER)
+        assert len(store.roster(room.code, room.teacher_secret)) == 40
+
+    def test_a_flood_from_one_address_becomes_a_trickle(self, store, room, clock):
+        joined, refusals = [], []
+        for number in range(300):  # the issue's 300 sessions opening /?room=CODE from one client
+            try:
+                store.join(room.code, f"tab-{number}", client=FLOODER)
+                joined.append(number)
+            except TooSoon as refusal:
+                refusals.append(refusal)
+        assert len(joined) == JOIN_BURST and len(refusals) == 300 - JOIN_BURST
+        assert refusals[0].retry_after == pytest.approx(1 / JOIN_PER_SECOND)
+        assert str(refusals[0]) == "Too many students joined from your network just now: try again in 2 s."
+        store.join(room.code, "real-student", client="198.51.100.7")  # another address: in at once
+        store.join(room.code, "tab-0", client=FLOODER)  # a member re-joins freely
+        clock.advance(1 / JOIN_PER_SECOND)
+        store.join(room.code, "tab-300", client=FLOODER)
+        too_soon(lambda: store.join(room.code, "tab-301", client=FLOODER))
+        other = store.create_room()
+        store.join(other.code, "tab-302", client=FLOODER)  # the bucket is per room
+
+    def test_lock_keeps_newcomers_out_and_members_in(self, store, room, clock):
+        store.join(room.code, "s1", client="a")
+        assert store.lock(room.code, room.teacher_secret) == 1 == store.version(room.code)
+        assert store.state(room.code).locked
+        with pytest.raises(RoomLocked, match="The room is locked: ask your teacher to let you in."):
+            store.join(room.code, "s2", client="b")
+        store.join(room.code, "s1", nickname="back again", client="a")
+        assert store.lock(room.code, room.teacher_secret, False) == 2
+        assert not store.state(room.code).locked
+        store.join(room.code, "s2", client="b")
+
+    def test_a_removed_student_is_out_for_good_but_their_answers_stay(self, store, room):
+        question = ask_abc(store, room)
+        enter(store, room, "s1", "s2")
+        assert store.answer(room.code, question.id, "s1", "A")
+        version = store.version(room.code)
+        assert store.remove(room.code, room.teacher_secret, "s1") == version
+        assert store.heartbeats(room.code, ["s1", "s2"]) == ["s1"]
+        with pytest.raises(NotInRoom):
+            store.heartbeat(room.code, "s1")
+        with pytest.raises(Removed, match="Your teacher removed you from this room."):
+            store.join(room.code, "s1", client="elsewhere")
+        store.lock(room.code, room.teacher_secret)
+        with pytest.raises(Removed):  # removed is said before locked
+            store.join(room.code, "s1")
+        second = store.ask(room.code, room.teacher_secret, "Again?", choices=("A", "B"))
+        with pytest.raises(Removed):
+            store.answer(room.code, second.id, "s1", "A")
+        assert store.tally(room.code, question.id).total == 1
+        (_, answers), _ = store.answers(room.code, room.teacher_secret)
+        assert [a.student_id for a in answers] == ["s1"]
+        assert store.followers(room.code) == 1
+
+    def test_the_roster_lists_who_joined_answered_and_was_removed(self, store, room, clock):
+        question = ask_abc(store, room)
+        joined_at = {}
+        for student, nickname in (("s1", "Ann"), ("s2", "<b>Bo</b>"), ("s3", "")):
+            clock.advance(1)
+            joined_at[student] = clock.now
+            store.join(room.code, student, nickname=nickname, client=student)
+        store.answer(room.code, question.id, "s2", "B")
+        clock.advance(3)
+        store.heartbeats(room.code, ["s1"])
+        store.join(room.code, "s3", nickname="Cy", client="s3")
+        store.remove(room.code, room.teacher_secret, "s1")
+        roster = store.roster(room.code, room.teacher_secret)
+        assert [(s.id, s.nickname, s.answered, s.removed) for s in roster] == [
+            ("s1", "Ann", False, True), ("s2", "<b>Bo</b>", True, False), ("s3", "Cy", False, False)]
+        assert [s.joined for s in roster] == [joined_at["s1"], joined_at["s2"], joined_at["s3"]]
+        assert roster[1].last_seen == joined_at["s2"] and roster[2].last_seen == clock.now
+        store.ask(room.code, room.teacher_secret, "Next?")
+        assert not any(s.answered for s in store.roster(room.code, room.teacher_secret))
+
+    def test_only_the_teacher_opens_and_closes_the_door(self, store, room):
+        question = ask_abc(store, room)
+        for call in (lambda s: store.lock(room.code, s), lambda s: store.remove(room.code, s, "s1"),
+                     lambda s: store.roster(room.code, s), lambda s: store.close(room.code, s, question.id),
+                     lambda s: store.teacher_heartbeat(room.code, s)):
+            for secret in ("", "x" * 32, None):
+                with pytest.raises(NotTheTeacher):
+                    call(secret)
+        assert not store.state(room.code).locked and store.state(room.code).status == "open"
+
+
+class TestGuessing:
+    def test_the_eleventh_wrong_code_in_a_minute_locks_out_even_the_right_one(self, store, room, clock):
+        wrong = [code for code in ("KQ7M", "MQ7K", "WXYZ", "ZZZZ", "2345", "ABCD", "HJKM", "NPQR", "STUV",
+                                   "6789", "BCDE") if code != room.code][:WRONG_CODES_PER_MINUTE]
+        for code in wrong:
+            with pytest.raises(NoSuchRoom):
+                store.join(code, "s1", client=FLOODER)
+        refusal = too_soon(lambda: store.join(room.code, "s1", client=FLOODER))
+        assert refusal.retry_after == pytest.approx(60 / WRONG_CODES_PER_MINUTE)
+        assert str(refusal) == "Too many room codes tried from your address: try again in 6 s."
+        too_soon(lambda: store.join("nonsense", "s1", client=FLOODER))
+        too_soon(lambda: store.check_teacher(room.code, room.teacher_secret, client=FLOODER))
+        store.join(room.code, "s2", client="198.51.100.7")  # another address is not held
+        clock.advance(60 / WRONG_CODES_PER_MINUTE)
+        store.join(room.code, "s1", client=FLOODER)
+        assert {s.id for s in store.roster(room.code, room.teacher_secret)} == {"s1", "s2"}
+
+    def test_wrong_teacher_secrets_count_as_guesses(self, store, room):
+        for _ in range(WRONG_CODES_PER_MINUTE // 2):
+            with pytest.raises(NotTheTeacher):
+                store.check_teacher(room.code, "a guess", client=FLOODER)
+            with pytest.raises(NoSuchRoom):
+                store.check_teacher(another_code(room.code), room.teacher_secret, client=FLOODER)
+        too_soon(lambda: store.check_teacher(room.code, room.teacher_secret, client=FLOODER))
+        assert store.check_teacher(room.code, room.teacher_secret, client="the-school") is None
+
+    def test_right_codes_cost_nothing(self, store, room):
+        for _ in range(3 * WRONG_CODES_PER_MINUTE):
+            store.join(room.code, "s1", client=FLOODER)
+            store.check_teacher(room.code, room.teacher_secret, client=FLOODER)
+        for _ in range(WRONG_CODES_PER_MINUTE):
+            with pytest.raises(NoSuchRoom):
+                store.join(another_code(room.code), "s1", client=FLOODER)
+
+
+class TestBallot:
+    def test_one_student_id_answers_once(self, store, room):
+        question = ask_abc(store, room)
+        store.join(room.code, "s1")
+        counted = [store.answer(room.code, question.id, "s1", "ABC"[n % 3]) for n in range(300)]
+        assert counted == [True] + [False] * 299
+        assert store.tally(room.code, question.id).counts == {"A": 1, "B": 0, "C": 0}
+
+    def test_300_sessions_from_one_address_are_held_at_the_door(self, store, room):
+        question = ask_abc(store, room)
+        counted = refused = 0
+        for number in range(300):
+            with contextlib.suppress(TooSoon):
+                store.join(room.code, f"tab-{number}", client=FLOODER)
+            try:
+                counted += store.answer(room.code, question.id, f"tab-{number}", "C")
+            except NotInRoom:
+                refused += 1
+        assert (counted, refused) == (JOIN_BURST, 300 - JOIN_BURST)
+        assert store.tally(room.code, question.id).total == JOIN_BURST
+
+    def test_a_student_who_never_joined_cannot_answer(self, store, room):
+        question = ask_abc(store, room)
+        with pytest.raises(NotInRoom):
+            store.answer(room.code, question.id, "stranger", "A")
+        assert store.tally(room.code, question.id).total == 0
+
+
+class TestCloseAndReveal:
+    def test_close_stops_answers_then_reveal_shows_the_right_one(self, store, room):
+        question = ask_abc(store, room, solution="Head B, because…", correct="B")
+        enter(store, room, "s1", "s2", "s3")
+        state = store.state(room.code)
+        assert state.status == "open" and state.question.correct == "" and state.question.solution == ""
+        store.answer(room.code, question.id, "s1", "B")
+        store.answer(room.code, question.id, "s2", "C")
+        assert store.close(room.code, room.teacher_secret, question.id) == 2 == store.version(room.code)
+        state = store.state(room.code)
+        assert (state.status, state.revealed, state.question.correct) == ("closed", False, "")
+        with pytest.raises(QuestionClosed):
+            store.answer(room.code, question.id, "s3", "B")
+        assert store.close(room.code, room.teacher_secret, question.id) == 2  # again: nothing new
+        tally = store.tally(room.code, question.id)
+        assert (tally.status, tally.total, tally.right) == ("closed", 2, 1)
+        assert store.reveal(room.code, room.teacher_secret, question.id) == 3
+        state = store.state(room.code)
+        assert (state.status, state.revealed, state.question.correct) == ("revealed", True, "B")
+        assert store.close(room.code, room.teacher_secret, question.id) == 3  # no way back
+        assert store.state(room.code).status == "revealed"
+        mine = store.my_answer(room.code, question.id, "s2")
+        assert (mine.value, mine.student_id) == ("C", "s2") and is_right(state.question, mine.value) is False
+        assert store.my_answer(room.code, question.id, "s3") is None
+        with pytest.raises(NoSuchQuestion):
+            store.my_answer(room.code, "nope", "s1")
+
+    def test_a_room_without_a_question_has_no_status(self, store, room):
+        assert store.state(room.code).status == ""
+
+    def test_the_first_answer_is_the_one_marked(self, store, room):
+        question = store.ask(room.code, room.teacher_secret, "d_k?", kind="number", correct="64")
+        enter(store, room, "s1", "s2")
+        assert store.answer(room.code, question.id, "s1", "8")
+        assert not store.answer(room.code, question.id, "s1", "64")  # wrong, then right: still wrong
+        assert store.answer(room.code, question.id, "s2", "64.0")
+        assert store.tally(room.code, question.id).right == 1
+        assert store.tally(room.code, ask_abc(store, room).id).right is None  # no correct answer
+
+    @pytest.mark.parametrize("options", [
+        {"choices": ("A", "B"), "correct": "C"},
+        {"tolerance": -1},
+        {"tolerance": float("nan")},
+        {"correct": "x" * 201},
+        {"grid": (2, 2)},  # a grid without kind forecast
+    ])
+    def test_a_question_that_cannot_be_marked_is_refused(self, store, room, options):
+        with pytest.raises(InvalidInput):
+            store.ask(room.code, room.teacher_secret, "Which?", **options)
+        assert store.version(room.code) == 0
+
+
+def question_of(kind: str, correct: str, *, choices=(), tolerance: float = 0.0) -> Question:
+    return Question("q", "?", tuple(choices), kind, 0.0, correct=correct, tolerance=tolerance)
+
+
+class TestIsRight:
+    @pytest.mark.parametrize(("question", "value", "right"), [
+        (question_of("poll", "B", choices=("A", "B")), "B", True),
+        (question_of("poll", "B", choices=("A", "B")), "A", False),
+        (question_of("poll", "B", choices=("A", "B")), " B", False),
+        (question_of("shape", "3 × 5"), "3x5", True),
+        (question_of("shape", "3 × 5"), "3 x 5", True),
+        (question_of("shape", "3x5"), " 3 × 5 ", True),
+        (question_of("shape", "3 × 5"), "5 × 3", False),
+        (question_of("shape", "3 × 5"), "3, 5", False),
+        (question_of("number", "64"), "64.0", True),
+        (question_of("number", "64"), "63", False),
+        (question_of("number", "0.3"), "0.1e1", False),
+        (question_of("number", "0.3"), str(0.1 + 0.2), True),
+        (question_of("weight", "0.25", tolerance=0.01), "0.255", True),
+        (question_of("weight", "0.25", tolerance=0.01), "25%", True),
+        (question_of("weight", "0.25", tolerance=0.01), "27%", False),
+        (question_of("number", "25"), "25%", False),  # a percent only for weights
+        (question_of("number", "1"), "one", False),
+        (question_of("number", "1"), "nan", False),
+        (question_of("number", "1"), "inf", False),
+        (question_of("number", "1"), "", False),
+    ])
+    def test_marks(self, question, value, right):
+        assert is_right(question, value) is right
+
+    def test_nothing_to_mark_is_none(self):
+        assert is_right(question_of("poll", ""), "A") is None
+        assert is_right(Question("q", "?", (), "forecast", 0.0, grid=(1, 2)), "[[0.5, 0.5]]") is None
+
+
+def forecast(rows: list[list[float]]) -> str:
+    return json.dumps(rows)
+
+
+class TestForecasts:
+    def ask_forecast(self, store, room, grid=(2, 3)):
+        return store.ask(room.code, room.teacher_secret, "Draw head 1's weights", kind="forecast", grid=grid)
+
+    def test_the_class_forecast_is_the_mean_of_first_forecasts(self, store, room):
+        question = self.ask_forecast(store, room)
+        assert question.grid == (2, 3) and store.state(room.code).question.grid == (2, 3)
+        enter(store, room, "s1", "s2")
+        assert store.tally(room.code, question.id).mean is None
+        assert store.answer(room.code, question.id, "s1", forecast([[1, 0, 0], [0.5, 0.25, 0.25]]))
+        assert store.answer(room.code, question.id, "s2", forecast([[0, 1, 0], [0.5, 0.5, 0]]))
+        assert not store.answer(room.code, question.id, "s1", forecast([[0, 0, 1], [0, 0, 1]]))
+        tally = store.tally(room.code, question.id)
+        assert (tally.total, tally.counts, tally.right) == (2, {}, None)
+        np.testing.assert_allclose(tally.mean, [[0.5, 0.5, 0], [0.5, 0.375, 0.125]], atol=1e-12)
+        mine = store.my_answer(room.code, question.id, "s1")
+        assert json.loads(mine.value) == [[1, 0, 0], [0.5, 0.25, 0.25]]
+
+    def test_a_256_cell_forecast_fits(self, store, room):
+        question = self.ask_forecast(store, room, grid=(8, 32))
+        store.join(room.code, "s1")
+        weights = np.random.default_rng(0).dirichlet(np.ones(32), size=8)  # [8, 32], rows sum to 1
+        text = forecast(weights.tolist())
+        assert len(text) > 200
+        assert store.answer(room.code, question.id, "s1", text)
+        np.testing.assert_allclose(store.tally(room.code, question.id).mean, weights, atol=1e-15)
+        with pytest.raises(InvalidInput):  # other answers stay short
+            store.answer(room.code, ask_abc(store, room).id, "s1", "A" * 201)
+
+    @pytest.mark.parametrize(("value", "says"), [
+        ("not json", "grid of weights"),
+        (forecast([[1, 0, 0]]), "2 row(s) of 3"),
+        (forecast([[1, 0], [1, 0]]), "2 row(s) of 3"),
+        ('{"a": 1}', "2 row(s) of 3"),
+        ("[[1, 0, 0], [NaN, 0, 1]]", "from 0 to 1"),
+        ("[[1, 0, 0], [Infinity, 0, 0]]", "from 0 to 1"),
+        (forecast([[1.5, -0.5, 0], [1, 0, 0]]), "from 0 to 1"),
+        (forecast([[True, 0, 0], [1, 0, 0]]), "from 0 to 1"),
+        (forecast([["1", 0, 0], [1, 0, 0]]), "from 0 to 1"),
+        (forecast([[0.5, 0.4, 0], [1, 0, 0]]), "add up to 1"),
+        (forecast([[0.5, 0.5, 0.002], [1, 0, 0]]), "add up to 1"),
+        ("[" * 100_000, "longer than"),
+    ])
+    def test_a_forecast_that_is_no_grid_of_weights_is_refused(self, store, room, value, says):
+        question = self.ask_forecast(store, room)
+        store.join(room.code, "s1")
+        with pytest.raises(InvalidInput, match=re.escape(says)):
+            store.answer(room.code, question.id, "s1", value)
+        assert store.answer(room.code, question.id, "s1", forecast([[0.5, 0.5, 0.0005], [1, 0, 0]]))
+
+    @pytest.mark.parametrize("grid", [(0, 0), (0, 3), (17, 16), (1, 257), ("a", 1), (1.5, 2), (2,)])
+    def test_a_forecast_grid_has_1_to_256_cells(self, store, room, grid):
+        with pytest.raises(InvalidInput):
+            self.ask_forecast(store, room, grid=grid)
+
+    def test_forecasts_go_into_the_csv_as_their_numbers(self, store, room):
+        question = self.ask_forecast(store, room, grid=(1, 2))
+        store.join(room.code, "s1")
+        store.answer(room.code, question.id, "s1", "[[0.25, 0.75]]")
+        rows = list(csv.DictReader(io.StringIO(store.answers_csv(room.code, room.teacher_secret))))
+        assert json.loads(rows[0]["answer"]) == [[0.25, 0.75]] and rows[0]["right"] == ""
+
+
+class TestTheCsv:
+    def test_correct_and_right_columns_and_a_formula_guard_on_every_column(self, store, room, clock):
+        question = store.ask(room.code, room.teacher_secret, "-1 or +1?", choices=("-1", "+1", "=0"),
+                             correct="-1")
+        given = [("-A1-A1-B22", "-1", "=cmd|' /C calc'!A0"), ("+33612", "+1", "@me"), ("=s3", "=0", "plain")]
+        for student, value, nickname in given:
+            clock.advance(1)
+            store.join(room.code, student, nickname=nickname, client=student)
+            assert store.answer(room.code, question.id, student, value, nickname)
+        free = store.ask(room.code, room.teacher_secret, "d_k?", kind="number", correct="64")
+        store.answer(room.code, free.id, "-A1-A1-B22", "@64", given[0][2])
+        rows = list(csv.reader(io.StringIO(store.answers_csv(room.code, room.teacher_secret))))
+        assert rows[0] == list(CSV_COLUMNS)
+        assert rows[1:] == [
+            ["1", "'-1 or +1?", "'-1", "'-A1-A1-B22", "'=cmd|' /C calc'!A0", "'-1", "right", rows[1][7]],
+            ["1", "'-1 or +1?", "'-1", "'+33612", "'@me", "'+1", "wrong", rows[2][7]],
+            ["1", "'-1 or +1?", "'-1", "'=s3", "plain", "'=0", "wrong", rows[3][7]],
+            ["2", "d_k?", "64", "'-A1-A1-B22", "'=cmd|' /C calc'!A0", "'@64", "wrong", rows[4][7]]]
+        assert not any(cell.startswith(FORMULA_STARTS) for row in rows for cell in row)
 
 
 class TestConcurrency:
