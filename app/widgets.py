@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app import editors, figures, safe, state
+from app.safe import lit
 from mha_core import LIMITS, Scaling, Sizes, head_width
 from mha_core.codec import save_problem, setup_to_json
 from mha_core.export import setup_to_csv_zip, setup_to_script
@@ -69,7 +70,7 @@ def following() -> bool:
     return bool(st.session_state.get("following"))
 
 
-md_literal = safe.lit  # the name the views have used; app/safe.py is the one path for outside text
+md_literal = safe.lit  # the old name of safe.lit, for modules not yet moved to it (tests/test_escaping.py)
 
 
 def choice_ui(where, label: str, labels: list[str], name: str, *, default: int = 0,
@@ -88,12 +89,12 @@ def choice_ui(where, label: str, labels: list[str], name: str, *, default: int =
     elif not 0 <= position < len(labels):
         if name in ss.selections:
             where.caption(f"{label}: the earlier choice is gone with the new inputs; showing "
-                          f"{md_literal(labels[default])}.")
+                          f"{lit(labels[default])}.")
         position = default
     ss.selections[name] = position
     ss[key] = labels[position]
     if segmented:
-        where.segmented_control(label, labels, key=key, required=True, **kwargs)
+        where.segmented_control(label, labels, key=key, required=True, format_func=lit, **kwargs)
     else:
         where.selectbox(label, labels, key=key, **kwargs)
     return position
@@ -162,7 +163,7 @@ def sidebar_ui(sb=None) -> Inputs:
     too_big = attention_size_problem(n_heads, len(tokens), len(kv_tokens)) if tokens and kv_tokens else None
     if too_big:
         errors["attention_size"] = too_big
-        sb.error(too_big, icon=":material/warning:")
+        sb.error(lit(too_big), icon=":material/warning:")
     d_k = d_v = None
     if sb.checkbox("set d_k and d_v myself", key="custom_head_width"):
         d_k = int(sb.number_input("d_k", 1, LIMITS.d_head, key="d_k", step=1))
@@ -173,11 +174,11 @@ def sidebar_ui(sb=None) -> Inputs:
             if d_k > LIMITS.d_head:
                 errors["n_heads"] = f"d_k = {d_k} is over the limit {LIMITS.d_head}: use more heads."
             else:
-                sb.caption(f"d_k = d_v = d_model / h = {d_k}")
+                sb.caption(f"d_k = d_v = d_model / h = {d_k:d}")
         except ValueError as error:
             errors["n_heads"] = str(error)
         if "n_heads" in errors:
-            sb.error(errors["n_heads"], icon=":material/warning:")
+            sb.error(lit(errors["n_heads"]), icon=":material/warning:")
     seed = _seed_ui(sb)
     scaling = _scaling_ui(sb, errors)
     mask_kind = sb.selectbox("Mask", list(MASK_LABELS), key="mask_kind", format_func=MASK_LABELS.get)
@@ -193,15 +194,15 @@ def sidebar_ui(sb=None) -> Inputs:
 
 def _tokens_ui(sb, label: str, key: str, errors: dict) -> list[str]:
     text = sb.text_input(label, key=key, max_chars=LIMITS.token_text,
-                         help=f"Separated by spaces; repeats are fine. Up to {LIMITS.tokens} tokens of "
-                              f"{LIMITS.token_chars} characters.")
+                         help=f"Separated by spaces; repeats are fine. Up to {LIMITS.tokens:d} tokens of "
+                              f"{LIMITS.token_chars:d} characters.")
     tokens = str(text)[:LIMITS.token_text + 1].split()  # a client can send more than max_chars
     problem = token_problem(tokens, "query tokens" if key == "tokens_text" else "key/value tokens")
     if len(str(text)) > LIMITS.token_text:
         problem = f"{len(str(text)):,} characters is over the limit of {LIMITS.token_text:,}."
     if problem:
         errors[key] = problem
-        sb.error(md_literal(problem), icon=":material/warning:")
+        sb.error(lit(problem), icon=":material/warning:")
     return tokens
 
 
@@ -237,7 +238,7 @@ def _scaling_ui(sb, errors: dict) -> Scaling | None:
         return Scaling(kind, value)
     except ValueError as error:
         errors["scale_kind"] = str(error)
-        sb.error(str(error), icon=":material/warning:")
+        sb.error(lit(error), icon=":material/warning:")
         return None
 
 
@@ -257,7 +258,8 @@ def picker_ui(slot, current: state.Current) -> None:
                    help="Every worked example of the course, or a random or blank start. Picking the one "
                         "shown again resets it.")
     if current.edited and origin in titles:
-        slot.button(f"↺ Reset to {titles[origin]}", key="reset", on_click=state.load_preset, args=(origin,),
+        slot.button(f"↺ Reset to {lit(titles[origin])}", key="reset", on_click=state.load_preset,
+                    args=(origin,),
                     help="Undo every change since the preset was loaded.")
 
 
@@ -293,7 +295,7 @@ def fill_ui(sizes: Sizes, seed: int) -> None:
             heads = ["all heads"] + [f"head {i + 1}" for i in range(sizes.n_heads)]
             head = choice_ui(st, "which head", heads, "fill_head") - 1
             head = None if head < 0 else head
-        kind = st.radio("with", FILLS, key="fill_kind", horizontal=True)
+        kind = st.radio("with", FILLS, key="fill_kind", horizontal=True, format_func=lit)
         st.button("Fill", key="fill_go", on_click=state.fill_array, args=(target, kind, seed, head))
 
 
@@ -305,7 +307,7 @@ def editor_ui(name: str, rows: list[str], columns: list[str], *, head: int | Non
     grid = editors.as_grid(base[head] if head is not None else base)
     n_rows, n_cols = grid.shape
     if max(n_rows, n_cols) > LIMITS.editable:
-        st.caption(f"{n_rows} × {n_cols}: too large to edit cell by cell (limit {LIMITS.editable}); "
+        st.caption(f"{n_rows:d} × {n_cols:d}: too large to edit cell by cell (limit {LIMITS.editable:d}); "
                    "use 'Fill a matrix' in the sidebar.")
         return
     if following():  # a student following a room reads the teacher's grids, not edits them
@@ -341,9 +343,9 @@ def read_only_grid(grid, rows: list[str], columns: list[str], boolean: bool = Fa
         text = editors.cell_text(value)
         return text if len(text) <= 10 else figures.format_number(value, 4)
 
-    header = "| | " + " | ".join(md_literal(c) for c in columns) + " |"
+    header = "| | " + " | ".join(lit(c) for c in columns) + " |"
     rule = "| --- |" + " ---: |" * len(columns)
-    body = ["| " + md_literal(label) + " | " + " | ".join(cell(v) for v in row) + " |"
+    body = ["| " + lit(label) + " | " + " | ".join(cell(v) for v in row) + " |"
             for label, row in zip(rows, grid.tolist(), strict=True)]
     return "\n".join([header, rule, *body])
 
@@ -368,7 +370,7 @@ def save_load_ui(current: state.Current) -> None:
                            file_name="attention-setup.json", mime="application/json", key="setup_download",
                            on_click="ignore", disabled=problem is not None)
         if problem:
-            st.caption(f"Cannot save now: {md_literal(problem)}.")
+            st.caption(f"Cannot save now: {lit(problem)}.")
         recipe = getattr(current.base, "recipe", "") if not current.edited else ""
         title = state.label_of(st.session_state.origin) + (" (edited)" if current.edited else "")
         # The data is made on click, outside this run: it may use only what it is given here.
@@ -391,7 +393,7 @@ def save_load_ui(current: state.Current) -> None:
                          max_upload_size=LIMITS.file_bytes // 1_000_000, on_change=_uploaded)
         message = st.session_state.get("load_message")
         if message:
-            st.error(f"Could not load {md_literal(message)}. Nothing on the page was changed.",
+            st.error(f"Could not load {lit(message)}. Nothing on the page was changed.",
                      icon=":material/warning:")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -123,3 +124,8 @@ def goto(at: AppTest, url_path: str) -> None:
 
 def texts(elements) -> list[str]:
     return [element.value for element in elements]
+
+
+def shown(elements) -> list[str]:
+    """What Markdown elements show: their texts with app.safe.lit's backslash escapes undone."""
+    return [re.sub(r"\\(.)", r"\1", text) for text in texts(elements)]

@@ -17,6 +17,7 @@ from tests.apptest_util import (
     key_of,
     pick,
     pick_preset,
+    shown,
     texts,
     work,
 )
@@ -192,7 +193,7 @@ def test_overlong_or_invisible_tokens_are_refused_next_to_the_box(at, tokens, wo
 def test_heads_not_dividing_d_model_says_how_to_fix_it(at):
     at.number_input(key="d_model").set_value(5).run()
     assert not at.exception
-    message = " ".join(texts(at.error))
+    message = " ".join(shown(at.error))
     assert "does not divide d_model=5" in message and "Choose h in [1, 5]" in message
     at.number_input(key="d_model").set_value(4).run()  # the matrices come back, resized
     assert not at.error and work(at, "w_q").shape == (2, 4, 2)

@@ -42,7 +42,12 @@ APP_MARKDOWN = {
     "sizes_line": "workbench: sizes and parameter counts, numbers only",
     "read_only_grid": "widgets: a follower's grid, labels through lit and cells as numbers",
     "drill_lines": "workbench: LaTeX of one cell, positions and numbers only, never tokens",
+    "step_markdown": "workbench: a step's heading, formula, what and why from app/steps.py (the course's "
+                     "own Markdown); a formula or what given instead is checked at each call",
     "shown_label": "widgets: a preset's title (app text) or 'your setup'",
+    "format_number": "figures: a float as text (digits, a sign, '.', 'e', '−'), for cells and captions",
+    "hover_number": "figures: a float as text with more digits, for hover and tables",
+    "_latex_int": "labs: an int as LaTeX, 12{,}345",
     "latex": "mha_core.Scaling.latex(d_k): the scaling as LaTeX from its kind and numbers",
     "describe": "mha_core.Scaling.describe(d_k): the scaling in words from its kind and numbers",
 }
@@ -54,8 +59,14 @@ APP_MARKDOWN_ATTRIBUTES = {
 # Functions whose parameter is shown as Markdown: the parameter is checked at every call instead.
 WRAPPERS = {
     "choice_ui": {"label": 1},  # (where, label, labels, name)
+    "_tokens_ui": {"label": 1},  # (sb, label, key, errors)
     "step_header": {"formula": 1, "what": 2},  # (number, formula, what)
+    "_numbers_ui": {"label": 0, "help": 3},  # labs: (label, key, what, help)
+    "_size_input": {"label": 1, "help": 3},  # labs: (where, label, key, help)
+    "step_markdown": {"formula": 1, "what": 2},
 }
+# Objects whose methods share a name with Streamlit's but return text: mha_core.Scaling.latex(d_k).
+NOT_STREAMLIT = {"scaling"}
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,8 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call):
         name = _name(node.func)
+        if isinstance(node.func, ast.Attribute) and _name(node.func.value) in NOT_STREAMLIT:
+            name = ""
         if isinstance(node.func, ast.Attribute) and name in MARKDOWN_METHODS:
             self._markdown_call(node, name)
         if isinstance(node.func, ast.Attribute) and name in LABELLED:
@@ -139,7 +152,8 @@ class _Checker(ast.NodeVisitor):
         if name == "progress":
             self._check(node, _keyword(node, "text"), "progress(text)")
             return
-        self._check(node, _argument(node, 0, "label"), f"{name}(label)")
+        label = _keyword(node, "label") if name == "page_link" else _argument(node, 0, "label")
+        self._check(node, label, f"{name}(label)")  # page_link(page, label=...)
         self._check(node, _keyword(node, "help"), f"{name}(help)")
         self._check(node, _keyword(node, "placeholder"), f"{name}(placeholder)")
         if name in MARKDOWN_OPTIONS:
@@ -209,12 +223,16 @@ class _Checker(ast.NodeVisitor):
                 return None
             if name in APP_MARKDOWN:
                 return None
+            if name == "get" and isinstance(node.func, ast.Attribute) and self._constant(node.func.value):
+                return None  # the app's own labels: {"causal": "..."}.get(kind)
             if name == "join" and isinstance(node.func, ast.Attribute) and isinstance(node.func.value,
                                                                                       ast.Constant):
                 return self._joined(node, latex, seen)
             return f"a call of {ast.unparse(node.func)}(): pass its text through safe.md or safe.lit"
         if isinstance(node, ast.Name):
             return self._bound(node, latex, seen)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            return self._unsafe(node.elt, latex=latex, seen=seen)
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
                 node.value.id in self.constants:
             return None

@@ -14,7 +14,8 @@ import streamlit as st
 
 from app import lab_figures, state
 from app.figures import format_number, hover_number
-from app.widgets import chart, md_literal
+from app.safe import lit
+from app.widgets import chart
 from mha_core import head_width, mha_flops
 from mha_core.labs import (
     PAIRS,
@@ -115,7 +116,7 @@ def _numbers_ui(label: str, key: str, what: str, help: str) -> np.ndarray | None
     try:
         return parse_numbers(text, what)
     except ValueError as error:
-        st.error(md_literal(error), icon=":material/warning:")
+        st.error(lit(error), icon=":material/warning:")
         return None
 
 
@@ -127,9 +128,9 @@ def _keys_ui(n_keys: int | None) -> list[str] | None:
         return None
     problem = token_problem(names, "key names") if names else None
     if not problem and names and len(names) != n_keys:
-        problem = f"{len(names)} key names for {n_keys} scores: give one name per score, or none."
+        problem = f"{len(names)} key names for {n_keys:d} scores: give one name per score, or none."
     if problem:
-        st.error(md_literal(problem), icon=":material/warning:")
+        st.error(lit(problem), icon=":material/warning:")
     return names if names and not problem else _default_names(n_keys)
 
 
@@ -139,7 +140,7 @@ def score_lab() -> None:
                "key's value. Softmax turns the scores into weights; the output is Σ weight × value.")
     for column, key in zip(st.columns(len(SCORE_PRESETS)), SCORE_PRESETS, strict=True):
         column.button(PRESET_LABELS[key], key=f"lab_load_{key}", on_click=_load, args=(key,),
-                      help=state.presets()[key].title, width="stretch")
+                      help=lit(state.presets()[key].title), width="stretch")
     _loaded_note()
     inputs, results = st.columns([2, 3], gap="large")
     with inputs:
@@ -148,7 +149,7 @@ def score_lab() -> None:
         values = _numbers_ui("values (one number per key)", "lab_values", "values",
                              "One number per key: the output blends them with the weights.")
         if scores is not None and values is not None and scores.size != values.size:
-            st.error(f"{scores.size} scores but {values.size} values: give one value per score.",
+            st.error(f"{scores.size:d} scores but {values.size:d} values: give one value per score.",
                      icon=":material/warning:")
             values = None
         keys = _keys_ui(scores.size if scores is not None else None)
@@ -177,8 +178,8 @@ def _loaded_note() -> None:
     loaded = _preset_texts(key)
     edited = any(st.session_state.get(name) != loaded[name] for name in ("lab_scores", "lab_values",
                                                                           "lab_temperature"))
-    st.caption(f"{'Edited from' if edited else 'Loaded'} {md_literal(scenario.title)}: "
-               f"{md_literal(scenario.story)}")
+    st.caption(f"{'Edited from' if edited else 'Loaded'} {lit(scenario.title)}: "
+               f"{lit(scenario.story)}")
 
 
 def _weight_text(weight: float) -> str:
@@ -192,7 +193,7 @@ def _superscript(number: float) -> str:
 
 def _positive_text(weight: float) -> str:
     """A negative score's weight: never "0", which would contradict the note."""
-    return md_literal(_weight_text(weight)) if weight > 0 else "too small for the computer, shown as 0"
+    return _weight_text(weight) if weight > 0 else "too small for the computer, shown as 0"
 
 
 def _factor(text: str) -> str:
@@ -208,15 +209,15 @@ def _row_results(row: ScoreRow, keys: list[str]) -> None:
                        for w, v in zip(row.weights, row.values, strict=True))
     shown = format_number(row.output)
     precise = f"{row.output:.10g}"
-    exact = "" if float(precise) == float(shown) else f" (more precisely {md_literal(precise)})"
-    st.markdown(f"**output** = Σ wᵢ·vᵢ = {md_literal(terms)} = **{md_literal(shown)}**{exact}")
+    exact = "" if float(precise) == float(shown) else f" (more precisely {lit(precise)})"
+    st.markdown(f"**output** = Σ wᵢ·vᵢ = {lit(terms)} = **{lit(shown)}**{exact}")
     st.caption(f"The weights sum to {row.weights.sum():.12g}: the output lies between the smallest and the "
                "largest value.")
     if row.negative.size:
-        listed = ", ".join(f"{row.scores[i]:g} ('{md_literal(keys[i])}', weight "
-                           f"{_positive_text(row.weights[i])})" for i in row.negative[:NEGATIVES_LISTED])
+        listed = ", ".join(f"{row.scores[i]:g} ('{lit(keys[i])}', weight "
+                           f"{lit(_positive_text(row.weights[i]))})" for i in row.negative[:NEGATIVES_LISTED])
         if row.negative.size > NEGATIVES_LISTED:
-            listed += f" and {row.negative.size - NEGATIVES_LISTED} more"
+            listed += f" and {row.negative.size - NEGATIVES_LISTED:d} more"
         st.info(f"Negative {'score' if row.negative.size == 1 else 'scores'} {listed}: every weight is still "
                 "positive, since e to any power is above 0. A negative score means 'listen less', never "
                 "'listen a negative amount' (example E).", icon=":material/add_circle:")
@@ -224,8 +225,8 @@ def _row_results(row: ScoreRow, keys: list[str]) -> None:
 
 def _row_table(row: ScoreRow, keys: list[str]) -> None:
     head = "| key | score | score ÷ T | weight | value | weight × value |\n|---|--:|--:|--:|--:|--:|\n"
-    lines = [f"| {md_literal(key)} | {hover_number(s)} | {hover_number(z)} | "
-             f"{md_literal(hover_number(w, near_one=True))} | {hover_number(v)} | {hover_number(t)} |"
+    lines = [f"| {lit(key)} | {hover_number(s)} | {hover_number(z)} | "
+             f"{lit(hover_number(w, near_one=True))} | {hover_number(v)} | {hover_number(t)} |"
              for key, s, z, w, v, t in zip(keys, row.scores, row.scaled, row.weights, row.values, row.terms,
                                            strict=True)]
     with st.expander("All the numbers", expanded=False):
@@ -241,11 +242,11 @@ def _gap_section(n_keys: int | None, temperature: float) -> None:
                         key="lab_gap",
                         help="Scores [0, …, 0, gap]: the others all equal, the top one gap higher.")
         weight = float(top_weight(gap, n_keys, temperature))
-        st.markdown(f"With {n_keys} keys and T = {temperature:g}, the top weight is "
-                    rf"1 / (1 + {n_keys - 1} · e^(−{gap:g} / {temperature:g})) = "
-                    f"**{md_literal(_weight_text(weight))}**.")
+        st.markdown(f"With {n_keys:d} keys and T = {temperature:g}, the top weight is "
+                    rf"1 / (1 + {n_keys - 1:d} · e^(−{gap:g} / {temperature:g})) = "
+                    f"**{lit(_weight_text(weight))}**.")
         st.caption("Exponentials magnify gaps: at gap 20 (example D) the top weight is already "
-                   f"{md_literal(_weight_text(float(top_weight(20.0, 3))))} for 3 keys at T = 1. "
+                   f"{lit(_weight_text(float(top_weight(20.0, 3))))} for 3 keys at T = 1. "
                    "The curve uses as many keys as the scores above.")
     gaps, weights = gap_curve(n_keys, temperature, largest=GAP_RANGE[1])
     reference = gap_curve(n_keys, 1.0, largest=GAP_RANGE[1])[1] if temperature != 1 else None
@@ -310,8 +311,8 @@ def _example_f(d_k: int) -> None:
         chart(lab_figures.weight_bars(unscaled.weights, inputs.keys, unscaled.scores,
                                                 unscaled.values, title="not scaled: scores (40, 8)"),
                         key="lab_chart_f_unscaled")
-        w_1 = md_literal(_weight_text(unscaled.weights[0]))
-        st.markdown(f"w₁ = e⁴⁰ / (e⁴⁰ + e⁸) = 1 − e{_superscript(-gap)} = **{w_1}**: nearly one-hot, so "
+        w_1 = lit(_weight_text(unscaled.weights[0]))
+        st.markdown(f"w₁ = e⁴⁰ / (e⁴⁰ + e⁸) = 1 − e{lit(_superscript(-gap))} = **{w_1}**: nearly one-hot, so "
                     "token 2 gets no gradient.")
     with right:
         chart(lab_figures.weight_bars(scaled.weights, inputs.keys, scaled.scaled, scaled.values,
@@ -321,8 +322,9 @@ def _example_f(d_k: int) -> None:
         st.markdown(f"w₁ = e⁵ / (e⁵ + e¹) = **{scaled.weights[0]:.4f}**: token 2 keeps "
                     f"{scaled.weights[1]:.3f} of the attention, so gradients still reach it.")
     yours = float(top_weight(gap, 2, temperature=math.sqrt(d_k)))
-    st.caption(f"With the d_k chosen above ({d_k}), 40 and 8 divided by √{d_k} = {math.sqrt(d_k):.3g} give "
-               f"w₁ = {md_literal(_weight_text(yours))}.")
+    st.caption(f"With the d_k chosen above ({d_k:d}), 40 and 8 divided by √{d_k:d} = {math.sqrt(d_k):.3g} "
+               "give "
+               f"w₁ = {lit(_weight_text(yours))}.")
 
 
 # --- Size and cost ---------------------------------------------------------------------------
@@ -349,7 +351,7 @@ def _sizes_ui() -> tuple[int, int, int, int, int, int, bool] | None:
         try:
             d_k = d_v = head_width(d_model, n_heads)
         except ValueError as error:
-            first[1].error(md_literal(error), icon=":material/warning:")
+            first[1].error(lit(error), icon=":material/warning:")
             return None
     else:
         second = st.columns(4)
@@ -382,12 +384,12 @@ def _parameters(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
     count = parameter_count(d_model, n_heads, d_k, d_v, bias)
     st.metric("learnable numbers", f"{count.total:,}")
     symbols = r"h\,d_{model}\,d_k + h\,d_{model}\,d_k + h\,d_{model}\,d_v + h\,d_v\,d_{model}"
-    numbers = (rf"{n_heads}\cdot{d_model}\cdot{d_k} + {n_heads}\cdot{d_model}\cdot{d_k} + "
-               rf"{n_heads}\cdot{d_model}\cdot{d_v} + {n_heads}\cdot{d_v}\cdot{d_model}")
+    numbers = (rf"{n_heads:d}\cdot{d_model:d}\cdot{d_k:d} + {n_heads:d}\cdot{d_model:d}\cdot{d_k:d} + "
+               rf"{n_heads:d}\cdot{d_model:d}\cdot{d_v:d} + {n_heads:d}\cdot{d_v:d}\cdot{d_model:d}")
     terms = " + ".join(_latex_int(n) for n in (count.w_q, count.w_k, count.w_v, count.w_o))
     if bias:
         symbols += r" + (2h\,d_k + h\,d_v + d_{model})"
-        numbers += rf" + (2\cdot{n_heads}\cdot{d_k} + {n_heads}\cdot{d_v} + {d_model})"
+        numbers += rf" + (2\cdot{n_heads:d}\cdot{d_k:d} + {n_heads:d}\cdot{d_v:d} + {d_model:d})"
         terms += f" + {_latex_int(count.biases)}"
     st.latex(rf"\begin{{aligned}} \text{{params}} &= {symbols} \\ &= {numbers} \\ &= {terms} "
              rf"= {_latex_int(count.total)} \end{{aligned}}")
@@ -395,37 +397,38 @@ def _parameters(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
     if n_heads * d_k == d_model and n_heads * d_v == d_model:
         note = (f"With h·d_k = h·d_v = d_model each of W_Q, W_K, W_V, W_O is one {d_model} × {d_model} "
                 f"matrix: {weights:,} = 4 × {d_model}² weights")
-        st.markdown(md_literal(note) + (f", plus {count.biases:,} biases (4 × {d_model})."
+        st.markdown(lit(note) + (f", plus {count.biases:,} biases (4 × {d_model:d})."
                                         if bias else "."))
     else:
-        st.markdown(md_literal(f"{weights:,} weights" + (f" and {count.biases:,} biases." if bias else ".")))
+        st.markdown(lit(f"{weights:,} weights" + (f" and {count.biases:,} biases." if bias else ".")))
 
 
 def _flops(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
     st.markdown("#### Attention FLOPs: h thin heads = one wide head (chapter 004, step 6)")
     thin, wide = head_split_flops(n_q, n_k, n_heads, d_k, d_v)
     left, right = st.columns(2, gap="large")
-    left.metric(f"{n_heads} heads of width {d_k}", f"{thin:,}")
-    right.metric(f"1 head of width {n_heads * d_k}", f"{wide:,}")
+    left.metric(f"{n_heads:d} heads of width {d_k:d}", f"{thin:,}")
+    right.metric(f"1 head of width {n_heads * d_k:d}", f"{wide:,}")
     st.latex(rf"\begin{{aligned}} 2\,h\,n_q\,n_k\,(d_k + d_v) "
-             rf"&= 2\cdot{n_heads}\cdot{n_q}\cdot{n_k}\cdot({d_k} + {d_v}) = {_latex_int(thin)} "
-             rf"&& \text{{{n_heads} thin heads}} \\ "
-             rf"&= 2\cdot 1\cdot{n_q}\cdot{n_k}\cdot({n_heads * d_k} + {n_heads * d_v}) = {_latex_int(wide)} "
+             rf"&= 2\cdot{n_heads:d}\cdot{n_q:d}\cdot{n_k:d}\cdot({d_k:d} + {d_v:d}) = {_latex_int(thin)} "
+             rf"&& \text{{{n_heads:d} thin heads}} \\ "
+             rf"&= 2\cdot 1\cdot{n_q:d}\cdot{n_k:d}\cdot({n_heads * d_k:d} + {n_heads * d_v:d}) = "
+             rf"{_latex_int(wide)} "
              rf"&& \text{{one wide head}} \end{{aligned}}")
     verdict = "equal" if thin == wide else "different"
-    st.markdown(f"**{verdict}**: {n_heads} × n_q·n_k·{d_k} = n_q·n_k·{n_heads * d_k}. Splitting into heads "
-                "gives h different views of the sequence for the same work.")
+    st.markdown(f"**{verdict}**: {n_heads:d} × n_q·n_k·{d_k:d} = n_q·n_k·{n_heads * d_k:d}. Splitting into "
+                "heads gives h different views of the sequence for the same work.")
     st.caption(f"The whole block, with the projections and W_O: "
                f"{mha_flops(n_q, n_k, d_model, n_heads, d_k, d_v):,} FLOPs (a multiply-add counts 2).")
 
 
 def _shapes(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
     st.markdown("#### Cross-attention shapes (example H)")
-    lines = [f"| {md_literal(step.name)} | {step.shape[0]:,} × {step.shape[1]:,} | {md_literal(step.how)} |"
+    lines = [f"| {lit(step.name)} | {step.shape[0]:,} × {step.shape[1]:,} | {lit(step.how)} |"
              for step in cross_attention_shapes(n_q, n_k, d_model, n_heads, d_k, d_v)]
     st.markdown("| one head, then all | shape | why |\n|---|---|---|\n" + "\n".join(lines))
     joined = n_heads * d_v
-    fits = "= d_model ✓" if joined == d_model else f"≠ d_model = {d_model}: W_O maps it back"
-    st.markdown(f"Shape algebra: ({n_q} × {n_k}) · ({n_k} × {d_v}) = ({n_q} × {d_v}); the inner {n_k} "
-                f"cancels and the output has one row per query. After the concat: {n_heads} · {d_v} = "
-                f"{joined} {fits}.")
+    fits = "= d_model ✓" if joined == d_model else f"≠ d_model = {d_model:d}: W_O maps it back"
+    st.markdown(f"Shape algebra: ({n_q:d} × {n_k:d}) · ({n_k:d} × {d_v:d}) = ({n_q:d} × {d_v:d}); the inner "
+                f"{n_k:d} cancels and the output has one row per query. After the concat: {n_heads:d} · "
+                f"{d_v:d} = {joined:d} {fits}.")

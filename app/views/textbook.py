@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app import state
-from app.widgets import md_literal
+from app.safe import lit
 
 
 def render(workbench_page) -> None:
@@ -11,10 +11,10 @@ def render(workbench_page) -> None:
     st.caption("Every example of the course, ready to replay with its exact numbers.")
     for key, scenario in state.presets().items():
         with st.container(border=True):
-            st.subheader(md_literal(scenario.title))
-            st.caption(md_literal(scenario.source))
-            st.write(md_literal(scenario.story))
+            st.subheader(lit(scenario.title))
+            st.caption(lit(scenario.source))
+            st.write(lit(scenario.story))
             if scenario.choices:
-                st.caption(f"Our choices where the chapter is silent: {md_literal(scenario.choices)}")
+                st.caption(f"Our choices where the chapter is silent: {lit(scenario.choices)}")
             if st.button("Open in the workbench", key=f"open_{key}", on_click=state.load_preset, args=(key,)):
                 st.switch_page(workbench_page)
