@@ -1,113 +1,139 @@
-"""Asking the room: the teacher asks a quiz or forecast question, students answer it on whatever page
-they are shown, and the teacher sees the answers arrive and reveals them.
+"""Asking the room: the teacher asks a quiz question or a drawn forecast, students answer it on
+whatever page they are shown, and the teacher watches the answers arrive, closes and reveals them
+without leaving the presenter.
 
-Session keys: ``asked`` (the teacher's: question id and the mha_core.quiz.Question asked),
-``answered`` (the student's: the id of the question answered), ``live_value``, ``live_nickname``.
+Every text from outside (prompts hold tokens, answers and labels are typed by students or read from
+a link) reaches the page through app/safe.py. A question's explanation is Markdown that
+mha_core.quiz wrote (tokens escaped there) and travels as the store's ``solution``; a drawn
+forecast's ``solution`` is JSON instead: the real rows and their labels, shown after reveal.
+
+Session keys: the teacher's ``asked`` (question id, the mha_core.quiz question asked) and
+``asked_screen`` (the presenter screen it was asked on, or None); the student's ``answered`` (the id
+of the question answered), ``sent_answers`` ({question id: the value sent}), ``pending_answer``
+(question id, value, nickname: pressed Send while the store was unreachable), ``room_question``
+(the last question read, so the form stays while the store is away), ``live_value``,
+``live_nickname``, ``forecast_chips_<id>`` and ``forecast_row_<id>``.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+
+import numpy as np
 import streamlit as st
 
-from app import live
+from app import forecast_figures, live
 from app.live import in_room, is_teacher
-from app.widgets import md_literal
-from classroom.store import StoreError
+from app.safe import lit, md
+from app.widgets import chart
+from classroom.store import QuestionClosed, StoreError, StoreUnavailable, is_right
+from mha_core.quiz import (
+    NUMBER_KINDS,
+    DrawnForecast,
+    chips_to_weights,
+    distance_words,
+    forecast_distance,
+    grid_json,
+    most_wrong_cell,
+    read_grid,
+    room_answer,
+    room_correct,
+)
+
+FORECAST = "forecast"  # the store's kind of a drawn forecast
+CHIPS = 10  # chips a student shares out over one row's keys: each is 0.1 of the weight
+PANEL_SECONDS = 1.0  # the teacher's answer panel reads the tally this often
+RESEND_SECONDS = 2.0  # an answer pressed while the store was away is tried again this often
+SOLUTION_CHARS = 2_000  # classroom.store's limit on a question's solution
+LABEL_CHARS = 40  # a label kept in a forecast's solution
+STATUS_WORDS = {"open": "open", "closed": "closed", "revealed": "revealed"}
+LOST = ("The class connection is lost: your answer was **not sent yet**. Press Send again, or leave "
+        "this page open: it is sent by itself when the connection is back.")
 
 
-def ask(question) -> None:
-    """Send a quiz or forecast question (mha_core.quiz.Question) to the room; the teacher keeps it
-    to mark the answers as they arrive."""
+# --- The teacher asks ------------------------------------------------------------------------------
+
+
+def solution_of(question) -> str:
+    """What students see after reveal besides the right answer: the explanation (Markdown written
+    by mha_core.quiz), or a forecast's real rows and labels as JSON."""
+    if isinstance(question, DrawnForecast):
+        return json.dumps({"real": json.loads(grid_json(question.weights)),
+                           "queries": [label[:LABEL_CHARS] for label in question.query_labels],
+                           "keys": [label[:LABEL_CHARS] for label in question.key_labels],
+                           "head": question.head}, ensure_ascii=False)
+    return question.explanation if len(question.explanation) <= SOLUTION_CHARS else ""
+
+
+def ask(question, screen: int | None = None) -> None:
+    """Send a quiz question (mha_core.quiz.Question) or a drawn forecast (DrawnForecast) to the
+    room; the teacher keeps it to draw the answers and the real softmax."""
     ss = st.session_state
-    solution = f"{question.answer_text}\n\n{question.explanation}".strip()
+    forecast = isinstance(question, DrawnForecast)
     try:
-        asked = live.store().ask(ss.room, ss.teacher_secret, question.prompt, question.choices, question.kind,
-                                   solution=solution)
-        ss.asked = (asked.id, question)
+        asked = live.store().ask(
+            ss.room, ss.teacher_secret, question.prompt, question.choices, question.kind,
+            solution=solution_of(question), correct="" if forecast else room_correct(question),
+            tolerance=question.tolerance, grid=question.grid if forecast else (0, 0))
     except StoreError as error:
         ss.live_message = f"Could not ask the room: {error}"
+        return
+    ss.asked, ss.asked_screen = (asked.id, question), screen
+    st.toast("Asked the room: the answers arrive next to the question.", icon=":material/groups:")
 
 
-def ask_button(question, key: str) -> None:
+def ask_button(question, key: str, screen: int | None = None) -> None:
     """'Ask the room', drawn for the teacher of a room only."""
     if in_room() and is_teacher():
-        st.button("Ask the room", key=key, on_click=ask, args=(question,), icon=":material/groups:")
+        st.button("Ask the room", key=key, on_click=ask, args=(question, screen), icon=":material/groups:")
 
 
-def student_question_ui() -> None:
-    """A student in a room answers the open question here, whatever page the teacher shows."""
-    ss = st.session_state
-    if not in_room() or is_teacher():
+def draw_button(forecast: DrawnForecast | None, grid: DrawnForecast | None, screen: int) -> None:
+    """'Ask the room to draw a forecast' of one head's row (or, for a small setup, its whole grid)."""
+    if not (in_room() and is_teacher()) or forecast is None:
         return
-    try:
-        room = live.watch().state(ss.room)
-    except StoreError:
-        return
-    question = room.question
-    if question is None:
-        return
-    with st.container(border=True):
-        st.markdown(f"**Your teacher asks:** {md_literal(question.prompt)}")
-        if room.revealed:
-            st.success(f"**Answer:** {question.solution}", icon=":material/check_circle:")
-            return
-        if ss.get("answered") == question.id:
-            st.info("Your answer is in. The answer appears here when your teacher reveals it.",
-                    icon=":material/how_to_reg:")
-            return
-        with st.form(f"live_answer_{question.id}"):
-            if question.choices:
-                value = st.radio("Your answer", question.choices, index=None, key="live_value",
-                                 format_func=md_literal)
-            else:
-                value = st.text_input("Your answer", key="live_value", max_chars=60)
-            nickname = st.text_input("Nickname (optional; only your teacher sees it)", key="live_nickname",
-                                     max_chars=40)
-            sent = st.form_submit_button("Send", type="primary")
-        if sent:
-            send_answer(question.id, value, nickname)
+    whole = grid is not None and st.checkbox(
+        "The head's whole grid", key="present_draw_grid",
+        help="Every query's row (up to 36 cells): more to draw, for a small setup.")
+    st.button("Ask the room to draw a forecast", key="present_draw", on_click=ask,
+              args=(grid if whole else forecast, screen), icon=":material/draw:")
 
 
-def send_answer(question_id: str, value, nickname: str) -> None:
-    ss = st.session_state
-    if value is None or not str(value).strip():
-        st.warning("Choose or type an answer first.")
-        return
-    try:
-        counted = live.store().answer(ss.room, question_id, ss.student_id, str(value).strip(), nickname or "")
-        ss.answered = question_id
-        if not counted:  # this student answered before (say, before the server restarted)
-            ss.live_message = "You had already answered this question: your first answer is the one counted."
-        st.rerun()
-    except StoreError as error:
-        st.warning(f"Your answer could not be taken: {md_literal(error)}")
-
-
-@st.fragment(run_every=1.0)
-def answers_panel() -> None:
-    """The open question's answers as they arrive, with the share right; Reveal; the CSV."""
+def asked_here(screen: int, *, drawn: bool) -> bool:
+    """Whether the room's question was asked from this presenter screen (a drawn forecast, or not)."""
     ss = st.session_state
     asked = ss.get("asked")
-    if asked is None:
+    return (in_room() and is_teacher() and asked is not None and ss.get("asked_screen") == screen
+            and isinstance(asked[1], DrawnForecast) == drawn)
+
+
+def reveal_asked(screen: int) -> None:
+    """The presenter's Reveal of a screen also reveals the room's question asked from it."""
+    ss = st.session_state
+    if not (in_room() and is_teacher()) or ss.get("asked") is None or ss.get("asked_screen") != screen:
+        return
+    try:
+        live.store().reveal(ss.room, ss.teacher_secret, ss.asked[0])
+    except StoreError as error:
+        ss.live_message = f"Could not reveal the answers to the room: {error}"
+
+
+@st.fragment(run_every=PANEL_SECONDS)
+def presenter_panel(on_reveal=None) -> None:
+    """Next to the presenter's question: the live count, the answers on demand, Close and Reveal.
+    on_reveal() also reveals the screen's result (then the whole page reruns)."""
+    answers_view("room", large=True, on_reveal=on_reveal)
+
+
+@st.fragment(run_every=PANEL_SECONDS)
+def answers_panel() -> None:
+    """The Class page's panel: the open question's answers as they arrive; Close, Reveal; the CSV."""
+    ss = st.session_state
+    if ss.get("asked") is None:
         st.caption("Ask the room from a forecast on the Present page or from a question on the Quiz page.")
     else:
-        question_id, question = asked
-        try:
-            tally = live.store().tally(ss.room, question_id)
-        except StoreError as error:
-            st.warning(f"The answers cannot be read now: {md_literal(error)}")
-            return
-        right = sum(count for value, count in tally.counts.items() if question.check(value))
-        share = f"{right / tally.total:.0%}" if tally.total else "–"
-        st.markdown(f"**Asked:** {md_literal(question.prompt)}  \n**{tally.total}** answers, **{share}** "
-                    f"right ({tally.status.lower()}).")
-        if tally.counts:
-            counts = {value[:30]: count for value, count in tally.counts.items()}  # shown as text
-            st.bar_chart(counts, horizontal=True)
-        if tally.status == "open":
-            st.button("Reveal", key="live_reveal", on_click=reveal, args=(question_id,), type="primary")
-        else:
-            st.success(f"Revealed: {md_literal(question.answer_text)}", icon=":material/check_circle:")
+        answers_view("live", large=False)
     try:
         data = live.store().answers_csv(ss.room, ss.teacher_secret)
     except StoreError:
@@ -116,9 +142,356 @@ def answers_panel() -> None:
                        file_name=f"room-{ss.room}-answers.csv", on_click="ignore")
 
 
-def reveal(question_id: str) -> None:
+def answers_view(where: str, *, large: bool, on_reveal=None) -> None:
+    """The count ('17 of 23 answered'), Close answers, Reveal, and the answers (on demand, or a
+    forecast's class average once closed). Cheap: one tally and one follower count per second."""
+    ss = st.session_state
+    question_id, question = ss.asked
+    try:
+        tally = live.store().tally(ss.room, question_id)
+        following = live.store().followers(ss.room)
+    except StoreError as error:
+        st.warning(md("The answers cannot be read now: {}", error), icon=":material/wifi_off:")
+        return
+    status = tally.status
+    if large:  # projected: the count in large type
+        st.markdown(md("#### {} of {} answered · answers {}", tally.total, max(following, tally.total),
+                       STATUS_WORDS.get(status, status)))
+    else:
+        marked = tally.right is not None and tally.total
+        right = f", **{tally.right / tally.total:.0%}** right" if marked else ""
+        st.markdown(f"**{tally.total}** answers ({following} following){right} · answers "
+                    f"{STATUS_WORDS.get(status, status)}")
+    buttons = st.container(horizontal=True)
+    if status == "open" and buttons.button("Close answers", key=f"{where}_close", icon=":material/lock:"):
+        act(live.store().close, question_id)
+        st.rerun(scope="fragment")
+    if status != "revealed" and buttons.button("Reveal", key=f"{where}_reveal", type="primary",
+                                               icon=":material/visibility:"):
+        act(live.store().reveal, question_id)
+        if on_reveal is not None:
+            on_reveal()
+        st.rerun(scope="app")
+    forecast = isinstance(question, DrawnForecast)
+    automatic = status != "open" if forecast else status == "revealed"  # a forecast's average: once closed
+    shown = buttons.toggle("Show the answers", key=f"{where}_show_answers") or automatic
+    if not shown:
+        return
+    if forecast:
+        class_forecast_view(where, question, tally, large=large)
+    else:
+        distribution(where, tally, large=large, marked=status == "revealed")
+
+
+def act(step, question_id: str) -> None:
+    """store.close or store.reveal for the teacher; a failure is said, not raised."""
     ss = st.session_state
     try:
-        live.store().reveal(ss.room, ss.teacher_secret, question_id)
+        step(ss.room, ss.teacher_secret, question_id)
     except StoreError as error:
-        ss.live_message = f"Could not reveal: {error}"
+        st.warning(md("The room did not take it: {}", error), icon=":material/wifi_off:")
+
+
+def distribution(where: str, tally, *, large: bool, marked: bool) -> None:
+    """The answers as bars with their counts and shares; right ones green once revealed."""
+    if not tally.total:
+        st.caption("No answers yet.")
+        return
+    labels, counts = list(tally.counts), list(tally.counts.values())
+    right = [is_right(tally.question, value) for value in labels] if marked else None
+    chart(forecast_figures.answer_bars(labels, counts, right=right, large=large),
+          key=f"{where}_answers_chart")
+    if marked and tally.right is not None:
+        st.markdown(md("**{} of {}** right (first answers count).", tally.right, tally.total))
+
+
+def class_forecast_view(where: str, question: DrawnForecast, tally, *, large: bool) -> None:
+    """The class's average forecast as a heatmap next to the real softmax, how far apart they are,
+    and the key where the class was most wrong."""
+    if tally.mean is None:
+        st.caption("No forecasts yet.")
+        return
+    mean = np.asarray(tally.mean, dtype=float)  # [n_rows, n_k]
+    chart(forecast_figures.forecast_vs_real(
+        mean, question.weights, question.query_labels, question.key_labels,
+        forecast_title=f"The class's forecast ({tally.total})",
+        real_title=f"Head {question.head + 1}'s softmax", large=large), key=f"{where}_forecast_chart")
+    st.markdown(forecast_words(mean, question.weights, question.query_labels, question.key_labels,
+                               "The class"))
+
+
+def forecast_words(forecast, real, query_labels, key_labels, who: str) -> str:
+    """'The class is close: total variation 0.18 (0 is the same, 1 nothing in common). Most wrong:
+    key “3 · sat” for query “2 · cat”, 0.40 where the head gives 0.05.'"""
+    distance = forecast_distance(forecast, real)
+    row, key, _ = most_wrong_cell(forecast, real)
+    forecast, real = np.asarray(forecast), np.asarray(real)
+    return md("{} " + "is **{}**" + ": total variation distance {} (0 is the same, 1 nothing in common). "
+              "Most wrong: key **{}** for query {}, {} where the head gives {}.",
+              who, distance_words(distance), f"{distance:.2f}", key_labels[key], query_labels[row],
+              f"{forecast[row, key]:.2f}", f"{real[row, key]:.2f}")
+
+
+# --- The student answers ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Labels:
+    """What a student's forecast buttons are called: the queries of the rows and the keys."""
+
+    queries: tuple[str, ...]
+    keys: tuple[str, ...]
+
+
+def forecast_labels(grid: tuple[int, int], current) -> Labels:
+    """The labels of the page the student follows (the teacher's setup) when they fit the grid,
+    else plain 'key 1', 'key 2', ... (the real ones come with the reveal)."""
+    rows, cols = grid
+    setup = getattr(current, "setup", None)
+    if setup is not None and len(setup.key_tokens) == cols and rows in (1, len(setup.tokens)):
+        keys = tuple(f"{i + 1} · {t}" for i, t in enumerate(setup.key_tokens))
+        queries = tuple(f"{i + 1} · {t}" for i, t in enumerate(setup.tokens)) if rows > 1 else ("",)
+        return Labels(queries, keys)
+    return Labels(tuple(f"query {i + 1}" for i in range(rows)) if rows > 1 else ("",),
+                  tuple(f"key {j + 1}" for j in range(cols)))
+
+
+def room_question():
+    """(question, status) of the room now; while the store is unreachable, the last one read, and
+    then whether it is that (stale) one."""
+    ss = st.session_state
+    try:
+        room = live.watch().state(ss.room)
+    except StoreError:
+        kept = ss.get("room_question")
+        return (*kept, True) if kept else (None, "", True)
+    status = room.status or ("revealed" if room.revealed else "open")
+    ss.room_question = (room.question, status)
+    return room.question, status, False
+
+
+def student_question_ui(current=None) -> None:
+    """A student in a room answers the open question here, whatever page the teacher shows."""
+    if not in_room() or is_teacher():
+        return
+    question, status, stale = room_question()
+    if question is None:
+        return
+    send_pending(question.id)
+    ss = st.session_state
+    with st.container(border=True):
+        st.markdown(md("**Your teacher asks:** {}", question.prompt))
+        if status == "revealed" and not stale:
+            revealed_view(question, current)
+            return
+        if ss.get("answered") == question.id or my_value(question.id) is not None:
+            st.info("Your answer is in. The answer appears here when your teacher reveals it.",
+                    icon=":material/how_to_reg:")
+            return
+        if status == "closed":
+            st.info("Answers are closed: the answer appears here when your teacher reveals it.",
+                    icon=":material/lock:")
+            return
+        if question.kind == FORECAST:
+            forecast_form(question, forecast_labels(question.grid, current))
+        else:
+            answer_form(question)
+        if ss.get("pending_answer", (None,))[0] == question.id:
+            st.warning(LOST, icon=":material/wifi_off:")
+            resend()
+
+
+def my_value(question_id: str) -> str | None:
+    """What this student answered: sent from this session, or (reconnected, another tab) as the store
+    has it; None if not answered. The store is asked once per question and session."""
+    ss = st.session_state
+    sent = ss.setdefault("sent_answers", {})
+    if question_id not in sent:
+        try:
+            answer = live.store().my_answer(ss.room, question_id, ss.student_id)
+        except StoreError:
+            return None
+        sent[question_id] = answer.value if answer is not None else None
+    return sent[question_id]
+
+
+def answer_form(question) -> None:
+    with st.form(f"live_answer_{question.id}"):
+        if question.choices:
+            value = st.radio("Your answer", question.choices, index=None, key="live_value", format_func=lit)
+        else:
+            value = st.text_input("Your answer", key="live_value", max_chars=60)
+        nickname = st.text_input("Nickname (optional; only your teacher sees it)", key="live_nickname",
+                                 max_chars=40)
+        sent = st.form_submit_button("Send", type="primary")
+    if sent:
+        send_answer(question, value, nickname)
+
+
+def send_answer(question, value, nickname: str) -> None:
+    """Check what was typed, then send it; kept to send again if the store cannot be reached."""
+    if value is None or not str(value).strip():
+        st.warning("Choose or type an answer first.")
+        return
+    try:
+        value = room_answer(question.kind, value, question.choices) if question.kind != FORECAST else value
+    except ValueError as error:
+        st.warning(md("That cannot be read as an answer ({}). Try again.", error), icon=":material/edit:")
+        return
+    st.session_state.pending_answer = (question.id, value, nickname or "")
+    if send_pending(question.id):
+        st.rerun(scope="app")
+
+
+def send_pending(question_id: str) -> bool:
+    """Send the answer pressed but not yet taken; True once the store has it (or had one)."""
+    ss = st.session_state
+    pending = ss.get("pending_answer")
+    if not pending or pending[0] != question_id:
+        return False
+    _, value, nickname = pending
+    try:
+        counted = live.store().answer(ss.room, question_id, ss.student_id, value, nickname)
+    except StoreUnavailable:
+        return False  # kept: the form says so and sends it again
+    except QuestionClosed:
+        ss.pop("pending_answer", None)
+        ss.live_message = "Answers closed before your answer reached the room: it was not counted."
+        return False
+    except StoreError as error:
+        ss.pop("pending_answer", None)
+        st.warning(md("Your answer could not be taken: {}", error))
+        return False
+    ss.pop("pending_answer", None)
+    ss.answered = question_id
+    ss.setdefault("sent_answers", {})[question_id] = value
+    if not counted:  # this student answered before (say, before the server restarted)
+        ss.sent_answers.pop(question_id)  # the store's is the one counted: read it when needed
+        ss.live_message = "You had already answered this question: your first answer is the one counted."
+    return True
+
+
+@st.fragment(run_every=RESEND_SECONDS)
+def resend() -> None:
+    """Tries the kept answer again every few seconds; the page shows 'Your answer is in' once sent."""
+    question = st.session_state.get("room_question", (None,))[0]
+    if question is not None and send_pending(question.id):
+        st.rerun(scope="app")
+
+
+# --- Drawing a forecast ----------------------------------------------------------------------------
+
+
+def add_chip(key: str, row: int, col: int, step: int) -> None:
+    chips = st.session_state[key]
+    chips[row][col] = int(np.clip(chips[row][col] + step, 0, CHIPS))
+
+
+def clear_chips(key: str, row: int) -> None:
+    st.session_state[key][row] = [0] * len(st.session_state[key][row])
+
+
+@st.fragment
+def forecast_form(question, labels: Labels) -> None:
+    """One big button per key adds a chip (0.1 of the weight), '−' takes one back; the shares are
+    drawn as bars that always sum to 1. A fragment: taps rerun only this box."""
+    ss = st.session_state
+    rows, cols = question.grid
+    key = f"forecast_chips_{question.id}"
+    chips = ss.setdefault(key, [[0] * cols for _ in range(rows)])
+    row = 0
+    if rows > 1:
+        row = st.selectbox("Query", range(rows), key=f"forecast_row_{question.id}",
+                           format_func=lambda r: f"{labels.queries[r]} ({sum(chips[r])} chips)")
+    shares = chips_to_weights(chips)  # [rows, cols]
+    left = CHIPS - sum(chips[row])
+    st.markdown(md("Tap a key to give it a chip: {} chips share out 1.0. **{}** left.", CHIPS, left))
+    for col in range(cols):
+        with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+            label = f"{lit(labels.keys[col])} · {'●' * chips[row][col] or '○'}"
+            st.button(label, key=f"chip_add_{question.id}_{row}_{col}", on_click=add_chip,
+                      args=(key, row, col, 1), disabled=left == 0, width="stretch")
+            st.button("−", key=f"chip_take_{question.id}_{row}_{col}", on_click=add_chip,
+                      args=(key, row, col, -1), disabled=chips[row][col] == 0,
+                      help=md("Take a chip from {}", labels.keys[col]))
+    chart(forecast_figures.share_bars(shares[row], labels.keys), key=f"forecast_shares_{question.id}")
+    st.button("Clear this row", key=f"chip_clear_{question.id}_{row}", on_click=clear_chips, args=(key, row))
+    empty = [labels.queries[r] for r in range(rows) if not sum(chips[r])]
+    nickname = st.text_input("Nickname (optional; only your teacher sees it)", key="live_nickname",
+                             max_chars=40)
+    if empty and rows > 1:
+        st.caption(md("Rows without a chip yet: {}", ", ".join(empty)))
+    if st.button("Send", key=f"forecast_send_{question.id}", type="primary", disabled=bool(empty)):
+        send_answer(question, grid_json(shares), nickname)
+    if ss.get("pending_answer", (None,))[0] == question.id:
+        st.warning(LOST, icon=":material/wifi_off:")
+
+
+# --- After the reveal ------------------------------------------------------------------------------
+
+
+def revealed_view(question, current) -> None:
+    """The student's own answer marked right or wrong, the right one, the explanation and the
+    room's answers; for a forecast, the student's next to the real softmax."""
+    mine = my_value(question.id)
+    if question.kind == FORECAST:
+        own_forecast_view(question, mine)
+        return
+    correct = shown_answer(question.kind, question.correct)
+    if mine is None:
+        st.info(md("You did not answer this one. The right answer: **{}**", correct), icon=":material/info:")
+    elif is_right(question, mine):
+        st.success(md("You answered **{}**: right.", shown_answer(question.kind, mine)),
+                   icon=":material/check_circle:")
+    else:
+        st.error(md("You answered **{}**: wrong. The right answer: **{}**", shown_answer(question.kind, mine),
+                    correct), icon=":material/cancel:")
+    if question.solution:
+        st.markdown(question.solution)  # mha_core.quiz's Markdown: its tokens are escaped there
+    try:
+        tally = room_tally(st.session_state.room, question.id)
+    except StoreError:
+        return
+    distribution("student", tally, large=False, marked=True)
+
+
+def shown_answer(kind: str, value: str) -> str:
+    """An answer as the page writes it: a weight to two decimals, a count with separators, another
+    number to four significant figures; anything else as it is."""
+    if kind not in NUMBER_KINDS:
+        return value
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    if kind == "weight":
+        return f"{number:.2f}"
+    if kind == "parameters" and number == int(number):
+        return f"{int(number):,}"
+    return f"{number:.4g}"
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def room_tally(code: str, question_id: str):
+    """A revealed question's tally: it no longer changes, so the class reads it once per server."""
+    return live.store().tally(code, question_id)
+
+
+def own_forecast_view(question, mine: str | None) -> None:
+    try:
+        solution = json.loads(question.solution)
+        real = np.asarray(solution["real"], dtype=float)  # [rows, cols]
+        queries, keys = list(solution["queries"]), list(solution["keys"])
+    except (ValueError, KeyError, TypeError):
+        st.caption("The real weights did not come with the reveal.")
+        return
+    drawn = read_grid(mine, question.grid) if mine is not None else None
+    if drawn is None:
+        st.info("You did not draw this one. Here is the real softmax.", icon=":material/info:")
+        drawn = np.full_like(real, np.nan)
+    shown_queries = [q or "query" for q in queries]
+    chart(forecast_figures.forecast_vs_real(drawn, real, shown_queries, keys, forecast_title="Your forecast",
+                                            real_title=f"Head {int(solution.get('head', 0)) + 1}'s softmax",
+                                            width=600), key=f"own_forecast_{question.id}")
+    if mine is not None and np.isfinite(drawn).all():
+        st.markdown(forecast_words(drawn, real, shown_queries, keys, "Your forecast"))

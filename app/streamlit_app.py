@@ -44,7 +44,7 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
     if st.session_state.get("last_page") not in (None, page.url_path):
         st.iframe(widgets.SCROLL_TO_TOP, height=1)
     st.session_state.last_page = page.url_path
-    questions.student_question_ui()
+    questions.student_question_ui(current)
     page.run()
     st.session_state.link_notes = []  # shown once; gone after the next change
     st.session_state.pop("live_message", None)

@@ -23,6 +23,7 @@ How answers are checked (``Question.check``; it never raises, junk is simply wro
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -586,3 +587,162 @@ RECALL: tuple[Question, ...] = (
                  "It reduces to ordinary single-head self-attention",
                  "Its output is all zeros", "Every weight becomes 1/n")),
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# Drawn forecasts: the class shares out one head's attention, then meets the real softmax
+
+FORECAST_CELLS = 36  # a whole head's grid can be drawn up to this many cells (6 × 6)
+FORECAST_KEYS = 16  # keys a row can be drawn over: one thumb-sized button each on a phone
+
+
+@dataclass(frozen=True)
+class DrawnForecast:
+    """A question answered by drawing: one head's attention rows as the class expects them.
+
+    ``weights`` [n_rows, n_k] is the real softmax of the rows asked, ``allowed`` [n_rows, n_k]
+    the keys that take part (a masked key gets weight 0 and cannot be drawn on).
+    """
+
+    prompt: str
+    head: int
+    rows: tuple[int, ...]  # the query positions asked, in order
+    query_labels: tuple[str, ...]  # '2 · cat', one per row asked
+    key_labels: tuple[str, ...]  # '1 · the', one per key
+    weights: np.ndarray  # [n_rows, n_k]
+    allowed: np.ndarray  # [n_rows, n_k] bool
+    kind: str = "forecast"
+    choices: tuple[str, ...] = ()
+    tolerance: float = 0.0
+    explanation: str = ""
+    cell: tuple[int, int, int] | None = None
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        return self.weights.shape
+
+    @property
+    def answer_text(self) -> str:
+        """The real rows as the store keeps a forecast: JSON [[w, ...], ...], 4 decimals."""
+        return grid_json(self.weights)
+
+    def check(self, given) -> bool | None:
+        """A drawing is not right or wrong: it is near or far (see forecast_distance)."""
+        return None
+
+
+def drawn_forecast(setup, result, head: int, query: int | None = None) -> DrawnForecast | None:
+    """The forecast of head ``head``'s row for ``query``, or of its whole grid (query None).
+
+    None when it cannot be drawn: a row asked attends to nothing (every key masked), the head or
+    query does not exist, there are more than FORECAST_KEYS keys, or the whole grid has more than
+    FORECAST_CELLS cells.
+    """
+    f = _facts(setup, result)
+    if not 0 <= head < f.h:
+        return None
+    rows = tuple(range(f.sizes.n_q)) if query is None else (query,)
+    if query is not None and not 0 <= query < f.sizes.n_q:
+        return None
+    if f.sizes.n_k > FORECAST_KEYS or (query is None and f.sizes.n_q * f.sizes.n_k > FORECAST_CELLS):
+        return None
+    allowed = f.allowed[list(rows)]  # [n_rows, n_k]
+    if not allowed.any(axis=1).all():
+        return None
+    weights = np.where(allowed, f.r.weights[head][list(rows)], 0.0)  # [n_rows, n_k]
+    if query is None:
+        prompt = (f"Draw {_head(head)}'s attention: for every query, share out 1.0 over the keys you expect "
+                  "it to look at.")
+    else:
+        prompt = (f"Draw {_head(head)}'s attention for query {_quoted(f.q_labels[query])}: share out 1.0 "
+                  "over the keys you expect it to look at.")
+    why = "The real softmax of the scaled scores, row by row; masked keys get 0."
+    return DrawnForecast(prompt, head, rows, tuple(f.q_labels[q] for q in rows), f.k_labels, weights,
+                         allowed.copy(), explanation=why, cell=(head, rows[0], int(np.argmax(weights[0]))))
+
+
+def grid_json(weights) -> str:
+    """[[w, ...], ...] to 6 decimals, so a row of 256 still sums to 1 within 1e-3."""
+    rows = np.asarray(weights, dtype=float).reshape(-1, np.shape(weights)[-1])  # [n_rows, n_k]
+    return "[" + ", ".join("[" + ", ".join(_short(w) for w in row) + "]" for row in rows) + "]"
+
+
+def _short(weight: float) -> str:
+    """0.25 -> '0.25', 1.0 -> '1', 1/3 -> '0.333333'."""
+    return f"{weight:.6f}".rstrip("0").rstrip(".") or "0"
+
+
+def read_grid(text: str, grid: tuple[int, int]) -> np.ndarray | None:  # -> [rows, cols] or None
+    """A forecast's JSON grid back as numbers; None if it is not a grid of that shape."""
+    try:
+        values = np.array(json.loads(text), dtype=float)
+    except (ValueError, TypeError):
+        return None
+    return values if values.shape == tuple(grid) and np.isfinite(values).all() else None
+
+
+def chips_to_weights(chips) -> np.ndarray:  # [n_rows, n_k] counts -> [n_rows, n_k] shares
+    """Chips placed on keys as shares of 1.0 per row (a row with no chip stays all 0)."""
+    chips = np.asarray(chips, dtype=float)
+    totals = chips.sum(axis=-1, keepdims=True)
+    return np.divide(chips, totals, out=np.zeros_like(chips), where=totals > 0)
+
+
+def forecast_distance(forecast, real) -> float:  # [n_rows, n_k], [n_rows, n_k] -> in [0, 1]
+    """Total variation distance (half the L1 distance) per row, averaged over the rows: 0 is the
+    real softmax exactly, 1 is all weight where the head puts none."""
+    forecast, real = np.asarray(forecast, dtype=float), np.asarray(real, dtype=float)
+    return float(np.mean(0.5 * np.abs(forecast - real).sum(axis=-1)))
+
+
+def most_wrong_cell(forecast, real) -> tuple[int, int, float]:  # [n_rows, n_k] x 2 -> (row, key, gap)
+    """Where the forecast is furthest from the real weights: (row, key, forecast - real); the first
+    such cell on a tie."""
+    gap = np.asarray(forecast, dtype=float) - np.asarray(real, dtype=float)  # [n_rows, n_k]
+    row, key = np.unravel_index(int(np.argmax(np.abs(gap))), gap.shape)
+    return int(row), int(key), float(gap[row, key])
+
+
+def distance_words(distance: float) -> str:
+    """A total variation distance in words a class understands."""
+    if distance < 0.1:
+        return "very close"
+    if distance < 0.25:
+        return "close"
+    if distance < 0.5:
+        return "partly right"
+    return "far off"
+
+
+# ---------------------------------------------------------------------------------------------
+# Answers to the room: one form the room's store compares (classroom.store.is_right)
+
+NUMBER_KINDS = ("weight", "score", "head_output", "parameters")
+
+
+def room_answer(kind: str, text, choices: tuple[str, ...] = ()) -> str:
+    """What a student typed, in the one form the store marks as Question.check would: a choice as
+    it is, a shape as "3 × 5", a number as Python writes the float ("0.67" for "67%" or "0,67",
+    "1048576.0" for "1,048,576"); other kinds' text trimmed. ValueError says why it cannot be read."""
+    text = str(text).strip()
+    if not text:
+        raise ValueError("no answer given")
+    if choices:
+        if text not in choices:
+            raise ValueError("choose one of the options")
+        return text
+    if kind == "shape":
+        shape = read_shape(text)
+        if shape is None:
+            raise ValueError("write a shape as rows × columns, e.g. 3 × 5")
+        return f"{shape[0]} × {shape[1]}"
+    if kind in NUMBER_KINDS:
+        return repr(read_number(text, whole=kind == "parameters", percent=kind == "weight"))
+    return text
+
+
+def room_correct(question: Question) -> str:
+    """The right answer as the store keeps it: full precision for numbers (answer_text rounds)."""
+    if isinstance(question.answer, str):
+        return room_answer(question.kind, question.answer, question.choices)
+    return repr(float(question.answer))

@@ -8,20 +8,20 @@ generated from the live state) and show its result only after Reveal. The screen
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import streamlit as st
 
-from app import figures, state, widgets
+from app import figures, questions, state, widgets
 from app.figure_cache import figure
-from app.questions import ask_button
 from app.state import Current
 from app.steps import STEPS
 from app.views.workbench import LARGE_TYPE_CSS, _sub, drill_lines, sizes_line
 from app.widgets import Inputs, chart, md_literal
 from mha_core import attention_flops, count_parameters, normalised_entropy, pairwise_disagreement
 from mha_core.analysis import FLAT_AT, most_disagreeing_pair
-from mha_core.quiz import Question, forecast
+from mha_core.quiz import DrawnForecast, Question, drawn_forecast, forecast
 
 PRESENTER_CSS = """<style>
 [data-testid="stMain"] .block-container { padding-top: 4rem; }  /* just below the app's header bar */
@@ -37,6 +37,7 @@ SHOWN_TERMS = 3  # the largest terms of a weighted sum written out
 STEP_KEY = "present_step"
 TO_THE_TOP = "present_to_the_top"
 REVEALED = state.REVEALED  # (screen, question prompt) the room has seen the answer to
+SOFTMAX_SCREEN = 3  # the screen of the softmax weights: the room can draw a head's row there first
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ def go(delta: int) -> None:
 def reveal(screen: int, question: Question) -> None:
     """Show the answer, and the result drawn for the head and query the question was about."""
     st.session_state[REVEALED] = (screen, question.prompt)
+    questions.reveal_asked(screen)  # the room's question asked from this screen is revealed with it
     if question.cell is not None:
         head, query, _ = question.cell
         st.session_state.selections.update(shown_head=head, focus_query=query)
@@ -137,9 +139,11 @@ def render(current: Current, inputs: Inputs) -> None:
             title_card(scenario, current)
         where_the_point_is(lesson, screen)
         question = forecast_for(lesson, current, screen)
-        shown = question is None or ask(screen, question)
+        shown = question is None or ask(screen, question, drawings(current, question, screen))
         draw.why(screen)
     with charts:
+        if questions.asked_here(screen, drawn=True):  # the class's forecast, wide enough to read
+            questions.presenter_panel(partial(reveal, screen, question) if question is not None else None)
         if shown:
             draw.screen(screen)
         else:
@@ -191,8 +195,20 @@ def forecast_for(lesson, current: Current, screen: int) -> Question | None:
     return forecast(current.setup, current.result, SCREENS[screen].step, seed=screen)
 
 
-def ask(screen: int, question: Question) -> bool:
-    """The forecast box; True once the room has seen the answer (then the result is drawn)."""
+def drawings(current: Current, question: Question | None, screen: int) -> tuple:
+    """The forecasts the room can draw on this screen: (one head's row, its whole grid or None)."""
+    if screen != SOFTMAX_SCREEN:
+        return None, None
+    selections = st.session_state.selections
+    head, query = (question.cell[:2] if question is not None and question.cell is not None
+                   else (selections.get("shown_head", 0), selections.get("focus_query", 0)))
+    return (drawn_forecast(current.setup, current.result, head, query),
+            drawn_forecast(current.setup, current.result, head))
+
+
+def ask(screen: int, question: Question, drawn: tuple[DrawnForecast | None, DrawnForecast | None]) -> bool:
+    """The forecast box; True once the room has seen the answer (then the result is drawn).
+    The teacher of a room can ask it to the room, or have the room draw a head's row (drawn)."""
     led = widgets.following()  # the teacher's Reveal reveals it here too (app/live.py)
     revealed = st.session_state.get(REVEALED) == (screen, question.prompt) or (
         led and st.session_state.get("room_revealed") == screen)
@@ -209,7 +225,10 @@ def ask(screen: int, question: Question) -> bool:
             st.button("Reveal", key="present_reveal", on_click=reveal, args=(screen, question),
                       type="primary", disabled=led)
             if question.kind != "chapter":  # generated from the live state: it can be marked
-                ask_button(question, key="present_ask")
+                questions.ask_button(question, key="present_ask", screen=screen)
+            questions.draw_button(*drawn, screen=screen)
+    if questions.asked_here(screen, drawn=False):
+        questions.presenter_panel(partial(reveal, screen, question))
     return revealed
 
 

@@ -45,8 +45,9 @@ def render(current: Current, workbench_page) -> None:
         with sheet:
             _worksheet(current, seed)
     right, total = st.session_state.get("quiz_right", 0), st.session_state.get("quiz_asked", 0)
-    score_slot.markdown(f"**Score this session: {right} right of {total} asked.** Quiz seed {seed + 1}: "
-                        "everyone who opens this page's link gets the same questions.")
+    score_slot.markdown(f"**Score this session: {right} right of {total} asked** (each question's first "
+                        f"answer counts, as in a live class). Quiz seed {seed + 1}: everyone who opens this "
+                        "page's link gets the same questions.")
 
 
 def _seed() -> int:
@@ -104,10 +105,11 @@ def _questions(current: Current, workbench_page, seed: int) -> None:
     given = _ask(question, ident, f"**{md_literal(question.prompt)}**")
     if given is not None and ident not in ss.quiz_given:
         _count(question.check(given))
+        ss.setdefault("quiz_first", {})[ident] = given
     if given is not None:
         ss.quiz_given[ident] = given
     if ident in ss.quiz_given and ss.quiz_refused != ident:
-        _feedback(question, ss.quiz_given[ident], workbench_page)
+        _feedback(question, ss.quiz_given[ident], workbench_page, ss.get("quiz_first", {}).get(ident))
         if question.cell is not None and st.toggle("Show the arithmetic (the drill-down of this cell)",
                                                    key=f"quiz_arithmetic_{ident}"):
             for line in drill_lines(current.result, *question.cell):
@@ -155,7 +157,8 @@ def _count(right: bool) -> None:
     ss.quiz_right = ss.get("quiz_right", 0) + int(right)
 
 
-def _feedback(question: Question, given: str, workbench_page) -> None:
+def _feedback(question: Question, given: str, workbench_page, first: str | None = None) -> None:
+    """Right or wrong for the latest answer, and which answer the score counted: the first."""
     if question.check(given):
         st.success(f"Right: {md_literal(question.answer_text)}.", icon=":material/check_circle:")
     else:
@@ -163,6 +166,12 @@ def _feedback(question: Question, given: str, workbench_page) -> None:
         why = f" ({md_literal(problem)})" if problem else f": you answered {md_literal(given[:60])}"
         st.error(f"Wrong{why}. The right answer is **{md_literal(question.answer_text)}**.",
                  icon=":material/cancel:")
+    if first is not None and first != given:
+        verdict = "right" if question.check(first) else "wrong"
+        st.caption(f"The score counts your first answer to this question, {md_literal(first[:60])}, which "
+                   f"was {verdict}: as in a live class, only the first answer counts.")
+    elif first is not None:
+        st.caption("This first answer is the one the score counts.")
     st.markdown(question.explanation)
     st.page_link(workbench_page, label=f"Look at step {question.step}: {STEPS[question.step].title}",
                  icon=":material/calculate:")
@@ -178,10 +187,11 @@ def _recall(workbench_page) -> None:
         given = _ask(question, ident, f"**{i + 1}. {md_literal(question.prompt)}**")
         if given is not None and ident not in answered:
             _count(question.check(given))
+            ss.setdefault("quiz_first", {})[ident] = given
         if given is not None:
             answered[ident] = given
         if ident in answered and ss.quiz_refused != ident:
-            _feedback(question, answered[ident], workbench_page)
+            _feedback(question, answered[ident], workbench_page, ss.get("quiz_first", {}).get(ident))
 
 
 def _worksheet(current: Current, seed: int) -> None:

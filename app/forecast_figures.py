@@ -1,0 +1,98 @@
+"""Pure figures of asking the room: answers and forecasts in, go.Figure out (numpy + plotly only).
+
+Labels (answers, tokens) are outside text: they go through ``figures.plain``, so "<b>x</b>" or
+"$x$" shows literally. Bars are drawn on integer positions with the labels as tick text, so two
+answers that print alike stay two bars. Sizes are for a projector at 1280 x 720 (``large``) or a
+phone's 390-px column.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.figures import FigureSpec, format_number, head_grids, hover_number, plain
+
+BLUE, GREEN, GREY = "#0072B2", "#009E73", "#8C8C8C"  # Okabe-Ito: unmarked, right, wrong
+LABEL_CHARS = 28  # an answer's label is cut to this many characters on the axis (the hover has it all)
+BAR_PX = {False: 34, True: 54}  # height of one bar: normal, large (projector)
+FONT_PX = {False: 14, True: 22}
+AXIS_PAD = 70  # px below and above the bars: the top axis's ticks, air
+SHARE_BAR_PX = 38  # one key's bar in a student's own forecast (phone)
+
+
+def _cut(label: str) -> str:
+    label = str(label)
+    return label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…"
+
+
+def count_text(count: int, total: int) -> str:
+    """'12 · 52%': a bar's count and its share of the answers."""
+    share = count / total if total else 0.0
+    return f"{count} · {share:.0%}"
+
+
+def answer_bars(labels, counts, *, right=None, large: bool = False) -> FigureSpec:
+    """The room's answers as horizontal bars, the count and share written on each.
+
+    labels [n] (answers as given), counts [n]; right None (not revealed: every bar blue) or [n] of
+    True/False/None (right green, wrong grey). The first label is on top.
+    """
+    counts = np.asarray(counts, dtype=int)  # [n]
+    n, total = counts.size, int(counts.sum())
+    positions = np.arange(1, n + 1)  # [n]
+    shown = [plain(_cut(label)) for label in labels]
+    colours = [BLUE if right is None or mark is None else GREEN if mark else GREY
+               for mark in (right if right is not None else [None] * n)]
+    texts = [count_text(int(c), total) for c in counts]
+    hover = [f"{plain(label)}: {text}" for label, text in zip(labels, texts, strict=True)]
+    font = dict(size=FONT_PX[large])
+    top = max(int(counts.max()) if n else 1, 1)
+    data = [dict(type="bar", orientation="h", y=positions, x=counts, marker=dict(color=colours), text=texts,
+                 textposition="outside", cliponaxis=False, textfont=font, hovertext=hover,
+                 hovertemplate="%{hovertext}<extra></extra>")]
+    longest = max((len(s) for s in shown), default=4)
+    left = min(int(0.55 * FONT_PX[large] * longest) + 16, 420)
+    layout = dict(template={}, height=int(BAR_PX[large] * max(n, 1) + AXIS_PAD), font=font,
+                  hoverlabel=dict(font=font), margin=dict(l=left, r=24, t=8, b=AXIS_PAD - 8),
+                  showlegend=False,
+                  bargap=0.25, yaxis=dict(tickmode="array", tickvals=positions.tolist(), ticktext=shown,
+                                          autorange="reversed", tickfont=font),
+                  xaxis=dict(range=[0, top * 1.35], title=dict(text="answers", font=font), tickfont=font,
+                             dtick=max(1, int(np.ceil(top / 5)))))
+    return FigureSpec(dict(data=data, layout=layout))
+
+
+def share_bars(shares, key_labels, *, allowed=None) -> FigureSpec:
+    """A student's forecast of one row as it is drawn: one horizontal bar per key, its share of
+    1.0 written on it. shares [n_k] (summing to 1, or all 0 before the first chip); allowed [n_k]
+    bool or None (a masked key says so)."""
+    shares = np.asarray(shares, dtype=float)  # [n_k]
+    n = shares.size
+    positions = np.arange(1, n + 1)
+    allowed = np.ones(n, bool) if allowed is None else np.asarray(allowed, bool)
+    labels = [plain(_cut(label)) for label in key_labels]
+    texts = [format_number(w, near_one=True) if ok else "masked"
+             for w, ok in zip(shares, allowed, strict=True)]
+    font = dict(size=15)
+    data = [dict(type="bar", orientation="h", y=positions, x=shares, marker=dict(color=BLUE), text=texts,
+                 textposition="outside", cliponaxis=False, textfont=font,
+                 hovertext=[f"{label}: {hover_number(w, near_one=True)}" for label, w in zip(labels, shares,
+                                                                                        strict=True)],
+                 hovertemplate="%{hovertext}<extra></extra>")]
+    longest = max((len(s) for s in labels), default=4)
+    layout = dict(template={}, height=int(SHARE_BAR_PX * n + 50), font=font, showlegend=False, bargap=0.3,
+                  margin=dict(l=min(int(8.5 * longest) + 12, 170), r=12, t=8, b=42),
+                  hoverlabel=dict(font=font),
+                  yaxis=dict(tickmode="array", tickvals=positions.tolist(), ticktext=labels,
+                             autorange="reversed"),
+                  xaxis=dict(range=[0, 1.25], tickvals=[0, 0.5, 1], title=dict(text="share of 1.0")))
+    return FigureSpec(dict(data=data, layout=layout))
+
+
+def forecast_vs_real(forecast, real, query_labels, key_labels, *, forecast_title: str, real_title: str,
+                     large: bool = False, width: int = 900) -> FigureSpec:
+    """A forecast next to the real softmax, as two weight heatmaps on one 0..1 scale, numbers on
+    the cells. forecast, real [n_rows, n_k]; query_labels [n_rows], key_labels [n_k]."""
+    pair = np.stack([np.asarray(forecast, dtype=float), np.asarray(real, dtype=float)])  # [2, n_rows, n_k]
+    return head_grids(pair, list(query_labels), list(key_labels), kind="weights", large=large, width=width,
+                      head_names=[forecast_title, real_title])

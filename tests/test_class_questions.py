@@ -1,0 +1,246 @@
+"""Asking the room (issue 15): markup in a revealed question stays text (finding 2), the store marks
+answers as the quiz does, the presenter's panel counts, closes and reveals, students see their own
+answer marked, a Send during a store outage is kept and sent later (finding 9), the Quiz page says
+that first answers count, and the class draws forecasts of a head's attention."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app import forecast_figures
+from classroom.store import Question as RoomQuestion
+from classroom.store import is_right
+from mha_core import all_scenarios
+from mha_core.quiz import (
+    FORECAST_CELLS,
+    chips_to_weights,
+    drawn_forecast,
+    forecast,
+    forecast_distance,
+    generate,
+    grid_json,
+    most_wrong_cell,
+    read_grid,
+    room_answer,
+    room_correct,
+)
+from mha_core.setup import Setup
+from tests.apptest_util import chart_specs, decode, goto, heatmap_values, open_address, texts
+from tests.strategies import random_setups
+from tests.test_live import embedded_store, rerun_after_a_poll, teacher_with_room  # noqa: F401 (fixture)
+
+SCENARIOS = all_scenarios()
+ATTACK = ("![i](http://127.0.0.1:9/p.png)", "**BOLD**", "$x$", "<b>", ":red[x]")
+RAW = ("![i](", "**BOLD**", "$x$", "<b>", ":red[")  # what must never reach Markdown unescaped
+
+
+def unescaped(text: str) -> list[str]:
+    """The attack substrings present in Markdown source without their backslashes."""
+    return [raw for raw in RAW if raw in text]
+
+
+# --- Finding 2, in the questions themselves ----------------------------------------------------------
+
+
+@st.composite
+def word_setups(draw) -> Setup:
+    setup = draw(random_setups(max_tokens=5, max_d_model=4, max_heads=3, max_width=3, spreads=(0.3, 2.0)))
+    n_q, n_k = setup.sizes.n_q, setup.sizes.n_k
+    tokens = tuple(draw(st.sampled_from(ATTACK)) for _ in range(n_q))
+    keys = tuple(draw(st.sampled_from(ATTACK)) for _ in range(n_k)) if setup.sizes.cross else None
+    return setup.__class__(**{**_fields(setup), "tokens": tokens, "kv_tokens": keys})
+
+
+def sized_setup(n: int, *, d_model: int, n_heads: int, seed: int = 0) -> Setup:
+    from mha_core import Scaling, Sizes
+    rng = np.random.default_rng(seed)
+    sizes = Sizes(n_q=n, n_k=n, d_model=d_model, n_heads=n_heads, d_k=d_model // n_heads,
+                  d_v=d_model // n_heads, cross=False, bias=False)
+    arrays = {spec.name: rng.normal(size=spec.shape(sizes)) for spec in sizes.present()}
+    return Setup(tokens=tuple(f"t{i}" for i in range(n)), kv_tokens=None, mask=None, scaling=Scaling("sqrt"),
+                 **arrays)
+
+
+def _fields(setup) -> dict:
+    import dataclasses
+    return {f.name: getattr(setup, f.name) for f in dataclasses.fields(setup) if f.init}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(word_setups(), st.integers(0, 998))
+def test_every_kinds_explanation_escapes_the_tokens(setup, seed):
+    """The explanation is Markdown the app wrote and is shown as such: every token in it escaped."""
+    result = setup.run()
+    asked = generate(setup, result, seed, count=12)
+    asked += [q for step in range(1, 9) if (q := forecast(setup, result, step, seed)) is not None]
+    for question in asked:
+        assert unescaped(question.explanation) == [], (question.kind, question.explanation)
+
+
+# --- The store marks what the quiz marks ---------------------------------------------------------------
+
+
+def typed_variants(question, rng) -> list[str]:
+    """What students type: the answer as shown, other choices, nearby numbers, other spellings, junk."""
+    if question.choices:
+        return list(question.choices) + [" " + question.answer_text, "nope"]
+    text = question.answer_text
+    if question.kind == "shape":
+        rows, cols = text.split(" × ")
+        return [text, f"{rows}x{cols}", f"({rows}, {cols})", f"{rows} by {cols}", f"{cols} × {rows}", "3"]
+    value = float(question.answer)
+    near = [value + d * question.tolerance for d in (-1.5, -0.9, 0.0, 0.5, 0.99, 1.01, 3.0)]
+    typed = [text, *(repr(v) for v in near), "abc", "1e999", ""]
+    if question.kind == "weight":
+        typed += [f"{100 * value:.1f}%", f"{value:.2f}".replace(".", ",")]
+    if question.kind == "parameters":
+        typed += [f"{int(value):,}", f"{int(value) + 1}"]
+    typed += [repr(value + rng.normal() * max(question.tolerance, 1e-3) * 2)]
+    return typed
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_setups(max_tokens=5, max_d_model=5, max_heads=3, max_width=3, spreads=(0.0, 0.3, 2.0)),
+       st.integers(0, 998))
+def test_the_store_marks_every_generated_question_as_the_quiz_does(setup, seed):
+    rng = np.random.default_rng(seed)
+    for question in generate(setup, setup.run(), seed, count=16):
+        asked = RoomQuestion("q", question.prompt, question.choices, question.kind, 0.0,
+                             correct=room_correct(question), tolerance=question.tolerance)
+        for typed in typed_variants(question, rng):
+            try:
+                sent = room_answer(question.kind, typed, question.choices)
+            except ValueError:
+                assert not question.check(typed), (question.kind, typed)  # refused on the page, never sent
+                continue
+            assert is_right(asked, sent) is question.check(typed), (question.kind, typed, sent,
+                                                                    asked.correct, question.tolerance)
+
+
+# --- Drawn forecasts: the numbers ------------------------------------------------------------------------
+
+
+def test_a_drawn_forecast_is_the_heads_real_row_and_its_json_round_trips():
+    setup = SCENARIOS["the_cat_sat_two_heads"]
+    result = setup.run()
+    row = drawn_forecast(setup, result, head=1, query=2)
+    assert row.grid == (1, 3) and row.query_labels == ("3 · sat",)
+    np.testing.assert_allclose(row.weights[0], result.weights[1, 2], atol=1e-12)
+    back = read_grid(row.answer_text, row.grid)
+    np.testing.assert_allclose(back, row.weights, atol=1e-6)
+    whole = drawn_forecast(setup, result, head=0)
+    assert whole.grid == (3, 3) and whole.rows == (0, 1, 2)
+    np.testing.assert_allclose(whole.weights.sum(axis=1), 1.0, atol=1e-12)
+    assert read_grid("[[0.5, 0.5]]", (1, 3)) is None and read_grid("nope", (1, 3)) is None
+
+
+def test_a_whole_grid_is_offered_only_for_small_setups_and_masked_rows_are_refused():
+    big = sized_setup(7, d_model=4, n_heads=2)  # 49 cells
+    assert big.sizes.n_q * big.sizes.n_k > FORECAST_CELLS
+    assert drawn_forecast(big, big.run(), 0) is None
+    assert drawn_forecast(big, big.run(), 0, 0) is not None
+    setup = SCENARIOS["the_cat_sat_two_heads"].setup()
+    blocked = Setup(**{**_fields(setup), "mask": np.array([[False, False, False], [True, True, False],
+                                                          [True, True, True]])})
+    assert drawn_forecast(blocked, blocked.run(), 0, 0) is None  # row 1 attends to nothing
+    masked = drawn_forecast(blocked, blocked.run(), 0, 1)
+    assert masked.weights[0, 2] == 0 and not masked.allowed[0, 2]
+
+
+def test_chips_distance_and_the_most_wrong_key():
+    shares = chips_to_weights([[3, 7, 0], [0, 0, 0]])
+    np.testing.assert_allclose(shares, [[0.3, 0.7, 0.0], [0, 0, 0]])
+    real = np.array([[0.1, 0.1, 0.8]])
+    assert forecast_distance([[0.1, 0.1, 0.8]], real) == 0
+    assert forecast_distance([[1.0, 0.0, 0.0]], [[0.0, 0.0, 1.0]]) == 1
+    assert forecast_distance(shares[:1], real) == pytest.approx(0.8)
+    assert most_wrong_cell(shares[:1], real) == (0, 2, pytest.approx(-0.8))
+    assert json.loads(grid_json(np.full((1, 3), 1 / 3))) == [[0.333333, 0.333333, 0.333333]]
+
+
+# --- Figures ---------------------------------------------------------------------------------------------
+
+
+def test_the_answer_bars_write_count_and_share_on_each_bar_and_mark_after_reveal():
+    fig = forecast_figures.answer_bars(["1 · <b>", "2 · $x$", "3"], [6, 3, 0], right=[True, False, None])
+    bars = fig["data"][0]
+    assert list(bars["text"]) == ["6 · 67%", "3 · 33%", "0 · 0%"]
+    assert list(decode(bars["x"]) if isinstance(bars["x"], dict) else bars["x"]) == [6, 3, 0]
+    ticks = fig["layout"]["yaxis"]["ticktext"]
+    assert ticks[0] == "1 · &lt;b&gt;" and ticks[1] == "2 · &#36;x&#36;"  # literal, not markup
+    assert bars["marker"]["color"] == [forecast_figures.GREEN, forecast_figures.GREY, forecast_figures.BLUE]
+    hidden = forecast_figures.answer_bars(["a", "b"], [1, 1])
+    assert set(hidden["data"][0]["marker"]["color"]) == {forecast_figures.BLUE}  # nothing given away
+    assert hidden["layout"]["height"] < fig["layout"]["height"]
+
+
+def test_the_class_forecast_sits_next_to_the_real_softmax():
+    mean, real = np.array([[0.2, 0.5, 0.3]]), np.array([[0.1, 0.1, 0.8]])
+    fig = forecast_figures.forecast_vs_real(mean, real, ["2 · <b>"], ["1 · a", "2 · $x$", "3 · c"],
+                                            forecast_title="The class's forecast (3)",
+                                            real_title="Head 1's softmax", large=True)
+    left, right = heatmap_values(fig.to_dict())
+    np.testing.assert_allclose(left, mean)
+    np.testing.assert_allclose(right, real)
+    titles = [a["text"].replace("<br>", " ") for a in fig["layout"]["annotations"]]
+    assert titles == ["The class's forecast (3)", "Head 1's softmax"]
+    text = json.dumps(fig.to_dict())
+    assert "<b>" not in text and "$x$" not in text
+    shares = forecast_figures.share_bars([0.25, 0.75, 0.0], ["<b>", "b", "c"], allowed=[True, True, False])
+    assert list(shares["data"][0]["text"]) == ["0.25", "0.75", "masked"]
+
+
+# --- In the app (AppTest, the embedded store) ---------------------------------------------------------------
+
+
+def elements_text(at) -> list[str]:
+    return [*texts(at.markdown), *texts(at.success), *texts(at.error), *texts(at.info), *texts(at.warning),
+            *texts(at.caption)]
+
+
+def ask_a_top_key_question(teacher) -> tuple[str, object]:
+    """'New question' until the quiz asks 'which key ... attends to most', then ask it to the room."""
+    for _ in range(30):
+        teacher.button(key="quiz_ask").click().run()
+        question_id, question = teacher.session_state["asked"]
+        if question.kind == "top_key" and "attend to most" in question.prompt:
+            return question_id, question
+        teacher.button(key="quiz_next").click().run()
+    raise AssertionError("no 'attend to most' question in 30 draws")
+
+
+def student_answers(student, question_id: str, value: str) -> None:
+    rerun_after_a_poll(student)
+    student.radio(key="live_value").set_value(value)
+    student.button(key=f"FormSubmitter:live_answer_{question_id}-Send").click().run()
+    assert not student.exception
+
+
+def test_markup_in_a_revealed_question_stays_text_on_the_students_page():
+    """Finding 2: tokens with an image, bold, a formula, HTML and a colour directive, in the quiz's
+    'attends to most' question asked to the room and revealed: the student's page shows them
+    escaped (the Markdown sources hold no unescaped copy)."""
+    teacher, code = teacher_with_room()
+    goto(teacher, "workbench")
+    teacher.text_input(key="tokens_text").input(" ".join(ATTACK[:4])).run()
+    assert not teacher.exception
+    goto(teacher, "quiz")
+    question_id, question = ask_a_top_key_question(teacher)
+    student = open_address({"room": code})
+    wrong = next(c for c in question.choices if c != question.answer_text)
+    student_answers(student, question_id, wrong)
+    goto(teacher, "class")
+    teacher.button(key="live_reveal").click().run()
+    assert not teacher.exception
+    rerun_after_a_poll(student)
+    shown = elements_text(student)
+    assert any("wrong" in s and "\\!\\[i\\]" in s + "".join(shown) for s in texts(student.error)), shown
+    for text in shown:
+        assert unescaped(text) == [], text
+    specs = json.dumps(list(chart_specs(student).values()), ensure_ascii=False)  # the room's answers
+    assert "· " in specs and "<b>" not in specs and "$x$" not in specs
