@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import streamlit as st
 
-from app import editors, figures
+from app import editors, figures, result_cache
 from mha_core import (
     ARRAYS,
     DEFAULT_SCENARIO,
@@ -269,12 +269,28 @@ def conform(sizes: Sizes, mask_kind: str, seed: int) -> list[str]:
         set_base(name, resized(kept, shape, _new_entries(name, shape, ss.fill_kind_new, seed)))
         if new_cells and base is not None:
             grown[_label(name)] = new_cells
+    forgotten = _forget_beyond_budget()
+    notes = [f"The values cut from {', '.join(forgotten)} are not remembered at these sizes (with them this "
+             f"session would keep more than {result_cache.SESSION_BUDGET_BYTES // 2**20} MiB): a larger size "
+             "fills them anew."] if forgotten else []
     if not grown:
-        return []
+        return notes
     what = {"random": f"random numbers (seed {seed})", "zeros": "zeros"}[ss.fill_kind_new]
     cells = ", ".join(f"{label} {count:,}" for label, count in grown.items())
     return [f"New cells ({cells}) are filled with {what}, biases with zeros and a custom mask with ticks; "
-            "values cut by a smaller size come back when the size does."]
+            "values cut by a smaller size come back when the size does.", *notes]
+
+
+def _forget_beyond_budget() -> list[str]:
+    """Drop what resizing remembers, largest first, while the session would keep more than its
+    budget (the inputs themselves always stay); the labels of what was dropped."""
+    ss = st.session_state
+    forgotten = []
+    while ss.reservoir and result_cache.numpy_bytes(ss.to_dict()) > result_cache.SESSION_BUDGET_BYTES:
+        name = max(ss.reservoir, key=lambda n: ss.reservoir[n].nbytes)
+        del ss.reservoir[name]
+        forgotten.append(_label(name))
+    return forgotten
 
 
 def _label(name: str) -> str:
@@ -410,21 +426,36 @@ SPINNER_FROM = 1 << 20  # h × n_q × n_k from which the page says it is computi
 
 
 def computed(setup: Setup) -> MHAResult:
-    """setup.run(), or this session's last result when the inputs are the same (a view option
-    changed); a long sequence shows a spinner while it computes."""
-    ss = st.session_state
-    last = ss.get("last_run")
-    if last is not None and last[0].same_inputs(setup):
-        return last[1]
-    ss.pop("last_run", None)  # the old result goes before the new one is made: one at a time
-    sizes = setup.sizes
-    if sizes.n_heads * sizes.n_q * sizes.n_k >= SPINNER_FROM:
-        with st.spinner(f"Computing {sizes.n_heads} heads over {sizes.n_q} × {sizes.n_k} tokens…"):
-            result = setup.run()
-    else:
-        result = setup.run()
-    ss.last_run = (setup, result)
+    """setup.run(), shared: the result lives in the server's bounded result cache and this session
+    keeps only its key (``result_key``), so an unchanged setup (a view option changed) is not
+    computed again and a session keeps no result after its run. A long sequence waits for one of
+    the server's LONG_RUN_SLOTS and shows a spinner while it waits and computes."""
+    key, result = shared_run(setup)
+    result_cache.hold(key)
+    st.session_state.result_key = key
     return result
+
+
+def shared_run(setup: Setup) -> tuple[bytes, MHAResult]:
+    """setup.run() through the server's result cache: (its key, the result)."""
+    key = result_cache.setup_key(setup)
+    result = result_cache.result_of(key)
+    if result is None:
+        result = _run(setup)
+        result_cache.keep(key, result)
+    return key, result
+
+
+def _run(setup: Setup) -> MHAResult:
+    sizes = setup.sizes
+    if sizes.n_heads * sizes.n_q * sizes.n_k < SPINNER_FROM:
+        return setup.run()
+    slots = result_cache.LONG_RUNS.slots
+    queued = (f"Queued: the server computes {slots} long sequence{'s' * (slots > 1)} at a time; yours "
+              "starts when one is free…")
+    with result_cache.LONG_RUNS.turn(lambda: st.spinner(queued)):
+        with st.spinner(f"Computing {sizes.n_heads} heads over {sizes.n_q} × {sizes.n_k} tokens…"):
+            return setup.run()
 
 
 def grid_labels(name: str, tokens, kv_tokens, sizes: Sizes) -> tuple[list[str], list[str]]:

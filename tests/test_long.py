@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app import figures
+from app import figures, result_cache
 from mha_core import LIMITS, multi_head_attention
 from mha_core.scenarios import generated_setup
 from tests.apptest_util import chart_specs, fresh_app, heatmap_values, pick_preset, texts
@@ -21,6 +21,11 @@ def long_page(n: int = N):
     return at
 
 
+def last_result(at):
+    """The result the session's last run showed (kept in the server's result cache, not the session)."""
+    return result_cache.result_of(at.session_state["result_key"])
+
+
 def test_a_long_grid_is_a_picture_with_a_window_that_has_its_numbers():
     at = long_page()
     specs = chart_specs(at)
@@ -31,7 +36,7 @@ def test_a_long_grid_is_a_picture_with_a_window_that_has_its_numbers():
     at.number_input(key="zoom_query").set_value(30).run()
     at.number_input(key="zoom_key").set_value(61).run()
     at.selectbox(key="pick_zoom_head").set_value("head 2").run()
-    _, result = at.session_state["last_run"]
+    result = last_result(at)
     window = chart_specs(at)["chart_zoom"]
     np.testing.assert_allclose(heatmap_values(window)[0], result.weights[1, 29:41, 60:72], atol=1e-6)
     assert "texttemplate" in window["data"][0]  # the numbers, on the window's cells
@@ -39,16 +44,17 @@ def test_a_long_grid_is_a_picture_with_a_window_that_has_its_numbers():
 
 def test_the_result_is_reused_when_nothing_changed_and_float32_past_the_threshold():
     at = long_page()
-    first = at.session_state["last_run"][1]
+    first = last_result(at)
     at.run()
-    assert at.session_state["last_run"][1] is first  # not computed again
+    assert last_result(at) is first  # not computed again
     assert first.weights.dtype == np.float64  # 2 x 80 x 80 is under the float32 threshold
     at.text_input(key="tokens_text").set_value(" ".join(f"w{i}" for i in range(800))).run()
-    result = at.session_state["last_run"][1]
+    result = last_result(at)
     assert 2 * 800 * 800 >= LIMITS.float32_from and result.weights.dtype == np.float32
-    setup = at.session_state["last_run"][0]
-    in_float64 = multi_head_attention(mask=setup.mask, scale=setup.scaling.core_argument(), **setup.arrays())
+    reference = generated_setup("random", at.session_state["origin_seed"])
+    work = at.session_state["work"]
+    arrays = {name: work[name] for name in ("x", "w_q", "w_k", "w_v", "w_o")}
+    in_float64 = multi_head_attention(mask=reference.mask, scale=reference.scaling.core_argument(), **arrays)
     assert in_float64.weights.dtype == np.float64
     np.testing.assert_allclose(result.weights, in_float64.weights, atol=1e-6)  # float32 loses nothing seen
-    reference = generated_setup("random", at.session_state["origin_seed"])
-    assert setup.w_q.shape == reference.w_q.shape  # sizes other than the tokens stayed
+    assert work["w_q"].shape == reference.w_q.shape  # sizes other than the tokens stayed

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures, state
+from app import figures, result_cache, state
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current
@@ -21,22 +21,34 @@ PINNED = "pinned"
 PARTNERS = {"ex_f_unscaled": "ex_f_scaled", "ex_f_scaled": "ex_f_unscaled"}  # one click apart
 
 
+PIN_REQUESTED = "compare_pin_requested"  # set by the pin button; the next run pins its own Setup
+
+
 def pin(setup: Setup) -> None:
     st.session_state[PINNED] = setup
+
+
+def request_pin() -> None:
+    """on_click of the pin button. A callback's arguments stay in the session with the widget, so
+    the button carries no Setup: the next run (same inputs) pins its own."""
+    st.session_state[PIN_REQUESTED] = True
 
 
 def unpin() -> None:
     st.session_state.pop(PINNED, None)
 
 
-def pin_and_open(setup: Setup, partner: str) -> None:
-    """Pin this preset as A and load its partner as B (example F scaled against unscaled)."""
-    pin(setup)
+def pin_and_open(origin: str, partner: str) -> None:
+    """Pin this preset (unedited: the shared preset itself) as A and load its partner as B
+    (example F scaled against unscaled)."""
+    pin(state.presets()[origin])
     state.load_preset(partner)
 
 
 def render(current: Current) -> None:
     """The pin bar, and A against B while something is pinned."""
+    if st.session_state.pop(PIN_REQUESTED, False) and current.setup is not None:
+        pin(current.setup)
     pinned = st.session_state.get(PINNED)
     if current.setup is None:
         return
@@ -49,17 +61,24 @@ def render(current: Current) -> None:
         if current.result is None:
             st.info("B is waiting for valid input.")
             return
-        difference(pinned, pinned.run(), current)
+        difference(pinned, state.shared_run(pinned)[1], current)
 
 
 def buttons(current: Current) -> None:
     left, right = st.columns(2)
-    left.button("Pin as A, then change anything to compare", key="compare_pin", on_click=pin,
-                args=(current.setup,), icon=":material/push_pin:", use_container_width=True)
+    pinned_bytes = result_cache.numpy_bytes(current.setup.arrays())  # a copy of every input
+    fits = 2 * pinned_bytes <= result_cache.SESSION_BUDGET_BYTES  # the inputs and their pinned copy
+    left.button("Pin as A, then change anything to compare", key="compare_pin", on_click=request_pin,
+                icon=":material/push_pin:", use_container_width=True, disabled=not fits)
+    if not fits:
+        budget = result_cache.SESSION_BUDGET_BYTES // 2**20
+        left.caption(f"Too large to pin: A would keep another {pinned_bytes / 2**20:.0f} MiB of inputs in "
+                     f"this session (a session keeps at most {budget:d} MiB). Save this setup to a file "
+                     "instead, and open it later.")
     partner = PARTNERS.get(current.setup.origin)
     if partner is not None and not current.edited:
         right.button(f"Compare with '{lit(state.label_of(partner))}'", key="compare_partner",
-                     on_click=pin_and_open, args=(current.setup, partner), use_container_width=True)
+                     on_click=pin_and_open, args=(current.setup.origin, partner), use_container_width=True)
 
 
 def label(setup: Setup) -> str:

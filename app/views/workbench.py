@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures, state, widgets
+from app import figures, result_cache, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current
@@ -277,7 +277,7 @@ class Page:
         step_header(6)
         if self.result is None:
             return waiting()
-        heads_compared(self.result, self.q_tokens, self.k_tokens, self.heads, self.large)
+        heads_compared(st.session_state.result_key, self.q_tokens, self.k_tokens, self.heads, self.large)
 
     def concatenation(self):
         step_header(7)
@@ -321,12 +321,23 @@ class Page:
         # A toggle rather than an expander: a collapsed expander still builds its contents every run.
         if st.toggle("🔍 Drill down: one (query, key) cell of one head, with the live numbers",
                      key="drill_open"):
-            drill_down(self.result, self.q_tokens, self.k_tokens, self.heads)
+            drill_down(st.session_state.result_key, self.q_tokens, self.k_tokens, self.heads)
+
+
+def shared_result(key: bytes):
+    """A fragment's result, from the server's result cache: a fragment keeps its arguments for the
+    session's lifetime, so it is given the key, never the result. Evicted meanwhile (another
+    session's long sequence needed the room): the whole page runs again and computes it."""
+    result = result_cache.result_of(key)
+    if result is None:
+        st.rerun()
+    return result
 
 
 @st.fragment
-def heads_compared(r, q_tokens, k_tokens, heads, large) -> None:
+def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
     """Step 6 reruns alone when its query or metric changes."""
+    r = shared_result(key)
     left, right = st.columns([2, 1])
     query = widgets.choice_ui(left, "query token", state.row_labels(q_tokens), "focus_query")
     state.sync_selection_params()
@@ -363,8 +374,9 @@ def heads_compared(r, q_tokens, k_tokens, heads, large) -> None:
 
 
 @st.fragment
-def drill_down(r, q_tokens, k_tokens, heads) -> None:
+def drill_down(key: bytes, q_tokens, k_tokens, heads) -> None:
     """The drill-down reruns alone when its head, query or key changes."""
+    r = shared_result(key)
     cols = st.columns(3)
     head = widgets.choice_ui(cols[0], "head", heads, "drill_head")
     query = widgets.choice_ui(cols[1], "query", state.row_labels(q_tokens), "drill_query")

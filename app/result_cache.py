@@ -1,0 +1,201 @@
+"""Big things a session computes live here, shared by every session of the process and bounded in
+bytes; a session keeps only their keys.
+
+* ``RESULTS``: the core's results (``MHAResult``), keyed on a digest of everything that changes
+  a result (``setup_key``). A long sequence's result is ~160 MiB in float32; kept in
+  ``st.session_state`` it stayed with the session until Streamlit reaped it, minutes after the
+  tab closed. Here the least recently used go first once ``RESULTS_BUDGET_BYTES`` is passed, and
+  a session that disconnects drops the result only it was using (``hold``).
+* ``LONG_RUNS``: at most ``LONG_RUN_SLOTS`` long sequences are computed at once per process; the
+  others wait their turn behind a spinner that says so.
+
+``numpy_bytes`` counts the bytes of the NumPy arrays an object holds (tests and the bench use it
+to measure what a session keeps).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import threading
+import types
+from collections import Counter, OrderedDict
+
+import numpy as np
+import streamlit as st
+
+from mha_core import MHAResult, Setup
+from mha_core.gate import Gate
+
+SESSION_BUDGET_BYTES = 64 * 2**20  # what one session may keep after its run (docs/performance.md)
+RESULTS_BUDGET_BYTES = 320 * 2**20  # the largest result the page accepts (~180 MiB) fits, with room
+LONG_RUN_SLOTS = 2  # long sequences computed at once (2 cores; each peaks at ~200 MiB)
+LONG_RUNS = Gate(LONG_RUN_SLOTS)
+
+
+class BytesLRU:
+    """A thread-safe mapping bounded by the bytes of its values; least recently used out first.
+
+    A value larger than the whole budget is not kept. ``pin``/``unpin`` count the sessions using
+    a key: ``unpin`` drops an entry that no session uses any more (its session has ended).
+    """
+
+    def __init__(self, budget_bytes: int):
+        self.budget_bytes = budget_bytes
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[object, tuple[object, int]] = OrderedDict()
+        self._pins: Counter = Counter()
+        self._total = 0
+
+    def get(self, key):
+        with self._lock:
+            if key not in self._entries:
+                return None
+            self._entries.move_to_end(key)
+            return self._entries[key][0]
+
+    def put(self, key, value, nbytes: int) -> None:
+        with self._lock:
+            if key in self._entries or nbytes > self.budget_bytes:
+                return
+            self._entries[key] = (value, nbytes)
+            self._total += nbytes
+            while self._total > self.budget_bytes:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._total -= dropped
+
+    def pin(self, key) -> None:
+        with self._lock:
+            self._pins[key] += 1
+
+    def unpin(self, key) -> None:
+        """One session less uses key; the entry goes once none does."""
+        with self._lock:
+            self._pins[key] -= 1
+            if self._pins[key] > 0:
+                return
+            del self._pins[key]
+            if key in self._entries:
+                self._total -= self._entries.pop(key)[1]
+
+    def held_bytes(self) -> int:
+        return self._total
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._pins.clear()
+            self._total = 0
+
+
+RESULTS = BytesLRU(RESULTS_BUDGET_BYTES)
+
+
+def setup_key(setup: Setup) -> bytes:
+    """A digest of everything that changes setup.run() (what Setup.same_inputs compares)."""
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(repr((setup.tokens, setup.kv_tokens, setup.scaling, setup.mask_kind)).encode())
+    arrays = setup.arrays()
+    if setup.mask_kind == "custom":
+        arrays["mask"] = setup.mask
+    for name, array in arrays.items():
+        array = np.ascontiguousarray(array)
+        digest.update(f"{name}:{array.dtype}{array.shape}".encode())
+        digest.update(memoryview(array).cast("B"))  # no copy of a contiguous array
+    return digest.digest()
+
+
+def result_of(key: bytes) -> MHAResult | None:
+    """The result kept under key, or None once it has been evicted."""
+    return RESULTS.get(key)
+
+
+def keep(key: bytes, result: MHAResult) -> None:
+    RESULTS.put(key, result, numpy_bytes(result))
+
+
+class _Held:
+    """The one result key a session uses now (a session-scoped resource, released on disconnect)."""
+
+    def __init__(self):
+        self.key: bytes | None = None
+
+    def hold(self, key: bytes) -> None:
+        if key == self.key:
+            return
+        RESULTS.pin(key)
+        if self.key is not None:
+            RESULTS.unpin(self.key)
+        self.key = key
+
+
+def _release(held: _Held) -> None:
+    if held.key is not None:
+        RESULTS.unpin(held.key)
+        held.key = None
+
+
+@st.cache_resource(scope="session", on_release=_release, show_spinner=False)
+def _held() -> _Held:
+    return _Held()
+
+
+def hold(key: bytes) -> None:
+    """This session uses the result under key (and no longer its previous one); when the session
+    disconnects, a result no other session uses is dropped at once."""
+    _held().hold(key)
+
+
+def numpy_bytes(value, _seen: set[int] | None = None, _depth: int = 0) -> int:
+    """The bytes of every NumPy buffer value holds (through dicts, sequences, dataclasses, plain
+    objects and functions' closures), each buffer counted once however many views share it."""
+    seen = set() if _seen is None else _seen
+    if _depth > 12 or id(value) in seen:
+        return 0
+    seen.add(id(value))
+    if isinstance(value, np.ndarray):
+        return _buffer_bytes(value, seen)
+    if isinstance(value, (str, bytes, int, float, bool, type(None))):
+        return 0
+    if isinstance(value, dict):
+        items = list(value.values())
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value)
+    elif isinstance(value, types.FunctionType):  # a closure's cells (a fragment keeps its arguments so)
+        items = [cell.cell_contents for cell in value.__closure__ or () if _filled(cell)]
+        items += [value.__defaults__, value.__kwdefaults__]
+    elif isinstance(value, functools.partial):
+        items = [value.func, value.args, value.keywords]
+    elif isinstance(value, type) or callable(value) and not hasattr(value, "__dict__"):
+        return 0
+    elif dataclasses.is_dataclass(value):
+        items = [getattr(value, f.name) for f in dataclasses.fields(value)]
+    elif hasattr(value, "__dict__"):
+        items = list(vars(value).values())
+    else:
+        return 0
+    return sum(numpy_bytes(item, seen, _depth + 1) for item in items)
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 (an empty cell raises)
+    except ValueError:
+        return False
+    return True
+
+
+def _buffer_bytes(array: np.ndarray, seen: set[int]) -> int:
+    """The bytes of the buffer under array (its base chain's owner), if not counted yet."""
+    owner = array
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    if owner is not array:
+        if id(owner) in seen:
+            return 0
+        seen.add(id(owner))
+    return owner.nbytes

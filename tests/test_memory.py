@@ -1,0 +1,199 @@
+"""Memory per session (issue 15, finding 8): what a session keeps after its run is bounded, big results
+live in one bounded cache shared by the sessions, and long computations take turns.
+
+Bytes are counted over the NumPy arrays reachable from the session: its session state (with the
+widgets' callbacks and their arguments) and its fragments (which keep their arguments).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from app import result_cache
+from app.result_cache import RESULTS, SESSION_BUDGET_BYTES, numpy_bytes
+from mha_core import LIMITS
+from mha_core.gate import Gate
+from mha_core.scenarios import generated_setup
+from tests.apptest_util import fresh_app, pick_preset, texts
+
+MiB = 2**20
+
+
+def kept_bytes(at) -> int:
+    """The NumPy bytes a session holds between runs: session state (values, widgets' metadata and
+    callback arguments) and the fragments it keeps."""
+    return numpy_bytes([at.session_state._state, at._fragment_storage])
+
+
+def long_session(n_tokens: int, d_model: int, n_heads: int, *, n_kv: int | None = None, bias: bool = False,
+                 d_head: int | None = None):
+    """A session at these sizes (cross-attention over n_kv keys if given), every step drawn
+    (drill-down open)."""
+    at = fresh_app()
+    pick_preset(at, "random")
+    if n_kv is not None:
+        at.radio(key="mode").set_value("cross-attention").run()
+        at.text_input(key="kv_tokens_text").set_value(" ".join(f"k{i}" for i in range(n_kv))).run()
+    if bias:
+        at.checkbox(key="use_bias").check().run()
+    if d_head is not None:
+        at.checkbox(key="custom_head_width").check().run()
+        at.number_input(key="d_k").set_value(d_head).run()
+        at.number_input(key="d_v").set_value(d_head).run()
+    at.number_input(key="n_heads").set_value(n_heads).run()
+    at.number_input(key="d_model").set_value(d_model).run()
+    at.text_input(key="tokens_text").set_value(" ".join(f"w{i}" for i in range(n_tokens))).run()
+    at.toggle(key="drill_open").set_value(True).run()
+    assert not at.exception and not at.error, texts(at.error)
+    return at
+
+
+@pytest.fixture(autouse=True)
+def empty_results():
+    RESULTS.clear()
+    yield
+    RESULTS.clear()
+
+
+def test_a_session_at_the_token_limit_keeps_at_most_its_budget_after_its_run():
+    """The issue's session: 1024 tokens, d_model 768, 12 heads, float32. It kept ~210 MB (its last
+    result and the Setup in session state, the result again in its fragments)."""
+    at = long_session(LIMITS.tokens, 768, 12)
+    result = result_cache.result_of(at.session_state["result_key"])
+    assert result.weights.dtype == np.float32 and result.weights.shape == (12, 1024, 1024)
+    kept = kept_bytes(at)
+    print(f"1024 tokens, d_model 768, 12 heads: the session keeps {kept / MiB:.1f} MiB")
+    assert kept <= SESSION_BUDGET_BYTES, kept / MiB
+    assert numpy_bytes(result) > 2 * SESSION_BUDGET_BYTES  # the result is not what the session keeps
+
+
+@pytest.mark.parametrize(("n_q", "n_kv", "heads"), [(1024, 1024, 12), (768, 1024, 16)])
+def test_the_largest_inputs_the_page_accepts_stay_within_the_budget(n_q, n_kv, heads):
+    """Inputs at their limits (cross-attention, d_model 768, heads of width 128, biases) with the
+    attention cells at theirs: 12 heads over 1024 x 1024, or 16 heads (the most inputs) over 768 x 1024."""
+    assert heads * n_q * n_kv == LIMITS.attention_cells
+    at = long_session(n_q, LIMITS.d_model, heads, n_kv=n_kv, bias=True, d_head=LIMITS.d_head)
+    kept = kept_bytes(at)
+    print(f"{heads} heads over {n_q} x {n_kv}, inputs at their limits: keeps {kept / MiB:.1f} MiB")
+    assert kept <= SESSION_BUDGET_BYTES, kept / MiB
+    result = result_cache.result_of(at.session_state["result_key"])
+    assert numpy_bytes(result) <= RESULTS.budget_bytes  # the largest result fits in the shared cache
+
+
+def test_what_resizing_remembers_is_forgotten_past_the_budget_and_the_page_says_so():
+    at = long_session(768, LIMITS.d_model, 16, n_kv=1024, bias=True, d_head=LIMITS.d_head)
+    at.number_input(key="d_model").set_value(512).run()  # every W and X cut: ~60 MiB to remember
+    assert not at.exception
+    assert kept_bytes(at) <= SESSION_BUDGET_BYTES, kept_bytes(at) / MiB
+    assert any("not remembered at these sizes" in note for note in texts(at.info))
+
+
+def test_a_second_long_session_shares_the_bounded_cache_instead_of_doubling_it():
+    first = long_session(LIMITS.tokens, 768, 12)
+    one = RESULTS.held_bytes()
+    second = long_session(LIMITS.tokens, 768, 12)  # the same random preset and sizes: the same result
+    assert RESULTS.held_bytes() == one and len(RESULTS) == 1
+    second.number_input(key="seed").set_value(5).run()
+    pick_preset(second, "random")  # another draw: another result
+    third = long_session(LIMITS.tokens, 768, 8)
+    assert not second.exception and not third.exception
+    assert 0 < RESULTS.held_bytes() <= RESULTS.budget_bytes
+    for at in (first, second, third):
+        assert kept_bytes(at) <= SESSION_BUDGET_BYTES
+
+
+def test_a_view_option_reuses_the_shared_result_and_an_evicted_one_comes_back():
+    at = long_session(200, 64, 8)
+    key = at.session_state["result_key"]
+    first = result_cache.result_of(key)
+    at.selectbox(key="pick_drill_head").set_value("head 3").run()  # the drill-down fragment
+    assert result_cache.result_of(key) is first
+    RESULTS.clear()  # another session's long sequence took the room
+    at.selectbox(key="pick_drill_head").set_value("head 2").run()
+    assert not at.exception and result_cache.result_of(at.session_state["result_key"]) is not None
+    assert any(r"q_{1} \cdot k_{1}" in line for line in texts(at.latex))
+
+
+def test_a_result_no_session_uses_any_more_leaves_the_cache():
+    RESULTS.put("a", np.zeros(10), 80)
+    RESULTS.pin("a")
+    RESULTS.pin("a")
+    RESULTS.unpin("a")
+    assert RESULTS.get("a") is not None  # one session still uses it
+    RESULTS.unpin("a")
+    assert RESULTS.get("a") is None and RESULTS.held_bytes() == 0
+
+
+def test_the_cache_evicts_the_least_recently_used_within_its_budget():
+    cache = result_cache.BytesLRU(100)
+    cache.put("a", "A", 40)
+    cache.put("b", "B", 40)
+    cache.get("a")
+    cache.put("c", "C", 40)
+    assert cache.get("b") is None and cache.get("a") == "A" and cache.held_bytes() == 80
+    cache.put("huge", "H", 101)
+    assert cache.get("huge") is None and cache.held_bytes() == 80
+
+
+def test_numpy_bytes_counts_a_shared_buffer_once_and_sees_into_closures():
+    block = np.zeros((3, 100))
+    views = {"a": block[0], "b": block[1], "c": [block[2]]}
+    assert numpy_bytes(views) == block.nbytes
+    big = np.zeros(1000)
+
+    def outer():
+        return big
+
+    assert numpy_bytes(outer) == big.nbytes
+
+
+def test_a_pinned_setup_is_refused_when_it_would_pass_the_session_budget():
+    at = long_session(LIMITS.tokens, LIMITS.d_model, 12, n_kv=LIMITS.tokens, bias=True, d_head=LIMITS.d_head)
+    assert at.button(key="compare_pin").disabled
+    assert any("Too large to pin" in caption for caption in texts(at.caption))
+
+
+def test_the_pin_button_keeps_no_setup_in_its_callback():
+    at = fresh_app()
+    pick_preset(at, "random")
+    before = kept_bytes(at)
+    setup = generated_setup("random", 0)
+    assert kept_bytes(at) - before < numpy_bytes(setup)  # nothing new held for the button
+    at.button(key="compare_pin").click().run()
+    assert at.session_state["pinned"] is not None and not at.exception
+
+
+@pytest.mark.parametrize("slots", [1, 2, 3])
+def test_a_gate_never_lets_more_than_its_slots_in(slots):
+    gate = Gate(slots)
+    inside, most, queued = [0], [0], []
+    lock = threading.Lock()
+
+    def work():
+        with gate.turn(lambda: _noting(queued)):
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            time.sleep(0.05)
+            with lock:
+                inside[0] -= 1
+
+    threads = [threading.Thread(target=work) for _ in range(slots + 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most[0] == slots  # the slots were used, and never more
+    assert len(queued) >= 2  # the others waited, and were told
+    assert gate.inside == 0 and gate.waiting == 0
+
+
+def _noting(queued):
+    import contextlib
+
+    queued.append(1)
+    return contextlib.nullcontext()
