@@ -875,33 +875,33 @@ def question_of(kind: str, correct: str, *, choices=(), tolerance: float = 0.0) 
 
 
 class TestIsRight:
-    @pytest.mark.parametrize(("question", "value", "right"), [
-        (question_of("poll", "B", choices=("A", "B")), "B", True),
-        (question_of("poll", "B", choices=("A", "B")), "A", False),
-        (question_of("poll", "B", choices=("A", "B")), " B", False),
-        (question_of("shape", "3 × 5"), "3x5", True),
-        (question_of("shape", "3 × 5"), "3 x 5", True),
-        (question_of("shape", "3x5"), " 3 × 5 ", True),
-        (question_of("shape", "3 × 5"), "5 × 3", False),
-        (question_of("shape", "3 × 5"), "3, 5", False),
-        (question_of("number", "64"), "64.0", True),
-        (question_of("number", "64"), "63", False),
-        (question_of("number", "0.3"), "0.1e1", False),
-        (question_of("number", "0.3"), str(0.1 + 0.2), True),
-        (question_of("weight", "0.25", tolerance=0.01), "0.255", True),
-        (question_of("weight", "0.25", tolerance=0.01), "25%", True),
-        (question_of("weight", "0.25", tolerance=0.01), "27%", False),
-        (question_of("number", "25"), "25%", False),  # a percent only for weights
-        (question_of("number", "1"), "one", False),
-        (question_of("number", "1"), "nan", False),
-        (question_of("number", "1"), "inf", False),
-        (question_of("number", "1"), "", False),
+    @pytest.mark.parametrize(("fields", "value", "right"), [
+        ({"kind": "poll", "correct": "B", "choices": ("A", "B")}, "B", True),
+        ({"kind": "poll", "correct": "B", "choices": ("A", "B")}, "A", False),
+        ({"kind": "poll", "correct": "B", "choices": ("A", "B")}, " B", False),
+        ({"kind": "shape", "correct": "3 × 5"}, "3x5", True),
+        ({"kind": "shape", "correct": "3 × 5"}, "3 x 5", True),
+        ({"kind": "shape", "correct": "3x5"}, " 3 × 5 ", True),
+        ({"kind": "shape", "correct": "3 × 5"}, "5 × 3", False),
+        ({"kind": "shape", "correct": "3 × 5"}, "3, 5", False),
+        ({"kind": "number", "correct": "64"}, "64.0", True),
+        ({"kind": "number", "correct": "64"}, "63", False),
+        ({"kind": "number", "correct": "0.3"}, "0.1e1", False),
+        ({"kind": "number", "correct": "0.3"}, str(0.1 + 0.2), True),
+        ({"kind": "weight", "correct": "0.25", "tolerance": 0.01}, "0.255", True),
+        ({"kind": "weight", "correct": "0.25", "tolerance": 0.01}, "25%", True),
+        ({"kind": "weight", "correct": "0.25", "tolerance": 0.01}, "27%", False),
+        ({"kind": "number", "correct": "25"}, "25%", False),  # a percent only for weights
+        ({"kind": "number", "correct": "1"}, "one", False),
+        ({"kind": "number", "correct": "1"}, "nan", False),
+        ({"kind": "number", "correct": "1"}, "inf", False),
+        ({"kind": "number", "correct": "1"}, "", False),
     ])
-    def test_marks(self, question, value, right):
-        assert is_right(question, value) is right
+    def test_marks(self, fields, value, right):
+        assert is_right(question_of(**fields), value) is right
 
     def test_nothing_to_mark_is_none(self):
-        assert is_right(question_of("poll", ""), "A") is None
+        assert is_right(question_of(kind="poll", correct=""), "A") is None
         assert is_right(Question("q", "?", (), "forecast", 0.0, grid=(1, 2)), "[[0.5, 0.5]]") is None
 
 
