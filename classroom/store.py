@@ -134,7 +134,8 @@ class TooSoon(LimitReached):
 
     def __init__(self, what: str, retry_after: float):
         self.retry_after = float(retry_after)
-        super().__init__(f"{what}: try again in {max(1, math.ceil(self.retry_after))} s.")
+        seconds = max(1, math.ceil(self.retry_after - 1e-6))  # 12.000000000000002 s is "12 s"
+        super().__init__(f"{what}: try again in {seconds} s.")
 
 
 class RoomLocked(StoreError):

@@ -1031,6 +1031,16 @@ class TestConcurrency:
         with pytest.raises(QuestionClosed):
             store.answer(room.code, question.id, "late", "B")
 
+    def test_a_flood_at_once_gets_exactly_the_burst_in(self, store, room):
+        results = run_threads(100, lambda index: store.join(room.code, f"tab-{index}", client=FLOODER))
+        assert sum(result is None for result in results) == JOIN_BURST
+        assert all(isinstance(result, TooSoon) for result in results if result is not None)
+        assert len(store.roster(room.code, room.teacher_secret)) == JOIN_BURST
+
+    def test_rooms_started_at_once_from_one_address_are_five(self, store):
+        results = run_threads(20, lambda index: store.create_room(client=FLOODER))
+        assert sum(not isinstance(result, TooSoon) for result in results) == ROOMS_PER_CLIENT
+
     def test_students_in_other_processes_lose_nothing(self, backend, store, room):
         question = ask_abc(store, room)
         processes = 4
