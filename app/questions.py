@@ -163,12 +163,12 @@ def answers_view(where: str, *, large: bool, on_reveal=None) -> None:
         st.markdown(f"**{tally.total}** answers ({following} following){right} · answers "
                     f"{STATUS_WORDS.get(status, status)}")
     buttons = st.container(horizontal=True)
-    if status == "open" and buttons.button("Close answers", key=f"{where}_close", icon=":material/lock:"):
-        act(live.store().close, question_id)
-        st.rerun(scope="fragment")
+    if status == "open":
+        buttons.button("Close answers", key=f"{where}_close", icon=":material/lock:", on_click=act,
+                       args=("close", question_id))
     if status != "revealed" and buttons.button("Reveal", key=f"{where}_reveal", type="primary",
                                                icon=":material/visibility:"):
-        act(live.store().reveal, question_id)
+        act("reveal", question_id)
         if on_reveal is not None:
             on_reveal()
         st.rerun(scope="app")
@@ -183,13 +183,13 @@ def answers_view(where: str, *, large: bool, on_reveal=None) -> None:
         distribution(where, tally, large=large, marked=status == "revealed")
 
 
-def act(step, question_id: str) -> None:
-    """store.close or store.reveal for the teacher; a failure is said, not raised."""
+def act(step: str, question_id: str) -> None:
+    """store.close or store.reveal for the teacher; a failure is said in the room's box."""
     ss = st.session_state
     try:
-        step(ss.room, ss.teacher_secret, question_id)
+        getattr(live.store(), step)(ss.room, ss.teacher_secret, question_id)
     except StoreError as error:
-        st.warning(md("The room did not take it: {}", error), icon=":material/wifi_off:")
+        ss.live_message = f"The room did not take it: {error}"
 
 
 def distribution(where: str, tally, *, large: bool, marked: bool) -> None:
@@ -414,7 +414,7 @@ def forecast_form(question, labels: Labels) -> None:
             st.button("−", key=f"chip_take_{question.id}_{row}_{col}", on_click=add_chip,
                       args=(key, row, col, -1), disabled=chips[row][col] == 0,
                       help=md("Take a chip from {}", labels.keys[col]))
-    chart(forecast_figures.share_bars(shares[row], labels.keys), key=f"forecast_shares_{question.id}")
+    chart(forecast_figures.share_bars(shares[row], labels.keys), key="forecast_shares")
     st.button("Clear this row", key=f"chip_clear_{question.id}_{row}", on_click=clear_chips, args=(key, row))
     empty = [labels.queries[r] for r in range(rows) if not sum(chips[r])]
     nickname = st.text_input("Nickname (optional; only your teacher sees it)", key="live_nickname",
@@ -492,6 +492,6 @@ def own_forecast_view(question, mine: str | None) -> None:
     shown_queries = [q or "query" for q in queries]
     chart(forecast_figures.forecast_vs_real(drawn, real, shown_queries, keys, forecast_title="Your forecast",
                                             real_title=f"Head {int(solution.get('head', 0)) + 1}'s softmax",
-                                            width=600), key=f"own_forecast_{question.id}")
+                                            width=600), key="own_forecast")
     if mine is not None and np.isfinite(drawn).all():
         st.markdown(forecast_words(drawn, real, shown_queries, keys, "Your forecast"))

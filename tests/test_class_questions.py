@@ -32,7 +32,12 @@ from mha_core.quiz import (
 from mha_core.setup import Setup
 from tests.apptest_util import chart_specs, decode, goto, heatmap_values, open_address, texts
 from tests.strategies import random_setups
-from tests.test_live import embedded_store, rerun_after_a_poll, teacher_with_room  # noqa: F401 (fixture)
+from tests.test_live import (  # noqa: F401 (fixtures)
+    embedded_store,
+    redis_store,
+    rerun_after_a_poll,
+    teacher_with_room,
+)
 
 SCENARIOS = all_scenarios()
 ATTACK = ("![i](http://127.0.0.1:9/p.png)", "**BOLD**", "$x$", "<b>", ":red[x]")
@@ -244,3 +249,162 @@ def test_markup_in_a_revealed_question_stays_text_on_the_students_page():
         assert unescaped(text) == [], text
     specs = json.dumps(list(chart_specs(student).values()), ensure_ascii=False)  # the room's answers
     assert "· " in specs and "<b>" not in specs and "$x$" not in specs
+
+
+def the_answer_text(at) -> str:
+    return " ".join(elements_text(at)).replace("\\", "")
+
+
+def wrong_shape(answer: str) -> str:
+    rows, cols = answer.split(" × ")
+    return f"{cols} × {rows}" if rows != cols else f"{int(rows) + 1} × {cols}"
+
+
+def test_the_presenter_asks_counts_closes_and_reveals_without_leaving_the_screen():
+    teacher, code = teacher_with_room()
+    goto(teacher, "present")
+    teacher.button(key="present_next").click().run()  # screen 2: a shape to forecast
+    students = [open_address({"room": code}) for _ in range(3)]
+    teacher.button(key="present_ask").click().run()
+    assert not teacher.exception and [t.value for t in teacher.toast]  # a confirmation
+    question_id, question = teacher.session_state["asked"]
+    assert question.kind == "shape"
+    assert "0 of 3 answered" in the_answer_text(teacher)
+    rows, cols = question.answer_text.split(" × ")
+    typed_answers = [f"{rows}x{cols}", wrong_shape(question.answer_text)]
+    for student, typed in zip(students[:2], typed_answers, strict=True):
+        rerun_after_a_poll(student)
+        student.text_input(key="live_value").input(typed)
+        student.button(key=f"FormSubmitter:live_answer_{question_id}-Send").click().run()
+        assert not student.exception and "Your answer is in" in the_answer_text(student)
+    teacher.run()  # what the panel's one-second fragment does
+    assert "2 of 3 answered" in the_answer_text(teacher)
+    assert not [k for k in chart_specs(teacher) if k == "room_answers_chart"]  # on demand only
+    teacher.toggle(key="room_show_answers").set_value(True).run()
+    bars = chart_specs(teacher)["room_answers_chart"]["data"][0]
+    assert sorted(bars["text"]) == ["1 · 50%", "1 · 50%"] and set(bars["marker"]["color"]) == {
+        forecast_figures.BLUE}  # the right one is not given away before Reveal
+    teacher.button(key="room_close").click().run()
+    assert "answers closed" in the_answer_text(teacher)
+    rerun_after_a_poll(students[2])
+    assert "Answers are closed" in the_answer_text(students[2])
+    assert not [w for w in students[2].text_input if w.key == "live_value"]
+    teacher.button(key="room_reveal").click().run()
+    assert not teacher.exception and "Answer:" in the_answer_text(teacher)  # the screen's result, too
+    assert live_store_status(code, question_id) == "revealed"
+    for student, verdict in zip(students, ["right", "wrong", "did not answer"], strict=True):
+        rerun_after_a_poll(student)
+        assert verdict in the_answer_text(student)
+        shown = the_answer_text(student).replace("*", "")
+        assert f"The right answer: {question.answer_text}" in shown or verdict == "right"
+    bars = chart_specs(students[0])["student_answers_chart"]["data"][0]
+    assert {forecast_figures.GREEN, forecast_figures.GREY} <= set(bars["marker"]["color"])
+
+
+def live_store_status(code: str, question_id: str) -> str:
+    from app import live
+    return live.store().tally(code, question_id).status
+
+
+def tap(student, question_id: str, key: int, times: int = 1, *, take: bool = False) -> None:
+    name = "take" if take else "add"
+    for _ in range(times):
+        student.button(key=f"chip_{name}_{question_id}_0_{key}").click().run()
+        assert not student.exception
+
+
+def test_the_class_draws_a_forecast_and_sees_its_average_next_to_the_real_softmax():
+    teacher, code = teacher_with_room()
+    goto(teacher, "present")
+    for _ in range(3):
+        teacher.button(key="present_next").click().run()  # screen 4: scale, then softmax
+    students = [open_address({"room": code}) for _ in range(3)]
+    teacher.button(key="present_draw").click().run()
+    assert not teacher.exception
+    question_id, question = teacher.session_state["asked"]
+    assert question.kind == "forecast" and question.grid[0] == 1
+    n_k = question.grid[1]
+    drawn = []
+    for number, student in enumerate(students):
+        rerun_after_a_poll(student)
+        if number == 0:
+            tap(student, question_id, int(np.argmax(question.weights[0])), 10)
+        elif number == 1:
+            tap(student, question_id, 0, 5)
+            tap(student, question_id, n_k - 1, 5)
+        else:
+            tap(student, question_id, 1, 3)
+            tap(student, question_id, 1, take=True)  # '−' takes one back: 2 chips, all the weight
+        assert student.button(key=f"chip_add_{question_id}_0_0").disabled == (number < 2)  # 10 chips used
+        shares = chart_specs(student)["forecast_shares"]["data"][0]["x"]
+        drawn.append(np.array(shares, dtype=float) if not isinstance(shares, dict) else decode(shares))
+        assert drawn[-1].sum() == pytest.approx(1.0)
+        student.button(key=f"forecast_send_{question_id}").click().run()
+        assert not student.exception and "Your answer is in" in the_answer_text(student)
+    teacher.run()
+    assert "3 of 3 answered" in the_answer_text(teacher)
+    teacher.button(key="room_close").click().run()
+    mean, real = heatmap_values(chart_specs(teacher)["room_forecast_chart"])
+    np.testing.assert_allclose(mean[0], np.mean(drawn, axis=0), atol=1e-5)
+    np.testing.assert_allclose(real[0], question.weights[0], atol=1e-6)
+    words = the_answer_text(teacher)
+    assert "total variation distance" in words and "Most wrong: key" in words
+    teacher.button(key="room_reveal").click().run()
+    assert "present_weights" in chart_specs(teacher)  # the screen's result, revealed with the answers
+    rerun_after_a_poll(students[1])
+    mine, real = heatmap_values(chart_specs(students[1])["own_forecast"])
+    np.testing.assert_allclose(mine[0], drawn[1], atol=1e-5)
+    np.testing.assert_allclose(real[0], question.weights[0], atol=1e-6)
+    assert "Your forecast is" in the_answer_text(students[1])
+
+
+def test_the_quiz_score_counts_first_answers_and_says_so():
+    """'Answering wrong then right shows Right while the score stays 0 right of 1': the page now says
+    that the first answer is the one counted."""
+    from tests.apptest_util import fresh_app
+    at = fresh_app()
+    goto(at, "quiz")
+    setup = at.session_state["quiz_setup"]
+    question = generate(setup, setup.run(), 0, count=10)[0]
+    wrong = next((c for c in question.choices if c != question.answer), None) or (
+        wrong_shape(question.answer_text) if question.kind == "shape" else repr(float(question.answer) + 99))
+    ident = "1_0"
+    for typed in (wrong, question.answer_text):
+        widget = at.radio(key=f"quiz_answer_{ident}") if question.choices else at.text_input(
+            key=f"quiz_answer_{ident}")
+        (widget.set_value(typed) if question.choices else widget.input(typed))
+        at.button(key=f"quiz_check_{ident}").click().run()
+    text = the_answer_text(at)
+    assert "0 right of 1 asked" in text and "first answer counts" in text
+    assert [s for s in texts(at.success) if s.startswith("Right")]
+    assert "The score counts your first answer to this question" in text and "which was wrong" in text
+
+
+@pytest.mark.parametrize("how", ["pressed again", "by itself"])
+def test_a_send_while_the_store_is_away_keeps_the_answer_and_sends_it_when_it_is_back(redis_store, how):  # noqa: F811
+    """Finding 9 on a real redis-server stopped and started again: the form and the chosen answer stay,
+    the page says the answer was not sent yet, and it is counted once the store is back."""
+    from app import live
+    teacher, code = teacher_with_room()
+    question = live.store().ask(code, teacher.session_state["teacher_secret"], "Which head?", ["A", "B"],
+                                correct="B")
+    student = open_address({"room": code})
+    student.radio(key="live_value").set_value("B")
+    student.text_input(key="live_nickname").input("ann")
+    redis_store.stop()
+    send = f"FormSubmitter:live_answer_{question.id}-Send"
+    student.button(key=send).click().run()
+    assert not student.exception
+    shown = the_answer_text(student)
+    assert "connection is lost" in shown and "not sent yet" in shown
+    assert student.radio(key="live_value").value == "B"  # the form and the answer are still there
+    assert student.text_input(key="live_nickname").value == "ann"
+    redis_store.start()  # appendonly: the room and its question come back
+    if how == "pressed again":
+        student.button(key=send).click().run()
+    else:
+        student.run()  # the page's resend fragment, or any rerun, sends it
+    assert not student.exception
+    assert "Your answer is in" in the_answer_text(student) and "not sent yet" not in the_answer_text(student)
+    tally = live.store().tally(code, question.id)
+    assert tally.total == 1 and tally.counts["B"] == 1 and tally.right == 1
