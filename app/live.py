@@ -259,12 +259,13 @@ def enter_room(code: str, nickname: str = "") -> None:
     wrong code also counts against this session)."""
     ss = st.session_state
     ss.student_id = student_id_of(student_secret())
+    with contextlib.suppress(NoSuchRoom):  # a code that cannot be one: join() says so and counts it
+        code = normalise_code(code)
     try:
-        store().join(code, ss.student_id, nickname=nickname, client=client_address())
+        watch().join(code, ss.student_id, nickname=nickname, client=client_address())
     except NoSuchRoom:
         note_wrong_code()
         raise
-    code = normalise_code(code)
     if ss.get("room") != code or is_teacher():
         ss.update(room=code, teacher_secret=None, following=True, applied_version=-1)
 

@@ -67,9 +67,10 @@ def element_key(element_id: str) -> str | None:
 class Session:
     """One browser tab's session. ``await open()``, then ``rerun()``/``set_json()``, ``close()``."""
 
-    def __init__(self, url: str, timeout: float = 60.0):
+    def __init__(self, url: str, timeout: float = 60.0, headers: dict[str, str] | None = None):
         self.url = url.rstrip("/")  # http://127.0.0.1:<port>
         self.timeout = timeout
+        self.headers = dict(headers or {})  # sent with the websocket's handshake (Cookie, X-Forwarded-For)
         self.ws: ClientConnection | None = None
         self.widgets: dict[str, WidgetState] = {}  # widget id -> the value this client set
         self.page_hash = ""  # sent back from the second run on, as the frontend does
@@ -87,7 +88,9 @@ class Session:
         """Connect as the frontend does and make the first run."""
         xsrf = await asyncio.to_thread(self._get, "/_stcore/health")
         await asyncio.to_thread(self._get, "/_stcore/host-config")
-        headers = {"Cookie": f"_streamlit_xsrf={xsrf}"} if xsrf else {}
+        xsrf_cookie = f"_streamlit_xsrf={xsrf}" if xsrf else ""
+        cookies = "; ".join(c for c in (xsrf_cookie, self.headers.get("Cookie", "")) if c)
+        headers = {**self.headers, **({"Cookie": cookies} if cookies else {})}
         self.ws = await connect(self.url.replace("http", "ws", 1) + "/_stcore/stream",
                                 subprotocols=["streamlit", *([xsrf] if xsrf else [])], origin=self.url,
                                 additional_headers=headers, max_size=None, ping_interval=None,
@@ -252,8 +255,8 @@ class FollowerSession(Session):
     ``stop_auto_rerun`` cancels the timer (the fragment id is dropped).
     """
 
-    def __init__(self, url: str, timeout: float = 60.0):
-        super().__init__(url, timeout)
+    def __init__(self, url: str, timeout: float = 60.0, headers: dict[str, str] | None = None):
+        super().__init__(url, timeout, headers)
         self.auto_reruns: dict[str, float] = {}  # fragment id -> interval (s)
         self.query_string = ""
 

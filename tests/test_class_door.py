@@ -1,0 +1,575 @@
+"""Issue 15, "Threat model and what must hold", the app's side of the door: who may start a room,
+who gets in, and who a student is.
+
+AppTest sessions on the embedded store (SQLite in a temporary MHA_DATA_DIR) and, where AppTest cannot
+show it, a real server: over Streamlit's websocket protocol (tests/st_protocol.py, which sends the
+handshake's headers: a cookie, X-Forwarded-For) and in Chromium (the page writing its own cookie, a
+second tab, a server restart). Each of the issue's findings 3, 4, 5, 6 and 9 has a test here that
+failed on the code before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import re
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.proto.Alert_pb2 import Alert
+from streamlit.proto.TextInput_pb2 import TextInput
+from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
+
+from app import live
+from classroom.sqlite_store import SqliteStore
+from classroom.store import (
+    HEARTBEAT_SECONDS,
+    JOIN_PER_SECOND,
+    ROOMS_PER_CLIENT,
+    WRONG_CODES_PER_MINUTE,
+    TooSoon,
+)
+from classroom.watch import VERSION_MAX_AGE
+from tests.apptest_util import ENTRY, fresh_app, goto, open_address, texts
+from tests.live_server import streamlit_server
+from tests.st_protocol import Session
+
+KEY = "correct horse battery staple"
+SHOUTING = "**B** ![i](http://127.0.0.1:9/p.png)$x$"  # a nickname a student might try (38 characters)
+DOOR_ENV = ("MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE", "MHA_CLIENT_IP_HEADER", "REDIS_URL")
+
+
+@pytest.fixture(autouse=True)
+def embedded_store(tmp_path, monkeypatch):
+    """Every test its own SQLite store and no door settings unless it sets them."""
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
+    for name in DOOR_ENV:
+        monkeypatch.delenv(name, raising=False)
+    live.store.clear()
+    live.watch.clear()
+    yield tmp_path
+    live.store().close()
+    live.store.clear()
+    live.watch.clear()
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+def plain(text: str) -> str:
+    """Markdown escapes undone (app/safe.py backslash-escapes outside text)."""
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def shown(at: AppTest) -> str:
+    """Every text the page drew, main area and sidebar, escapes undone."""
+    elements = [*at.markdown, *at.caption, *at.error, *at.warning, *at.info, *at.success,
+                *at.sidebar.markdown, *at.sidebar.warning, *at.sidebar.caption]
+    return "\n".join(plain(e.value) for e in elements)
+
+
+def errors_next_to_the_start_button(at: AppTest) -> list[str]:
+    return [plain(e.value) for e in at.main.error]
+
+
+def class_page() -> AppTest:
+    at = fresh_app()
+    goto(at, "class")
+    return at
+
+
+def press_start(at: AppTest, key: str | None = None) -> None:
+    if key is not None:
+        at.text_input(key="live_teacher_key").input(key)
+    at.button(key="live_start").click().run()
+    assert not at.exception
+
+
+def teacher_with_room() -> tuple[AppTest, str]:
+    teacher = class_page()
+    press_start(teacher)
+    return teacher, teacher.session_state["room"]
+
+
+def join_with_the_box(at: AppTest, code: str, nickname: str = "") -> None:
+    at.text_input(key="live_join_code").input(code)
+    at.text_input(key="live_join_nickname").input(nickname)
+    at.button(key="FormSubmitter:live_join-Join").click().run()
+    assert not at.exception
+
+
+def session_with_the_cookie(secret: str, params: dict[str, str]) -> AppTest:
+    """A session whose browser holds secret in its mha_student cookie. AppTest sends no cookies, so
+    the session is given what st.context.cookies would have given (the real cookie: see below)."""
+    at = AppTest.from_file(str(ENTRY), default_timeout=60)
+    at.session_state["student_secret"] = secret
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    return at
+
+
+def other_code(code: str) -> str:
+    return "ZZZZ" if code != "ZZZZ" else "YYYY"
+
+
+def roster(teacher: AppTest):
+    return live.store().roster(teacher.session_state["room"], teacher.session_state["teacher_secret"])
+
+
+# --- Starting rooms is a teacher's act (finding 3) ----------------------------------------------------
+
+
+def test_without_a_teacher_key_anyone_on_this_machine_starts_a_room():
+    at = class_page()
+    assert not [t for t in at.text_input if t.key == "live_teacher_key"]  # `make run`: nothing to type
+    press_start(at)
+    assert len(at.session_state["room"]) == 4 and at.session_state["teacher_secret"]
+
+
+def test_a_set_teacher_key_is_asked_for_and_a_wrong_one_is_refused_next_to_it(monkeypatch):
+    monkeypatch.setenv("MHA_TEACHER_KEY", KEY)
+    at = class_page()
+    assert at.text_input(key="live_teacher_key").proto.type == TextInput.PASSWORD
+    press_start(at)
+    assert "room" not in at.session_state
+    assert any("Type the teacher key" in e for e in errors_next_to_the_start_button(at))
+    press_start(at, KEY + " ")  # surrounding spaces are forgiven, a different key is not
+    assert "room" in at.session_state
+    assert at.session_state["live_teacher_key"] == ""  # not kept once used
+    other = class_page()
+    press_start(other, "correct horse")
+    assert "room" not in other.session_state
+    assert any("not this server's teacher key" in e for e in errors_next_to_the_start_button(other))
+    assert KEY not in shown(other) and KEY not in shown(at)
+
+
+def test_the_key_can_come_from_a_file_and_an_unreadable_file_starts_no_room(monkeypatch, tmp_path):
+    key_file = tmp_path / "teacher-key"
+    key_file.write_text(KEY + "\n")
+    monkeypatch.setenv("MHA_TEACHER_KEY_FILE", str(key_file))
+    at = class_page()
+    press_start(at, KEY)
+    assert "room" in at.session_state
+    monkeypatch.setenv("MHA_TEACHER_KEY_FILE", str(tmp_path / "missing"))
+    locked_out = class_page()
+    assert any("teacher key cannot be read" in e for e in errors_next_to_the_start_button(locked_out))
+    locked_out.button(key="live_start").click().run()
+    assert not locked_out.exception and "room" not in locked_out.session_state
+
+
+def test_the_teacher_key_cannot_be_found_by_trying(monkeypatch):
+    monkeypatch.setenv("MHA_TEACHER_KEY", KEY)
+    at = class_page()
+    for n in range(WRONG_CODES_PER_MINUTE):
+        press_start(at, f"guess {n}")
+        assert "room" not in at.session_state
+    press_start(at, KEY)  # right, but this address has no tries left: refused before it is compared
+    assert "room" not in at.session_state
+    assert any(re.search(r"try again in \d+ s", e) for e in errors_next_to_the_start_button(at))
+
+
+def test_one_session_leads_one_room_and_one_address_starts_a_few_a_minute():
+    at = class_page()
+    codes = []
+    for _ in range(ROOMS_PER_CLIENT):
+        press_start(at)
+        codes.append(at.session_state["room"])
+        assert not [b for b in at.button if b.key == "live_start"]  # the room's panel instead
+        at.button(key="live_end").click().run()
+    press_start(at)  # one more from the same address within the minute
+    assert "room" not in at.session_state and len(set(codes)) == ROOMS_PER_CLIENT
+    assert any(re.search(r"Too many rooms started from your address: try again in \d+ s", e)
+               for e in errors_next_to_the_start_button(at))
+
+
+# --- Guessing codes does not pay (finding 6) --------------------------------------------------------
+
+
+def test_wrong_codes_are_limited_and_then_even_the_right_one_waits():
+    teacher, code = teacher_with_room()
+    guesser = class_page()
+    for n in range(WRONG_CODES_PER_MINUTE):
+        join_with_the_box(guesser, f"ZZ{'ABCDEFGHJK'[n]}Z" if code[:2] != "ZZ" else f"YY{'ABCDEFGHJK'[n]}Y")
+        assert "There is no room" in plain(guesser.warning[0].value)
+    join_with_the_box(guesser, code)
+    assert "room" not in guesser.session_state
+    assert re.search(r"Too many room codes tried .*: try again in \d+ s", plain(guesser.warning[0].value))
+    assert guesser.session_state.get("live_join_error")  # next to the box, not only in the sidebar
+
+
+def test_a_link_counts_as_a_try_too():
+    teacher, code = teacher_with_room()
+    at = class_page()
+    for _ in range(WRONG_CODES_PER_MINUTE):
+        join_with_the_box(at, other_code(code))
+    linked = at
+    linked.query_params["room"] = code
+    linked.run()
+    assert "room" not in linked.session_state
+    assert any("try again in" in plain(w) for w in texts(linked.sidebar.warning))
+
+
+def test_an_ended_room_and_a_code_that_never_existed_look_the_same():
+    teacher, code = teacher_with_room()
+    teacher.button(key="live_end").click().run()
+    ended, never = class_page(), class_page()
+    join_with_the_box(ended, code)
+    join_with_the_box(never, other_code(code))
+    said_ended = plain(ended.warning[0].value).replace(code, "CODE")
+    said_never = plain(never.warning[0].value).replace(other_code(code), "CODE")
+    assert said_ended == said_never == "There is no room CODE: check the code."
+
+
+def test_a_wrong_teacher_secret_in_a_link_joins_as_a_student_and_counts_as_a_try():
+    teacher, code = teacher_with_room()
+    forger = open_address({"room": code, "teacher": "not-the-secret"})
+    assert not forger.exception and not forger.session_state["teacher_secret"]
+    assert forger.session_state["following"] and "teacher" not in forger.query_params
+    assert len(forger.session_state["wrong_codes"]) == 1
+
+
+# --- A student is one student (findings 4 and 5) ----------------------------------------------------
+
+
+def test_a_classmates_id_in_the_address_is_ignored_and_dropped():
+    teacher, code = teacher_with_room()
+    question = live.store().ask(code, teacher.session_state["teacher_secret"], "Which head?", ["A", "B"])
+    classmate = open_address({"room": code})
+    their_id = classmate.session_state["student_id"]
+    impostor = open_address({"room": code, "me": their_id})
+    assert not impostor.exception and "me" not in impostor.query_params
+    assert impostor.session_state["student_id"] != their_id
+    assert live.store().answer(code, question.id, impostor.session_state["student_id"], "B")  # its own
+    assert live.store().answer(code, question.id, their_id, "A")  # the classmate's still counts
+    assert {s.id for s in roster(teacher)} == {their_id, impostor.session_state["student_id"]}
+
+
+def test_the_browsers_secret_reaches_no_screen_store_or_file():
+    teacher, code = teacher_with_room()
+    question = live.store().ask(code, teacher.session_state["teacher_secret"], "Which head?", ["A", "B"])
+    student = open_address({"room": code})
+    secret, student_id = student.session_state["student_secret"], student.session_state["student_id"]
+    assert re.fullmatch(r"[A-Za-z0-9_-]{32}", secret) and student_id == live.student_id_of(secret)
+    live.store().answer(code, question.id, student_id, "A")
+    teacher.run()
+    csv_text = live.store().answers_csv(code, teacher.session_state["teacher_secret"])
+    for at in (student, teacher):
+        assert secret not in shown(at) and secret not in str(dict(at.query_params))
+    assert secret not in csv_text and student_id in csv_text
+    assert all(secret not in s.id for s in roster(teacher))
+    # the one place it goes: the script that writes the browser's cookie (an iframe of this session)
+    (setter,) = [e for e in student.sidebar.get("iframe")]
+    assert f"mha_student={secret}; Path=/; Max-Age=31536000; SameSite=Lax" in setter.proto.srcdoc
+
+
+def test_the_same_browser_in_two_tabs_is_one_student_who_answers_once():
+    teacher, code = teacher_with_room()
+    question = live.store().ask(code, teacher.session_state["teacher_secret"], "Which head?", ["A", "B"])
+    secret = live.new_student_secret()
+    first = session_with_the_cookie(secret, {"room": code})
+    second = session_with_the_cookie(secret, {"room": code})
+    assert first.session_state["student_id"] == second.session_state["student_id"]
+    assert [s.id for s in roster(teacher)] == [first.session_state["student_id"]]
+    assert live.store().answer(code, question.id, first.session_state["student_id"], "A")
+    assert not live.store().answer(code, question.id, second.session_state["student_id"], "B")
+    assert live.store().tally(code, question.id).counts == {"A": 1, "B": 0}
+
+
+# --- The teacher controls the door (finding 6 of the threat model) -----------------------------------
+
+
+def wait_until_gone(student: AppTest, seconds: float = HEARTBEAT_SECONDS + 4) -> None:
+    """The student's page reruns as its poll does until it has left the room (heartbeats are sent
+    together every HEARTBEAT_SECONDS; the one after a removal says so)."""
+    deadline = time.monotonic() + seconds
+    while "room" in student.session_state and time.monotonic() < deadline:
+        time.sleep(VERSION_MAX_AGE * 2)
+        student.run()
+
+
+def test_the_roster_shows_each_student_literally_with_when_they_joined_and_whether_they_answered():
+    teacher, code = teacher_with_room()
+    question = live.store().ask(code, teacher.session_state["teacher_secret"], "Which head?", ["A", "B"])
+    shouter, quiet = class_page(), class_page()
+    join_with_the_box(shouter, code, SHOUTING)
+    join_with_the_box(quiet, code)
+    live.store().answer(code, question.id, shouter.session_state["student_id"], "A")
+    teacher.run()
+    markdown = texts(teacher.markdown)
+    assert "**2** joined · the door is open to anyone with the code" in markdown
+    assert any(plain(m) == SHOUTING and m.startswith("\\*\\*B") for m in markdown)  # shown, not rendered
+    assert "student 2" in markdown  # no nickname
+    assert markdown.count("answered ✓") == 1 and markdown.count("not answered") == 1
+    assert sum(bool(re.fullmatch(r"joined \d\d:\d\d:\d\d", plain(c.value))) for c in teacher.caption) == 2
+
+
+def test_a_locked_room_tells_newcomers_and_lets_its_students_back():
+    teacher, code = teacher_with_room()
+    member = open_address({"room": code})
+    teacher.button(key="live_lock").click().run()
+    assert live.store().state(code).locked and teacher.button(key="live_lock").label == "Unlock the room"
+    newcomer = open_address({"room": code})
+    assert "room" not in newcomer.session_state
+    assert any("The room is locked: ask your teacher to let you in." in plain(w)
+               for w in texts(newcomer.sidebar.warning))
+    second_tab = session_with_the_cookie(member.session_state["student_secret"], {"room": code})
+    assert second_tab.session_state["room"] == code  # a member re-joins a locked room
+    teacher.button(key="live_lock").click().run()
+    assert not live.store().state(code).locked
+    assert open_address({"room": code}).session_state["room"] == code
+
+
+def test_a_removed_student_is_told_stops_following_and_cannot_come_back():
+    teacher, code = teacher_with_room()
+    student = class_page()
+    join_with_the_box(student, code, "ann")
+    stays = open_address({"room": code})
+    teacher.run()
+    removed_id = student.session_state["student_id"]
+    teacher.button(key=f"live_remove_{removed_id}").click().run()  # asks first
+    assert len(roster(teacher)) == 2 and not any(s.removed for s in roster(teacher))
+    teacher.button(key=f"live_remove_yes_{removed_id}").click().run()
+    assert [s.removed for s in roster(teacher) if s.id == removed_id] == [True]
+    assert "~~ann~~" in texts(teacher.markdown)
+    wait_until_gone(student)
+    assert not student.exception and "room" not in student.session_state
+    assert not student.session_state.get("following")
+    assert any("Your teacher removed you from this room." in plain(w) for w in texts(student.sidebar.warning))
+    again = session_with_the_cookie(student.session_state["student_secret"], {"room": code})
+    assert "room" not in again.session_state
+    assert any("removed you" in plain(w) for w in texts(again.sidebar.warning))
+    stays.run()
+    assert stays.session_state["room"] == code  # the others carry on
+
+
+# --- The teacher's page keeps the room, and says when it is gone (finding 9) -------------------------
+
+
+@pytest.fixture
+def redis_store(tmp_path, monkeypatch):
+    """The pages on a real redis-server (tests/redis_server.py) instead of SQLite."""
+    from tests.redis_server import REDIS_SERVER, RedisServer
+    if REDIS_SERVER is None:
+        if os.environ.get("REQUIRE_REDIS") == "1":
+            pytest.fail("REQUIRE_REDIS=1 but there is no redis-server")
+        pytest.skip("no redis-server (apt-get install redis-server)")
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    monkeypatch.setenv("REDIS_URL", server.url)
+    live.store.clear()
+    live.watch.clear()
+    yield server
+    live.store().close()
+    server.stop()
+
+
+def test_a_room_redis_lost_is_not_led_any_more(redis_store):
+    import redis
+
+    teacher, code = teacher_with_room()
+    goto(teacher, "present")
+    assert "you lead it" in shown(teacher)
+    redis.Redis.from_url(redis_store.url).flushall()  # Redis came back empty
+    teacher.run()
+    assert not teacher.exception and "room" not in teacher.session_state
+    assert "you lead it" not in shown(teacher)
+    assert any(f"Room {code} no longer exists" in plain(w) for w in texts(teacher.sidebar.warning))
+    goto(teacher, "class")
+    assert teacher.button(key="live_start")  # the door again, not a dead room's panel
+
+
+def last_active(data_dir: Path, code: str) -> float:
+    """When the store last saw the room's teacher (SQLite's own column)."""
+    with contextlib.closing(sqlite3.connect(data_dir / "classroom.sqlite3")) as db:
+        return db.execute("SELECT last_active FROM rooms WHERE code = ?", (code,)).fetchone()[0]
+
+
+def test_the_teachers_page_tells_the_store_it_is_open_wherever_it_is(embedded_store):
+    teacher, code = teacher_with_room()
+    goto(teacher, "present")
+    teacher.run()  # the page's state is published: nothing changes from here on
+    before = last_active(embedded_store, code)
+    time.sleep(1.1)
+    teacher.run()  # the sidebar's fragment runs with the page (and every TEACHER_BEAT_SECONDS alone)
+    assert "you lead it" in shown(teacher)
+    assert last_active(embedded_store, code) - before >= 1.0
+
+
+# --- A real server: the handshake's cookie and a proxy's address ------------------------------------
+
+
+class DoorSession(Session):
+    """A tab over the websocket protocol that also keeps every alert and Markdown text it was sent."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None = None):
+        super().__init__(url, headers=headers)
+        self.said: list[str] = []
+
+    def _read(self, msg, run) -> None:
+        super()._read(msg, run)
+        if msg.WhichOneof("type") == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            element = msg.delta.new_element
+            kind = element.WhichOneof("type")
+            if kind == "alert" and element.alert.format in (Alert.WARNING, Alert.ERROR):
+                self.said.append(plain(element.alert.body))
+            elif kind == "markdown":
+                self.said.append(plain(element.markdown.body))
+
+
+async def visit(url: str, query: str, headers: dict[str, str], page: str | None = None,
+                press: str | None = None) -> DoorSession:
+    tab = DoorSession(url, headers)
+    try:
+        if page:
+            tab.page_hash = calc_hash(page)
+        run = await tab.open(query)
+        if press:
+            run = await tab.press(press)
+        assert not [e for e in run.errors if e.startswith(("exception", "compilation"))], run.errors
+    finally:
+        await tab.close()
+    return tab
+
+
+def cookie(secret: str) -> dict[str, str]:
+    return {"Cookie": f"mha_student={secret}"}
+
+
+def drain(take) -> float:
+    """Call take(n) until the store says TooSoon (its bucket is empty); when that was (monotonic)."""
+    for n in itertools.count():
+        try:
+            take(n)
+        except TooSoon:
+            return time.monotonic()
+    raise AssertionError("unreachable")
+
+
+def refused_while_empty(url: str, query: str, headers: dict, take, refill_seconds: float, **how):
+    """Empty a bucket from here, then visit at once. A token comes back every refill_seconds, so only
+    a visit that ended within that window says anything: tried up to 3 times (a slow machine)."""
+    for _ in range(3):
+        emptied = drain(take)
+        tab = asyncio.run(visit(url, query, headers, **how))
+        if time.monotonic() - emptied < refill_seconds:
+            return tab
+    raise AssertionError(f"no visit ended within {refill_seconds} s of emptying the bucket")
+
+
+def test_behind_a_proxy_the_limits_count_the_forwarded_address_and_the_cookie_is_the_student(
+        embedded_store, monkeypatch):
+    """MHA_CLIENT_IP_HEADER=X-Forwarded-For: the first address of that header is the client. The
+    store's buckets of two addresses are emptied from here (the SQLite file the server uses): the
+    server must refuse those addresses and no other, and must take the student from the cookie."""
+    monkeypatch.setenv("MHA_CLIENT_IP_HEADER", "X-Forwarded-For")
+    store = SqliteStore(embedded_store)
+    room = store.create_room(client="teacher")
+    link = f"room={room.code}"
+    flood, student = live.new_student_secret(), live.new_student_secret()
+    not_ours = "<script>alert(1)</script>"
+    with streamlit_server() as (url, _):
+        asyncio.run(visit(url, "", {}))  # the server's first run imports everything: not timed below
+        def a_class_joins(n: int) -> None:
+            store.join(room.code, f"class-{time.time()}-{n}", client="10.0.0.7")
+
+        refused = refused_while_empty(url, link, {"X-Forwarded-For": "10.0.0.7, 192.0.2.1", **cookie(flood)},
+                                      a_class_joins, 1 / JOIN_PER_SECOND)
+        starter = refused_while_empty(url, "", {"X-Forwarded-For": "10.0.0.9"},
+                                      lambda n: store.create_room(client="10.0.0.9"), 60 / ROOMS_PER_CLIENT,
+                                      page="class", press="live_start")
+
+        async def others():
+            admitted = await visit(url, link, {"X-Forwarded-For": "10.0.0.8", **cookie(student)})
+            second_tab = await visit(url, link, {"X-Forwarded-For": "10.0.0.7", **cookie(student)})
+            foreign = await visit(url, link, {"X-Forwarded-For": "10.0.0.11", **cookie(not_ours)})
+            other = await visit(url, "", {"X-Forwarded-For": "10.0.0.10"}, page="class", press="live_start")
+            return admitted, second_tab, foreign, other
+        admitted, second_tab, foreign, other = asyncio.run(others())
+    members = {s.id for s in store.roster(room.code, room.teacher_secret)}
+    assert any(re.search(r"Too many students joined from your network just now: try again in \d+ s", s)
+               for s in refused.said)
+    assert live.student_id_of(flood) not in members
+    assert live.student_id_of(student) in members  # from another address, and again from the full one
+    assert not any("Too many" in s for s in admitted.said + second_tab.said + foreign.said)
+    assert live.student_id_of(not_ours) not in members  # a cookie that is not one of ours is replaced
+    assert any("Too many rooms started from your address" in s for s in starter.said)
+    assert not any("Too many rooms" in s for s in other.said) and any("you lead it" in s for s in other.said)
+    assert not any(student in s for s in admitted.said)  # the secret is on no screen
+    store.close()
+
+
+# --- Chromium: the page writes the cookie, a second tab and a restarted server read it ---------------
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
+def chromium():
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("REQUIRE_BROWSER") == "1":
+            pytest.fail("REQUIRE_BROWSER=1 but no Chromium")
+        pytest.skip("no Chromium (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if os.environ.get("REQUIRE_BROWSER") == "1":
+            raise
+        pytest.skip("playwright is not installed (requirements-dev.txt)")
+    return sync_playwright
+
+
+def open_room(context, url: str, code: str):
+    page = context.new_page()
+    page.goto(f"{url}/?room={code}", timeout=90_000)
+    page.wait_for_function("(c) => document.body.innerText.includes('Room ' + c)", arg=code, timeout=60_000)
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    return page
+
+
+def student_cookie(context) -> dict | None:
+    return next((c for c in context.cookies() if c["name"] == "mha_student"), None)
+
+
+def test_the_browser_keeps_its_student_across_tabs_and_a_server_restart(embedded_store):
+    sync_playwright = chromium()
+    store = SqliteStore(embedded_store)
+    room = store.create_room(client="teacher")
+    question = store.ask(room.code, room.teacher_secret, "Which head?", ["A", "B"])
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 720})
+            with streamlit_server() as (url, _):
+                first = open_room(context, url, room.code)
+                first.wait_for_function("() => document.cookie.includes('mha_student=')", timeout=10_000)
+                kept = student_cookie(context)
+                assert kept and re.fullmatch(r"[A-Za-z0-9_-]{32}", kept["value"])
+                assert kept["sameSite"] == "Lax" and kept["path"] == "/" and not kept["httpOnly"]
+                assert 364 * 86400 < kept["expires"] - time.time() <= 365 * 86400
+                student_id = live.student_id_of(kept["value"])
+                assert [s.id for s in store.roster(room.code, room.teacher_secret)] == [student_id]
+                assert "me=" not in first.url and kept["value"] not in first.inner_text("body")
+                assert store.answer(room.code, question.id, student_id, "A")  # answered before the restart
+                open_room(context, url, room.code)  # a second tab
+                assert [s.id for s in store.roster(room.code, room.teacher_secret)] == [student_id]
+            with streamlit_server() as (url, _):  # another process: no session survived
+                again = open_room(context, url, room.code)
+                assert [s.id for s in store.roster(room.code, room.teacher_secret)] == [student_id]
+                assert student_cookie(context)["value"] == kept["value"]  # read, not replaced
+                assert again.locator("[data-testid='stException']").count() == 0
+            assert not store.answer(room.code, question.id, student_id, "B")
+            assert store.tally(room.code, question.id).counts == {"A": 1, "B": 0}
+        finally:
+            browser.close()
+    store.close()
