@@ -533,6 +533,16 @@ class ClassroomStore(ABC):
             raise
         self._touch(code, hash_secret(secret), now)
 
+    def refuse_if_guessing(self, *, client: str = "") -> None:
+        """TooSoon if this client address has no wrong guess left (room codes, teacher links, or any
+        other secret the app checks and counts with wrong_guess)."""
+        self._refuse_if_empty(f"guess:{check_client(client)}", self._clock(), GUESS_BUCKET, TOO_MANY_GUESSES)
+
+    def wrong_guess(self, *, client: str = "") -> None:
+        """Count one wrong guess of this client address (for a secret the app checks itself, such as
+        a teacher key), so that it shares the WRONG_CODES_PER_MINUTE of room codes."""
+        self._take(f"guess:{check_client(client)}", self._clock(), *GUESS_BUCKET)
+
     def teacher_heartbeat(self, code: str, secret: str) -> None:
         """The teacher's page is open: keeps the room alive for TEACHER_GONE_SECONDS more."""
         code = self._check_teacher(code, secret)

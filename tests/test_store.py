@@ -781,6 +781,16 @@ class TestGuessing:
         too_soon(lambda: store.check_teacher(room.code, room.teacher_secret, client=FLOODER))
         assert store.check_teacher(room.code, room.teacher_secret, client="the-school") is None
 
+    def test_the_app_counts_its_own_secrets_with_the_same_guesses(self, store, room):
+        store.refuse_if_guessing(client=FLOODER)
+        for _ in range(WRONG_CODES_PER_MINUTE - 1):
+            store.wrong_guess(client=FLOODER)  # e.g. a wrong teacher key
+        with pytest.raises(NoSuchRoom):
+            store.join(another_code(room.code), "s1", client=FLOODER)
+        too_soon(lambda: store.refuse_if_guessing(client=FLOODER))
+        too_soon(lambda: store.join(room.code, "s1", client=FLOODER))
+        store.refuse_if_guessing(client="198.51.100.7")
+
     def test_right_codes_cost_nothing(self, store, room):
         for _ in range(3 * WRONG_CODES_PER_MINUTE):
             store.join(room.code, "s1", client=FLOODER)
