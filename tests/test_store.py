@@ -58,6 +58,7 @@ from classroom.store import (
     StoreUnavailable,
     TooSoon,
     data_dir,
+    hash_secret,
     is_right,
     open_store,
 )
@@ -1192,6 +1193,33 @@ class TestChoosingABackend:
         try:
             with sqlite3.connect(store.path) as connection:
                 assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        finally:
+            store.close()
+
+    def test_a_file_from_before_join_is_brought_up_to_date(self, tmp_path):
+        """A classroom.sqlite3 written by the store before issue 15 (no locked, nickname, joined,
+        removed columns, no buckets): its rooms and answers carry on."""
+        old = sqlite3.connect(tmp_path / "classroom.sqlite3")
+        old.executescript("""
+            CREATE TABLE rooms (code TEXT PRIMARY KEY, secret_hash TEXT NOT NULL, created REAL NOT NULL,
+                last_active REAL NOT NULL, version INTEGER NOT NULL DEFAULT 0, page TEXT NOT NULL DEFAULT '',
+                step INTEGER NOT NULL DEFAULT 0, setup_json TEXT NOT NULL DEFAULT '',
+                selections_json TEXT NOT NULL DEFAULT '{}', question_id TEXT);
+            CREATE TABLE students (code TEXT NOT NULL REFERENCES rooms (code) ON DELETE CASCADE,
+                student_id TEXT NOT NULL, last_seen REAL, PRIMARY KEY (code, student_id));""")
+        old.execute("INSERT INTO rooms (code, secret_hash, created, last_active) VALUES (?, ?, ?, ?)",
+                    ("KQ7M", hash_secret("s" * 32), time.time(), time.time()))
+        old.execute("INSERT INTO students (code, student_id, last_seen) VALUES ('KQ7M', 'old-student', 0)")
+        old.commit()
+        old.close()
+        store = SqliteStore(tmp_path)
+        try:
+            question = store.ask("KQ7M", "s" * 32, "Still here?", choices=("yes", "no"))
+            assert store.answer("KQ7M", question.id, "old-student", "yes")  # a member from before
+            store.join("KQ7M", "new-student", nickname="Ann")
+            assert not store.state("KQ7M").locked
+            assert [(s.id, s.removed) for s in store.roster("KQ7M", "s" * 32)] == [
+                ("old-student", False), ("new-student", False)]
         finally:
             store.close()
 
