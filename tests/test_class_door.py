@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import os
 import re
+import secrets
 import shutil
 import sqlite3
 import time
@@ -272,7 +273,7 @@ def test_the_browsers_secret_reaches_no_screen_store_or_file():
 def test_the_same_browser_in_two_tabs_is_one_student_who_answers_once():
     teacher, code = teacher_with_room()
     question = live.store().ask(code, teacher.session_state["teacher_secret"], "Which head?", ["A", "B"])
-    secret = live.new_student_secret()
+    secret = secrets.token_urlsafe(24)  # what a browser's cookie holds
     first = session_with_the_cookie(secret, {"room": code})
     second = session_with_the_cookie(secret, {"room": code})
     assert first.session_state["student_id"] == second.session_state["student_id"]
@@ -472,7 +473,7 @@ def test_behind_a_proxy_the_limits_count_the_forwarded_address_and_the_cookie_is
     store = SqliteStore(embedded_store)
     room = store.create_room(client="teacher")
     link = f"room={room.code}"
-    flood, student = live.new_student_secret(), live.new_student_secret()
+    flood, student = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     not_ours = "<script>alert(1)</script>"
     with streamlit_server() as (url, _):
         asyncio.run(visit(url, "", {}))  # the server's first run imports everything: not timed below
