@@ -147,8 +147,8 @@ return {'ok', version}
 # Returns {'ok', seconds the join rate asks to wait ('0': joined)}.
 JOIN = ROOM_CHECK + BUCKET + """
 local now, capacity, rate = tonumber(ARGV[2]), tonumber(ARGV[8]), tonumber(ARGV[9])
-if redis.call('SISMEMBER', KEYS[3], ARGV[5]) == 1 then
-  redis.call('HSET', KEYS[5], ARGV[5], ARGV[6])
+if redis.call('SISMEMBER', KEYS[3], ARGV[5]) == 1 then  -- a member: an empty nickname keeps theirs
+  if ARGV[6] ~= '' then redis.call('HSET', KEYS[5], ARGV[5], ARGV[6]) end
   redis.call('ZADD', KEYS[7], ARGV[2], ARGV[5])
   return {'ok', '0'}
 end

@@ -242,8 +242,8 @@ class SqliteStore(ClassroomStore):
         with self._write() as db:
             (locked,) = _live_room(db, code, now - TEACHER_GONE_SECONDS, "locked")
             removed = _membership(db, code, student_id)
-            if removed is False:  # a member: re-joins freely
-                db.execute("UPDATE students SET nickname = ?, last_seen = ? "
+            if removed is False:  # a member: re-joins freely (an empty nickname keeps theirs)
+                db.execute("UPDATE students SET nickname = coalesce(nullif(?, ''), nickname), last_seen = ? "
                            "WHERE code = ? AND student_id = ?", (nickname, now, code, student_id))
                 return 0.0
             if removed:

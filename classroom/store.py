@@ -558,7 +558,8 @@ class ClassroomStore(ABC):
     # The door
 
     def join(self, code: str, student_id: str, *, nickname: str = "", client: str = "") -> None:
-        """Enter the room (the only way in); a member re-joins freely and may change the nickname.
+        """Enter the room (the only way in); a member re-joins freely and may change the nickname
+        (an empty one keeps the nickname they have: a second tab, a reconnect).
         Refusals, checked in this order before anything is written: TooSoon (too many wrong codes
         from this client), NoSuchRoom (takes one of those), Removed, RoomLocked, TooSoon (the join
         rate from this client to this room), LimitReached (full)."""
