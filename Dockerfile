@@ -21,6 +21,11 @@ ENV LANG=C.UTF-8 \
     PYTHONPATH=/app \
     MHA_DATA_DIR=/data
 
+# No teacher key is baked in (an image is copied and shared; a key in it would be everyone's). Give one
+# at run time: `-e MHA_TEACHER_KEY=...`, or a mounted file named by MHA_TEACHER_KEY_FILE (Kubernetes
+# mounts a Secret there). Without one, anyone who reaches the server may start a room (docs/deploy.md,
+# "Threat model").
+
 WORKDIR /app
 
 # The user the server runs as. The code and the venv stay owned by root, so it cannot change them.

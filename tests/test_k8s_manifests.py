@@ -739,12 +739,22 @@ def test_the_docs_say_when_to_switch_to_redis():
 
 # --------------------------------------------------------------------------------- the cookie secret
 
+def example_secrets() -> dict[str, dict]:
+    return {doc["metadata"]["name"]: doc for path in EXAMPLE_FILES for doc in load_docs(path)
+            if doc["kind"] == "Secret"}
+
+
 def test_the_example_secret_matches_the_deployment_and_holds_no_real_secret():
     (ref,) = set(cookie_secret_refs(only("Deployment")))
-    secrets = [doc for path in EXAMPLE_FILES for doc in load_docs(path) if doc["kind"] == "Secret"]
-    assert [(s["metadata"]["name"], list(s["stringData"])) for s in secrets] == [(ref[0], [ref[1]])]
-    placeholder = secrets[0]["stringData"][ref[1]]
+    secret = example_secrets()[ref[0]]
+    assert list(secret["stringData"]) == [ref[1]]
+    placeholder = secret["stringData"][ref[1]]
     assert "REPLACE" in placeholder and not re.fullmatch(r"[0-9a-f]{32,}", placeholder)
+
+
+def test_every_example_secret_is_one_the_deployment_reads():
+    read = {cookie_secret_refs(only("Deployment"))[0], teacher_key_ref(only("Deployment"))}
+    assert {(name, key) for name, doc in example_secrets().items() for key in doc["stringData"]} == read
 
 
 def test_the_docs_create_the_secret_the_deployment_reads():
@@ -771,3 +781,122 @@ def test_streamlit_reads_every_streamlit_variable_the_manifest_sets():
     assert f"{COOKIE_ENV} server.cookieSecret same-on-every-replica" in result.stdout.splitlines()
     for line in result.stdout.splitlines():
         assert " None " not in f"{line} ", f"not a Streamlit config option: {line}"
+
+
+# --------------------------------------------------------------- the teacher key and the client address
+
+TEACHER_KEY_ENV, TEACHER_KEY_FILE_ENV = "MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE"
+CLIENT_IP_HEADER_ENV = "MHA_CLIENT_IP_HEADER"
+INGRESS_CLIENT_HEADERS = {"X-Forwarded-For", "X-Real-IP"}  # what ingress-nginx sets to the peer's address
+
+
+def teacher_key_ref(deployment: dict) -> tuple[str, str] | None:
+    """The (Secret name, key) whose file MHA_TEACHER_KEY_FILE names in the app container, or None if
+    the variable does not name a file of a required Secret volume mounted read-only."""
+    spec = pod_spec(deployment)
+    container = spec["containers"][0]
+    path = env_values(container).get(TEACHER_KEY_FILE_ENV)
+    if not path:
+        return None
+    volumes = {volume["name"]: volume for volume in spec.get("volumes", [])}
+    for mount in container.get("volumeMounts", []):
+        folder = mount["mountPath"].rstrip("/") + "/"
+        secret = volumes.get(mount["name"], {}).get("secret")
+        if not path.startswith(folder) or not secret or not mount.get("readOnly") or secret.get("optional"):
+            continue
+        file_name = path[len(folder):]
+        items = secret.get("items")
+        keys = {item["path"]: item["key"] for item in items} if items else {file_name: file_name}
+        if file_name in keys:
+            return secret["secretName"], keys[file_name]
+    return None
+
+
+def teacher_key_problems(deployment: dict) -> list[str]:
+    problems = []
+    for container in pod_spec(deployment)["containers"]:
+        if env_values(container).get(TEACHER_KEY_ENV):
+            problems.append(f"{container['name']}: literal teacher key in the manifest")
+    if teacher_key_ref(deployment) is None:
+        problems.append(f"{TEACHER_KEY_FILE_ENV} names no file of a required, read-only Secret volume: "
+                        "anyone who reaches the site could start rooms")
+    return problems
+
+
+def client_address_problems(deployment: dict, ingress: dict) -> list[str]:
+    header = env_values(pod_spec(deployment)["containers"][0]).get(CLIENT_IP_HEADER_ENV)
+    if header not in INGRESS_CLIENT_HEADERS:
+        return [f"{CLIENT_IP_HEADER_ENV} is {header!r}, not a header the ingress sets: every browser would "
+                "count as the ingress controller's one address"]
+    if ingress["spec"].get("ingressClassName") != "nginx":
+        return [f"{CLIENT_IP_HEADER_ENV} trusts {header}, which only ingress-nginx is known to overwrite"]
+    return []
+
+
+def test_the_teacher_key_comes_from_a_secret_file_and_the_client_from_the_ingress():
+    deployment = only("Deployment")
+    assert teacher_key_problems(deployment) == []
+    assert teacher_key_ref(deployment) == ("mha-visualizer-teacher-key", "teacherKey")
+    assert client_address_problems(deployment, only("Ingress")) == []
+
+
+def set_env(name: str, value: str | None):
+    def apply(deployment: dict) -> None:
+        container = pod_spec(deployment)["containers"][0]
+        container["env"] = [e for e in container["env"] if e["name"] != name]
+        if value is not None:
+            container["env"].append({"name": name, "value": value})
+    return apply
+
+
+def edit_teacher_volume(change):
+    def apply(deployment: dict) -> None:
+        (volume,) = [v for v in pod_spec(deployment)["volumes"] if v["name"] == "teacher-key"]
+        change(volume, pod_spec(deployment)["containers"][0])
+    return apply
+
+
+TEACHER_KEY_BREAKAGES = [
+    (set_env(TEACHER_KEY_ENV, "hunter2"), "literal teacher key"),
+    (set_env(TEACHER_KEY_FILE_ENV, None), "anyone who reaches the site"),
+    (set_env(TEACHER_KEY_FILE_ENV, "/etc/mha-visualizer/teacherKey"), "anyone who reaches the site"),
+    (edit_teacher_volume(lambda v, c: v["secret"].update(optional=True)), "anyone who reaches the site"),
+    (edit_teacher_volume(lambda v, c: v.pop("secret") and v.update(emptyDir={})), "anyone who reaches"),
+    (edit_teacher_volume(lambda v, c: [m.update(readOnly=False) for m in c["volumeMounts"]
+                                       if m["name"] == "teacher-key"]), "anyone who reaches the site"),
+]
+
+
+@pytest.mark.parametrize(("break_it", "expected"), TEACHER_KEY_BREAKAGES,
+                         ids=[f"{n}-{expected}" for n, (_, expected) in enumerate(TEACHER_KEY_BREAKAGES)])
+def test_teacher_key_checks_catch_breakage(break_it, expected):
+    deployment = copy.deepcopy(only("Deployment"))
+    break_it(deployment)
+    assert any(expected in problem for problem in teacher_key_problems(deployment))
+
+
+@pytest.mark.parametrize("header", [None, "X-Client-IP", "Forwarded"])
+def test_client_address_checks_catch_breakage(header):
+    deployment = copy.deepcopy(only("Deployment"))
+    set_env(CLIENT_IP_HEADER_ENV, header)(deployment)
+    problems = client_address_problems(deployment, only("Ingress"))
+    assert any("not a header the ingress sets" in p for p in problems)
+    other_controller = copy.deepcopy(only("Ingress"))
+    other_controller["spec"]["ingressClassName"] = "traefik"
+    assert client_address_problems(only("Deployment"), other_controller)
+
+
+def test_the_docs_create_the_teacher_key_and_state_the_threat_model():
+    name, key = teacher_key_ref(only("Deployment"))
+    text = DOCS.read_text()
+    assert f"create secret generic {name}" in text and f"--from-literal={key}=" in text
+    threats = text.split("## Threat model", 1)[1].split("\n## ", 1)[0]
+    for setting in (TEACHER_KEY_ENV, TEACHER_KEY_FILE_ENV, CLIENT_IP_HEADER_ENV):
+        assert setting in threats
+    for who in ("deployer", "teacher", "student", "anyone who can reach"):
+        assert who in threats.lower()
+
+
+def test_the_image_bakes_no_teacher_key():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert not re.search(r"^\s*(ENV|ARG)\b[^#\n]*MHA_TEACHER_KEY", dockerfile, re.MULTILINE)
