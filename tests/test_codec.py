@@ -491,3 +491,22 @@ def test_no_message_shows_a_python_object(value):
             setup_from_json(json.dumps(document))
         except ConfigError as error:
             assert " object at 0x" not in str(error) and "_Huge" not in str(error), str(error)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_within_the_limits_nothing_overflows_so_the_decoder_need_not_run_a_setup(dtype):
+    """The decoder no longer runs what it reads (that ran an oversized link before refusing it); this is
+    why it need not: every entry at ±max_abs, d_model, heads and d_k at their limits, biases, the
+    largest multiplier, in float32 (the page's long sequences) as in float64."""
+    from mha_core import multi_head_attention
+
+    big, h, d_model, d = LIMITS.max_abs, LIMITS.n_heads, LIMITS.d_model, LIMITS.d_head
+    signs = np.where(np.arange(4 * d_model) % 3 == 0, -1.0, 1.0).reshape(4, d_model)  # [4, d_model]
+    signs[0] = 1.0  # the largest score there is: 128 x (768 x 1e12 + 1e6)^2 x 1000, about 7.6e34
+    full = np.full((h, d_model, d), big, dtype=dtype)
+    result = multi_head_attention(
+        (signs * big).astype(dtype), full, full, full, np.full((h * d, d_model), big, dtype=dtype),
+        b_q=np.full((h, d), big, dtype=dtype), b_k=np.full((h, d), -big, dtype=dtype),
+        b_v=np.full((h, d), big, dtype=dtype), b_o=np.full(d_model, big, dtype=dtype),
+        scale=LIMITS.multiplier[1])
+    assert np.isfinite(result.output).all() and np.isfinite(result.weights).all()
