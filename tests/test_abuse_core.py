@@ -104,3 +104,22 @@ def test_a_number_that_would_become_zero_is_refused_next_to_its_cell():
     assert len(messages) == 1 and "1e-400 is too close to zero to be stored: it would become 0" in messages[0]
     edit_cell(at, "x", row=1, col=1, value="1e-300")  # small but a number: taken as typed
     assert not at.error and "chart_weights" in chart_specs(at)
+
+
+def test_the_sidebar_boxes_refuse_too_much_attention_before_building_anything():
+    import tracemalloc
+
+    at = fresh_app()
+    at.checkbox(key="custom_head_width").check().run()
+    at.number_input(key="n_heads").set_value(16).run()
+    tracemalloc.start()
+    try:
+        at.text_input(key="tokens_text").set_value(" ".join(["w"] * 1024)).run()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not at.exception
+    over = "16 × 1024 × 1024 = 16,777,216 attention cells is over the limit"
+    assert any(over in message for message in shown(at.error))
+    assert "chart_weights" not in chart_specs(at)
+    assert peak < 30_000_000, f"{peak:,} bytes"
