@@ -444,3 +444,250 @@ def test_outside_text_in_every_chart_title_label_and_hover_shows_literally():
         spec = fig.to_dict() if hasattr(fig, "to_dict") else fig
         assert not _plotly_markup(spec), _plotly_markup(spec)[:3]
         assert any("&lt;b&gt;x&lt;/b&gt;" in text for text in _strings_of(spec))  # shown, as text
+
+
+def hostile_setup():
+    """The default preset's numbers over six tokens that are each a piece of markup."""
+    import numpy as np
+
+    from mha_core import DEFAULT_SCENARIO, all_scenarios
+    from mha_core.codec import setup_from_document, setup_to_document
+
+    document = setup_to_document(all_scenarios()[DEFAULT_SCENARIO])
+    document.pop("origin", None)
+    document["tokens"] = list(HOSTILE)
+    document["x"] = np.random.default_rng(0).normal(size=(len(HOSTILE), 2)).round(3).tolist()
+    return setup_from_document(document)
+
+
+# What each hostile token looks like when it reaches Markdown unescaped.
+UNESCAPED = ("![", "**BOLD**", "<b>", ":red[", "$x$", "](javascript")
+# Proto fields Streamlit renders as Markdown: bodies, labels, help, placeholders, radio captions and
+# the options of radios and segmented controls (a selectbox's options are plain text).
+MARKDOWN_FIELDS = {"body", "label", "help", "placeholder", "captions"}
+MARKDOWN_OPTION_TYPES = {"Radio", "ButtonGroup"}
+
+
+def _markdown_strings(message, markdown_options: bool = False):
+    """Every string of a Streamlit proto message that is drawn as Markdown."""
+    from collections.abc import Sequence
+
+    from google.protobuf.message import Message
+
+    options = markdown_options or type(message).__name__ in MARKDOWN_OPTION_TYPES
+    for field, value in message.ListFields():
+        values = value if isinstance(value, Sequence) and not isinstance(value, str) else [value]
+        for item in values:
+            if isinstance(item, Message):
+                yield from _markdown_strings(item, options)
+            elif isinstance(item, str) and (field.name in MARKDOWN_FIELDS or options and field.name in {
+                    "options", "content"}):
+                yield item
+
+
+def _page_markdown(at) -> list[str]:
+    found = []
+
+    def walk(node):
+        proto = getattr(node, "proto", None)
+        if proto is not None:
+            found.extend(_markdown_strings(proto))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return found
+
+
+def _unescaped(strings: list[str]) -> list[str]:
+    return [text for text in strings if any(raw in text for raw in UNESCAPED)]
+
+
+PAGES = ["workbench", "present", "labs", "quiz", "model", "class", "examples"]
+
+
+def _open_link(params):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest_util import ENTRY
+
+    at = AppTest.from_file(str(ENTRY), default_timeout=120)
+    at.query_params.update(params)
+    at.run()
+    assert not at.exception
+    return at
+
+
+ESCAPED_BOLD = "\\*\\*BOLD\\*\\*"  # **BOLD** as lit writes it: shown, not rendered
+
+
+def test_hostile_tokens_from_a_state_link_show_literally_on_every_page():
+    """Every page of the navigation, then the routes that put a token into a sentence: the quiz's
+    questions, a masked row's warning, the compare bar, the drill-down."""
+    from mha_core.codec import setup_to_link
+    from tests.apptest_util import edit_cell, goto, key_of
+
+    params, whole = setup_to_link(hostile_setup(), None)
+    assert whole and "s" in params
+    at = _open_link(params)
+    assert at.session_state["tokens_text"] == HOSTILE_TEXT
+    strings = []
+    for page in PAGES:
+        goto(at, page)
+        assert not at.exception, page
+        strings += _page_markdown(at)
+    goto(at, "quiz")
+    for _ in range(10):
+        strings += _page_markdown(at)
+        at.button(key="quiz_next").click().run()
+    goto(at, "workbench")
+    at.button(key="compare_pin").click().run()
+    at.run()
+    edit_cell(at, "x", row=0, col=0, value="9")
+    at.selectbox(key="mask_kind").set_value("custom").run()
+    at.session_state[key_of(at, "mask")] = {
+        "edited_rows": {1: {f"c{j}": False for j in range(len(HOSTILE))}}, "added_rows": [],
+        "deleted_rows": []}
+    edit_cell(at, "x", row=0, col=0, value="8")
+    at.toggle(key="drill_open").set_value(True).run()
+    assert not at.exception
+    strings += _page_markdown(at)
+    assert not _unescaped(strings), _unescaped(strings)[:5]
+    assert sum(ESCAPED_BOLD in text for text in strings) >= 3, [t for t in strings if "BOLD" in t]
+
+
+def test_the_worksheet_shows_hostile_tokens_and_title_as_text():
+    """The printable worksheet is HTML: every token and the title html-escaped, so the sheet has no
+    tag but its own."""
+    import re
+
+    from mha_core.worksheet import worksheet_html
+
+    setup = hostile_setup()
+    sheet = worksheet_html(setup, setup.run(), title=HOSTILE_TEXT, seed=3)
+    assert "&lt;b&gt;x&lt;/b&gt;" in sheet and "<b>x</b>" not in sheet
+    tags = set(re.findall(r"<\s*([a-zA-Z][a-zA-Z0-9]*)", sheet))
+    own = {"html", "head", "meta", "title", "style", "body", "section", "div", "h1", "h2", "p", "b", "span",
+           "small", "br", "table", "colgroup", "col", "thead", "tbody", "tr", "th", "td"}
+    assert tags <= own, tags - own
+    assert "javascript:" not in sheet.replace("javascript:alert(1))", "")  # only as text, in a token
+
+
+FORMULA_TOKENS = ["=1+1", "@SUM(A1)", "+1", "-1+1", "=HYPERLINK(\"http://127.0.0.1:9\")"]
+
+
+def test_the_numbers_zip_never_starts_a_cell_with_a_formula():
+    """A spreadsheet opening the CSV files reads '=', '+', '-', '@' as the start of a formula: every
+    label cell starts with its position ('1 =1+1'), and every other cell is a number."""
+    import csv
+    import io
+    import zipfile
+
+    import numpy as np
+
+    from mha_core.codec import setup_from_document, setup_to_document
+    from mha_core.export import setup_to_csv_zip
+
+    document = setup_to_document(hostile_setup())
+    document["tokens"] = FORMULA_TOKENS
+    document["x"] = np.random.default_rng(1).normal(size=(len(FORMULA_TOKENS), 2)).round(3).tolist()
+    archive = zipfile.ZipFile(io.BytesIO(setup_to_csv_zip(setup_from_document(document))))
+    cells = 0
+    for name in archive.namelist():
+        for row in csv.reader(io.StringIO(archive.read(name).decode())):
+            for cell in row:
+                cells += 1
+                if cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
+                    float(cell)  # a negative number is a number; anything else would be a formula
+    assert cells > 100
+    assert any("=HYPERLINK" in archive.read(name).decode() for name in archive.namelist())  # kept, inert
+
+
+# --- In Chromium: what a student's browser would fetch or render -----------------------------------
+
+BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+RENDERED = """() => ({
+    images: Array.from(document.querySelectorAll("img")).map(i => i.getAttribute("src") || ""),
+    strong: Array.from(document.querySelectorAll("strong, b")).map(e => e.textContent),
+    links: Array.from(document.querySelectorAll("a")).map(a => a.getAttribute("href") || ""),
+    coloured: document.querySelectorAll("[class*='red'], span[style*='red']").length,
+    text: document.body.innerText,
+})"""
+
+
+def _browser():
+    import shutil
+
+    import pytest
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        pytest.skip("no Chromium (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    return chromium, sync_api
+
+
+def _settle(page, timeout: float = 60_000) -> None:
+    page.wait_for_selector("[data-testid='stSidebarNav']", state="attached", timeout=timeout)
+    page.wait_for_timeout(400)
+    page.wait_for_selector(IDLE, timeout=timeout)
+
+
+def _nothing_rendered(page, where: str) -> dict:
+    seen = page.evaluate(RENDERED)
+    assert not [src for src in seen["images"] if "127.0.0.1" in src], where
+    assert "BOLD" not in seen["strong"] and "x" not in seen["strong"], (where, seen["strong"])
+    assert not [href for href in seen["links"] if href.lower().startswith("javascript")], where
+    assert page.locator("[data-testid='stException']").count() == 0, where
+    return seen
+
+
+def test_hostile_tokens_in_chromium_from_a_link_and_a_file_fetch_and_render_nothing(tmp_path):
+    """Every page opened from a ?s= link with markup tokens, then the same setup loaded from a JSON
+    file (and a bad file with markup in its name): no image from 127.0.0.1:9 requested, nothing
+    bold, no javascript: link; the tokens show as text."""
+    import json
+    import urllib.parse
+
+    from mha_core.codec import setup_to_json, setup_to_link
+    from tests.live_server import streamlit_server
+
+    chromium, sync_api = _browser()
+    params, _ = setup_to_link(hostile_setup(), None)
+    query = urllib.parse.urlencode(params)
+    requested: list[str] = []
+    with streamlit_server() as (url, _), sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=BROWSER_FLAGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 4000})
+        context.on("request", lambda request: requested.append(request.url))
+        page = context.new_page()
+        for name in PAGES:
+            page.goto(f"{url}/{'' if name == 'workbench' else name}?{query}")
+            _settle(page)
+            if name == "quiz":
+                for _ in range(4):
+                    page.locator(".st-key-quiz_next button").click()
+                    page.wait_for_timeout(300)
+                    page.wait_for_selector(IDLE, timeout=30_000)
+                    _nothing_rendered(page, "quiz")
+            seen = _nothing_rendered(page, name)
+            if name == "quiz":
+                assert "**BOLD**" in seen["text"] or "![i](" in seen["text"], "a token shown as text"
+        page.goto(url)
+        _settle(page)
+        page.get_by_text("Save or load this setup").click()
+        bad = {**json.loads(setup_to_json(hostile_setup())), "tokens": ["w"] * 30}
+        for file_name, text in (("**BOLD** <b>x</b> $x$ :red[x] ![i](p.png).json", json.dumps(bad)),
+                                ("hostile.json", setup_to_json(hostile_setup()))):
+            page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+                files=[{"name": file_name, "mimeType": "application/json", "buffer": text.encode()}])
+            page.wait_for_timeout(600)
+            page.wait_for_selector(IDLE, timeout=30_000)
+            seen = _nothing_rendered(page, file_name)
+        assert "Could not load **BOLD** <b>x</b>" in page.evaluate(RENDERED)["text"] or \
+            page.locator("input[aria-label*='Tokens (queries)' i]").input_value() == HOSTILE_TEXT
+        assert page.locator("input[aria-label*='Tokens (queries)' i]").input_value() == HOSTILE_TEXT
+        browser.close()
+    assert not [r for r in requested if "127.0.0.1:9/" in r], "the image was fetched"
