@@ -48,6 +48,7 @@ APP_MARKDOWN = {
     "format_number": "figures: a float as text (digits, a sign, '.', 'e', '−'), for cells and captions",
     "hover_number": "figures: a float as text with more digits, for hover and tables",
     "_latex_int": "labs: an int as LaTeX, 12{,}345",
+    "_tex_number": "present: a float as LaTeX (digits, a sign, \\times 10^{n})",
     "latex": "mha_core.Scaling.latex(d_k): the scaling as LaTeX from its kind and numbers",
     "describe": "mha_core.Scaling.describe(d_k): the scaling in words from its kind and numbers",
 }
@@ -55,6 +56,11 @@ APP_MARKDOWN = {
 APP_MARKDOWN_ATTRIBUTES = {
     "explanation": "mha_core.quiz.Question.explanation: its tokens go through mha_core.markup.literal",
     "formula": "app.steps.Step.formula: the course's LaTeX, a literal in app/steps.py",
+}
+# Tables of the course's own text, whose entries' attributes are the app's Markdown.
+APP_TEXT_TABLES = {
+    "STEPS": "app/steps.py: each step's title, formula, what and why",
+    "SCREENS": "app/views/present.py: each presenter screen's title and step",
 }
 # Functions whose parameter is shown as Markdown: the parameter is checked at every call instead.
 WRAPPERS = {
@@ -223,6 +229,9 @@ class _Checker(ast.NodeVisitor):
                 return None
             if name in APP_MARKDOWN:
                 return None
+            if name == "replace" and isinstance(node.func, ast.Attribute) and \
+                    all(self._unsafe(a, latex=latex, seen=seen) is None for a in node.args):
+                return self._unsafe(node.func.value, latex=latex, seen=seen)  # safe text, safe parts
             if name == "get" and isinstance(node.func, ast.Attribute) and self._constant(node.func.value):
                 return None  # the app's own labels: {"causal": "..."}.get(kind)
             if name == "join" and isinstance(node.func, ast.Attribute) and isinstance(node.func.value,
@@ -238,6 +247,12 @@ class _Checker(ast.NodeVisitor):
             return None
         if isinstance(node, ast.Attribute) and node.attr in APP_MARKDOWN_ATTRIBUTES:
             return None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Subscript) and \
+                _name(node.value.value) in APP_TEXT_TABLES:
+            return None  # STEPS[n].why
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and \
+                _name(node.value.func) in APP_MARKDOWN:
+            return None  # drill_lines(...)[0]
         return f"{ast.unparse(node)[:60]!r} may hold outside text: pass it through safe.md or safe.lit"
 
     def _interpolated(self, part: ast.FormattedValue, latex: bool) -> str | None:

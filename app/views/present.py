@@ -15,10 +15,11 @@ import streamlit as st
 
 from app import figures, questions, state, widgets
 from app.figure_cache import figure
+from app.safe import lit
 from app.state import Current
 from app.steps import STEPS
 from app.views.workbench import LARGE_TYPE_CSS, _sub, drill_lines, sizes_line
-from app.widgets import Inputs, chart, md_literal
+from app.widgets import Inputs, chart
 from mha_core import attention_flops, count_parameters, normalised_entropy, pairwise_disagreement
 from mha_core.analysis import FLAT_AT, most_disagreeing_pair
 from mha_core.quiz import DrawnForecast, Question, drawn_forecast, forecast
@@ -170,19 +171,19 @@ def title_card(scenario, current: Current) -> None:
             st.markdown("**Your own setup**: every number on these screens is computed from it.")
         else:
             edited = " (edited: the numbers are yours, not the chapter's)" if current.edited else ""
-            st.markdown(f"**{md_literal(scenario.title)}**{edited}  \n{md_literal(scenario.story)}")
+            st.markdown(f"**{lit(scenario.title)}**{edited}  \n{lit(scenario.story)}")
             if scenario.lesson is not None and not current.edited:
-                st.markdown(f"**What to look for:** {md_literal(scenario.lesson.look_for)}")
+                st.markdown(f"**What to look for:** {lit(scenario.lesson.look_for)}")
 
 
 def where_the_point_is(lesson, screen: int) -> None:
     if lesson is None:
         return
     if lesson.screen == screen + 1:
-        st.success(f"**The point is on this screen:** {md_literal(lesson.look_for)}",
+        st.success(f"**The point is on this screen:** {lit(lesson.look_for)}",
                    icon=":material/my_location:")
     elif screen > 0:
-        st.caption(f"This example's point appears on screen {lesson.screen}.")
+        st.caption(f"This example's point appears on screen {lesson.screen:d}.")
 
 
 def forecast_for(lesson, current: Current, screen: int) -> Question | None:
@@ -213,12 +214,12 @@ def ask(screen: int, question: Question, drawn: tuple[DrawnForecast | None, Draw
     revealed = st.session_state.get(REVEALED) == (screen, question.prompt) or (
         led and st.session_state.get("room_revealed") == screen)
     with st.container(border=True):
-        st.markdown(f"**Forecast.** {md_literal(question.prompt)}")
+        st.markdown(f"**Forecast.** {lit(question.prompt)}")
         if question.choices and not revealed:
-            options = (f"**{chr(65 + i)}** {md_literal(choice)}" for i, choice in enumerate(question.choices))
+            options = (f"**{lit(chr(65 + i))}** {lit(choice)}" for i, choice in enumerate(question.choices))
             st.markdown("  ·  ".join(options))
         if revealed:
-            st.markdown(f"**Answer:** {md_literal(question.answer_text)}")
+            st.markdown(f"**Answer:** {lit(question.answer_text)}")
             if question.explanation:
                 st.caption(question.explanation)
         else:
@@ -260,7 +261,8 @@ class Draw:
                      + r"\right)")
         elif screen == 5:
             sz = self.sizes
-            st.latex(rf"d_k = {sz.d_k},\quad h = {sz.n_heads},\quad h \times d_k = {sz.n_heads * sz.d_k}")
+            st.latex(rf"d_k = {sz.d_k:d},\quad h = {sz.n_heads:d},\quad "
+                     rf"h \times d_k = {sz.n_heads * sz.d_k:d}")
         elif screen != 8:
             st.latex(STEPS[step].formula)
 
@@ -302,8 +304,8 @@ class Draw:
         head, query = self.head(), self.query()
         key = int(np.argmax(self.r.scores[head, query]))  # the best-aligned key: a bright beam
         st.latex(drill_lines(self.r, head, query, key)[0])
-        st.caption(f"Query {query + 1} · {md_literal(self.q_tokens[query])} against key {key + 1} · "
-                   f"{md_literal(self.k_tokens[key])}, its highest score in head {head + 1}.")
+        st.caption(f"Query {query + 1} · {lit(self.q_tokens[query])} against key {key + 1} · "
+                   f"{lit(self.k_tokens[key])}, its highest score in head {head + 1}.")
         self.one_head(self.r.scores, head, "scores", "S", "present_scores")
 
     def softmax(self):
@@ -321,9 +323,9 @@ class Draw:
         more = r" + \dots" if len(weights) > len(shown) else ""
         st.latex(rf"\text{{head}}_{{{head + 1}}}[{query + 1}] = {terms}{more}")
         shown_words = "the largest shown" if more else "all shown"
-        st.caption(f"Row {query + 1} · {md_literal(self.q_tokens[query])} of head {head + 1} blends the "
-                   f"value rows by its weights ({shown_words}); V has {values.shape[0]} rows of "
-                   f"{values.shape[1]}.")
+        st.caption(f"Row {query + 1} · {lit(self.q_tokens[query])} of head {head + 1} blends the "
+                   f"value rows by its weights ({shown_words}); V has {values.shape[0]:d} rows of "
+                   f"{values.shape[1]:d}.")
         outputs = self.r.head_outputs
         chart(figure("head_grids", outputs[head:head + 1], self.q_tokens, figures.dims("v", self.sizes.d_v),
                      kind="signed", cols_are_tokens=False, large=True, width=CHART_WIDTH,
@@ -335,12 +337,12 @@ class Draw:
         flops = attention_flops(sz.n_q, sz.n_k, sz.n_heads, sz.d_k, sz.d_v)
         wide = attention_flops(sz.n_q, sz.n_k, 1, sz.n_heads * sz.d_k, sz.n_heads * sz.d_v)
         if sz.n_heads == 1:
-            st.markdown(f"**One head** of width {sz.d_k}: {flops:,} FLOPs. With h heads of width d_k / h the "
-                        "work would stay the same, with h viewpoints.")
+            st.markdown(f"**One head** of width {sz.d_k:d}: {flops:,} FLOPs. With h heads of width d_k / h "
+                        "the work would stay the same, with h viewpoints.")
         else:
-            st.markdown(f"**Why narrow slices?** {sz.n_heads} heads of width {sz.d_k} cost {flops:,} FLOPs; "
-                        f"one head of width {sz.n_heads * sz.d_k} would cost {wide:,}. Same work, "
-                        f"{sz.n_heads} viewpoints.")
+            st.markdown(f"**Why narrow slices?** {sz.n_heads:d} heads of width {sz.d_k:d} cost {flops:,} "
+                        f"FLOPs; one head of width {sz.n_heads * sz.d_k:d} would cost {wide:,}. Same work, "
+                        f"{sz.n_heads:d} viewpoints.")
         names = [figures.shape_title(f"A{_sub(i + 1)}", self.r.weights.shape[1:]) for i in range(sz.n_heads)]
         chart(figure("head_grids", self.r.weights, self.q_tokens, self.k_tokens, kind="weights",
                      mask=self.r.mask, large=True, width=CHART_WIDTH, head_names=names),
@@ -358,8 +360,9 @@ class Draw:
         a, b, value = most_disagreeing_pair(distances)
         entropy = normalised_entropy(self.r.weights[:, query, :])  # [h]
         flat = [self.heads[i] for i in np.flatnonzero(entropy >= FLAT_AT)]
-        st.markdown(f"Most apart for this query: **{self.heads[a]}** and **{self.heads[b]}**, L2 distance "
-                    f"**{value:.3f}**." + (f" Flat (nothing to say): {', '.join(flat)}." if flat else ""))
+        st.markdown(f"Most apart for this query: **{lit(self.heads[a])}** and **{lit(self.heads[b])}**, L2 "
+                    f"distance **{value:.3f}**." + (f" Flat (nothing to say): {lit(', '.join(flat))}." if flat
+                                                    else ""))
 
     def concatenate(self):
         sz, r = self.sizes, self.r
@@ -377,16 +380,16 @@ class Draw:
         sz = self.sizes
         h, d, d_k, d_v = sz.n_heads, sz.d_model, sz.d_k, sz.d_v
         total = count_parameters(d, h, d_k, d_v)
-        st.latex(rf"\underbrace{{2 \cdot {h} \cdot {d} \cdot {d_k}}}_{{W^Q,\,W^K}} + "
-                 rf"\underbrace{{{h} \cdot {d} \cdot {d_v}}}_{{W^V}} + "
-                 rf"\underbrace{{{h * d_v} \cdot {d}}}_{{W^O}}"
+        st.latex(rf"\underbrace{{2 \cdot {h:d} \cdot {d:d} \cdot {d_k:d}}}_{{W^Q,\,W^K}} + "
+                 rf"\underbrace{{{h:d} \cdot {d:d} \cdot {d_v:d}}}_{{W^V}} + "
+                 rf"\underbrace{{{h * d_v:d} \cdot {d:d}}}_{{W^O}}"
                  rf" = {total:,}".replace(f"{total:,}", f"{total:,}".replace(",", "{,}")))
         if h * d_k == d == h * d_v:
-            st.markdown(f"With h · d_k = d_model that is **4 · {d}² = {4 * d * d:,}**, whatever h is: more "
+            st.markdown(f"With h · d_k = d_model that is **4 · {d:d}² = {4 * d * d:,}**, whatever h is: more "
                         "heads split the same parameters into more viewpoints.")
         st.markdown(sizes_line(sz))
         flops = attention_flops(sz.n_q, sz.n_k, h, d_k, d_v)
-        st.markdown(f"**Work of attention** for {sz.n_q} × {sz.n_k} tokens: {flops:,} FLOPs (scores and "
+        st.markdown(f"**Work of attention** for {sz.n_q:d} × {sz.n_k:d} tokens: {flops:,} FLOPs (scores and "
                     "blends of all heads); it grows with n², so long sentences cost most here.")
 
 
