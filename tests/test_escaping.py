@@ -69,6 +69,7 @@ WRAPPERS = {
     "step_header": {"formula": 1, "what": 2},  # (number, formula, what)
     "_numbers_ui": {"label": 0, "help": 3},  # labs: (label, key, what, help)
     "_size_input": {"label": 1, "help": 3},  # labs: (where, label, key, help)
+    "_ask": {"prompt": 2},  # quiz: (question, ident, prompt)
     "step_markdown": {"formula": 1, "what": 2},
 }
 # Objects whose methods share a name with Streamlit's but return text: mha_core.Scaling.latex(d_k).

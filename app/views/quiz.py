@@ -13,10 +13,10 @@ import streamlit as st
 
 from app import state
 from app.questions import ask_button
+from app.safe import lit
 from app.state import Current
 from app.steps import STEPS
 from app.views.workbench import drill_lines
-from app.widgets import md_literal
 from mha_core.quiz import RECALL, Question, generate
 from mha_core.worksheet import worksheet_html
 
@@ -45,7 +45,7 @@ def render(current: Current, workbench_page) -> None:
         with sheet:
             _worksheet(current, seed)
     right, total = st.session_state.get("quiz_right", 0), st.session_state.get("quiz_asked", 0)
-    score_slot.markdown(f"**Score this session: {right} right of {total} asked** (each question's first "
+    score_slot.markdown(f"**Score this session: {right:d} right of {total:d} asked** (each question's first "
                         f"answer counts, as in a live class). Quiz seed {seed + 1}: everyone who opens this "
                         "page's link gets the same questions.")
 
@@ -73,7 +73,7 @@ def _next_question() -> None:
 
 def _fix_first(current: Current, workbench_page) -> None:
     problems = list(current.problems.values()) + ([current.error] if current.error else [])
-    what = md_literal(problems[0]) if problems else "an input is at fault"
+    what = lit(problems[0]) if problems else "an input is at fault"
     st.warning(f"The questions are about the live setup, and it cannot be computed now: {what}",
                icon=":material/warning:")
     st.page_link(workbench_page, label="Fix it on the workbench", icon=":material/calculate:")
@@ -95,14 +95,14 @@ def _questions(current: Current, workbench_page, seed: int) -> None:
     ss = st.session_state
     round_ = _round(current, seed)
     if ss.get("quiz_note"):
-        st.info(ss.pop("quiz_note"), icon=":material/refresh:")
+        st.info(lit(ss.pop("quiz_note")), icon=":material/refresh:")
     index = ss.get("quiz_index", 0)
     questions = generate(current.setup, current.result, seed, count=max(QUIZ_LENGTH, index + 1))
     position = index % len(questions)  # a tiny setup has fewer different questions: they come round again
     question = questions[position]
     ident = f"{round_}_{index}"
-    st.caption(f"Question {index + 1} · about step {question.step}: {STEPS[question.step].title}")
-    given = _ask(question, ident, f"**{md_literal(question.prompt)}**")
+    st.caption(f"Question {index + 1} · about step {question.step:d}: {STEPS[question.step].title}")
+    given = _ask(question, ident, f"**{lit(question.prompt)}**")
     if given is not None and ident not in ss.quiz_given:
         _count(question.check(given))
         ss.setdefault("quiz_first", {})[ident] = given
@@ -128,7 +128,7 @@ def _ask(question: Question, ident: str, prompt: str) -> str | None:
         st.markdown(prompt)
         key = f"quiz_answer_{ident}"
         if question.choices and len(question.choices) <= RADIO_UP_TO:
-            value = st.radio("Your answer", question.choices, index=None, key=key, format_func=md_literal)
+            value = st.radio("Your answer", question.choices, index=None, key=key, format_func=lit)
         elif question.choices:
             value = st.selectbox("Your answer", question.choices, index=None, key=key,
                                  placeholder="Choose a key, query or pair")
@@ -145,7 +145,7 @@ def _ask(question: Question, ident: str, prompt: str) -> str | None:
     problem = question.problem(str(value))
     if problem:
         st.session_state.quiz_refused = ident
-        st.warning(f"That cannot be read as an answer ({md_literal(problem)}). Try again: this attempt does "
+        st.warning(f"That cannot be read as an answer ({lit(problem)}). Try again: this attempt does "
                    "not count.", icon=":material/edit:")
         return None
     return str(value)
@@ -160,20 +160,20 @@ def _count(right: bool) -> None:
 def _feedback(question: Question, given: str, workbench_page, first: str | None = None) -> None:
     """Right or wrong for the latest answer, and which answer the score counted: the first."""
     if question.check(given):
-        st.success(f"Right: {md_literal(question.answer_text)}.", icon=":material/check_circle:")
+        st.success(f"Right: {lit(question.answer_text)}.", icon=":material/check_circle:")
     else:
         problem = question.problem(given)
-        why = f" ({md_literal(problem)})" if problem else f": you answered {md_literal(given[:60])}"
-        st.error(f"Wrong{why}. The right answer is **{md_literal(question.answer_text)}**.",
+        why = f" ({lit(problem)})" if problem else f": you answered {lit(given[:60])}"
+        st.error(f"Wrong{why}. The right answer is **{lit(question.answer_text)}**.",
                  icon=":material/cancel:")
     if first is not None and first != given:
         verdict = "right" if question.check(first) else "wrong"
-        st.caption(f"The score counts your first answer to this question, {md_literal(first[:60])}, which "
+        st.caption(f"The score counts your first answer to this question, {lit(first[:60])}, which "
                    f"was {verdict}: as in a live class, only the first answer counts.")
     elif first is not None:
         st.caption("This first answer is the one the score counts.")
     st.markdown(question.explanation)
-    st.page_link(workbench_page, label=f"Look at step {question.step}: {STEPS[question.step].title}",
+    st.page_link(workbench_page, label=f"Look at step {question.step:d}: {STEPS[question.step].title}",
                  icon=":material/calculate:")
 
 
@@ -184,7 +184,7 @@ def _recall(workbench_page) -> None:
     answered = ss.setdefault("quiz_recall_given", {})
     for i, question in enumerate(RECALL):
         ident = f"recall_{i}"
-        given = _ask(question, ident, f"**{i + 1}. {md_literal(question.prompt)}**")
+        given = _ask(question, ident, f"**{i + 1}. {lit(question.prompt)}**")
         if given is not None and ident not in answered:
             _count(question.check(given))
             ss.setdefault("quiz_first", {})[ident] = given
