@@ -14,7 +14,8 @@ import streamlit as st
 
 from app import figures, model_figures, result_cache, state, widgets
 from app.figure_cache import figure
-from app.widgets import chart, md_literal
+from app.safe import lit
+from app.widgets import chart
 from mha_core import LIMITS, head_contributions, normalised_entropy, pairwise_disagreement
 from mha_core.analysis import FLAT_AT, attention_change, head_pattern, most_disagreeing_pair, sentence_cosine
 from mha_core.pretrained import PIP_LINE, TRACE_SLOTS, ModelNotInstalled, Trace, load_minilm
@@ -27,8 +28,8 @@ SENTENCES = {  # sentences that show known head behaviour
 }
 TRACES_BUDGET_BYTES = 2 * 244 * 2**20  # traces kept for the whole server: two of 512 word pieces
 TRACES = result_cache.BytesLRU(TRACES_BUDGET_BYTES)
-QUEUED = (f"Queued: the server runs the model on {TRACE_SLOTS} text{'s' * (TRACE_SLOTS > 1)} at a time; "
-          "yours starts when the one before it is done…")
+QUEUED = (f"Queued: the server runs the model on {TRACE_SLOTS:d} text{'s' if TRACE_SLOTS > 1 else ''} at a "
+          "time; yours starts when the one before it is done…")
 
 FOLLOWED = ("model_text", "pick_model_layer")  # inputs a following class sees as the teacher set them
 
@@ -56,18 +57,18 @@ def render(workbench_page) -> None:
     try:
         loaded = model()
     except ModelNotInstalled as error:
-        st.error(f"The model is not installed: {md_literal(error)}", icon=":material/warning:")
+        st.error(f"The model is not installed: {lit(error)}", icon=":material/warning:")
         st.code(PIP_LINE, language="bash")
         return
     text = sentence_ui()
     try:
         trace = traced(text)
     except ValueError as error:
-        st.error(md_literal(error), icon=":material/warning:")
+        st.error(lit(error), icon=":material/warning:")
         return
     if trace.note:
-        st.info(md_literal(trace.note), icon=":material/content_cut:")
-    st.caption(f"{len(trace.tokens)} word pieces: " + " ".join(md_literal(t) for t in trace.tokens[:60])
+        st.info(lit(trace.note), icon=":material/content_cut:")
+    st.caption(f"{len(trace.tokens)} word pieces: " + " ".join(lit(t) for t in trace.tokens[:60])
                + (" …" if len(trace.tokens) > 60 else ""))
     layer = layer_ui()  # one for every tab below
     overview, heads, lines, change = st.tabs(["Model overview", "One layer's heads", "Lines (head view)",
@@ -114,7 +115,7 @@ def overview_tab(trace: Trace, layer: int) -> None:
     head = widgets.choice_ui(st, f"open a head of layer {layer + 1} (the layer is chosen above)",
                              [f"head {i + 1}" for i in range(12)], "model_head", segmented=True)
     w = weights[layer][head]
-    st.markdown(f"**Layer {layer + 1}, head {head + 1}**: {head_pattern(w)}, entropy "
+    st.markdown(f"**Layer {layer + 1}, head {head + 1}**: {lit(head_pattern(w))}, entropy "
                 f"{float(np.mean(normalised_entropy(w))):.2f}.")
     chart(figure("head_grids", w[None], trace.tokens, trace.tokens, kind="weights",
                  head_names=[f"layer {layer + 1}, head {head + 1}"]), key="model_one_head")
@@ -131,8 +132,9 @@ def layer_tab(trace: Trace, layer: int) -> None:
     a, b, value = most_disagreeing_pair(distances)
     entropy = normalised_entropy(r.weights[:, query, :])  # [h]
     flat = [heads[i] for i in np.flatnonzero(entropy >= FLAT_AT)]
-    st.markdown(f"For '{md_literal(trace.tokens[query])}': **{heads[a]}** and **{heads[b]}** disagree most "
-                f"(L2 {value:.3f})." + (f" Flat (nothing to say): {', '.join(flat)}." if flat else ""))
+    st.markdown(f"For '{lit(trace.tokens[query])}': **{lit(heads[a])}** and **{lit(heads[b])}** disagree "
+                f"most (L2 {value:.3f})."
+                + (f" Flat (nothing to say): {lit(', '.join(flat))}." if flat else ""))
     left, right = st.columns(2)
     with left:
         chart(figure("disagreement_heatmap", distances, metric="l2", head_names=heads),
@@ -157,7 +159,7 @@ def lines_tab(trace: Trace, layer: int) -> None:
     first = 0
     if n > LINE_WINDOW:
         first = st.slider("first word piece shown", 1, n - LINE_WINDOW + 1, 1, key="model_line_first") - 1
-        st.caption(f"{n} word pieces: the lines of word pieces {first + 1} to {first + LINE_WINDOW} are "
+        st.caption(f"{n:d} word pieces: the lines of word pieces {first + 1} to {first + LINE_WINDOW:d} are "
                    "drawn.")
     window = slice(first, first + LINE_WINDOW)
     tokens = trace.tokens[window]
@@ -182,7 +184,7 @@ def change_tab(loaded, trace: Trace, text: str, layer: int, workbench_page) -> N
                  on_click=copy_layer, args=(loaded, text, layer)):
         st.switch_page(workbench_page)
     if not fits:
-        st.caption(f"The workbench takes at most {LIMITS.tokens} tokens; this text has {len(trace.tokens)} "
+        st.caption(f"The workbench takes at most {LIMITS.tokens:d} tokens; this text has {len(trace.tokens)} "
                    "word pieces. Shorten it to copy.")
     st.divider()
     st.markdown("**Zero heads inside the model** and see how every later layer's attention and the "
