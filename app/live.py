@@ -53,6 +53,8 @@ from classroom.watch import RoomWatch
 FOLLOWED_INPUTS = (*labs.FOLLOWED, *model.FOLLOWED)  # page inputs outside the setup, sent with it
 POLL_SECONDS = 1.0  # a follower checks the room's version this often (the page shows a change within 2 s)
 TEACHER_BEAT_SECONDS = 5.0  # the teacher's page says it is open this often (the room ends 15 min after)
+TOO_LARGE_FOR_THE_ROOM = ("The teacher's setup is too large to send to the class: this page shows the "
+                          "default preset until the teacher shows a smaller one.")
 ROOM_PARAMS = ("room", "teacher", "me")  # link parameters of a live class; "me" is read no more, only dropped
 
 TEACHER_KEY_ENV, TEACHER_KEY_FILE_ENV = "MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE"
@@ -336,7 +338,9 @@ def follow_before_build() -> None:
     inputs = selections.pop("inputs", {})
     if room.setup_json:
         params = {**json.loads(room.setup_json), **{k: str(v) for k, v in selections.items()}}
-        state.apply_link(params)
+        state.apply_room_state(params)  # the whole state, as a fresh page would take it
+        if not {"s", "preset", "setup"} & set(params):
+            ss.live_message = TOO_LARGE_FOR_THE_ROOM
     take_page_inputs(inputs)
     ss.room_inputs = widgets.sidebar_values()
 
@@ -387,23 +391,39 @@ def room_gone() -> None:
 
 def publish(current, page_path: str) -> None:
     """The teacher's page, its state link and selections, sent to the room when they change."""
-    ss = st.session_state
     if not is_teacher() or current.result is None:
         return
-    params, _ = state.link_params(current)
+    params = state.publish_params(current)
     for name in ROOM_PARAMS:
         params.pop(name, None)
     selections = {name: params.pop(name) for name in list(params) if name in state.SELECTION_PARAMS}
+    send(page_path, json.dumps(params, sort_keys=True), selections)
+
+
+def publish_selections() -> None:
+    """From a fragment (a head, query or cell picked without a whole run): the room gets the
+    teacher's selections now, with the page and setup last sent."""
+    ss = st.session_state
+    ctx = get_script_run_ctx()
+    if not is_teacher() or "published" not in ss or not (ctx and ctx.fragment_ids_this_run):
+        return  # a whole run publishes at its end
+    page_path, setup_json, _ = ss.published
+    send(page_path, setup_json, dict(state.selection_params()))
+
+
+def send(page_path: str, setup_json: str, selections: dict) -> None:
+    """One room state to the store, unless it is the one sent last."""
+    ss = st.session_state
     step = int(selections.get("step", 1)) - 1
     if page_path == "present" and ss.get(state.REVEALED, (None,))[0] == step:
         selections["revealed"] = 1  # the class sees the answer when the teacher does
     selections["inputs"] = page_inputs()
-    sent = (page_path, json.dumps(params, sort_keys=True), json.dumps(selections, sort_keys=True))
+    sent = (page_path, setup_json, json.dumps(selections, sort_keys=True))
     if ss.get("published") == sent:
         return
     try:
-        store().set_state(ss.room, ss.teacher_secret, page=page_path, step=max(step, 0), setup_json=sent[1],
-                          selections=selections)
+        store().set_state(ss.room, ss.teacher_secret, page=page_path, step=max(step, 0),
+                          setup_json=setup_json, selections=selections)
         ss.published = sent
     except (NoSuchRoom, NotTheTeacher):  # NotTheTeacher: the code now belongs to another room
         room_gone()

@@ -36,6 +36,7 @@ from mha_core.codec import (
     settings_from_link,
     setup_from_json,
     setup_from_link,
+    setup_to_json,
     setup_to_link,
 )
 from mha_core.init import fill
@@ -84,8 +85,7 @@ def init_state() -> None:
     ss.work, ss.versions, ss.kept_edits, ss.reservoir = {}, {}, {}, {}
     ss.selections, ss.link_notes = {}, []
     ss.seed = 0
-    load_setup(presets()[DEFAULT_SCENARIO])
-    ss.link_notes = apply_link(st.query_params.to_dict())
+    ss.link_notes = apply_link_afresh(st.query_params.to_dict())
 
 
 def load_setup(setup: Setup, seed: int | None = None) -> None:
@@ -135,6 +135,38 @@ def load_file(data: bytes, name: str) -> str | None:
     known = setup.origin in presets()
     load_setup(setup.with_origin(setup.origin if known else "file"))
     return None
+
+
+def apply_link_afresh(params: dict) -> list[str]:
+    """Open what a link says as a fresh session does: from the default preset, so that nothing shown
+    before survives that the link does not say (a follower takes every room state this way)."""
+    load_setup(presets()[DEFAULT_SCENARIO])
+    return apply_link(params)
+
+
+def apply_room_state(params: dict) -> list[str]:
+    """A follower takes the room's state: its link parameters, and the whole setup as a saved
+    setup's JSON ("setup") when it is too large for a link (publish_params). Never from an address."""
+    params = dict(params)
+    document = params.pop("setup", None)
+    notes = apply_link_afresh(params)
+    if isinstance(document, str):
+        try:
+            setup = setup_from_json(document)
+        except ConfigError as error:
+            return [*notes, f"the room's setup ({error})"]
+        known = setup.origin in presets() or setup.origin in GENERATED
+        load_setup(setup if known else setup.with_origin("link"))
+    return notes
+
+
+def publish_params(current: Current) -> dict[str, str]:
+    """The teacher's page for the room: the link's parameters, and the whole setup as a saved
+    setup's JSON when the link cannot hold it (a long sequence), as long as a file could."""
+    params, complete = link_params(current)
+    if not complete and current.setup is not None and current.setup.number_count() <= LIMITS.save_numbers:
+        params["setup"] = setup_to_json(current.setup)
+    return params
 
 
 def apply_link(params: dict) -> list[str]:
@@ -195,8 +227,8 @@ def _apply_selections(params: dict) -> list[str]:
             continue
         for key, part in zip(keys, parts, strict=True):
             st.session_state.selections[key] = int(part) - 1  # the link counts from 1
-        if param == "drill":
-            st.session_state.drill_open = True  # a link to a cell opens the drill-down on it
+            st.session_state.pop(f"pick_{key}", None)  # a picker's own earlier value would win (choice_ui)
+    st.session_state.drill_open = "drill" in params  # a link to a cell opens the drill-down on it
     return refused
 
 
@@ -207,14 +239,14 @@ def link_params(current: Current) -> tuple[dict[str, str], bool]:
     params, complete = ({}, True) if current.setup is None else setup_to_link(current.setup, base)
     if ss.origin in GENERATED:
         params["seed"] = str(ss.origin_seed)  # so that the reopened page knows its preset unchanged
-    params.update(_selection_params())
+    params.update(selection_params())
     if ss.get("room"):
         params["room"] = ss.room  # a live class's code stays in the address (never the teacher's secret,
         # never the student's identity: that is a cookie, app/live.py student_secret)
     return params, complete
 
 
-def _selection_params() -> dict[str, str]:
+def selection_params() -> dict[str, str]:
     """The selections as link parameters, counting from 1 (the drill-down's only while it is open)."""
     sel, params = st.session_state.selections, {}
     for param, keys in SELECTION_PARAMS.items():
@@ -521,8 +553,11 @@ def _set_address(params: dict[str, str]) -> None:
 
 
 def sync_selection_params() -> None:
-    """From a fragment: update only the selections in the address bar."""
+    """From a fragment: update only the selections in the address bar, and the room's for its teacher."""
+    from app import live  # live builds on this module; the room is the address's other copy
+
     now = st.query_params.to_dict()
-    for param, value in _selection_params().items():
+    for param, value in selection_params().items():
         if now.get(param) != value:
             st.query_params[param] = value
+    live.publish_selections()

@@ -21,7 +21,6 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
         if inputs.sizes is not None:
             widgets.fill_ui(inputs.sizes, inputs.seed)
         widgets.save_load_ui(current)
-    state.sync_url(current)
     live.sidebar_ui(room_slot, current)
 
     # Material icons come with Streamlit (emoji need a font the machine may lack).
@@ -40,11 +39,12 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
     pages = [workbench_page, present_page, labs_page, quiz_page, model_page, class_page, textbook_page]
     page = st.navigation(pages)
     live.go_to_room_page({p.url_path: p for p in pages}, page.url_path)
-    live.publish(current, page.url_path)
     if st.session_state.get("last_page") not in (None, page.url_path):
         st.iframe(widgets.SCROLL_TO_TOP, height=1)
     st.session_state.last_page = page.url_path
     questions.student_question_ui(current)
     page.run()
+    state.sync_url(current)  # after the page: its pickers may have settled a selection (a reset, a default)
+    live.publish(current, page.url_path)  # the room gets what the address says
     st.session_state.link_notes = []  # shown once; gone after the next change
     st.session_state.pop("live_message", None)

@@ -18,6 +18,7 @@ from classroom.watch import VERSION_MAX_AGE
 from mha_core import all_scenarios
 from tests.apptest_util import (
     ENTRY,
+    address,
     chart_specs,
     edit_cell,
     fresh_app,
@@ -325,3 +326,57 @@ def test_a_follower_sees_the_labs_and_the_model_text_as_the_teacher_set_them():
 def bar_values(spec: dict) -> list:
     """A bar chart's data: the y of each trace."""
     return [list(trace.get("y", [])) for trace in spec["data"]]
+
+
+# --- A follower shows the room's whole state (issue 15, finding 11) -----------------------------------
+
+
+def room_address(at) -> dict[str, str]:
+    """What a page's address says it shows, without the room's own code."""
+    return {name: value for name, value in address(at).items() if name != "room"}
+
+
+def test_a_follower_shows_the_head_the_teacher_picks():
+    """The follower's own head picker kept its earlier value over the room's: the teacher picked head
+    2, then head 1 again, and the student went on showing head 2."""
+    teacher, code = teacher_with_room()
+    goto(teacher, "workbench")
+    pick_preset(teacher, "the_cat_sat_two_heads")
+    student = open_address({"room": code})
+    for head in ("head 2", "head 1", "head 2"):
+        pick(teacher, "shown_head", head)
+        rerun_after_a_poll(student)
+        assert not student.exception
+        assert student.session_state["pick_shown_head"] == head, head
+        assert room_address(student) == room_address(teacher), head
+
+
+def test_a_follower_closes_the_drill_down_when_the_teacher_does():
+    teacher, code = teacher_with_room()
+    goto(teacher, "workbench")
+    student = open_address({"room": code})
+    for opened in (True, False):
+        teacher.toggle(key="drill_open").set_value(opened).run()
+        rerun_after_a_poll(student)
+        assert student.session_state["drill_open"] is opened
+        assert room_address(student) == room_address(teacher)
+
+
+def test_a_follower_of_a_setup_too_large_for_a_link_shows_it_all_the_same():
+    """A thousand random tokens do not fit in a link (the teacher's page says so): the students went on
+    showing the preset shown before, without a word. The room carries the whole setup instead."""
+    teacher, code = teacher_with_room()
+    goto(teacher, "workbench")
+    pick_preset(teacher, "ex_c_equal_scores")
+    student = open_address({"room": code})
+    pick_preset(teacher, "random")
+    teacher.text_input(key="tokens_text").input("a " * 1000).run()
+    assert any("too large for a link" in c for c in texts(teacher.sidebar.caption))
+    rerun_after_a_poll(student)
+    assert not student.exception
+    assert student.session_state["tokens_text"].split() == teacher.session_state["tokens_text"].split()
+    for name, base in teacher.session_state["work"].items():
+        mine = student.session_state["work"].get(name)
+        assert (base is None and mine is None) or np.array_equal(mine, base), name
+    assert heatmap_values(chart_specs(student)["chart_weights"])[0].shape == heatmap_values(
+        chart_specs(teacher)["chart_weights"])[0].shape
