@@ -34,8 +34,8 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app import state, widgets
+from app.safe import lit
 from app.views import labs, model
-from app.widgets import md_literal
 from classroom.store import (
     GUESS_BUCKET,
     TOO_MANY_GUESSES,
@@ -428,7 +428,7 @@ def send(page_path: str, setup_json: str, selections: dict) -> None:
     except (NoSuchRoom, NotTheTeacher):  # NotTheTeacher: the code now belongs to another room
         room_gone()
     except StoreError as error:
-        st.sidebar.warning(f"Could not update the room: {md_literal(error)}", icon=":material/wifi_off:")
+        st.sidebar.warning(f"Could not update the room: {lit(error)}", icon=":material/wifi_off:")
 
 
 def go_to_room_page(pages: dict, shown: str) -> None:
@@ -443,7 +443,7 @@ def sidebar_ui(slot, current) -> None:
     ss = st.session_state
     message = ss.get("live_message")  # cleared at the end of a run that got to draw the page
     if message:
-        slot.warning(md_literal(message), icon=":material/groups:")
+        slot.warning(lit(message), icon=":material/groups:")
     if not in_room():
         return
     if is_teacher():
@@ -453,13 +453,13 @@ def sidebar_ui(slot, current) -> None:
     cookie_ui(slot)
     box = slot.container(border=True)
     if widgets.following():
-        shown = md_literal(widgets.shown_label(current))
-        box.markdown(f"**Room {ss.room}** · following the teacher: {shown}")
+        shown = lit(widgets.shown_label(current))
+        box.markdown(f"**Room {lit(ss.room)}** · following the teacher: {shown}")
         box.caption("To change anything yourself, explore on your own; the teacher's state is kept.")
         box.button("Explore on my own", key="live_explore", on_click=explore)
         poll()
     else:
-        box.markdown(f"**Room {ss.room}** · exploring on your own")
+        box.markdown(f"**Room {lit(ss.room)}** · exploring on your own")
         box.button("Follow again", key="live_follow", on_click=follow_again)
 
 
@@ -479,11 +479,11 @@ def teacher_box() -> None:
         st.rerun(scope="app")
     except StoreError:
         with st.container(border=True):
-            st.markdown(f"**Room {ss.room}** · you lead it")
+            st.markdown(f"**Room {lit(ss.room)}** · you lead it")
             st.caption("The class connection is lost; the room goes on when it is back.")
         return
     with st.container(border=True):
-        st.markdown(f"**Room {ss.room}** · you lead it · {count} following")
+        st.markdown(f"**Room {lit(ss.room)}** · you lead it · {count:d} following")
 
 
 def followers() -> int:

@@ -9,14 +9,23 @@ of these returns; tests/test_escaping.py reads app/ and refuses anything else.
 - ``lit(value)``: one value escaped for Markdown (also ``format_func=lit`` for a radio's or a
   segmented control's options, which Streamlit draws as Markdown).
 - ``chart_text(value)``: one value escaped for a plotly title, tick, hover or annotation.
+- ``html_text(value)``: one value escaped for HTML inside ``st.markdown(..., unsafe_allow_html=True)``
+  (an HTML block keeps backslashes, so ``lit`` does not protect it).
 """
 
 from __future__ import annotations
+
+import html
 
 from mha_core.markup import chart_literal, markdown_literal
 
 lit = markdown_literal
 chart_text = chart_literal
+
+
+def html_text(value) -> str:
+    """``value`` as HTML text: <, >, & and quotes as entities."""
+    return html.escape(str(value))
 
 
 def md(template: str, *values, **named) -> str:

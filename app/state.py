@@ -361,12 +361,16 @@ def read(name: str) -> Read:
     per_head = name in SPECS and SPECS[name].per_head
     boolean = name == MASK
     heads = range(base.shape[0]) if per_head else [None]
+    pending = {head: editors.pending_edits(ss.get(key_of(name, head)), ss.kept_edits, key_of(name, head))
+               for head in heads}
+    if not any(pending.values()):  # no copy: the run's Setup shares the session's base (read-only)
+        unchanged = base.view()
+        unchanged.flags.writeable = False
+        return Read(unchanged, [], 0)
     parts, bad, ignored = [], [], 0
     for head in heads:
         grid = editors.as_grid(base[head] if head is not None else base)
-        key = key_of(name, head)
-        values, cells, skipped = editors.apply_edits(grid, editors.pending_edits(
-            ss.get(key), ss.kept_edits, key), boolean)
+        values, cells, skipped = editors.apply_edits(grid, pending[head], boolean)
         parts.append(values.reshape(base[head].shape if head is not None else base.shape))
         bad += [(head, cell) for cell in cells]
         ignored += skipped
@@ -483,10 +487,10 @@ def _run(setup: Setup) -> MHAResult:
     if sizes.n_heads * sizes.n_q * sizes.n_k < SPINNER_FROM:
         return setup.run()
     slots = result_cache.LONG_RUNS.slots
-    queued = (f"Queued: the server computes {slots} long sequence{'s' * (slots > 1)} at a time; yours "
-              "starts when one is free…")
+    queued = (f"Queued: the server computes {slots:d} long sequence{'s' if slots > 1 else ''} at a time; "
+              "yours starts when one is free…")
     with result_cache.LONG_RUNS.turn(lambda: st.spinner(queued)):
-        with st.spinner(f"Computing {sizes.n_heads} heads over {sizes.n_q} × {sizes.n_k} tokens…"):
+        with st.spinner(f"Computing {sizes.n_heads:d} heads over {sizes.n_q:d} × {sizes.n_k:d} tokens…"):
             return setup.run()
 
 

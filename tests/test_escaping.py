@@ -33,8 +33,11 @@ LABELLED = {"selectbox", "radio", "segmented_control", "pills", "button", "check
 # Widgets whose options are drawn as Markdown (a selectbox's are plain text): the options must be
 # the app's own, or shown through format_func=safe.lit.
 MARKDOWN_OPTIONS = {"radio", "segmented_control", "pills"}
-# The escapers of app/safe.py, under every name the app calls them by.
+# The escapers of app/safe.py, under every name the app calls them by, for Markdown; LaTeX takes
+# numbers only; HTML inside st.markdown(..., unsafe_allow_html=True) takes safe.html_text (an HTML
+# block keeps backslashes, so lit would not protect it).
 ESCAPERS = {"lit", "md", "md_literal"}
+ESCAPERS_FOR = {False: ESCAPERS, "latex": set(), "html": {"html_text"}}
 # Functions that return Markdown (or LaTeX) the app writes itself from escaped parts, and why each
 # may be trusted. Each is checked like any other code: its own Markdown-bearing strings pass the
 # same rules where they are built.
@@ -148,11 +151,14 @@ class _Checker(ast.NodeVisitor):
 
     def _markdown_call(self, node: ast.Call, name: str):
         values = node.args if name == "write" else _argument(node, 0, "body")
+        raw_html = any(isinstance(v, ast.Constant) and v.value is True
+                       for v in _keyword(node, "unsafe_allow_html"))
         if name == "write":
             for value in values:
-                self._check(node, [value], "write", latex=False)
+                self._check(node, [value], "write")
         else:
-            self._check(node, values, name, latex=name == "latex")
+            mode = "html" if raw_html else "latex" if name == "latex" else False
+            self._check(node, values, name, mode=mode)
         self._check(node, _keyword(node, "help"), f"{name}(help)")
 
     def _widget_call(self, node: ast.Call, name: str):
@@ -196,9 +202,9 @@ class _Checker(ast.NodeVisitor):
             return self._constant(node.args[0])
         return False
 
-    def _check(self, call: ast.Call, values: list[ast.expr], what: str, *, latex: bool = False):
+    def _check(self, call: ast.Call, values: list[ast.expr], what: str, *, mode: str | bool = False):
         for value in values:
-            why = self._unsafe(value, latex=latex, seen=set())
+            why = self._unsafe(value, mode=mode, seen=set())
             if why:
                 self._find(call, what, why)
 
@@ -206,43 +212,43 @@ class _Checker(ast.NodeVisitor):
         self.findings.append(Finding(self.path, node.lineno, what, why))
 
     # The rules: why a value may carry outside text unescaped, or None when it cannot.
-    def _unsafe(self, node: ast.expr, *, latex: bool, seen: set) -> str | None:
+    def _unsafe(self, node: ast.expr, *, mode: str | bool, seen: set) -> str | None:
         if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, type(None))):
             return None
         if isinstance(node, ast.JoinedStr):
             for part in node.values:
                 if isinstance(part, ast.FormattedValue):
-                    why = self._interpolated(part, latex)
+                    why = self._interpolated(part, mode)
                     if why:
                         return why
             return None
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return (self._unsafe(node.left, latex=latex, seen=seen)
-                    or self._unsafe(node.right, latex=latex, seen=seen))
+            return (self._unsafe(node.left, mode=mode, seen=seen)
+                    or self._unsafe(node.right, mode=mode, seen=seen))
         if isinstance(node, ast.IfExp):
-            return (self._unsafe(node.body, latex=latex, seen=seen)
-                    or self._unsafe(node.orelse, latex=latex, seen=seen))
+            return (self._unsafe(node.body, mode=mode, seen=seen)
+                    or self._unsafe(node.orelse, mode=mode, seen=seen))
         if isinstance(node, ast.Call):
             name = _name(node.func)
             if _evidently_number(node):
                 return None
-            if name in ESCAPERS and not latex:
+            if name in ESCAPERS_FOR[mode]:
                 return None
             if name in APP_MARKDOWN:
                 return None
             if name == "replace" and isinstance(node.func, ast.Attribute) and \
-                    all(self._unsafe(a, latex=latex, seen=seen) is None for a in node.args):
-                return self._unsafe(node.func.value, latex=latex, seen=seen)  # safe text, safe parts
+                    all(self._unsafe(a, mode=mode, seen=seen) is None for a in node.args):
+                return self._unsafe(node.func.value, mode=mode, seen=seen)  # safe text, safe parts
             if name == "get" and isinstance(node.func, ast.Attribute) and self._constant(node.func.value):
                 return None  # the app's own labels: {"causal": "..."}.get(kind)
             if name == "join" and isinstance(node.func, ast.Attribute) and isinstance(node.func.value,
                                                                                       ast.Constant):
-                return self._joined(node, latex, seen)
+                return self._joined(node, mode, seen)
             return f"a call of {ast.unparse(node.func)}(): pass its text through safe.md or safe.lit"
         if isinstance(node, ast.Name):
-            return self._bound(node, latex, seen)
+            return self._bound(node, mode, seen)
         if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
-            return self._unsafe(node.elt, latex=latex, seen=seen)
+            return self._unsafe(node.elt, mode=mode, seen=seen)
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
                 node.value.id in self.constants:
             return None
@@ -256,7 +262,7 @@ class _Checker(ast.NodeVisitor):
             return None  # drill_lines(...)[0]
         return f"{ast.unparse(node)[:60]!r} may hold outside text: pass it through safe.md or safe.lit"
 
-    def _interpolated(self, part: ast.FormattedValue, latex: bool) -> str | None:
+    def _interpolated(self, part: ast.FormattedValue, mode: str | bool) -> str | None:
         if part.conversion != -1:
             return f"f-string value {{{ast.unparse(part.value)[:50]}!...}}: a conversion shows any text"
         if _numeric_spec(part.format_spec):
@@ -265,26 +271,27 @@ class _Checker(ast.NodeVisitor):
         if _evidently_number(value):
             return None
         readable = (ast.Call, ast.Name, ast.IfExp, ast.Subscript, ast.Attribute, ast.Constant)
-        if isinstance(value, readable) and self._unsafe(value, latex=latex, seen=set()) is None:
+        if isinstance(value, readable) and self._unsafe(value, mode=mode, seen=set()) is None:
             return None
-        return (f"f-string value {{{ast.unparse(value)[:50]}}}: wrap it in lit(...) or give a number a "
+        escaper = {"html": "html_text(...)", "latex": "nothing (numbers only)"}.get(mode, "lit(...)")
+        return (f"f-string value {{{ast.unparse(value)[:50]}}}: wrap it in {escaper} or give a number a "
                 "format spec ({n:d}, {x:.3f})")
 
-    def _joined(self, node: ast.Call, latex: bool, seen: set) -> str | None:
+    def _joined(self, node: ast.Call, mode: str | bool, seen: set) -> str | None:
         if len(node.args) != 1:
             return "a join the check cannot read"
         items = node.args[0]
         if isinstance(items, (ast.GeneratorExp, ast.ListComp)):
-            return self._unsafe(items.elt, latex=latex, seen=seen)
+            return self._unsafe(items.elt, mode=mode, seen=seen)
         if isinstance(items, (ast.List, ast.Tuple)):
             for item in items.elts:
-                why = self._unsafe(item, latex=latex, seen=seen)
+                why = self._unsafe(item, mode=mode, seen=seen)
                 if why:
                     return why
             return None
-        return self._unsafe(items, latex=latex, seen=seen)
+        return self._unsafe(items, mode=mode, seen=seen)
 
-    def _bound(self, node: ast.Name, latex: bool, seen: set) -> str | None:
+    def _bound(self, node: ast.Name, mode: str | bool, seen: set) -> str | None:
         """A name is safe when every value bound to it in its function is, or it is a wrapper's
         parameter (checked at the calls), or a module constant."""
         if node.id in seen:
@@ -299,7 +306,7 @@ class _Checker(ast.NodeVisitor):
                 for value in bound:
                     if value is None:
                         return f"{node.id!r} is a parameter or loop variable: escape it where it is shown"
-                    why = self._unsafe(value, latex=latex, seen=seen)
+                    why = self._unsafe(value, mode=mode, seen=seen)
                     if why:
                         return f"{node.id!r} = {why}"
                 return None

@@ -12,8 +12,7 @@ import segno
 import streamlit as st
 
 from app import live, questions
-from app.safe import md
-from app.widgets import md_literal
+from app.safe import html_text, lit, md
 from classroom.store import NoSuchRoom, NotTheTeacher, StoreError
 
 QR_SCALE = 12  # px per QR module: about 400 px, readable from the back of a room on a projector
@@ -84,14 +83,14 @@ def door_ui() -> None:
                       help="This server asks teachers for a key to start a room: ask whoever runs it.")
     st.button("Start a room", key="live_start", on_click=start_room, type="primary", icon=":material/groups:")
     if ss.get("live_start_error"):
-        st.error(md_literal(ss.live_start_error), icon=":material/lock:")
+        st.error(lit(ss.live_start_error), icon=":material/lock:")
     with st.form("live_join", border=True):
         st.text_input("Or join a room with its code", key="live_join_code", max_chars=12)
         st.text_input("Your nickname (optional; only your teacher sees it)", key="live_join_nickname",
                       max_chars=40)
         st.form_submit_button("Join", on_click=join_by_code)
     if ss.get("live_join_error"):
-        st.warning(md_literal(ss.live_join_error), icon=":material/door_front:")
+        st.warning(lit(ss.live_join_error), icon=":material/door_front:")
 
 
 def render() -> None:
@@ -112,7 +111,7 @@ def student_panel() -> None:
     st.text_input("Your nickname (optional; only your teacher sees it)", key="live_my_nickname", max_chars=40,
                   value=ss.get("nickname", ""), on_change=rename)
     if ss.get("live_rename_error"):
-        st.warning(md_literal(ss.live_rename_error))
+        st.warning(lit(ss.live_rename_error))
 
 
 def rename() -> None:
@@ -140,9 +139,10 @@ def teacher_panel() -> None:
     link = join_link(ss.room)
     left, right = st.columns([3, 2])
     with left:
-        st.markdown(f"<div style='font-size:5rem;font-weight:700;letter-spacing:0.3em'>{ss.room}</div>",
+        st.markdown(f"<div style='font-size:5rem;font-weight:700;letter-spacing:0.3em'>"
+                    f"{html_text(ss.room)}</div>",
                     unsafe_allow_html=True)
-        st.markdown(f"Students open **{md_literal(link)}** (or scan the code).")
+        st.markdown(f"Students open **{lit(link)}** (or scan the code).")
         following()
         with st.expander("Lead from another device (keep this link to yourself)"):
             st.code(f"{link}&teacher={ss.teacher_secret}", language=None)
@@ -161,7 +161,7 @@ def qr_png(text: str) -> bytes:
 
 @st.fragment(run_every=2.0)
 def following() -> None:
-    st.markdown(f"**{live.followers()}** following right now.")
+    st.markdown(f"**{live.followers():d}** following right now.")
 
 
 @st.fragment(run_every=ROSTER_SECONDS)
@@ -188,7 +188,7 @@ def roster_ui() -> None:
     right.button("Unlock the room" if locked else "Lock the room", key="live_lock", on_click=set_locked,
                  args=(not locked,), icon=":material/lock_open:" if locked else ":material/lock:")
     if ss.get("live_door_error"):
-        st.warning(md_literal(ss.live_door_error))
+        st.warning(lit(ss.live_door_error))
     if not students:
         st.caption("Nobody has joined yet.")
         return
