@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import editors, figures, safe, state
+from app import editors, figures, state
 from app.safe import lit
 from mha_core import LIMITS, Scaling, Sizes, head_width
 from mha_core.codec import save_problem, setup_to_json
@@ -68,9 +68,6 @@ def following() -> bool:
     """This session shows a room's page as its teacher does (app/live.py sets the flag on joining a
     room and drops it on leaving, so it implies being in one)."""
     return bool(st.session_state.get("following"))
-
-
-md_literal = safe.lit  # the old name of safe.lit, for modules not yet moved to it (tests/test_escaping.py)
 
 
 def choice_ui(where, label: str, labels: list[str], name: str, *, default: int = 0,
