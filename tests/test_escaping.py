@@ -147,6 +147,10 @@ class _Checker(ast.NodeVisitor):
             self._markdown_call(node, name)
         if isinstance(node.func, ast.Attribute) and name in LABELLED:
             self._widget_call(node, name)
+        if isinstance(node.func, ast.Attribute) and name == "tabs" and node.args and \
+                isinstance(node.args[0], (ast.List, ast.Tuple)):
+            self._check(node, node.args[0].elts, "tabs(labels)")
+        self._check(node, _keyword(node, "help"), f"{name}(help)")  # a tooltip is Markdown, on any call
         if name in WRAPPERS:
             for parameter, position in WRAPPERS[name].items():
                 self._check(node, _argument(node, position, parameter), f"{name}({parameter})")
@@ -162,7 +166,6 @@ class _Checker(ast.NodeVisitor):
         else:
             mode = "html" if raw_html else "latex" if name == "latex" else False
             self._check(node, values, name, mode=mode)
-        self._check(node, _keyword(node, "help"), f"{name}(help)")
 
     def _widget_call(self, node: ast.Call, name: str):
         if name == "progress":
@@ -170,7 +173,6 @@ class _Checker(ast.NodeVisitor):
             return
         label = _keyword(node, "label") if name == "page_link" else _argument(node, 0, "label")
         self._check(node, label, f"{name}(label)")  # page_link(page, label=...)
-        self._check(node, _keyword(node, "help"), f"{name}(help)")
         self._check(node, _keyword(node, "placeholder"), f"{name}(placeholder)")
         if name in MARKDOWN_OPTIONS:
             self._options(node, name)
@@ -386,6 +388,13 @@ def _keyword(node: ast.Call, keyword: str) -> list[ast.expr]:
     return [k.value for k in node.keywords if k.arg == keyword]
 
 
+def findings_in(source: str, path: str = "snippet.py") -> list[Finding]:
+    tree = ast.parse(source, filename=path)
+    checker = _Checker(path, tree)
+    checker.visit(tree)
+    return checker.findings
+
+
 def source_findings(paths=None) -> list[Finding]:
     """Every Markdown call or label in app/ that could show outside text unescaped."""
     findings = []
@@ -401,6 +410,49 @@ def source_findings(paths=None) -> list[Finding]:
 
 # Modules another part of issue 15 is rewriting; their owners convert them (listed by the test below).
 LEFT_TO_OWNERS = {"app/questions.py": "the room's question flow (finding 2, live questions)"}
+
+
+REFUSED = [
+    'st.markdown(f"**{token}**")',
+    'st.caption(f"{n} rows")',
+    'def f(message):\n    st.sidebar.error(message)',
+    'left.warning("Row " + token)',
+    'st.radio("pick", tokens)',
+    'st.segmented_control("head", labels, format_func=str)',
+    'st.selectbox(f"of {token}", [1])',
+    'st.button("go", help=preset.title)',
+    'st.markdown(f"<b>{lit(token)}</b>", unsafe_allow_html=True)',
+    'st.latex(rf"\\text{{{lit(token)}}}")',
+    'x = f"{token}"\nst.info(x)',
+    'st.markdown(f"{token!r}")',
+    'st.caption(f"{token:>10}")',
+    'st.write(token)',
+    'st.tabs([token, "b"])',
+    'st.markdown("\\n".join(f"| {t} |" for t in tokens))',
+]
+ACCEPTED = [
+    'st.markdown(f"**{lit(token)}**")',
+    'st.caption(f"{n:d} rows, {x:.3f}, {big:,}")',
+    'st.caption(f"{len(tokens)} tokens, row {i + 1}")',
+    'st.info(md("Row {} is {}", token, word))',
+    'st.radio("pick", tokens, format_func=lit)',
+    'st.radio("pick", ("a", "b"))',
+    'st.markdown(f"<b>{html_text(token)}</b>", unsafe_allow_html=True)',
+    'st.latex(rf"d_k = {d_k:d}")',
+    'x = f"{lit(token)}" if flag else "none"\nst.info(x)',
+    'st.markdown("\\n".join(f"| {lit(t)} |" for t in tokens))',
+    'st.markdown(sizes_line(sizes))',
+]
+
+
+@pytest.mark.parametrize("source", REFUSED)
+def test_the_source_check_refuses_outside_text_reaching_markdown(source):
+    assert findings_in(source), source
+
+
+@pytest.mark.parametrize("source", ACCEPTED)
+def test_the_source_check_accepts_escaped_parts_and_numbers(source):
+    assert not findings_in(source), findings_in(source)
 
 
 def test_every_markdown_call_and_label_in_app_is_built_from_escaped_parts():
