@@ -1,9 +1,14 @@
 """make fuzz: the stateful test of tests/test_stateful.py for a while, with a fresh seed.
 
     FUZZ_SECONDS=300 (default) how long to generate; FUZZ_SEED=N replays a seed it printed.
+    FUZZ_SHRINK_SECONDS=900 (default) how long Hypothesis may then shrink a failure it found.
 
-Prints the seed first, so that a failure can be replayed exactly; exits non-zero on a failure.
-The run stops generating when the time is up (pytest is stopped), which counts as a pass.
+Prints the seed first; the machine is deterministic, so the same seed generates the same examples
+and meets the same failure (on a slower machine, later: give the replay more FUZZ_SECONDS). When the
+time is up and no example has failed, pytest is stopped and the run passes. When one has failed
+(the machine notes it in FUZZ_FAILURE_FILE), Hypothesis is left to shrink and report it; if that
+takes longer than FUZZ_SHRINK_SECONDS, the failure as first met is printed. Exits non-zero on a
+failure.
 """
 
 from __future__ import annotations
@@ -12,23 +17,60 @@ import os
 import secrets
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 seconds = float(os.environ.get("FUZZ_SECONDS", "300"))
+shrink_seconds = float(os.environ.get("FUZZ_SHRINK_SECONDS", "900"))
 seed = int(os.environ.get("FUZZ_SEED") or secrets.randbelow(2**32))
-print(f"fuzz: seed {seed}, {seconds:.0f} s; replay with: make fuzz FUZZ_SEED={seed}", flush=True)
-env = {**os.environ, "STATEFUL_EXAMPLES": "1000000", "STATEFUL_STEPS": os.environ.get("STATEFUL_STEPS", "30")}
-command = [sys.executable, "-m", "pytest", "tests/test_stateful.py", "-x", "-q", "-p", "no:cacheprovider",
-           f"--hypothesis-seed={seed}", "--hypothesis-show-statistics"]
-process = subprocess.Popen(command, env=env)
-started = time.monotonic()
-try:
-    code = process.wait(timeout=seconds)
-except subprocess.TimeoutExpired:
+
+
+def stop(process: subprocess.Popen) -> None:
     process.terminate()
-    process.wait(timeout=30)
-    print(f"fuzz: no failure in {time.monotonic() - started:.0f} s (seed {seed})")
-    sys.exit(0)
-if code != 0:
-    print(f"fuzz: FAILED (seed {seed}); replay with: make fuzz FUZZ_SEED={seed}")
-sys.exit(code)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def finished(process: subprocess.Popen, within: float) -> int | None:
+    """The exit code, or None if the process is still running after `within` seconds."""
+    try:
+        return process.wait(timeout=max(within, 0))
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def main() -> int:
+    print(f"fuzz: seed {seed}, {seconds:.0f} s; replay with: make fuzz FUZZ_SEED={seed}", flush=True)
+    failures = Path(tempfile.mkdtemp(prefix="mha-fuzz-")) / "failures.txt"
+    steps = os.environ.get("STATEFUL_STEPS", "30")
+    env = {**os.environ, "STATEFUL_EXAMPLES": "1000000", "STATEFUL_STEPS": steps,
+           "FUZZ_FAILURE_FILE": str(failures)}
+    command = [sys.executable, "-m", "pytest", "tests/test_stateful.py", "-x", "-q", "-p", "no:cacheprovider",
+               f"--hypothesis-seed={seed}", "--hypothesis-show-statistics"]
+    started = time.monotonic()
+    process = subprocess.Popen(command, env=env)
+    code = finished(process, seconds)
+    if code is None and failures.exists():
+        met = time.monotonic() - started
+        print(f"fuzz: an example failed (by {met:.0f} s); Hypothesis shrinks it for at most "
+              f"{shrink_seconds:.0f} s", flush=True)
+        code = finished(process, shrink_seconds)
+    if code is None:
+        stop(process)
+        if not failures.exists():
+            print(f"fuzz: no failure in {time.monotonic() - started:.0f} s (seed {seed})")
+            return 0
+        first = failures.read_text(encoding="utf-8")
+        print(f"fuzz: shrinking took too long; the failure as first met:\n{first}")
+        code = 1
+    if code != 0:
+        print(f"fuzz: FAILED (seed {seed}); replay with: make fuzz FUZZ_SEED={seed}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -12,34 +12,46 @@ save and reload, open the page's own link in a fresh session, switch pages). Aft
 
 ``make test`` runs a bounded number of steps (STATEFUL_EXAMPLES, a few by default); ``make fuzz``
 runs for FUZZ_SECONDS with a fresh seed that it prints (scripts/fuzz.py).
+
+Deterministic, so that a seed replays every failure: each example gets a store of its own (SQLite
+in a fresh directory) and a RoomWatch, both on the machine's ``Clock`` (time moves only when a rule
+says so, e.g. a follower's poll), in place of the server's (``live.store``, ``live.watch``); the
+process-wide caches are emptied and the follower semaphore is new; nothing reads the wall clock;
+there is no example database (the seed is the whole input); steps draw names, not elements.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
+import sys
+import tempfile
+import threading
 
 import numpy as np
+import streamlit
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from streamlit.testing.v1 import AppTest
 
+from app import figure_cache, live, result_cache
+from app.views import model
 from app.views.present import SCREENS
-from classroom.watch import VERSION_MAX_AGE
+from classroom.sqlite_store import SqliteStore
+from classroom.watch import RoomWatch
 from mha_core import LIMITS, all_scenarios
 from mha_core.codec import ConfigError, setup_from_json, setup_from_link, setup_to_json
 from mha_core.labs import SCORE_PRESETS
 from mha_core.quiz import generate, read_shape
 from tests.apptest_util import (
+    ENTRY,
     PRESET_TITLES,
     address,
     chart_specs,
     edit_cell,
-    fresh_app,
     goto,
     heatmap_values,
-    open_address,
     pick,
     texts,
     work,
@@ -50,12 +62,88 @@ MODEL_TEXTS = ("the cat sat on the mat because it was tired", "  ", "Ünïcödé
                "a " * 40)
 EXAMPLES = int(os.environ.get("STATEFUL_EXAMPLES", "6"))
 STEPS = int(os.environ.get("STATEFUL_STEPS", "12"))
+FAILURE_FILE = os.environ.get("FUZZ_FAILURE_FILE")  # scripts/fuzz.py: where a failing example is noted
+RUN_SECONDS = 600  # an AppTest run's timeout: on a shared machine a slow run is no failure
+CLOCK_START = 1_800_000_000.0  # the machine's clock at the start of every example (epoch seconds)
 
 WORDS = st.sampled_from(["the", "cat", "sat", "a", "dog", "ran", "<b>x</b>", "$y$", "**z**", "é", "猫", "🙂",
                          "le", "chat", "x" * LIMITS.token_chars, "x" * (LIMITS.token_chars + 1), "ca\u200bt"])
 TOKENS = st.lists(WORDS, min_size=0, max_size=LIMITS.editable + 2).map(" ".join)  # long ones: test_findings
 GOOD_VALUES = st.sampled_from(["0", "1", "-1.5", "2e-3", "0.25", "−3", "1e6"])
 BAD_VALUES = st.sampled_from(["", "abc", "1,5", "0x10", "inf", "1e308", "nan"])
+
+
+class Clock:
+    """Seconds that move only when the machine says so: the store's epoch and the watch's clock."""
+
+    def __init__(self):
+        self.now = CLOCK_START
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class World:
+    """What one example shares with the app: a store and a watch of its own on the machine's clock,
+    empty process-wide caches and a new follower semaphore. close() gives the server's back."""
+
+    def __init__(self):
+        self.clock = Clock()
+        self._directory = tempfile.TemporaryDirectory(prefix="mha-stateful-")
+        self.store = SqliteStore(self._directory.name, clock=self.clock)
+        self.watch = RoomWatch(self.store, clock=self.clock)
+        self._server = live.store, live.watch, live._follower_runs
+        live.store, live.watch = (lambda: self.store), (lambda: self.watch)
+        live._follower_runs = threading.BoundedSemaphore(live.FOLLOWER_RUNS_AT_ONCE)
+        empty_caches()
+
+    def close(self) -> None:
+        live.store, live.watch, live._follower_runs = self._server
+        self.store.release()
+        self._directory.cleanup()
+
+
+def empty_caches() -> None:
+    """Every cache a session's page reads and another example may have filled. The model's weights
+    stay loaded (read-only, and seconds to load), as do the presets (frozen)."""
+    streamlit.cache_data.clear()  # the labs' curves, a revealed question's tally
+    model.TRACES.clear()
+    figure_cache.clear()
+    result_cache.RESULTS.clear()
+
+
+def open_tab(params: dict[str, str] | None = None) -> AppTest:
+    """A new browser tab, at an address if given."""
+    tab = AppTest.from_file(str(ENTRY), default_timeout=RUN_SECONDS)
+    for name, value in (params or {}).items():
+        tab.query_params[name] = value
+    tab.run()
+    return tab
+
+
+def note_failure(failure: BaseException) -> None:
+    """Tell scripts/fuzz.py that an example failed (Hypothesis then shrinks it before reporting)."""
+    ours = isinstance(failure, Exception) and not type(failure).__module__.startswith("hypothesis")
+    if FAILURE_FILE and ours:  # not Hypothesis's own signals (an overrun, an assumption)
+        with open(FAILURE_FILE, "a", encoding="utf-8") as out:
+            out.write(f"{type(failure).__name__}: {str(failure)[:2000]}\n")
+
+
+def shown_page(at) -> tuple[dict[str, str], object]:
+    """What a page's address says it shows: its parameters as written (the room's code aside) and
+    the setup its state decodes to (two encodings of one setup may differ)."""
+    params = {name: value for name, value in address(at).items() if name not in ("room", "s")}
+    return params, decoded_setup(at)
+
+
+def same_page(mine, theirs) -> bool:
+    (my_params, my_setup), (their_params, their_setup) = mine, theirs
+    if my_params != their_params or (my_setup is None) != (their_setup is None):
+        return False
+    return my_setup is None or my_setup.same_inputs(their_setup)
 
 
 def decoded_setup(at):
@@ -84,9 +172,20 @@ def readable_wrong(question) -> str | None:
 class Workbench(RuleBasedStateMachine):
     @initialize()
     def open_page(self):
-        self.at = fresh_app()
-        self.faulty = False
+        self.world = World()
+        self.at = open_tab()
         self.student = None  # a session following this page's room, once there is one
+
+    def teardown(self):
+        failure = sys.exc_info()[1]  # teardown runs in Hypothesis's finally: the step's exception, if any
+        if failure is not None:
+            note_failure(failure)
+        if hasattr(self, "world"):
+            self.world.close()
+
+    def a_moment_later(self) -> None:
+        """Time for a follower's poll: the server's watch reads the room again."""
+        self.world.clock.advance(live.POLL_SECONDS)
 
     # --- what users do -----------------------------------------------------------------------
 
@@ -159,11 +258,11 @@ class Workbench(RuleBasedStateMachine):
     @rule(data=st.data())
     def pick_a_selection(self, data):
         """Any head, query or cell selection on the page, chosen by its label as a browser does."""
-        present = [w for w in [*self.at.get("selectbox"), *self.at.get("button_group")]
-                   if str(w.key).startswith("pick_") and w.options]
-        if present:
-            widget = data.draw(st.sampled_from(present))
-            pick(self.at, widget.key.removeprefix("pick_"), data.draw(st.sampled_from(list(widget.options))))
+        present = {w.key: list(w.options) for w in [*self.at.get("selectbox"), *self.at.get("button_group")]
+                   if str(w.key).startswith("pick_") and w.options}
+        if present:  # names are drawn, not elements: a failing example's steps print them
+            key = data.draw(st.sampled_from(sorted(present)))
+            pick(self.at, key.removeprefix("pick_"), data.draw(st.sampled_from(present[key])))
 
     @rule(on=st.booleans())
     def toggle_drill_down(self, on):
@@ -186,13 +285,18 @@ class Workbench(RuleBasedStateMachine):
 
     @rule()
     def open_the_address_in_a_fresh_session(self):
+        """The address is the state: a new tab at it shows the same page (a room's code in it makes
+        the tab a student following the room, which shows the same)."""
         if self.at.error or not chart_specs(self.at):
             return
-        fresh = open_address(address(self.at))
-        assert not fresh.exception
+        self.a_moment_later()
+        fresh = open_tab(address(self.at))
+        assert not fresh.exception, [e.value for e in fresh.exception]
         mine, theirs = chart_specs(self.at), chart_specs(fresh)
         for key in ("chart_weights", "chart_output"):
             assert json.dumps(mine.get(key)) == json.dumps(theirs.get(key)), key
+        assert same_page(shown_page(fresh), shown_page(self.at)), (shown_page(fresh)[0],
+                                                                   shown_page(self.at)[0])
 
     @rule(page=st.sampled_from(["examples", "workbench"]))
     def switch_page(self, page):
@@ -281,10 +385,11 @@ class Workbench(RuleBasedStateMachine):
             assert "model_weights" not in specs and self.at.error
         goto(self.at, "workbench")
 
+    # --- the live class: one teacher (this page), students in tabs of their own ------------------
+
     @rule()
     def lead_a_room(self):
         """Start a room (or keep the one started): what the room holds is this page's address state."""
-        from app import live
         if "room" not in self.at.session_state:
             goto(self.at, "class")
             self.at.button(key="live_start").click().run()
@@ -299,29 +404,31 @@ class Workbench(RuleBasedStateMachine):
 
     @rule(explore=st.booleans())
     def a_student_follows_the_room(self, explore):
-        """A student on the room's link sees the teacher's weights while following; exploring
-        keeps them, and the room never takes the student's changes."""
-        from app import live
+        """A student on the room's link shows the teacher's page after a poll (the same address,
+        weights and page); exploring keeps it, and the room never takes the student's changes."""
         self.lead_a_room()
         if "published" not in self.at.session_state:
             return
         code = self.at.session_state["room"]
+        self.a_moment_later()
         if self.student is None:
-            self.student = open_address({"room": code})
+            self.student = open_tab({"room": code})
         else:
-            time.sleep(VERSION_MAX_AGE)  # the server's watch reads the room again
-            self.student.run()
+            self.student.run()  # what the poll's rerun does
         student = self.student
         assert not student.exception, [e.value for e in student.exception]
         room = live.store().state(code)
         sent = json.loads(room.setup_json)
         shown = {name: value for name, value in address(self.at).items() if name in sent}
-        if student.session_state["following"] and not self.at.error and sent == shown:
+        if student.session_state.get("following") and not self.at.error and sent == shown:
+            assert same_page(shown_page(student), shown_page(self.at)), (shown_page(student)[0],
+                                                                         shown_page(self.at)[0])
+            assert student.session_state["last_page"] == self.at.session_state["last_page"]
             mine, theirs = chart_specs(student), chart_specs(self.at)
             if "chart_weights" in mine and "chart_weights" in theirs:
                 assert np.array_equal(np.stack(heatmap_values(mine["chart_weights"])),
                                       np.stack(heatmap_values(theirs["chart_weights"])), equal_nan=True)
-        if explore:
+        if explore and "room" in student.session_state:
             key = "live_explore" if student.session_state["following"] else "live_follow"
             student.button(key=key).click().run()
             assert not student.exception
@@ -367,5 +474,6 @@ class Workbench(RuleBasedStateMachine):
 
 
 Workbench.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
+                                       database=None, print_blob=True, report_multiple_bugs=False,
                                        suppress_health_check=list(HealthCheck))
 TestWorkbench = Workbench.TestCase
