@@ -11,9 +11,10 @@
 #      the same browser check through the container's network namespace, and no socket
 #      connect/sendto or name lookup outside loopback from any Python process in the container.
 #   5. a live class (issue 10): a Redis container (tests/container/redis.Containerfile, Debian's
-#      redis-server on the same base) and two app containers with REDIS_URL pointing at it; a
-#      teacher's room started on app A is followed by a student on app B, and survives Redis being
-#      stopped for 10 s (tests/container/class_check.py).
+#      redis-server on the same base) and two app containers with REDIS_URL pointing at it and a
+#      teacher key (MHA_TEACHER_KEY, given at run time: the image has none); the page refuses a
+#      wrong key, then a teacher's room started on app A with the right one is followed by a student
+#      on app B, and survives Redis being stopped for 10 s (tests/container/class_check.py).
 #
 # Without podman, runc, root, Chromium or Playwright it prints why and exits 0 (skip), unless
 # REQUIRE_CONTAINER=1 (CI), where that is a failure. Podman quirks on this kind of machine (see
@@ -222,17 +223,18 @@ except Exception: print("")' "$1/_stcore/health") == ok ]]; do
 # The host's network (loopback ports picked here): container-to-container names need a DNS plugin
 # this podman may not have, and the two apps must reach one Redis.
 redis_port=$(free_port); port_a=$(free_port); port_b=$(free_port)
+TEACHER_KEY=$("$PYTHON" -c 'import secrets; print(secrets.token_urlsafe(18))')
 quiet_podman run --detach --name "$REDIS" "${PODMAN_FLAGS[@]}" --network host "$REDIS_IMAGE" \
     redis-server --port "$redis_port" --bind 127.0.0.1 --appendonly yes --dir /data >/dev/null
 for app in "$APP_A:$port_a" "$APP_B:$port_b"; do
   quiet_podman run --detach --name "${app%%:*}" "${PODMAN_FLAGS[@]}" --network host \
-      -e "REDIS_URL=redis://127.0.0.1:$redis_port/0" "$IMAGE" \
+      -e "REDIS_URL=redis://127.0.0.1:$redis_port/0" -e "MHA_TEACHER_KEY=$TEACHER_KEY" "$IMAGE" \
       --server.address=127.0.0.1 "--server.port=${app##*:}" >/dev/null
 done
 wait_url "http://127.0.0.1:$port_a" 60
 wait_url "http://127.0.0.1:$port_b" 60
 log "Redis container on port $redis_port; app A on $port_a, app B on $port_b (REDIS_URL to the Redis container)"
-"$PYTHON" tests/container/class_check.py "http://127.0.0.1:$port_a" "http://127.0.0.1:$port_b" "$REDIS" \
+MHA_TEACHER_KEY=$TEACHER_KEY "$PYTHON" tests/container/class_check.py "http://127.0.0.1:$port_a" "http://127.0.0.1:$port_b" "$REDIS" \
     "$ARTIFACTS" >"$ARTIFACTS/container-class.json" \
   || { podman logs "$APP_A" 2>&1 | tail -n 20 >&2; podman logs "$APP_B" 2>&1 | tail -n 20 >&2;
        fail "the live class across two app containers and Redis"; }

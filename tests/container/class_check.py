@@ -2,18 +2,21 @@
 
     python tests/container/class_check.py URL_A URL_B REDIS_CONTAINER ARTIFACTS_DIR
 
-In headless Chromium (Debian's, through Playwright): a teacher starts a room on app A and opens the
-presenter; a student opens the join link on app B, so the room can only reach B through Redis. The
-teacher's Next must reach the student's screen within 3 s. Then Redis is stopped for 10 s
-(`podman stop`): the student's page must say that the class connection is lost, and once Redis is
-back (`podman start`, its append-only file on the container's disk) the same room goes on by itself:
-the teacher's next step reaches the student again, with nothing clicked on the student's side.
+In headless Chromium (Debian's, through Playwright): a teacher starts a room on app A (with
+MHA_TEACHER_KEY in this script's environment, the apps' teacher key: a wrong key is refused next to
+the input first, then the right one starts the room) and opens the presenter; a student opens the join
+link on app B, so the room can only reach B through Redis. The teacher's Next must reach the student's
+screen within 3 s. Then Redis is stopped for 10 s (`podman stop`): the student's page must say that
+the class connection is lost, and once Redis is back (`podman start`, its append-only file on the
+container's disk) the same room goes on by itself: the teacher's next step reaches the student again,
+with nothing clicked on the student's side.
 Prints one JSON line with the timings; exit 1 on any failure.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -46,6 +49,23 @@ def next_step(teacher) -> None:
     teacher.locator(".st-key-present_next button").click()
 
 
+def start_with_the_key(teacher, key: str) -> bool | None:
+    """Start a room; with a key, first try a wrong one (True if the page refused it, next to the
+    input). None when the apps have no key."""
+    if not key:
+        teacher.locator(".st-key-live_start button").click()
+        return None
+    field = teacher.locator(".st-key-live_teacher_key input")
+    field.fill(key + "-wrong")
+    teacher.locator(".st-key-live_start button").click()
+    teacher.wait_for_function("() => document.body.innerText.includes(\"not this server's teacher key\")",
+                              timeout=30_000)
+    refused = teacher.locator("[data-testid='stAlertContentError']").count() == 1
+    field.fill(key)
+    teacher.locator(".st-key-live_start button").click()
+    return refused
+
+
 def podman(*args: str) -> None:
     subprocess.run(["podman", *args], check=True, capture_output=True, timeout=60)
 
@@ -57,7 +77,7 @@ def check(url_a: str, url_b: str, redis_container: str, artifacts: Path) -> dict
             teacher = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
             teacher.goto(f"{url_a}/class", timeout=90_000)
             settle(teacher, ".st-key-live_start")
-            teacher.locator(".st-key-live_start button").click()
+            key_refused = start_with_the_key(teacher, os.environ.get("MHA_TEACHER_KEY", ""))
             teacher.wait_for_function("() => document.body.innerText.includes('following right now')",
                                       timeout=30_000)
             code = teacher.evaluate("() => new URL(location.href).searchParams.get('room')")
@@ -97,7 +117,8 @@ def check(url_a: str, url_b: str, redis_container: str, artifacts: Path) -> dict
             lost_still_shown = student.evaluate(f"() => document.body.innerText.includes('{LOST}')")
             student.screenshot(path=str(artifacts / "container-class-recovered.png"))
             exceptions = student.locator(EXCEPTION).count() + teacher.locator(EXCEPTION).count()
-            return {"room": code, "b_follows_a_seconds": round(across, 2),
+            return {"room": code, "wrong_teacher_key_refused": key_refused,
+                    "b_follows_a_seconds": round(across, 2),
                     "redis_down_noticed_seconds": round(noticed, 2),
                     "followed_again_after_restart_seconds": round(time.perf_counter() - restarted, 2),
                     "step_after_restart": step, "recovered_wait_seconds": round(recovered, 2),
@@ -119,6 +140,8 @@ def main(argv: list[str]) -> int:
         return 1
     print(json.dumps(result))
     problems = [name for name in ("exceptions", "lost_message_still_shown") if result[name]]
+    if result["wrong_teacher_key_refused"] is False:
+        problems.append("wrong_teacher_key_refused")
     for problem in problems:
         print(f"class check FAILED: {problem} = {result[problem]}", file=sys.stderr)
     return 1 if problems else 0
