@@ -18,11 +18,13 @@ BAR_PX = {False: 34, True: 54}  # height of one bar: normal, large (projector)
 FONT_PX = {False: 14, True: 22}
 AXIS_PAD = 70  # px below and above the bars: the top axis's ticks, air
 SHARE_BAR_PX = 38  # one key's bar in a student's own forecast (phone)
+SHARE_FONT_PX = 16  # its labels and numbers, read on a phone at arm's length
+SHARE_LABEL_CHARS = 16  # a key's label beside its bar: the left margin stays under half a phone
 
 
-def _cut(label: str) -> str:
+def _cut(label: str, chars: int = LABEL_CHARS) -> str:
     label = str(label)
-    return label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…"
+    return label if len(label) <= chars else label[:chars - 1] + "…"
 
 
 def count_text(count: int, total: int) -> str:
@@ -70,10 +72,10 @@ def share_bars(shares, key_labels, *, allowed=None) -> FigureSpec:
     n = shares.size
     positions = np.arange(1, n + 1)
     allowed = np.ones(n, bool) if allowed is None else np.asarray(allowed, bool)
-    labels = [plain(_cut(label)) for label in key_labels]
+    labels = [plain(_cut(label, SHARE_LABEL_CHARS)) for label in key_labels]
     texts = [format_number(w, near_one=True) if ok else "masked"
              for w, ok in zip(shares, allowed, strict=True)]
-    font = dict(size=15)
+    font = dict(size=SHARE_FONT_PX)
     data = [dict(type="bar", orientation="h", y=positions, x=shares, marker=dict(color=BLUE), text=texts,
                  textposition="outside", cliponaxis=False, textfont=font,
                  hovertext=[f"{label}: {hover_number(w, near_one=True)}" for label, w in zip(labels, shares,
@@ -81,7 +83,7 @@ def share_bars(shares, key_labels, *, allowed=None) -> FigureSpec:
                  hovertemplate="%{hovertext}<extra></extra>")]
     longest = max((len(s) for s in labels), default=4)
     layout = dict(template={}, height=int(SHARE_BAR_PX * n + 50), font=font, showlegend=False, bargap=0.3,
-                  margin=dict(l=min(int(8.5 * longest) + 12, 170), r=12, t=8, b=42),
+                  margin=dict(l=int(0.55 * SHARE_FONT_PX * longest) + 14, r=12, t=8, b=42),
                   hoverlabel=dict(font=font),
                   yaxis=dict(tickmode="array", tickvals=positions.tolist(), ticktext=labels,
                              autorange="reversed"),

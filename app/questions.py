@@ -43,6 +43,7 @@ from mha_core.quiz import (
 
 FORECAST = "forecast"  # the store's kind of a drawn forecast
 CHIPS = 10  # chips a student shares out over one row's keys: each is 0.1 of the weight
+BUTTON_CHARS = 22  # a key's label on its button (with its chips it fits a 390-px phone)
 PANEL_SECONDS = 1.0  # the teacher's answer panel reads the tally this often
 RESEND_SECONDS = 2.0  # an answer pressed while the store was away is tried again this often
 SOLUTION_CHARS = 2_000  # classroom.store's limit on a question's solution
@@ -212,12 +213,12 @@ def class_forecast_view(where: str, question: DrawnForecast, tally, *, large: bo
         st.caption("No forecasts yet.")
         return
     mean = np.asarray(tally.mean, dtype=float)  # [n_rows, n_k]
+    st.markdown(forecast_words(mean, question.weights, question.query_labels, question.key_labels,
+                               "The class"))  # first: on a projector the chart may run below the fold
     chart(forecast_figures.forecast_vs_real(
         mean, question.weights, question.query_labels, question.key_labels,
         forecast_title=f"The class's forecast ({tally.total})",
         real_title=f"Head {question.head + 1}'s softmax", large=large), key=f"{where}_forecast_chart")
-    st.markdown(forecast_words(mean, question.weights, question.query_labels, question.key_labels,
-                               "The class"))
 
 
 def forecast_words(forecast, real, query_labels, key_labels, who: str) -> str:
@@ -382,6 +383,11 @@ def resend() -> None:
 # --- Drawing a forecast ----------------------------------------------------------------------------
 
 
+def short(label: str) -> str:
+    """A key's label on a phone-wide button: at most BUTTON_CHARS characters."""
+    return label if len(label) <= BUTTON_CHARS else label[:BUTTON_CHARS - 1] + "…"
+
+
 def add_chip(key: str, row: int, col: int, step: int) -> None:
     chips = st.session_state[key]
     chips[row][col] = int(np.clip(chips[row][col] + step, 0, CHIPS))
@@ -407,14 +413,15 @@ def forecast_form(question, labels: Labels) -> None:
     left = CHIPS - sum(chips[row])
     st.markdown(md("Tap a key to give it a chip: {} chips share out 1.0. **{}** left.", CHIPS, left))
     for col in range(cols):
-        with st.container(horizontal=True, vertical_alignment="center", gap="small"):
-            label = f"{lit(labels.keys[col])} · {'●' * chips[row][col] or '○'}"
+        with st.container(horizontal=True, vertical_alignment="center", gap="small", wrap=False):
+            label = f"{lit(short(labels.keys[col]))} · {'●' * chips[row][col] or '○'}"
             st.button(label, key=f"chip_add_{question.id}_{row}_{col}", on_click=add_chip,
                       args=(key, row, col, 1), disabled=left == 0, width="stretch")
             st.button("−", key=f"chip_take_{question.id}_{row}_{col}", on_click=add_chip,
                       args=(key, row, col, -1), disabled=chips[row][col] == 0,
                       help=md("Take a chip from {}", labels.keys[col]))
-    chart(forecast_figures.share_bars(shares[row], labels.keys), key="forecast_shares")
+    st.plotly_chart(forecast_figures.share_bars(shares[row], labels.keys), key="forecast_shares",
+                    config={"displayModeBar": False, "staticPlot": True})  # a phone's tap is not a zoom
     st.button("Clear this row", key=f"chip_clear_{question.id}_{row}", on_click=clear_chips, args=(key, row))
     empty = [labels.queries[r] for r in range(rows) if not sum(chips[r])]
     nickname = st.text_input("Nickname (optional; only your teacher sees it)", key="live_nickname",
@@ -490,8 +497,8 @@ def own_forecast_view(question, mine: str | None) -> None:
         st.info("You did not draw this one. Here is the real softmax.", icon=":material/info:")
         drawn = np.full_like(real, np.nan)
     shown_queries = [q or "query" for q in queries]
+    if mine is not None and np.isfinite(drawn).all():
+        st.markdown(forecast_words(drawn, real, shown_queries, keys, "Your forecast"))
     chart(forecast_figures.forecast_vs_real(drawn, real, shown_queries, keys, forecast_title="Your forecast",
                                             real_title=f"Head {int(solution.get('head', 0)) + 1}'s softmax",
                                             width=600), key="own_forecast")
-    if mine is not None and np.isfinite(drawn).all():
-        st.markdown(forecast_words(drawn, real, shown_queries, keys, "Your forecast"))

@@ -486,3 +486,111 @@ def test_a_student_browser_follows_the_teacher_within_three_seconds(live, tmp_pa
     (ARTIFACTS / "live-follow-seconds.txt").write_text(f"edit {edit_seconds:.3f}\nstep {step_seconds:.3f}\n")
     student.context.close()
     teacher.context.close()
+
+
+MARKUP_TOKENS = "![i](http://127.0.0.1:9/p.png) **BOLD** <b>"  # an image, bold and HTML as tokens (finding 2)
+WITHIN = 3_000  # ms: what the teacher does reaches every screen within this
+LOADED = 20_000  # ms: how long a step may take before the test gives up (the times are checked at the end)
+CHIP_BUTTONS = "[class*='st-key-chip_add_'] button"
+
+
+def visible_text(page, text: str) -> None:
+    page.wait_for_function("(t) => document.body.innerText.includes(t)", arg=text, timeout=LOADED)
+
+
+def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
+    """Issue 15: the teacher presents, asks the room to draw one head's row, three students draw it
+    (one on a 390 x 844 touch phone), the teacher closes and reveals; every screen shows its part
+    within 3 s. The keys are tokens with an image, bold and HTML: no screen fetches the image or
+    draws the markup."""
+    url, browser = live
+    fetched = []
+    teacher_context = browser.new_context(viewport={"width": 1280, "height": 720})
+    teacher_context.on("request", lambda r: fetched.append(r.url))
+    teacher = teacher_context.new_page()
+    teacher.goto(f"{url}/class")
+    settle(teacher, ".st-key-live_start")
+    teacher.locator(".st-key-live_start button").click()
+    teacher.wait_for_function("() => document.body.innerText.includes('following right now')", timeout=20_000)
+    code = teacher.evaluate("() => new URL(location.href).searchParams.get('room')")
+    teacher.locator("[data-testid='stSidebarNav'] a:has-text('Workbench')").click()
+    settle(teacher, WEIGHTS)
+    type_tokens(teacher, MARKUP_TOKENS)
+    settle(teacher, WEIGHTS)
+    teacher.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()
+    settle(teacher, ".st-key-present_next")
+    for screen in (2, 3, 4):
+        teacher.locator(".st-key-present_next button").click()
+        teacher.wait_for_function(SCREEN_SHOWN, arg=f"{screen} / 9 · ", timeout=20_000)
+        teacher.wait_for_selector(IDLE, timeout=20_000)
+    students = []
+    for viewport, phone in (((1280, 720), False), ((1280, 720), False), ((390, 844), True)):
+        context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, is_mobile=phone,
+                                      has_touch=phone)
+        context.on("request", lambda r: fetched.append(r.url))
+        student = context.new_page()
+        student.goto(f"{url}/?room={code}")
+        try:
+            student.wait_for_function(SCREEN_SHOWN, arg="4 / 9 · ", timeout=30_000)
+        except PlaywrightTimeout:
+            student.screenshot(path=str(ARTIFACTS / "forecast-join-failed.png"))
+            raise
+        students.append(student)
+    teacher.locator(".st-key-present_draw button").click()
+    started = time.perf_counter()
+    for student in students:
+        student.wait_for_selector(CHIP_BUTTONS, timeout=LOADED)
+    seconds = {"asked": time.perf_counter() - started}
+    visible_text(teacher, "0 of 3 answered")
+    for number, student in enumerate(students):
+        buttons = student.locator(CHIP_BUTTONS)
+        assert buttons.count() == 3
+        assert "**BOLD**" in buttons.nth(1).inner_text() and "<b>" in buttons.nth(2).inner_text()  # literal
+        for key in ([0] * 4 + [1] * 6, [2] * 10, [1, 1, 2])[number]:
+            chips = buttons.nth(key).inner_text().count("●")
+            (buttons.nth(key).tap() if number == 2 else buttons.nth(key).click())
+            student.wait_for_function(
+                "([s, k, n]) => document.querySelectorAll(s)[k].innerText.split('●').length - 1 === n",
+                arg=[CHIP_BUTTONS, key, chips + 1], timeout=LOADED)
+        if number == 2:
+            student.screenshot(path=str(ARTIFACTS / "forecast-phone-drawing.png"), full_page=True)
+        student.locator("[class*='st-key-forecast_send_'] button").click()
+        visible_text(student, "Your answer is in")
+    started = time.perf_counter()
+    visible_text(teacher, "3 of 3 answered")
+    seconds["counted"] = time.perf_counter() - started
+    teacher.locator(".st-key-room_close button").click()
+    started = time.perf_counter()
+    teacher.wait_for_selector(".st-key-room_forecast_chart .js-plotly-plot", timeout=LOADED)
+    seconds["closed"] = time.perf_counter() - started
+    visible_text(teacher, "total variation distance")
+    teacher.wait_for_timeout(500)  # the heatmaps finish drawing
+    teacher.screenshot(path=str(ARTIFACTS / "forecast-teacher-closed.png"))
+    mean = teacher.evaluate("""() => {
+        const el = document.querySelector('.st-key-room_forecast_chart .js-plotly-plot');
+        return Array.from(el.data, t => Array.from(t.z._inputArray || t.z, r => Array.from(r)));
+    }""")
+    expected = [(0.4 + 0 + 0) / 3, (0.6 + 0 + 2 / 3) / 3, (0 + 1 + 1 / 3) / 3]
+    assert [round(w, 3) for w in mean[0][0]] == [round(w, 3) for w in expected]
+    teacher.locator(".st-key-room_reveal button").click()
+    started = time.perf_counter()
+    for student in students:
+        student.wait_for_selector(".st-key-own_forecast .js-plotly-plot", timeout=LOADED)
+    seconds["revealed"] = time.perf_counter() - started
+    students[2].wait_for_timeout(500)
+    students[2].locator(".st-key-own_forecast").scroll_into_view_if_needed()
+    students[2].screenshot(path=str(ARTIFACTS / "forecast-phone-revealed.png"))
+    teacher.wait_for_selector(".st-key-present_weights .js-plotly-plot", timeout=LOADED)
+    for page in (teacher, *students):
+        no_error_on(page)
+        assert page.locator("img[src*='127.0.0.1:9']").count() == 0
+        assert page.locator("[data-testid='stMain'] strong:text-is('BOLD')").count() == 0
+    assert not [u for u in fetched if "127.0.0.1:9/" in u]
+    (ARTIFACTS / "forecast-seconds.txt").write_text("".join(f"{k} {v:.3f}\n" for k, v in seconds.items()))
+    for page in (teacher, *students):
+        page.context.close()
+    late = {step: round(v, 2) for step, v in seconds.items() if v >= WITHIN / 1000}
+    load = os.getloadavg()[0]
+    if late and load > 2 * (os.cpu_count() or 1):  # four browsers and a server on an overloaded machine
+        pytest.xfail(f"slower than {WITHIN / 1000} s at load {load:.1f} on {os.cpu_count()} cores: {late}")
+    assert not late, seconds
