@@ -3,6 +3,7 @@ the embedded store (SQLite in a temporary directory)."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import os
@@ -30,6 +31,8 @@ from tests.apptest_util import (
     texts,
     work,
 )
+from tests.live_server import streamlit_server
+from tests.st_protocol import Run, Session, element_key
 
 SCENARIOS = all_scenarios()
 
@@ -380,3 +383,49 @@ def test_a_follower_of_a_setup_too_large_for_a_link_shows_it_all_the_same():
         assert (base is None and mine is None) or np.array_equal(mine, base), name
     assert heatmap_values(chart_specs(student)["chart_weights"])[0].shape == heatmap_values(
         chart_specs(teacher)["chart_weights"])[0].shape
+
+
+class FragmentTab(Session):
+    """A tab over the websocket protocol that knows which fragment drew each keyed widget: the browser
+    sends a change made inside a fragment as a run of that fragment alone."""
+
+    def __init__(self, url: str):
+        super().__init__(url)
+        self.fragment_of: dict[str, str] = {}
+
+    def _read(self, msg, run) -> None:
+        super()._read(msg, run)
+        if msg.WhichOneof("type") == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            element = msg.delta.new_element
+            key = element_key(getattr(getattr(element, element.WhichOneof("type")), "id", "") or "")
+            if key and msg.delta.fragment_id:
+                self.fragment_of[key] = msg.delta.fragment_id
+
+    async def choose_in_fragment(self, key: str, label: str):
+        """Pick an option of a selectbox drawn in a fragment (by its label, as the browser sends it)."""
+        self.set_string(key, label)
+        state = self._client_state("")
+        state.fragment_id = self.fragment_of[key]
+        run, cache = await self._exchange(state, Run(0.0))
+        self._cache.update(cache)
+        return run
+
+
+def test_a_query_the_teacher_picks_inside_a_fragment_reaches_the_room():
+    """Step 6's query picker reruns alone (a fragment): the address took the new query, the room did
+    not, so the class kept showing the old one until the teacher's next whole run."""
+    room = live.store().create_room(client="teacher")
+    with streamlit_server() as (url, _):
+        async def teach():
+            tab = FragmentTab(url)
+            try:
+                await tab.open(f"room={room.code}&teacher={room.teacher_secret}")
+                before = live.store().state(room.code)
+                return before, await tab.choose_in_fragment("pick_focus_query", "1 · the")
+            finally:
+                await tab.close()
+        before, run = asyncio.run(teach())
+    assert run.status == "fragment ok" and not run.errors, run.errors
+    assert before.selections["query"] == "3"  # the default preset's "sat"
+    after = live.store().state(room.code)
+    assert after.version > before.version and after.selections["query"] == "1"
