@@ -98,3 +98,37 @@ def forecast_vs_real(forecast, real, query_labels, key_labels, *, forecast_title
     pair = np.stack([np.asarray(forecast, dtype=float), np.asarray(real, dtype=float)])  # [2, n_rows, n_k]
     return head_grids(pair, list(query_labels), list(key_labels), kind="weights", large=large, width=width,
                       head_names=[forecast_title, real_title])
+
+
+ORANGE = "#E69F00"  # Okabe-Ito: the student's own forecast
+PAIR_BAR_PX = 56  # one key's two bars on a phone
+
+
+def mine_vs_real_bars(mine, real, key_labels, *, mine_name: str = "Your forecast",
+                      real_name: str = "The head's softmax") -> FigureSpec:
+    """One row's forecast next to the real weights, as two bars per key with their numbers: read on a
+    phone where two heatmaps side by side would be too small. mine, real [n_k]; mine may be NaN
+    (not drawn: those bars are left out)."""
+    mine, real = np.asarray(mine, dtype=float), np.asarray(real, dtype=float)  # [n_k], [n_k]
+    n = real.size
+    positions = np.arange(1, n + 1)
+    labels = [plain(_cut(label, SHARE_LABEL_CHARS)) for label in key_labels]
+    font = dict(size=SHARE_FONT_PX)
+    data = []
+    for name, values, colour in ((mine_name, mine, ORANGE), (real_name, real, BLUE)):
+        drawn = np.isfinite(values)
+        data.append(dict(type="bar", orientation="h", name=name, y=positions[drawn], x=values[drawn],
+                         marker=dict(color=colour), textposition="outside", cliponaxis=False, textfont=font,
+                         text=[format_number(w, near_one=True) for w in values[drawn]],
+                         hovertext=[f"{name}, {labels[i]}: {hover_number(values[i], near_one=True)}"
+                                    for i in np.flatnonzero(drawn)],
+                         hovertemplate="%{hovertext}<extra></extra>"))
+    longest = max((len(s) for s in labels), default=4)
+    layout = dict(template={}, height=int(PAIR_BAR_PX * n + 110), font=font, barmode="group", bargap=0.25,
+                  hoverlabel=dict(font=font), margin=dict(l=int(0.55 * SHARE_FONT_PX * longest) + 14, r=12,
+                                                          t=48, b=42),
+                  legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font=font),
+                  yaxis=dict(tickmode="array", tickvals=positions.tolist(), ticktext=labels,
+                             autorange="reversed"),
+                  xaxis=dict(range=[0, 1.25], tickvals=[0, 0.5, 1], title=dict(text="weight")))
+    return FigureSpec(dict(data=data, layout=layout))

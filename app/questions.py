@@ -48,6 +48,7 @@ PANEL_SECONDS = 1.0  # the teacher's answer panel reads the tally this often
 RESEND_SECONDS = 2.0  # an answer pressed while the store was away is tried again this often
 SOLUTION_CHARS = 2_000  # classroom.store's limit on a question's solution
 LABEL_CHARS = 40  # a label kept in a forecast's solution
+PHONE_WIDTH = 360  # px: a student's own forecast grid is planned for a phone's column (wider ones stretch it)
 STATUS_WORDS = {"open": "open", "closed": "closed", "revealed": "revealed"}
 LOST = ("The class connection is lost: your answer was **not sent yet**. Press Send again, or leave "
         "this page open: it is sent by itself when the connection is back.")
@@ -497,8 +498,14 @@ def own_forecast_view(question, mine: str | None) -> None:
         st.info("You did not draw this one. Here is the real softmax.", icon=":material/info:")
         drawn = np.full_like(real, np.nan)
     shown_queries = [q or "query" for q in queries]
+    head = int(solution.get("head", 0)) + 1
     if mine is not None and np.isfinite(drawn).all():
         st.markdown(forecast_words(drawn, real, shown_queries, keys, "Your forecast"))
-    chart(forecast_figures.forecast_vs_real(drawn, real, shown_queries, keys, forecast_title="Your forecast",
-                                            real_title=f"Head {int(solution.get('head', 0)) + 1}'s softmax",
-                                            width=600), key="own_forecast")
+    if real.shape[0] == 1:  # one row: bars a phone shows large
+        figure = forecast_figures.mine_vs_real_bars(drawn[0], real[0], keys,
+                                                    real_name=f"Head {head}'s softmax")
+    else:
+        figure = forecast_figures.forecast_vs_real(drawn, real, shown_queries, keys,
+                                                   forecast_title="Your forecast",
+                                                   real_title=f"Head {head}'s softmax", width=PHONE_WIDTH)
+    chart(figure, key="own_forecast")

@@ -196,6 +196,11 @@ def test_the_class_forecast_sits_next_to_the_real_softmax():
     assert titles == ["The class's forecast (3)", "Head 1's softmax"]
     text = json.dumps(fig.to_dict())
     assert "<b>" not in text and "$x$" not in text
+    pair = forecast_figures.mine_vs_real_bars([0.5, np.nan, 0.5], [0.1, 0.1, 0.8], ["<b>", "b", "c"])
+    mine, head = pair["data"]
+    assert list(mine["y"]) == [1, 3] and list(bar_x(mine)) == [0.5, 0.5]  # an undrawn key has no bar
+    assert list(head["text"]) == ["0.10", "0.10", "0.80"]
+    assert pair["layout"]["yaxis"]["ticktext"][0] == "&lt;b&gt;"
     shares = forecast_figures.share_bars([0.25, 0.75, 0.0], ["<b>", "b", "c"], allowed=[True, True, False])
     assert list(shares["data"][0]["text"]) == ["0.25", "0.75", "masked"]
 
@@ -314,6 +319,10 @@ def tap(student, question_id: str, key: int, times: int = 1, *, take: bool = Fal
         assert not student.exception
 
 
+def bar_x(trace) -> np.ndarray:
+    return decode(trace["x"]) if isinstance(trace["x"], dict) else np.array(trace["x"], dtype=float)
+
+
 def test_the_class_draws_a_forecast_and_sees_its_average_next_to_the_real_softmax():
     teacher, code = teacher_with_room()
     goto(teacher, "present")
@@ -353,9 +362,9 @@ def test_the_class_draws_a_forecast_and_sees_its_average_next_to_the_real_softma
     teacher.button(key="room_reveal").click().run()
     assert "present_weights" in chart_specs(teacher)  # the screen's result, revealed with the answers
     rerun_after_a_poll(students[1])
-    mine, real = heatmap_values(chart_specs(students[1])["own_forecast"])
-    np.testing.assert_allclose(mine[0], drawn[1], atol=1e-5)
-    np.testing.assert_allclose(real[0], question.weights[0], atol=1e-6)
+    mine, real = (bar_x(trace) for trace in chart_specs(students[1])["own_forecast"]["data"])
+    np.testing.assert_allclose(mine, drawn[1], atol=1e-5)
+    np.testing.assert_allclose(real, question.weights[0], atol=1e-6)
     assert "Your forecast is" in the_answer_text(students[1])
 
 
