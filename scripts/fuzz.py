@@ -6,7 +6,7 @@
 Prints the seed first; the machine is deterministic, so the same seed generates the same examples
 and meets the same failure (on a slower machine, later: give the replay more FUZZ_SECONDS). When the
 time is up and no example has failed, pytest is stopped and the run passes. When one has failed
-(the machine notes it in FUZZ_FAILURE_FILE), Hypothesis is left to shrink and report it; if that
+(the machine notes every example's end in FUZZ_DIR), Hypothesis is left to shrink and report it; if that
 takes longer than FUZZ_SHRINK_SECONDS, the failure as first met is printed. Exits non-zero on a
 failure.
 """
@@ -43,12 +43,19 @@ def finished(process: subprocess.Popen, within: float) -> int | None:
         return None
 
 
+def examples(notes: Path) -> int:
+    """How many examples the machine ran to their end."""
+    ended = notes / "examples.txt"
+    return len(ended.read_text(encoding="utf-8").splitlines()) if ended.exists() else 0
+
+
 def main() -> int:
     print(f"fuzz: seed {seed}, {seconds:.0f} s; replay with: make fuzz FUZZ_SEED={seed}", flush=True)
-    failures = Path(tempfile.mkdtemp(prefix="mha-fuzz-")) / "failures.txt"
+    notes = Path(tempfile.mkdtemp(prefix="mha-fuzz-"))
+    failures = notes / "failures.txt"
     steps = os.environ.get("STATEFUL_STEPS", "30")
     env = {**os.environ, "STATEFUL_EXAMPLES": "1000000", "STATEFUL_STEPS": steps,
-           "FUZZ_FAILURE_FILE": str(failures)}
+           "FUZZ_DIR": str(notes)}
     command = [sys.executable, "-m", "pytest", "tests/test_stateful.py", "-x", "-q", "-p", "no:cacheprovider",
                f"--hypothesis-seed={seed}", "--hypothesis-show-statistics"]
     started = time.monotonic()
@@ -56,13 +63,14 @@ def main() -> int:
     code = finished(process, seconds)
     if code is None and failures.exists():
         met = time.monotonic() - started
-        print(f"fuzz: an example failed (by {met:.0f} s); Hypothesis shrinks it for at most "
-              f"{shrink_seconds:.0f} s", flush=True)
+        print(f"fuzz: an example failed by {met:.0f} s ({examples(notes)} examples ended by then); "
+              f"Hypothesis shrinks it for at most {shrink_seconds:.0f} s", flush=True)
         code = finished(process, shrink_seconds)
     if code is None:
         stop(process)
         if not failures.exists():
-            print(f"fuzz: no failure in {time.monotonic() - started:.0f} s (seed {seed})")
+            print(f"fuzz: no failure in {time.monotonic() - started:.0f} s, {examples(notes)} examples of "
+                  f"{steps} steps (seed {seed})")
             return 0
         first = failures.read_text(encoding="utf-8")
         print(f"fuzz: shrinking took too long; the failure as first met:\n{first}")

@@ -62,7 +62,7 @@ MODEL_TEXTS = ("the cat sat on the mat because it was tired", "  ", "Ünïcödé
                "a " * 40)
 EXAMPLES = int(os.environ.get("STATEFUL_EXAMPLES", "6"))
 STEPS = int(os.environ.get("STATEFUL_STEPS", "12"))
-FAILURE_FILE = os.environ.get("FUZZ_FAILURE_FILE")  # scripts/fuzz.py: where a failing example is noted
+FUZZ_DIR = os.environ.get("FUZZ_DIR")  # scripts/fuzz.py: where each example's end is noted
 RUN_SECONDS = 600  # an AppTest run's timeout: on a shared machine a slow run is no failure
 CLOCK_START = 1_800_000_000.0  # the machine's clock at the start of every example (epoch seconds)
 
@@ -124,11 +124,16 @@ def open_tab(params: dict[str, str] | None = None) -> AppTest:
     return tab
 
 
-def note_failure(failure: BaseException) -> None:
-    """Tell scripts/fuzz.py that an example failed (Hypothesis then shrinks it before reporting)."""
+def note_example(failure: BaseException | None) -> None:
+    """Tell scripts/fuzz.py that an example ended, and how if it failed (Hypothesis then shrinks it
+    before it reports: that can take minutes)."""
+    if not FUZZ_DIR:
+        return
     ours = isinstance(failure, Exception) and not type(failure).__module__.startswith("hypothesis")
-    if FAILURE_FILE and ours:  # not Hypothesis's own signals (an overrun, an assumption)
-        with open(FAILURE_FILE, "a", encoding="utf-8") as out:
+    with open(os.path.join(FUZZ_DIR, "examples.txt"), "a", encoding="utf-8") as out:
+        out.write("failed\n" if ours else "ok\n")
+    if ours:  # not Hypothesis's own signals (an overrun, an assumption)
+        with open(os.path.join(FUZZ_DIR, "failures.txt"), "a", encoding="utf-8") as out:
             out.write(f"{type(failure).__name__}: {str(failure)[:2000]}\n")
 
 
@@ -177,9 +182,7 @@ class Workbench(RuleBasedStateMachine):
         self.student = None  # a session following this page's room, once there is one
 
     def teardown(self):
-        failure = sys.exc_info()[1]  # teardown runs in Hypothesis's finally: the step's exception, if any
-        if failure is not None:
-            note_failure(failure)
+        note_example(sys.exc_info()[1])  # teardown runs in Hypothesis's finally: a step's exception, if any
         if hasattr(self, "world"):
             self.world.close()
 
