@@ -37,8 +37,6 @@ from app import state, widgets
 from app.safe import lit
 from app.views import labs, model
 from classroom.store import (
-    GUESS_BUCKET,
-    TOO_MANY_GUESSES,
     NoSuchRoom,
     NotInRoom,
     NotTheTeacher,
@@ -168,14 +166,13 @@ def check_teacher_key(typed: str) -> None:
     key = teacher_key()
     if key is None:
         return
-    guesses, now = f"guess:{client_address()}", time.time()
-    wait = store()._peek(guesses, now, *GUESS_BUCKET)  # noqa: SLF001 - the store's guess bucket
-    if wait > 0:
-        raise TooSoon(TOO_MANY_GUESSES, wait)
+    if not typed.strip():  # nothing tried, nothing counted
+        raise TeacherKeyError("Type the teacher key first: this server asks for it to start a room.")
+    client = client_address()
+    store().refuse_if_guessing(client=client)
     if not hmac.compare_digest(typed.strip().encode(), key.encode()):
-        store()._take(guesses, now, *GUESS_BUCKET)  # noqa: SLF001
-        raise TeacherKeyError("That is not this server's teacher key." if typed.strip() else
-                              "Type the teacher key first: this server asks for it to start a room.")
+        store().wrong_guess(client=client)
+        raise TeacherKeyError("That is not this server's teacher key.")
 
 
 def new_student_secret() -> str:

@@ -274,10 +274,12 @@ def test_the_same_browser_in_two_tabs_is_one_student_who_answers_once():
     teacher, code = teacher_with_room()
     question = live.store().ask(code, teacher.session_state["teacher_secret"], "Which head?", ["A", "B"])
     secret = secrets.token_urlsafe(24)  # what a browser's cookie holds
-    first = session_with_the_cookie(secret, {"room": code})
-    second = session_with_the_cookie(secret, {"room": code})
+    first = session_with_the_cookie(secret, {})
+    goto(first, "class")
+    join_with_the_box(first, code, "ann")
+    second = session_with_the_cookie(secret, {"room": code})  # the link: no nickname
     assert first.session_state["student_id"] == second.session_state["student_id"]
-    assert [s.id for s in roster(teacher)] == [first.session_state["student_id"]]
+    assert [(s.id, s.nickname) for s in roster(teacher)] == [(first.session_state["student_id"], "ann")]
     assert live.store().answer(code, question.id, first.session_state["student_id"], "A")
     assert not live.store().answer(code, question.id, second.session_state["student_id"], "B")
     assert live.store().tally(code, question.id).counts == {"A": 1, "B": 0}
