@@ -1,0 +1,499 @@
+"""Issue 15's hostile student, replayed against a real server: the figures after the fix.
+
+Run: PYTHONPATH=. .venv/bin/python bench/abuse.py [--redis] [--only flood,fill,...]
+
+One headless server (tests/live_server.py) with MHA_CLIENT_IP_HEADER=X-Forwarded-For, as the
+Kubernetes manifests run it behind the ingress, on SQLite under a temporary MHA_DATA_DIR or, with
+--redis, on a redis-server the bench starts (tests/redis_server.py). Every simulated browser is a
+tests/st_protocol session whose websocket handshake carries X-Forwarded-For (the address the
+ingress would write) and, where it has one, the ``mha_student`` cookie. Every address is a loopback
+one (127.x.y.z) and every connection goes to 127.0.0.1. The bench's own store object (the same
+SQLite file or Redis) plays the teacher where the teacher's page is not the point, and reads rosters
+and tallies to check what the pages said.
+
+The cases (issue 15, "What a hostile student did"; the figures before are the issue's):
+- flood: 205 sessions from one address each press "Start a room"; then a teacher from another.
+- fill: 300 sessions open /?room=CODE from one address, each a fresh browser; a real student from
+  another address; then the teacher locks the room and 20 more try.
+- impersonation: ``?room=CODE&me=<a classmate's id>``, and the classmate's copied address bar,
+  answer a question; the classmate then answers.
+- guessing: one websocket tries room codes as fast as the server answers; then the right code, from
+  that websocket, from a new one at the same address, and from another address.
+- ballot: one browser (one cookie) answers one question from 20 tabs; one address without cookies
+  answers from 60 fresh sessions, then after the teacher locks the room from 10 more.
+- export: ``python -m mha_core.export`` on the issue's file name, and the script it prints run.
+- markup: tokens from a ``?s=`` link and a nickname holding ``![i](http://127.0.0.1:<port>/p.png)
+  **BOLD**``; Chromium opens every page, leads a room and asks, reveals; a local HTTP listener counts
+  the requests it receives (target 0; a control fetch proves it counts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import http.server
+import os
+import random
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+# `python bench/abuse.py` puts bench/ first on sys.path, where a file named like a package would shadow it.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+from streamlit.util import calc_hash  # noqa: E402
+
+from tests.live_server import ROOT, streamlit_server  # noqa: E402
+from tests.st_protocol import FollowerSession  # noqa: E402
+
+ATTACKER, TEACHER, STUDENT, CLASSMATE = "127.0.0.66", "127.0.0.10", "127.0.0.20", "127.0.0.21"
+AT_ONCE = 8  # sessions the bench keeps open at the same time in a flood
+CASES = ("flood", "fill", "impersonation", "guessing", "ballot", "export", "markup")
+ISSUE_FILE_NAME = 'x""";import os;os.system("touch PWNED");""".json'
+CHOICES = ["A", "B", "C"]
+
+
+# --- A browser tab that keeps what its pages said --------------------------------------------------
+
+
+class Tab(FollowerSession):
+    """A session that keeps every alert and Markdown text it was sent (escapes undone)."""
+
+    def __init__(self, url: str, address: str, cookie: str | None = None):
+        headers = {"X-Forwarded-For": address, **({"Cookie": f"mha_student={cookie}"} if cookie else {})}
+        super().__init__(url, timeout=120.0, headers=headers)
+        self.said: list[str] = []
+
+    def _read(self, msg, run) -> None:
+        super()._read(msg, run)
+        if msg.WhichOneof("type") == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            element = msg.delta.new_element
+            kind = element.WhichOneof("type")
+            if kind == "alert":
+                self.said.append(plain(element.alert.body))
+            elif kind == "markdown":
+                self.said.append(plain(element.markdown.body))
+
+    def saw(self, words: str) -> bool:
+        return any(words in text for text in self.said)
+
+    async def open_page(self, query: str, page: str | None = None):
+        if page:
+            self.page_hash = calc_hash(page)
+        return await self.open(query)
+
+
+def plain(text: str) -> str:
+    """app/safe.py's backslash escapes undone."""
+    out, escaped = [], False
+    for char in text:
+        if escaped or char != "\\":
+            out.append(char)
+            escaped = False
+        else:
+            escaped = True
+    return "".join(out)
+
+
+async def visit(url: str, query: str, address: str, cookie: str | None = None, page: str | None = None,
+                press: str | None = None) -> Tab:
+    """Open a tab, optionally press a button by key, close it; the tab keeps what was said."""
+    tab = Tab(url, address, cookie)
+    try:
+        await tab.open_page(query, page)
+        if press:
+            await tab.press(press)
+    finally:
+        with contextlib.suppress(Exception):
+            await tab.close()
+    return tab
+
+
+async def many(count: int, make) -> tuple[list[Tab], float]:
+    """make(i) -> a visit coroutine, count of them, AT_ONCE at a time; the tabs and the seconds."""
+    gate = asyncio.Semaphore(AT_ONCE)
+
+    async def one(i: int):
+        async with gate:
+            return await make(i)
+
+    started = time.monotonic()
+    tabs = await asyncio.gather(*(one(i) for i in range(count)))
+    return list(tabs), time.monotonic() - started
+
+
+def fresh_cookie() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def exceptions(tabs) -> int:
+    return sum(any(e.startswith(("exception", "compilation")) for e in (t.last.errors if t.last else []))
+               for t in tabs)
+
+
+# --- The cases -------------------------------------------------------------------------------------
+
+
+async def room_flood(url: str, store) -> dict:
+    tabs, seconds = await many(205, lambda i: visit(url, "", ATTACKER, page="class", press="live_start"))
+    teacher = await visit(url, "", TEACHER, page="class", press="live_start")
+    return {"sessions": len(tabs), "seconds": seconds,
+            "rooms": sum(t.saw("you lead it") for t in tabs),
+            "refused": sum(t.saw("Too many rooms started from your address") for t in tabs),
+            "exceptions": exceptions([*tabs, teacher]),
+            "teacher": "leads a room" if teacher.saw("you lead it") else " / ".join(teacher.said[-2:])}
+
+
+async def class_fill(url: str, store) -> dict:
+    room = store.create_room(client=TEACHER)
+    link = f"room={room.code}"
+
+    def members() -> int:
+        return sum(not s.removed for s in store.roster(room.code, room.teacher_secret))
+
+    tabs, seconds = await many(300, lambda i: visit(url, link, ATTACKER, fresh_cookie()))
+    admitted = members()
+    real = fresh_cookie()
+    student = await visit(url, link, STUDENT, real)
+    from app.live import student_id_of
+    real_in = student_id_of(real) in {s.id for s in store.roster(room.code, room.teacher_secret)}
+    store.lock(room.code, room.teacher_secret)
+    after, _ = await many(20, lambda i: visit(url, link, ATTACKER, fresh_cookie()))
+    back = await visit(url, link, STUDENT, real)  # a member reconnecting to the locked room
+    return {"sessions": len(tabs), "seconds": seconds, "admitted": admitted,
+            "refused": sum(t.saw("Too many students joined from your network") for t in tabs),
+            "real_student": "admitted" if real_in and not student.saw("Too many") else "REFUSED",
+            "after_lock": members() - admitted - real_in,
+            "locked_message": sum(t.saw("The room is locked") for t in after),
+            "member_back": not back.saw("locked"), "exceptions": exceptions([*tabs, *after, student, back])}
+
+
+async def send_answer(tab: Tab, question_id: str, value: str):
+    tab.set_string("live_value", value)
+    return await tab.press(f"FormSubmitter:live_answer_{question_id}-Send")
+
+
+async def impersonation(url: str, store) -> dict:
+    from app.live import student_id_of
+    room = store.create_room(client=TEACHER)
+    question = store.ask(room.code, room.teacher_secret, "Which head?", CHOICES)
+    victim_cookie = fresh_cookie()
+    victim = Tab(url, CLASSMATE, victim_cookie)
+    await victim.open(f"room={room.code}")
+    victim_id = student_id_of(victim_cookie)
+    address_bar = victim.query_string  # what a projected screen or a glance shows
+    results = {}
+    for name, query, cookie in (("me= link", f"room={room.code}&me={victim_id}", fresh_cookie()),
+                                ("copied address bar, attacker's browser", address_bar, fresh_cookie()),
+                                ("copied address bar, no cookie", address_bar, None)):
+        tab = Tab(url, ATTACKER, cookie)
+        await tab.open(query)
+        await send_answer(tab, question.id, "C")
+        await tab.close()
+        counted = tab.saw("Your answer is in")
+        results[name] = "counted for the attacker" if counted else " / ".join(tab.said[-2:])
+    await send_answer(victim, question.id, "A")
+    await victim.close()
+    mine = store.my_answer(room.code, question.id, victim_id)
+    return {"attempts": results, "address_bar": address_bar,
+            "secret_or_id_in_address": victim_cookie in address_bar or victim_id in address_bar,
+            "victim_answer": mine.value if mine else None,
+            "victim_told_already": victim.saw("You had already answered"),
+            "tally": store.tally(room.code, question.id).counts}
+
+
+def wrong_code(store, rng: random.Random) -> str:
+    from classroom.store import CODE_ALPHABET, CODE_LENGTH
+    while True:
+        code = "".join(rng.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+        if not store.room_exists(code):  # the bench's check; the app never asks this oracle
+            return code
+
+
+async def code_guessing(url: str, store, seconds: float = 20.0) -> dict:
+    """One websocket tries codes for `seconds`; then new websockets from one address, one code each."""
+    rng = random.Random(15)
+    room = store.create_room(client=TEACHER)
+    guesser = Tab(url, "127.0.0.30", fresh_cookie())
+    await guesser.open("")
+    tried = checked = refused = 0
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        guesser.said.clear()
+        await guesser.rerun(f"room={wrong_code(store, rng)}")
+        tried += 1
+        checked += guesser.saw("There is no room")
+        refused += guesser.saw("Too many room codes tried")
+    elapsed = time.monotonic() - started
+    guesser.said.clear()
+    await guesser.rerun(f"room={room.code}")
+    same_socket = door_word(guesser, room.code)
+    await guesser.close()
+    started = time.monotonic()
+    sockets, _ = await many(30, lambda i: visit(url, f"room={wrong_code(store, rng)}", "127.0.0.31",
+                                                fresh_cookie()))
+    right_after = await visit(url, f"room={room.code}", "127.0.0.31", fresh_cookie())
+    sockets_seconds = time.monotonic() - started
+    other = await visit(url, f"room={room.code}", "127.0.0.32", fresh_cookie())
+    return {"one_socket_tried": tried, "one_socket_per_second": tried / elapsed,
+            "one_socket_seconds": elapsed, "one_socket_checked": checked, "one_socket_refused": refused,
+            "then_right_code_same_socket": same_socket,
+            "new_sockets_tried": len(sockets), "new_sockets_seconds": sockets_seconds,
+            "new_sockets_checked": sum(t.saw("There is no room") for t in sockets),
+            "new_sockets_refused": sum(t.saw("Too many room codes tried") for t in sockets),
+            "then_right_code_new_socket_same_address": door_word(right_after, room.code),
+            "right_code_other_address": door_word(other, room.code)}
+
+
+def door_word(tab: Tab, code: str) -> str:
+    """'admitted', or the door's refusal as the page said it."""
+    refusals = [s for s in tab.said if "Too many" in s or "no room" in s or "locked" in s]
+    if refusals:
+        return "refused: " + refusals[-1]
+    return "admitted" if tab.saw(f"Room {code}") else "unclear: " + " / ".join(tab.said[-2:])
+
+
+async def answer_from(url: str, code: str, question_id: str, address: str, cookie: str | None,
+                      value: str) -> Tab:
+    tab = Tab(url, address, cookie)
+    try:
+        await tab.open(f"room={code}")
+        if f"FormSubmitter:live_answer_{question_id}-Send" in tab.last.widget_ids:
+            await send_answer(tab, question_id, value)
+    finally:
+        with contextlib.suppress(Exception):
+            await tab.close()
+    return tab
+
+
+async def ballot_stuffing(url: str, store) -> dict:
+    room = store.create_room(client=TEACHER)
+    question = store.ask(room.code, room.teacher_secret, "Which head?", CHOICES)
+    browser = fresh_cookie()
+    tabs, _ = await many(20, lambda i: answer_from(url, room.code, question.id, "127.0.0.40", browser,
+                                                   CHOICES[i % 3]))
+    one_browser = store.tally(room.code, question.id).total
+    started = time.monotonic()
+    fresh, seconds = await many(60, lambda i: answer_from(url, room.code, question.id, "127.0.0.41", None,
+                                                          "C"))
+    counted = store.tally(room.code, question.id).total - one_browser
+    store.lock(room.code, room.teacher_secret)
+    locked, _ = await many(10, lambda i: answer_from(url, room.code, question.id, "127.0.0.41", None, "C"))
+    after_lock = store.tally(room.code, question.id).total - one_browser - counted
+    from classroom.store import JOIN_BURST, JOIN_PER_SECOND
+    return {"one_browser_tabs": len(tabs), "one_browser_counted": one_browser,
+            "fresh_sessions": len(fresh), "fresh_seconds": seconds, "fresh_counted": counted,
+            "join_bound": JOIN_BURST + JOIN_PER_SECOND * (time.monotonic() - started),
+            "after_lock_counted": after_lock, "exceptions": exceptions([*tabs, *fresh, *locked])}
+
+
+def export_file_name() -> dict:
+    from mha_core import all_scenarios
+    from mha_core.codec import setup_to_json
+    python = sys.executable
+    with tempfile.TemporaryDirectory(prefix="abuse-export-") as tmp:
+        work = Path(tmp)
+        (work / ISSUE_FILE_NAME).write_text(setup_to_json(all_scenarios()["cat_chases_mouse"]))
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        made = subprocess.run([python, "-m", "mha_core.export", ISSUE_FILE_NAME], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=120)
+        (work / "script.py").write_text(made.stdout)
+        ran = subprocess.run([python, "script.py"], cwd=work, env=env, capture_output=True, text=True,
+                             timeout=120)
+        return {"export_exit": made.returncode, "script_exit": ran.returncode,
+                "pwned_created": (work / "PWNED").exists(),
+                "name_in_script": ISSUE_FILE_NAME in made.stdout or repr(ISSUE_FILE_NAME) in made.stdout}
+
+
+# --- Markup: count what a browser fetches ----------------------------------------------------------
+
+
+class Listener:
+    """An HTTP server on 127.0.0.1 that counts the requests it receives (and answers 404)."""
+
+    def __init__(self):
+        self.paths: list[str] = []
+        paths = self.paths
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                paths.append(self.path)
+                self.send_response(404)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def hostile_tokens(port: int) -> list[str]:
+    image = f"![i](http://127.0.0.1:{port}/p.png)"
+    return [image, "**BOLD**", f"<img/src=http://127.0.0.1:{port}/h.png>", "$x$", ":red[x]", "sat"]
+
+
+def hostile_link(tokens: list[str]) -> str:
+    from urllib.parse import urlencode
+
+    import numpy as np
+
+    from mha_core import DEFAULT_SCENARIO, all_scenarios
+    from mha_core.codec import setup_from_document, setup_to_document, setup_to_link
+
+    document = setup_to_document(all_scenarios()[DEFAULT_SCENARIO])
+    document.pop("origin", None)
+    document["tokens"] = tokens
+    document["x"] = np.random.default_rng(0).normal(size=(len(tokens), 2)).round(3).tolist()
+    params, _ = setup_to_link(setup_from_document(document), None)
+    return urlencode(params)
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+PAGES = ("workbench", "present", "labs", "quiz", "model", "class", "examples")
+
+
+def settle(page, ms: int = 1500) -> None:
+    page.wait_for_timeout(500)
+    page.wait_for_selector(IDLE, timeout=90_000)
+    page.wait_for_timeout(ms)
+
+
+def markup(url: str, store) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    listener = Listener()
+    tokens = hostile_tokens(listener.port)
+    link = hostile_link(tokens)
+    nickname = f"![i](http://127.0.0.1:{listener.port}/n.png) **BOLD**"
+    room = store.create_room(client=TEACHER)
+    seen: dict[str, int] = {}
+    try:
+        # a student joins with the nickname through the Class page's join box
+        async def name_student():
+            tab = Tab(url, STUDENT, fresh_cookie())
+            await tab.open_page("", "class")
+            tab.set_string("live_join_code", room.code)
+            tab.set_string("live_join_nickname", nickname)
+            await tab.press("FormSubmitter:live_join-Join")
+            await tab.close()
+        asyncio.run(name_student())
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            try:
+                teacher = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+                for name in PAGES:  # every page with the link's tokens
+                    teacher.goto(f"{url}/{name}?{link}", timeout=120_000)
+                    settle(teacher)
+                    seen[f"page {name}"] = len(listener.paths)
+                # the teacher leads the room: roster with the nickname, then asks on the presenter
+                teacher.goto(f"{url}/class?room={room.code}&teacher={room.teacher_secret}", timeout=120_000)
+                settle(teacher, 4000)
+                seen["class page: roster"] = len(listener.paths)
+                student = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                              has_touch=True).new_page()
+                lead = f"room={room.code}&teacher={room.teacher_secret}"  # a new page load is a new session
+                teacher.goto(f"{url}/present?{link}&step=4&{lead}", timeout=120_000)  # "attends to most"
+                settle(teacher)
+                teacher.locator(".st-key-present_ask button").click()
+                settle(teacher)
+                student.goto(f"{url}/?room={room.code}", timeout=120_000)
+                settle(student, 3000)
+                seen["student: question asked"] = len(listener.paths)
+                question = store.state(room.code).question
+                choice = question.choices[0] if question and question.choices else None
+                if choice is not None:
+                    student.locator("[data-testid='stRadio'] label").first.click()
+                    student.locator("[data-testid='stFormSubmitButton'] button").first.click()
+                    settle(student)
+                teacher.locator(".st-key-present_reveal button").first.click()
+                settle(teacher, 2000)
+                settle(student, 4000)
+                seen["student: revealed"] = len(listener.paths)
+                teacher.goto(f"{url}/class?{lead}", timeout=120_000)
+                settle(teacher, 3000)
+                seen["class page: answers"] = len(listener.paths)
+                revealed_text = student.inner_text("body")
+                before_control = len(listener.paths)
+                teacher.evaluate(f"() => fetch('http://127.0.0.1:{listener.port}/control').catch(() => null)")
+                teacher.wait_for_timeout(1000)
+                control = len(listener.paths) - before_control
+            finally:
+                browser.close()
+    finally:
+        listener.close()
+    return {"requests": before_control, "paths": listener.paths[:before_control], "after_each": seen,
+            "control_fetch_counted": control, "asked": question.prompt if question else None,
+            "answers_in_room": store.tally(room.code, question.id).total if question else 0,
+            "student_told_right_or_wrong": "You answered" in revealed_text,
+            "bold_shown_literally": "**BOLD**" in revealed_text}
+
+
+# --- Running it -------------------------------------------------------------------------------------
+
+
+def run_case(name: str, url: str, store) -> dict:
+    started = time.monotonic()
+    if name == "export":
+        result = export_file_name()
+    elif name == "markup":
+        result = markup(url, store)
+    else:
+        case = {"flood": room_flood, "fill": class_fill, "impersonation": impersonation,
+                "guessing": code_guessing, "ballot": ballot_stuffing}[name]
+        result = asyncio.run(case(url, store))
+    result["case_seconds"] = time.monotonic() - started
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--redis", action="store_true", help="the store on a redis-server")
+    parser.add_argument("--only", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
+    args = parser.parse_args()
+    cases = [c.strip() for c in args.only.split(",") if c.strip()]
+    unknown = set(cases) - set(CASES)
+    if unknown:
+        parser.error(f"unknown cases {sorted(unknown)}")
+    with tempfile.TemporaryDirectory(prefix="abuse-") as tmp, contextlib.ExitStack() as stack:
+        os.environ.update(MHA_DATA_DIR=str(Path(tmp) / "data"), MHA_CLIENT_IP_HEADER="X-Forwarded-For")
+        for name in ("REDIS_URL", "MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE"):
+            os.environ.pop(name, None)
+        backend = "SQLite"
+        if args.redis:
+            from tests.redis_server import RedisServer
+            server = RedisServer(Path(tmp) / "redis")
+            server.start()
+            stack.callback(server.stop)
+            os.environ["REDIS_URL"] = server.url
+            backend = "Redis"
+        from classroom.store import open_store
+        store = open_store()
+        stack.callback(store.release)
+        url, _ = stack.enter_context(streamlit_server())
+        asyncio.run(visit(url, "", "127.0.0.2"))  # the server's first run imports everything: not timed
+        print(f"bench/abuse.py on {backend}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+        for name in cases:
+            result = run_case(name, url, store)
+            print(f"\n## {name} ({result.pop('case_seconds'):.1f} s)")
+            for key, value in result.items():
+                print(f"- {key}: {value:.2f}" if isinstance(value, float) else f"- {key}: {value}")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
