@@ -409,7 +409,7 @@ def forecast_form(question, labels: Labels) -> None:
     row = 0
     if rows > 1:
         row = st.selectbox("Query", range(rows), key=f"forecast_row_{question.id}",
-                           format_func=lambda r: f"{labels.queries[r]} ({sum(chips[r])} chips)")
+                           format_func=lambda r: short(labels.queries[r]))  # labels that never change
     shares = chips_to_weights(chips)  # [rows, cols]
     left = CHIPS - sum(chips[row])
     st.markdown(md("Tap a key to give it a chip: {} chips share out 1.0. **{}** left.", CHIPS, left))

@@ -418,3 +418,30 @@ def test_a_send_while_the_store_is_away_keeps_the_answer_and_sends_it_when_it_is
     assert "Your answer is in" in the_answer_text(student) and "not sent yet" not in the_answer_text(student)
     tally = live.store().tally(code, question.id)
     assert tally.total == 1 and tally.counts["B"] == 1 and tally.right == 1
+
+
+def test_a_small_setup_can_have_the_heads_whole_grid_drawn():
+    teacher, code = teacher_with_room()
+    goto(teacher, "present")
+    for _ in range(3):
+        teacher.button(key="present_next").click().run()
+    student = open_address({"room": code})
+    teacher.checkbox(key="present_draw_grid").check().run()
+    teacher.button(key="present_draw").click().run()
+    question_id, question = teacher.session_state["asked"]
+    n_q, n_k = question.grid
+    assert n_q == len(question.rows) > 1 and n_q * n_k <= FORECAST_CELLS
+    rerun_after_a_poll(student)
+    send = f"forecast_send_{question_id}"
+    for row in range(n_q):
+        assert student.button(key=send).disabled  # a row without a chip yet
+        student.selectbox(key=f"forecast_row_{question_id}").set_value(row).run()
+        student.button(key=f"chip_add_{question_id}_{row}_{row % n_k}").click().run()
+    student.button(key=send).click().run()
+    assert not student.exception and "Your answer is in" in the_answer_text(student)
+    teacher.button(key="room_close").click().run()
+    mean, real = heatmap_values(chart_specs(teacher)["room_forecast_chart"])
+    expected = np.zeros((n_q, n_k))
+    expected[np.arange(n_q), np.arange(n_q) % n_k] = 1.0  # one chip per row: all of its weight
+    np.testing.assert_allclose(mean, expected, atol=1e-6)
+    np.testing.assert_allclose(real, question.weights, atol=1e-6)
