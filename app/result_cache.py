@@ -24,6 +24,8 @@ from collections import Counter, OrderedDict
 
 import numpy as np
 import streamlit as st
+from streamlit import runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from mha_core import MHAResult, Setup
 from mha_core.gate import Gate
@@ -123,6 +125,8 @@ class _Held:
 
     def __init__(self):
         self.key: bytes | None = None
+        ctx = get_script_run_ctx()
+        self.session_id = ctx.session_id if ctx is not None else None
 
     def hold(self, key: bytes) -> None:
         if key == self.key:
@@ -134,9 +138,17 @@ class _Held:
 
 
 def _release(held: _Held) -> None:
+    """A session disconnected: drop the result only it used, and the callables its download
+    buttons left with Streamlit's media manager (they hold the session's Setup). Streamlit drops
+    those only when a session shuts down, and a disconnected session that expires is never shut
+    down. A tab that reconnects in time reruns and draws its buttons anew."""
     if held.key is not None:
         RESULTS.unpin(held.key)
         held.key = None
+    if held.session_id and runtime.exists():
+        media = runtime.get_instance().media_file_mgr
+        media.clear_session_refs(held.session_id)
+        media.remove_orphaned_files()
 
 
 @st.cache_resource(scope="session", on_release=_release, show_spinner=False)

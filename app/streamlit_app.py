@@ -48,3 +48,4 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
     live.publish(current, page.url_path)  # the room gets what the address says
     st.session_state.link_notes = []  # shown once; gone after the next change
     st.session_state.pop("live_message", None)
+    current = None  # the pages keep this run's globals: its result stays only in the shared cache

@@ -361,9 +361,10 @@ def _frame(key: str, grid, rows: list[str], boolean: bool):
 
 def save_load_ui(current: state.Current) -> None:
     """Download the current setup as JSON; upload one back."""
+    setup = current.setup  # the downloads' callables keep this, never the result (app/result_cache.py)
     with st.sidebar.expander("Save or load this setup", expanded=False):
-        problem = save_problem(current.setup)
-        st.download_button("⬇ Download as JSON", data=lambda: setup_to_json(current.setup),
+        problem = save_problem(setup)
+        st.download_button("⬇ Download as JSON", data=lambda: setup_to_json(setup),
                            file_name="attention-setup.json", mime="application/json", key="setup_download",
                            on_click="ignore", disabled=problem is not None)
         if problem:
@@ -372,13 +373,13 @@ def save_load_ui(current: state.Current) -> None:
         title = state.label_of(st.session_state.origin) + (" (edited)" if current.edited else "")
         # The data is made on click, outside this run: it may use only what it is given here.
         st.download_button("⬇ Download as Python (NumPy only)",
-                           data=lambda: setup_to_script(current.setup, title=title, recipe=recipe),
+                           data=lambda: setup_to_script(setup, title=title, recipe=recipe),
                            file_name="attention_step_by_step.py", mime="text/x-python", key="script_download",
                            on_click="ignore", disabled=problem is not None and not recipe,
                            help="A short script that rebuilds these exact inputs and computes every step "
                                 "with plain NumPy, printing the weights and the output.")
         st.download_button("⬇ Download all numbers (CSV files, ZIP)",
-                           data=lambda: setup_to_csv_zip(current.setup), file_name="attention-numbers.zip",
+                           data=lambda: setup_to_csv_zip(setup), file_name="attention-numbers.zip",
                            mime="application/zip", key="numbers_download", on_click="ignore",
                            disabled=problem is not None or current.result is None,
                            help="One CSV file per matrix and step (X, each head's W, Q, K, V, scores, "

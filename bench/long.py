@@ -18,7 +18,7 @@ from unittest import mock
 
 from streamlit.testing.v1 import AppTest
 
-from app import figures
+from app import figures, result_cache
 
 APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
 RERUNS = 5
@@ -49,7 +49,7 @@ def main() -> None:
             at.run()
             times.append(time.perf_counter() - started)
         sent = sum(len(chart.proto.spec) for chart in at.get("plotly_chart")) / 1e6
-        _, result = at.session_state["last_run"]
+        result = result_cache.result_of(at.session_state["result_key"])
         labels = [f"w{i}" for i in range(n)]
         with mock.patch.object(figures, "IMAGE_FROM_CELLS", 10**12):  # every cell as a number
             naive = figures.head_grids(result.weights, labels, labels, kind="weights")

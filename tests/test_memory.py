@@ -197,3 +197,39 @@ def _noting(queued):
 
     queued.append(1)
     return contextlib.nullcontext()
+
+
+def test_no_result_outlives_the_run_but_the_shared_caches_copy():
+    """After a run, the only reference to a result is the shared cache's: not the script's globals
+    (the pages keep them), not the download buttons' callables (Streamlit keeps them for the session,
+    and forever for a session that expires without shutting down), not a fragment."""
+    import gc
+
+    from mha_core import MHAResult
+
+    at = long_session(512, 64, 8)
+    assert result_cache.result_of(at.session_state["result_key"]) is not None
+    RESULTS.clear()
+    gc.collect()
+    alive = [o for o in gc.get_objects() if isinstance(o, MHAResult) and o.weights.shape[1] == 512]
+    assert not alive, [type(r).__name__ for r in gc.get_referrers(alive[0])]
+
+
+def test_the_download_buttons_keep_the_inputs_only(monkeypatch):
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    kept = []
+    original = MediaFileManager.add_deferred
+
+    def recording(self, data_callable, *args, **kwargs):
+        kept.append(data_callable)
+        return original(self, data_callable, *args, **kwargs)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", recording)
+    at = long_session(180, 16, 8)  # few enough numbers to save (the buttons are enabled), a big result
+    kept.clear()
+    at.run()
+    result = result_cache.result_of(at.session_state["result_key"])
+    inputs = numpy_bytes([at.session_state["work"]])
+    assert len(kept) == 3  # JSON, script, CSV
+    assert numpy_bytes(kept) <= inputs < numpy_bytes(result) / 10
