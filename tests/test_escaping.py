@@ -749,6 +749,7 @@ def test_hostile_tokens_in_chromium_from_a_link_and_a_file_fetch_and_render_noth
     bold, no javascript: link; the tokens show as text."""
     import json
     import urllib.parse
+    from xml.etree import ElementTree
 
     from mha_core.codec import setup_to_json, setup_to_link
     from tests.live_server import streamlit_server
@@ -788,5 +789,25 @@ def test_hostile_tokens_in_chromium_from_a_link_and_a_file_fetch_and_render_noth
         assert "Could not load **BOLD** <b>x</b>" in page.evaluate(RENDERED)["text"] or \
             page.locator("input[aria-label*='Tokens (queries)' i]").input_value() == HOSTILE_TEXT
         assert page.locator("input[aria-label*='Tokens (queries)' i]").input_value() == HOSTILE_TEXT
+        svg = ElementTree.fromstring(_chart_as_svg(page, tmp_path))
+        texts = {"".join(node.itertext()) for node in svg.iter("{http://www.w3.org/2000/svg}text")}
+        assert {"<b>x</b>", "**BOLD**", "$x$"} <= texts, texts  # the ticks show the tokens as text
+        assert not [node for node in svg.iter() if "bold" in (node.get("style") or "").replace(" ", "")]
         browser.close()
     assert not [r for r in requested if "127.0.0.1:9/" in r], "the image was fetched"
+
+
+def _chart_as_svg(page, folder: Path) -> str:
+    """The weights chart as the modebar's camera downloads it, in SVG (chosen in the sidebar)."""
+    page.locator("label:has-text('SVG')").click()
+    page.wait_for_function("""() => {
+        const gd = document.querySelector('.st-key-chart_weights .js-plotly-plot');
+        return gd && gd._context && gd._context.toImageButtonOptions.format === 'svg'; }""", timeout=30_000)
+    page.wait_for_selector(IDLE, timeout=30_000)
+    chart = page.locator(".st-key-chart_weights .js-plotly-plot")
+    chart.hover()
+    with page.expect_download(timeout=30_000) as started:
+        chart.locator(".modebar-btn[data-title^='Download plot']").click()
+    path = folder / started.value.suggested_filename
+    started.value.save_as(path)
+    return path.read_text()
