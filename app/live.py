@@ -290,7 +290,7 @@ def lead_from_link(code: str, secret: str) -> str | None:
         return str(error)
     stop_following()
     ss.update(room=normalise_code(code), teacher_secret=secret, following=False)
-    for key in ("published", "asked", "room_gone"):
+    for key in ("published", "asked", "live_confirm_remove"):
         ss.pop(key, None)
     return None
 
