@@ -151,6 +151,7 @@ class _Checker(ast.NodeVisitor):
                 isinstance(node.args[0], (ast.List, ast.Tuple)):
             self._check(node, node.args[0].elts, "tabs(labels)")
         self._check(node, _keyword(node, "help"), f"{name}(help)")  # a tooltip is Markdown, on any call
+        self._check(node, _keyword(node, "caption"), f"{name}(caption)")  # st.image(caption=...) too
         if name in WRAPPERS:
             for parameter, position in WRAPPERS[name].items():
                 self._check(node, _argument(node, position, parameter), f"{name}({parameter})")
@@ -711,7 +712,10 @@ RENDERED = """() => ({
     images: Array.from(document.querySelectorAll("img")).map(i => i.getAttribute("src") || ""),
     strong: Array.from(document.querySelectorAll("strong, b")).map(e => e.textContent),
     links: Array.from(document.querySelectorAll("a")).map(a => a.getAttribute("href") || ""),
-    coloured: document.querySelectorAll("[class*='red'], span[style*='red']").length,
+    coloured: Array.from(document.querySelectorAll("span")).filter(
+        e => e.textContent === "x" && (e.getAttribute("style") || "").includes("color")).length,
+    formulas: Array.from(document.querySelectorAll(".katex annotation")).filter(
+        e => e.textContent === "x").length,
     text: document.body.innerText,
 })"""
 
@@ -739,6 +743,7 @@ def _nothing_rendered(page, where: str) -> dict:
     assert not [src for src in seen["images"] if "127.0.0.1" in src], where
     assert "BOLD" not in seen["strong"] and "x" not in seen["strong"], (where, seen["strong"])
     assert not [href for href in seen["links"] if href.lower().startswith("javascript")], where
+    assert seen["coloured"] == 0 and seen["formulas"] == 0, (where, seen["coloured"], seen["formulas"])
     assert page.locator("[data-testid='stException']").count() == 0, where
     return seen
 
