@@ -816,3 +816,28 @@ def _chart_as_svg(page, folder: Path) -> str:
     path = folder / started.value.suggested_filename
     started.value.save_as(path)
     return path.read_text()
+
+
+# --- The escapers themselves -------------------------------------------------------------------
+
+def test_lit_escapes_every_ascii_punctuation_mark_and_nothing_else():
+    import string
+
+    from app.safe import lit
+
+    assert lit(string.punctuation) == "".join("\\" + c for c in string.punctuation)
+    assert lit("sat 3 · naïve 猫\n") == "sat 3 · naïve 猫\n"  # letters, digits, spaces, non-ASCII kept
+    assert lit(0.67) == "0\\.67" and lit(None) == "None"
+
+
+def test_md_escapes_the_values_and_keeps_the_template():
+    from app.safe import md
+
+    assert md("**{}** of {who}", "**x**", who="$y$") == "**\\*\\*x\\*\\*** of \\$y\\$"
+
+
+def test_chart_text_and_html_text_disarm_tags_entities_and_formulas():
+    from app.safe import chart_text, html_text
+
+    assert chart_text("<b>x</b> &amp; $x$") == "&lt;b&gt;x&lt;/b&gt; &amp;amp; &#36;x&#36;"
+    assert html_text("<img src=x onerror='a'>") == "&lt;img src=x onerror=&#x27;a&#x27;&gt;"
