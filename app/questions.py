@@ -102,12 +102,10 @@ def draw_button(forecast: DrawnForecast | None, grid: DrawnForecast | None, scre
               args=(grid if whole else forecast, screen), icon=":material/draw:")
 
 
-def asked_here(screen: int, *, drawn: bool) -> bool:
-    """Whether the room's question was asked from this presenter screen (a drawn forecast, or not)."""
+def asked_here(screen: int) -> bool:
+    """Whether the room's question was asked from this presenter screen (by this teacher)."""
     ss = st.session_state
-    asked = ss.get("asked")
-    return (in_room() and is_teacher() and asked is not None and ss.get("asked_screen") == screen
-            and isinstance(asked[1], DrawnForecast) == drawn)
+    return in_room() and is_teacher() and ss.get("asked") is not None and ss.get("asked_screen") == screen
 
 
 def reveal_asked(screen: int) -> None:
@@ -175,7 +173,7 @@ def answers_view(where: str, *, large: bool, on_reveal=None) -> None:
             on_reveal()
         st.rerun(scope="app")
     forecast = isinstance(question, DrawnForecast)
-    automatic = status != "open" if forecast else status == "revealed"  # a forecast's average: once closed
+    automatic = forecast and status != "open"  # a forecast's average once closed; other answers on demand
     shown = buttons.toggle("Show the answers", key=f"{where}_show_answers") or automatic
     if not shown:
         return

@@ -494,6 +494,13 @@ LOADED = 20_000  # ms: how long a step may take before the test gives up (the ti
 CHIP_BUTTONS = "[class*='st-key-chip_add_'] button"
 
 
+def room_code(page) -> str:
+    """The room's code as the teacher's sidebar says it ("Room ABCD · you lead it")."""
+    pattern = "/Room ([A-Z0-9]{4}) · you lead it/"
+    page.wait_for_function(f"() => {pattern}.test(document.body.innerText)", timeout=LOADED)
+    return page.evaluate(f"() => document.body.innerText.match({pattern})[1]")
+
+
 def visible_text(page, text: str) -> None:
     page.wait_for_function("(t) => document.body.innerText.includes(t)", arg=text, timeout=LOADED)
 
@@ -512,7 +519,7 @@ def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
     settle(teacher, ".st-key-live_start")
     teacher.locator(".st-key-live_start button").click()
     teacher.wait_for_function("() => document.body.innerText.includes('following right now')", timeout=20_000)
-    code = teacher.evaluate("() => new URL(location.href).searchParams.get('room')")
+    code = room_code(teacher)
     teacher.locator("[data-testid='stSidebarNav'] a:has-text('Workbench')").click()
     settle(teacher, WEIGHTS)
     type_tokens(teacher, MARKUP_TOKENS)

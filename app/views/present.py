@@ -143,7 +143,7 @@ def render(current: Current, inputs: Inputs) -> None:
         shown = question is None or ask(screen, question, drawings(current, question, screen))
         draw.why(screen)
     with charts:
-        if questions.asked_here(screen, drawn=True):  # the class's forecast, wide enough to read
+        if questions.asked_here(screen):  # the room's answers where the result will be, wide enough to read
             questions.presenter_panel(partial(reveal, screen, question) if question is not None else None)
         if shown:
             draw.screen(screen)
@@ -228,8 +228,6 @@ def ask(screen: int, question: Question, drawn: tuple[DrawnForecast | None, Draw
             if question.kind != "chapter":  # generated from the live state: it can be marked
                 questions.ask_button(question, key="present_ask", screen=screen)
             questions.draw_button(*drawn, screen=screen)
-    if questions.asked_here(screen, drawn=False):
-        questions.presenter_panel(partial(reveal, screen, question))
     return revealed
 
 
