@@ -127,5 +127,6 @@ def texts(elements) -> list[str]:
 
 
 def shown(elements) -> list[str]:
-    """What Markdown elements show: their texts with app.safe.lit's backslash escapes undone."""
-    return [re.sub(r"\\(.)", r"\1", text) for text in texts(elements)]
+    """What Markdown elements show: their texts with app.safe.lit's backslash escapes (and the word
+    joiners that keep a bare URL from becoming a link) undone."""
+    return [re.sub(r"\\(.)", r"\1", text).replace("\u2060", "") for text in texts(elements)]

@@ -742,7 +742,8 @@ def _nothing_rendered(page, where: str) -> dict:
     seen = page.evaluate(RENDERED)
     assert not [src for src in seen["images"] if "127.0.0.1" in src], where
     assert "BOLD" not in seen["strong"] and "x" not in seen["strong"], (where, seen["strong"])
-    assert not [href for href in seen["links"] if href.lower().startswith("javascript")], where
+    links = [href for href in seen["links"] if href.lower().startswith("javascript") or "127.0.0.1" in href]
+    assert not links, (where, links)  # nor a bare URL turned into a link
     assert seen["coloured"] == 0 and seen["formulas"] == 0, (where, seen["coloured"], seen["formulas"])
     assert page.locator("[data-testid='stException']").count() == 0, where
     return seen
@@ -828,6 +829,20 @@ def test_lit_escapes_every_ascii_punctuation_mark_and_nothing_else():
     assert lit(string.punctuation) == "".join("\\" + c for c in string.punctuation)
     assert lit("sat 3 · naïve 猫\n") == "sat 3 · naïve 猫\n"  # letters, digits, spaces, non-ASCII kept
     assert lit(0.67) == "0\\.67" and lit(None) == "None"
+
+
+def test_lit_keeps_bare_urls_and_addresses_from_becoming_links():
+    """GitHub-flavoured Markdown links 'http://', 'www.' and 'name@host' found in the text after the
+    escapes are undone: a word joiner (invisible) breaks each of them."""
+    import re
+
+    from app.safe import lit
+    from mha_core.markup import WORD_JOINER
+
+    for text in ("http://127.0.0.1:9/p.png", "HTTPS://x.io", "www.example.org", "me@example.org"):
+        shown = re.sub(r"\\(.)", r"\1", lit(text))
+        assert shown.replace(WORD_JOINER, "") == text
+        assert not re.search(r"(?i)https?://|www\.|\w@", shown), shown
 
 
 def test_md_escapes_the_values_and_keeps_the_template():
