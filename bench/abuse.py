@@ -404,6 +404,7 @@ def markup(url: str, store) -> dict:
                 teacher.goto(f"{url}/class?room={room.code}&teacher={room.teacher_secret}", timeout=120_000)
                 settle(teacher, 4000)
                 seen["class page: roster"] = len(listener.paths)
+                nickname_literal = nickname in teacher.inner_text("body")
                 student = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
                                               has_touch=True).new_page()
                 lead = f"room={room.code}&teacher={room.teacher_secret}"  # a new page load is a new session
@@ -416,9 +417,13 @@ def markup(url: str, store) -> dict:
                 seen["student: question asked"] = len(listener.paths)
                 question = store.state(room.code).question
                 choice = question.choices[0] if question and question.choices else None
-                if choice is not None:
-                    student.locator("[data-testid='stRadio'] label").first.click()
+                if choice is not None:  # the first key: the image token
+                    student.wait_for_function("() => document.body.innerText.includes('Your teacher asks')",
+                                              timeout=30_000)
+                    student.locator("[data-testid='stRadio'] [role='radiogroup'] label").first.click()
                     student.locator("[data-testid='stFormSubmitButton'] button").first.click()
+                    student.wait_for_function("() => document.body.innerText.includes('Your answer is in')",
+                                              timeout=30_000)
                     settle(student)
                 teacher.locator(".st-key-present_reveal button").first.click()
                 settle(teacher, 2000)
@@ -440,7 +445,7 @@ def markup(url: str, store) -> dict:
             "control_fetch_counted": control, "asked": question.prompt if question else None,
             "answers_in_room": store.tally(room.code, question.id).total if question else 0,
             "student_told_right_or_wrong": "You answered" in revealed_text,
-            "bold_shown_literally": "**BOLD**" in revealed_text}
+            "bold_shown_literally": "**BOLD**" in revealed_text, "nickname_shown_literally": nickname_literal}
 
 
 # --- Running it -------------------------------------------------------------------------------------
