@@ -78,8 +78,9 @@ def ask(question, screen: int | None = None) -> None:
             ss.room, ss.teacher_secret, question.prompt, question.choices, question.kind,
             solution=solution_of(question), correct="" if forecast else room_correct(question),
             tolerance=question.tolerance, grid=question.grid if forecast else (0, 0))
-    except StoreError as error:
+    except StoreError as error:  # said in the room's box, and here (the presenter hides the sidebar)
         ss.live_message = f"Could not ask the room: {error}"
+        st.toast(md("Could not ask the room: {}", error), icon=":material/wifi_off:")
         return
     ss.asked, ss.asked_screen = (asked.id, question), screen
     st.toast("Asked the room: the answers arrive next to the question.", icon=":material/groups:")
@@ -117,6 +118,7 @@ def reveal_asked(screen: int) -> None:
         live.store().reveal(ss.room, ss.teacher_secret, ss.asked[0])
     except StoreError as error:
         ss.live_message = f"Could not reveal the answers to the room: {error}"
+        st.toast(md("Could not reveal the answers to the room: {}", error), icon=":material/wifi_off:")
 
 
 @st.fragment(run_every=PANEL_SECONDS)
@@ -190,6 +192,7 @@ def act(step: str, question_id: str) -> None:
         getattr(live.store(), step)(ss.room, ss.teacher_secret, question_id)
     except StoreError as error:
         ss.live_message = f"The room did not take it: {error}"
+        st.toast(md("The room did not take it: {}", error), icon=":material/wifi_off:")
 
 
 def distribution(where: str, tally, *, large: bool, marked: bool) -> None:
@@ -226,7 +229,7 @@ def forecast_words(forecast, real, query_labels, key_labels, who: str) -> str:
     distance = forecast_distance(forecast, real)
     row, key, _ = most_wrong_cell(forecast, real)
     forecast, real = np.asarray(forecast), np.asarray(real)
-    return md("{} " + "is **{}**" + ": total variation distance {} (0 is the same, 1 nothing in common). "
+    return md("{} is **{}**: total variation distance {} (0 is the same, 1 nothing in common). "
               "Most wrong: key **{}** for query {}, {} where the head gives {}.",
               who, distance_words(distance), f"{distance:.2f}", key_labels[key], query_labels[row],
               f"{forecast[row, key]:.2f}", f"{real[row, key]:.2f}")
