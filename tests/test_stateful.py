@@ -415,7 +415,11 @@ class Workbench(RuleBasedStateMachine):
         code = self.at.session_state["room"]
         self.a_moment_later()
         if self.student is None:
-            self.student = open_tab({"room": code})
+            self.student = open_tab({"room": code})  # joins through the door (store.join), as a browser does
+            secret = self.at.session_state["teacher_secret"]
+            members = {s.id for s in live.store().roster(code, secret) if not s.removed}
+            assert self.student.session_state.get("room") == code, texts(self.student.sidebar.warning)
+            assert self.student.session_state["student_id"] in members
         else:
             self.student.run()  # what the poll's rerun does
         student = self.student
