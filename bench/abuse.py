@@ -404,7 +404,8 @@ def markup(url: str, store) -> dict:
                 teacher.goto(f"{url}/class?room={room.code}&teacher={room.teacher_secret}", timeout=120_000)
                 settle(teacher, 4000)
                 seen["class page: roster"] = len(listener.paths)
-                nickname_literal = nickname in teacher.inner_text("body")
+                # lit puts an invisible word joiner after "http:" so the URL is not made a link
+                nickname_literal = nickname in teacher.inner_text("body").replace("\u2060", "")
                 student = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
                                               has_touch=True).new_page()
                 lead = f"room={room.code}&teacher={room.teacher_secret}"  # a new page load is a new session
