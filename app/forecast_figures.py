@@ -86,8 +86,9 @@ def share_bars(shares, key_labels, *, allowed=None) -> FigureSpec:
                   margin=dict(l=int(0.55 * SHARE_FONT_PX * longest) + 14, r=12, t=8, b=42),
                   hoverlabel=dict(font=font),
                   yaxis=dict(tickmode="array", tickvals=positions.tolist(), ticktext=labels,
-                             autorange="reversed"),
-                  xaxis=dict(range=[0, 1.25], tickvals=[0, 0.5, 1], title=dict(text="share of 1.0")))
+                             autorange="reversed", tickfont=font),
+                  xaxis=dict(range=[0, 1.25], tickvals=[0, 0.5, 1], tickfont=font,
+                             title=dict(text="share of 1.0", font=font)))
     return FigureSpec(dict(data=data, layout=layout))
 
 
@@ -129,6 +130,7 @@ def mine_vs_real_bars(mine, real, key_labels, *, mine_name: str = "Your forecast
                                                           t=48, b=42),
                   legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font=font),
                   yaxis=dict(tickmode="array", tickvals=positions.tolist(), ticktext=labels,
-                             autorange="reversed"),
-                  xaxis=dict(range=[0, 1.25], tickvals=[0, 0.5, 1], title=dict(text="weight")))
+                             autorange="reversed", tickfont=font),
+                  xaxis=dict(range=[0, 1.25], tickvals=[0, 0.5, 1], tickfont=font,
+                             title=dict(text="weight", font=font)))
     return FigureSpec(dict(data=data, layout=layout))

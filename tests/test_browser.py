@@ -587,6 +587,7 @@ def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
     students[2].wait_for_timeout(500)
     students[2].locator(".st-key-own_forecast").scroll_into_view_if_needed()
     students[2].screenshot(path=str(ARTIFACTS / "forecast-phone-revealed.png"))
+    students[0].screenshot(path=str(ARTIFACTS / "forecast-student-revealed.png"))
     teacher.wait_for_selector(".st-key-present_weights .js-plotly-plot", timeout=LOADED)
     for page in (teacher, *students):
         no_error_on(page)
