@@ -280,8 +280,12 @@ def student_question_ui(current=None) -> None:
     question, status, stale = room_question()
     if question is None:
         return
-    send_pending(question.id)
     ss = st.session_state
+    if ss.get("pending_answer", (question.id,))[0] != question.id:  # the teacher moved on meanwhile
+        ss.pop("pending_answer")
+        st.warning("Your answer to the previous question never reached the room: it was not counted.",
+                   icon=":material/wifi_off:")
+    send_pending(question.id)
     with st.container(border=True):
         st.markdown(md("**Your teacher asks:** {}", question.prompt))
         if status == "revealed" and not stale:
