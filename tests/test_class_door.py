@@ -540,6 +540,10 @@ def open_room(context, url: str, code: str):
     return page
 
 
+WRITES_THE_COOKIE = """() => Array.from(document.querySelectorAll('iframe'))
+    .some(frame => (frame.srcdoc || '').includes('mha_student='))"""
+
+
 def student_cookie(context) -> dict | None:
     return next((c for c in context.cookies() if c["name"] == "mha_student"), None)
 
@@ -564,8 +568,10 @@ def test_the_browser_keeps_its_student_across_tabs_and_a_server_restart(embedded
                 assert [s.id for s in store.roster(room.code, room.teacher_secret)] == [student_id]
                 assert "me=" not in first.url and kept["value"] not in first.inner_text("body")
                 assert store.answer(room.code, question.id, student_id, "A")  # answered before the restart
-                open_room(context, url, room.code)  # a second tab
+                second = open_room(context, url, room.code)  # a second tab
                 assert [s.id for s in store.roster(room.code, room.teacher_secret)] == [student_id]
+                assert not second.evaluate(WRITES_THE_COOKIE)  # the browser sent it: nothing to write
+                assert first.evaluate(WRITES_THE_COOKIE)
             with streamlit_server() as (url, _):  # another process: no session survived
                 again = open_room(context, url, room.code)
                 assert [s.id for s in store.roster(room.code, room.teacher_secret)] == [student_id]
