@@ -15,8 +15,11 @@ to measure what a session keeps).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import dataclasses
 import functools
+import gc
 import hashlib
 import threading
 import types
@@ -149,6 +152,46 @@ def _release(held: _Held) -> None:
         media = runtime.get_instance().media_file_mgr
         media.clear_session_refs(held.session_id)
         media.remove_orphaned_files()
+    give_back_soon()
+
+
+GIVE_BACK_AFTER_S = 1.0  # after a disconnect: Streamlit reaps expired sessions right after it
+
+
+def give_back_soon() -> None:
+    """In a second, collect garbage and hand freed memory back to the OS (at most one pending).
+
+    A freed session's arrays sit in reference cycles (runner.postScriptGC is off) and, once
+    collected, in glibc's heaps, which keep freed blocks below the mmap threshold (it rises to
+    32 MiB as large blocks are freed): RSS stayed ~160 MB above its level after four long
+    sessions had closed and been reaped. gc.collect() and malloc_trim(0) give it back."""
+    global _give_back_timer
+    with _give_back_lock:
+        if _give_back_timer is not None and _give_back_timer.is_alive():
+            return
+        _give_back_timer = threading.Timer(GIVE_BACK_AFTER_S, give_back)
+        _give_back_timer.daemon = True
+        _give_back_timer.start()
+
+
+def give_back() -> None:
+    gc.collect()
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _libc():
+    """glibc, if this process runs on it (malloc_trim); None elsewhere (musl, macOS)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None
+    except OSError:
+        return None
+
+
+_LIBC = _libc()
+_give_back_lock = threading.Lock()
+_give_back_timer: threading.Timer | None = None
 
 
 @st.cache_resource(scope="session", on_release=_release, show_spinner=False)

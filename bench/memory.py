@@ -1,0 +1,167 @@
+"""Server memory per session (issue 15): a real server's RSS with 1, 6 and 12 long-sequence sessions
+open, after they close, and with 4 different 512-piece texts traced at once on the Real model page.
+
+Run: PYTHONPATH=. .venv/bin/python bench/memory.py [--sessions 1,6,12] [--texts 4] [--watch 45]
+
+Two servers (tests/live_server.py, with the repository's .streamlit/config.toml), each driven over
+Streamlit's websocket protocol (tests/st_protocol.Session), RSS read from /proc/<pid>/status:
+
+1. The workbench. After one default session (numpy, pandas, plotly loaded), sessions open one
+   after another with ``?seed=<i>&d_model=768&heads=12&tokens=<1024 tokens>``: 1024 tokens, d_model
+   768, 12 heads (float32), each seed another draw, so no two sessions share a result. RSS once 1,
+   6 and 12 are open; then all close at once and RSS is sampled every half second for --watch
+   seconds (the time until it is within 10% of the level before the long sessions); then one
+   more session opens and closes (Streamlit reaps expired sessions only when its storage is next
+   written) and RSS is read again.
+2. The Real model page. A session opens it (the model loads, the first sentence is traced), then
+   --texts sessions each set a different 512-piece text at the same moment; RSS is sampled every
+   0.2 s while they run; each session's time is reported (the ones that waited their turn show it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+# `python bench/memory.py` puts bench/ first on sys.path, where a file named like a package would shadow it.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+from streamlit.util import calc_hash  # noqa: E402
+
+from tests.live_server import ROOT, streamlit_server  # noqa: E402
+from tests.st_protocol import Run, Session  # noqa: E402
+
+LONG = {"d_model": "768", "heads": "12", "tokens": " ".join(f"w{i}" for i in range(1024))}
+WORDS = ("cat", "dog", "sun", "sea", "tree", "book", "car", "bird")  # one word piece each
+
+
+def rss_mb(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (the peak) of the process, in MB."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            out[name] = int(value.split()[0]) / 1024
+    return out
+
+
+def checked(run: Run, what: str) -> Run:
+    if run.status != "ok" or run.errors:
+        raise RuntimeError(f"{what}: status {run.status!r}, errors {run.errors[:3]}")
+    return run
+
+
+async def open_and_close(url: str, page: str = "") -> None:
+    session = Session(url, timeout=300)
+    if page:
+        session.page_hash = calc_hash(page)
+    checked(await session.open(), "a default session")
+    await session.close()
+
+
+async def long_session(url: str, seed: int) -> Session:
+    from urllib.parse import urlencode
+
+    session = Session(url, timeout=600)
+    checked(await session.open(urlencode({"seed": str(seed), **LONG})), f"long session {seed}")
+    return session
+
+
+async def workbench(counts: list[int], watch: float) -> dict:
+    with streamlit_server(timeout=120) as (url, process):
+        pid = process.pid
+        await open_and_close(url)
+        await asyncio.sleep(1)
+        before = rss_mb(pid)["VmRSS"]
+        sessions, open_rss = [], {}
+        for count in counts:
+            while len(sessions) < count:
+                sessions.append(await long_session(url, seed=len(sessions)))
+            await asyncio.sleep(1)
+            open_rss[count] = round(rss_mb(pid)["VmRSS"])
+            print(f"  {count} long sessions open: {open_rss[count]} MB", flush=True)
+        peak = rss_mb(pid)["VmHWM"]
+        high = rss_mb(pid)["VmRSS"]
+        closed_at = time.monotonic()
+        await asyncio.gather(*(session.close() for session in sessions))
+        samples, back_after = [], None
+        while time.monotonic() - closed_at < watch:
+            await asyncio.sleep(0.5)
+            now = rss_mb(pid)["VmRSS"]
+            samples.append((round(time.monotonic() - closed_at, 1), round(now)))
+            if back_after is None and now <= 1.1 * before:
+                back_after = samples[-1][0]
+        after_watch = rss_mb(pid)["VmRSS"]
+        await open_and_close(url)  # writes Streamlit's session storage: expired sessions are reaped
+        await asyncio.sleep(2)
+        after_reap = rss_mb(pid)["VmRSS"]
+        return {"before_long_sessions_mb": round(before), "open_mb": open_rss, "peak_hwm_mb": round(peak),
+                "at_close_mb": round(high), "back_within_10pct_after_s": back_after,
+                "after_watch_mb": round(after_watch), "watch_s": watch, "after_reap_mb": round(after_reap),
+                "samples": samples[::4]}
+
+
+def text_of(word: str, pieces: int = 512) -> str:
+    return " ".join([word] * (pieces - 2))
+
+
+async def model_session(url: str) -> Session:
+    session = Session(url, timeout=600)
+    session.page_hash = calc_hash("model")
+    checked(await session.open(), "a model page session")
+    return session
+
+
+async def traced_at_once(session: Session, text: str) -> float:
+    session.set_string("model_text", text)
+    started = time.perf_counter()
+    checked(await session.rerun(), "a 512-piece trace")
+    return time.perf_counter() - started
+
+
+async def model_page(n_texts: int) -> dict:
+    with streamlit_server(timeout=120) as (url, process):
+        pid = process.pid
+        sessions = [await model_session(url) for _ in range(n_texts)]
+        await asyncio.sleep(1)
+        before = rss_mb(pid)["VmRSS"]
+        peak_sampled = before
+        texts = [text_of(WORDS[i % len(WORDS)] + ("" if i < len(WORDS) else str(i))) for i in range(n_texts)]
+        tasks = [asyncio.create_task(traced_at_once(s, t)) for s, t in zip(sessions, texts, strict=True)]
+        while not all(task.done() for task in tasks):
+            await asyncio.sleep(0.2)
+            peak_sampled = max(peak_sampled, rss_mb(pid)["VmRSS"])
+        seconds = sorted(round(task.result(), 1) for task in tasks)
+        await asyncio.sleep(1)
+        after = rss_mb(pid)
+        await asyncio.gather(*(session.close() for session in sessions))
+        return {"texts": n_texts, "before_mb": round(before), "peak_sampled_mb": round(peak_sampled),
+                "peak_hwm_mb": round(after["VmHWM"]), "after_mb": round(after["VmRSS"]),
+                "seconds_each": seconds}
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", default="1,6,12", help="long sessions open at each reading")
+    parser.add_argument("--texts", type=int, default=4, help="512-piece texts traced at once")
+    parser.add_argument("--watch", type=float, default=45.0, help="seconds to watch RSS after closing")
+    parser.add_argument("--skip", choices=("workbench", "model"), help="leave one part out")
+    args = parser.parse_args()
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    report = {"disconnected_session_ttl_s": config.get("server", {}).get("disconnectedSessionTTL", 120)}
+    if args.skip != "workbench":
+        print("workbench, 1024 tokens, d_model 768, 12 heads:", flush=True)
+        report["workbench"] = await workbench(sorted(int(c) for c in args.sessions.split(",")), args.watch)
+    if args.skip != "model":
+        print(f"model page, {args.texts} texts of 512 pieces at once:", flush=True)
+        report["model_page"] = await model_page(args.texts)
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
