@@ -379,7 +379,8 @@ def markup(url: str, store) -> dict:
     listener = Listener()
     tokens = hostile_tokens(listener.port)
     link = hostile_link(tokens)
-    nickname = f"![i](http://127.0.0.1:{listener.port}/n.png) **BOLD**"
+    # the nickname is 43 characters with a 5-digit port, over the box's 40: protocol-relative
+    nickname = f"![i](//127.0.0.1:{listener.port}/n.png) **BOLD**"
     room = store.create_room(client=TEACHER)
     seen: dict[str, int] = {}
     try:
@@ -391,7 +392,8 @@ def markup(url: str, store) -> dict:
             tab.set_string("live_join_nickname", nickname)
             await tab.press("FormSubmitter:live_join-Join")
             await tab.close()
-        asyncio.run(name_student())
+            return door_word(tab, room.code)
+        joined = asyncio.run(name_student())
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             try:
@@ -446,7 +448,8 @@ def markup(url: str, store) -> dict:
             "control_fetch_counted": control, "asked": question.prompt if question else None,
             "answers_in_room": store.tally(room.code, question.id).total if question else 0,
             "student_told_right_or_wrong": "You answered" in revealed_text,
-            "bold_shown_literally": "**BOLD**" in revealed_text, "nickname_shown_literally": nickname_literal}
+            "bold_shown_literally": "**BOLD**" in revealed_text, "nickname_shown_literally": nickname_literal,
+            "nickname_join": joined}
 
 
 # --- Running it -------------------------------------------------------------------------------------
