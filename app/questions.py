@@ -162,8 +162,8 @@ def answers_view(where: str, *, large: bool, on_reveal=None) -> None:
     else:
         marked = tally.right is not None and tally.total
         right = f", **{tally.right / tally.total:.0%}** right" if marked else ""
-        st.markdown(f"**{tally.total}** answers ({following} following){right} · answers "
-                    f"{STATUS_WORDS.get(status, status)}")
+        st.markdown(md("**Asked:** {}", question.prompt) + f"  \n**{tally.total}** answers ({following} "
+                    f"following){right} · answers {STATUS_WORDS.get(status, status)}")
     buttons = st.container(horizontal=True)
     if status == "open":
         buttons.button("Close answers", key=f"{where}_close", icon=":material/lock:", on_click=act,
