@@ -53,6 +53,7 @@ POLL_SECONDS = 1.0  # a follower checks the room's version this often (the page 
 TEACHER_BEAT_SECONDS = 5.0  # the teacher's page says it is open this often (the room ends 15 min after)
 TOO_LARGE_FOR_THE_ROOM = ("The teacher's setup is too large to send to the class: this page shows the "
                           "default preset until the teacher shows a smaller one.")
+ROOM_STATE_REFUSED = "The teacher's setup could not be shown: "  # + what state.apply_room_state refused
 ROOM_PARAMS = ("room", "teacher", "me")  # link parameters of a live class; "me" is read no more, only dropped
 
 TEACHER_KEY_ENV, TEACHER_KEY_FILE_ENV = "MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE"
@@ -66,6 +67,7 @@ STUDENT_ID_CHARS = 16
 
 WRONG_CODES_PER_SESSION = 10  # wrong room codes or teacher links one session may try ...
 WRONG_CODES_WINDOW = 60.0  # ... in this many seconds (the store also limits the client address)
+clock = time.monotonic  # seconds for this session's wrong-code limit (tests/test_stateful.py moves its own)
 
 
 @st.cache_resource
@@ -221,14 +223,14 @@ def cookie_ui(slot) -> None:
 def wrong_code_wait() -> float:
     """Seconds until this session may try another code (0 if it may now): WRONG_CODES_PER_SESSION a
     minute, kept in the session whatever address the store sees."""
-    now = time.monotonic()
+    now = clock()
     recent = [t for t in st.session_state.get("wrong_codes", []) if now - t < WRONG_CODES_WINDOW]
     st.session_state.wrong_codes = recent
     return 0.0 if len(recent) < WRONG_CODES_PER_SESSION else WRONG_CODES_WINDOW - (now - recent[0])
 
 
 def note_wrong_code() -> None:
-    st.session_state.setdefault("wrong_codes", []).append(time.monotonic())
+    st.session_state.setdefault("wrong_codes", []).append(clock())
 
 
 def session_too_soon() -> str | None:
@@ -335,9 +337,11 @@ def follow_before_build() -> None:
     inputs = selections.pop("inputs", {})
     if room.setup_json:
         params = {**json.loads(room.setup_json), **{k: str(v) for k, v in selections.items()}}
-        state.apply_room_state(params)  # the whole state, as a fresh page would take it
+        refused = state.apply_room_state(params)  # the whole state, as a fresh page would take it
         if not {"s", "preset", "setup"} & set(params):
             ss.live_message = TOO_LARGE_FOR_THE_ROOM
+        elif refused:
+            ss.live_message = f"{ROOM_STATE_REFUSED}{'; '.join(refused)}."
     take_page_inputs(inputs)
     ss.room_inputs = widgets.sidebar_values()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import json
 import os
 import time
 
@@ -384,6 +385,21 @@ def test_a_follower_of_a_setup_too_large_for_a_link_shows_it_all_the_same():
         assert (base is None and mine is None) or np.array_equal(mine, base), name
     assert heatmap_values(chart_specs(student)["chart_weights"])[0].shape == heatmap_values(
         chart_specs(teacher)["chart_weights"])[0].shape
+
+
+def test_a_room_state_the_page_refuses_is_said_to_the_follower():
+    """A room state over a limit (written straight into the store) was refused and the follower shown
+    the default preset without a word: follow_before_build dropped what apply_room_state refused."""
+    teacher, code = teacher_with_room()
+    from tests.test_abuse_core import over_limit_link
+
+    live.store().set_state(code, teacher.session_state["teacher_secret"], page="", step=0,
+                           setup_json=json.dumps({"s": over_limit_link()}), selections={})
+    student = open_address({"room": code})
+    assert not student.exception and student.session_state.get("room") == code
+    said = " ".join(shown(student.sidebar.warning))
+    assert "The teacher's setup could not be shown: the page's state" in said, said
+    assert "attention cells is over the limit" in said
 
 
 class FragmentTab(Session):
