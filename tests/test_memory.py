@@ -19,6 +19,7 @@ from mha_core import LIMITS
 from mha_core.gate import Gate
 from mha_core.scenarios import generated_setup
 from tests.apptest_util import fresh_app, pick_preset, texts
+from tests.st_protocol import Run, Session
 
 MiB = 2**20
 
@@ -233,3 +234,66 @@ def test_the_download_buttons_keep_the_inputs_only(monkeypatch):
     inputs = numpy_bytes([at.session_state["work"]])
     assert len(kept) == 3  # JSON, script, CSV
     assert numpy_bytes(kept) <= inputs < numpy_bytes(result) / 10
+
+
+# --- A tab that reconnects (a phone's wifi drop), on a real server ------------------------------------
+
+
+def test_a_tab_that_reconnects_resumes_its_session_in_time_and_gets_a_fresh_one_after():
+    """Within server.disconnectedSessionTTL the tab resumes its own session (its result, dropped at the
+    disconnect, is computed again); after it, Streamlit starts a fresh session from the address."""
+    import asyncio
+    from urllib.parse import urlencode
+
+    from tests.live_server import streamlit_server
+
+    tokens = " ".join(f"w{i}" for i in range(300))
+    query = urlencode({"seed": "3", "d_model": "64", "heads": "8", "tokens": tokens})
+
+    async def scenario(url):
+        tab = Tab(url)
+        first = await tab.open(query)
+        assert first.status == "ok" and not first.errors and "chart_weights" in first.charts
+        weights, session = first.charts["chart_weights"], tab.session_id
+        await tab.ws.close()
+        resumed = await tab.reconnect(query)  # at once: within the TTL
+        assert tab.session_id == session and resumed.status == "ok" and not resumed.errors
+        assert resumed.charts.get("chart_weights", weights) == weights
+        await tab.ws.close()
+        await asyncio.sleep(3)  # past the TTL of 2 s
+        other = Tab(url)
+        await other.open()
+        await other.ws.close()  # Streamlit reaps expired sessions when its storage is written
+        fresh = await tab.reconnect(query)
+        assert tab.session_id != session and fresh.status == "ok" and not fresh.errors
+        assert fresh.charts["chart_weights"] == weights  # the address bar held the whole state
+        await tab.ws.close()
+
+    with streamlit_server("--server.disconnectedSessionTTL=2") as (url, _):
+        asyncio.run(scenario(url))
+
+
+class Tab(Session):
+    """A browser tab that reconnects to its own session as the frontend does after a network drop:
+    the session id travels as the websocket's third subprotocol."""
+
+    def __init__(self, url: str):
+        super().__init__(url, timeout=120)
+        self.session_id = ""
+
+    def _read(self, msg, run) -> None:
+        if msg.WhichOneof("type") == "new_session" and msg.new_session.initialize.session_id:
+            self.session_id = msg.new_session.initialize.session_id
+        super()._read(msg, run)
+
+    async def reconnect(self, query_string: str) -> Run:
+        import asyncio
+
+        from websockets.asyncio.client import connect
+
+        xsrf = await asyncio.to_thread(self._get, "/_stcore/health")
+        self.ws = await connect(self.url.replace("http", "ws", 1) + "/_stcore/stream",
+                                subprotocols=["streamlit", xsrf or "", self.session_id], origin=self.url,
+                                additional_headers={"Cookie": f"_streamlit_xsrf={xsrf}"} if xsrf else {},
+                                max_size=None, ping_interval=None, open_timeout=self.timeout)
+        return await self.rerun(query_string=query_string)
