@@ -377,7 +377,7 @@ async def lesson(urls: list[str], pids: list[int], store, args) -> dict:
     members = {s.id for s in roster if not s.removed}
     await asyncio.sleep(3.0)
 
-    if args.page == "present":  # the panel is open while the class follows the changes
+    if args.page == "present" and not args.ask_after:  # the panel is open while the class follows the changes
         asked.take(await teacher.ask())
         await asyncio.sleep(2.0)
 
@@ -531,6 +531,9 @@ def main() -> None:
                              "with a real teacher session and its answer panel")
     parser.add_argument("--step", type=int, default=SOFTMAX_STEP - 1,
                         help="the presenter's screen (from 0), for present")
+    parser.add_argument("--ask-after", action="store_true",
+                        help="with present: ask the forecast after the changes (no question or panel open "
+                             "during them), to see what the open question costs")
     parser.add_argument("--addresses", type=int, default=3,
                         help="students' X-Forwarded-For addresses: a school's NATs (0: one per student)")
     parser.add_argument("--servers", type=int, default=1)
