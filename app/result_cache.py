@@ -24,6 +24,7 @@ import hashlib
 import threading
 import types
 from collections import Counter, OrderedDict
+from contextlib import nullcontext
 
 import numpy as np
 import streamlit as st
@@ -51,6 +52,7 @@ class BytesLRU:
         self._lock = threading.Lock()
         self._entries: OrderedDict[object, tuple[object, int]] = OrderedDict()
         self._pins: Counter = Counter()
+        self._making: dict[object, threading.Lock] = {}  # keys being made now, each with its lock
         self._total = 0
 
     def get(self, key):
@@ -69,6 +71,30 @@ class BytesLRU:
             while self._total > self.budget_bytes:
                 _, (_, dropped) = self._entries.popitem(last=False)
                 self._total -= dropped
+
+    def get_or_make(self, key, make, nbytes_of, while_waiting=nullcontext):
+        """The value under key, or make() kept under it. Callers asking for one key at the same
+        time wait (inside while_waiting()) for the first one's make() instead of each making it:
+        a class opening one text at once runs the model once."""
+        value = self.get(key)
+        if value is not None:
+            return value
+        with self._lock:
+            making = self._making.setdefault(key, threading.Lock())
+        if not making.acquire(blocking=False):
+            with while_waiting():
+                making.acquire()
+        try:
+            value = self.get(key)
+            if value is None:
+                value = make()
+                self.put(key, value, nbytes_of(value))
+        finally:
+            making.release()
+            with self._lock:
+                if self._making.get(key) is making and not making.locked():
+                    del self._making[key]
+        return value
 
     def pin(self, key) -> None:
         with self._lock:
@@ -117,10 +143,6 @@ def setup_key(setup: Setup) -> bytes:
 def result_of(key: bytes) -> MHAResult | None:
     """The result kept under key, or None once it has been evicted."""
     return RESULTS.get(key)
-
-
-def keep(key: bytes, result: MHAResult) -> None:
-    RESULTS.put(key, result, numpy_bytes(result))
 
 
 class _Held:

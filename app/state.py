@@ -475,10 +475,9 @@ def computed(setup: Setup) -> MHAResult:
 def shared_run(setup: Setup) -> tuple[bytes, MHAResult]:
     """setup.run() through the server's result cache: (its key, the result)."""
     key = result_cache.setup_key(setup)
-    result = result_cache.result_of(key)
-    if result is None:
-        result = _run(setup)
-        result_cache.keep(key, result)
+    result = result_cache.RESULTS.get_or_make(
+        key, lambda: _run(setup), result_cache.numpy_bytes,
+        lambda: st.spinner("Another session is computing this same setup; it is shared when done…"))
     return key, result
 
 

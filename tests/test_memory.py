@@ -140,6 +140,27 @@ def test_the_cache_evicts_the_least_recently_used_within_its_budget():
     assert cache.get("huge") is None and cache.held_bytes() == 80
 
 
+def test_sessions_asking_for_one_key_at_once_make_it_once_and_the_others_are_told():
+    cache = result_cache.BytesLRU(1000)
+    made, told, got = [], [], []
+
+    def make():
+        made.append(1)
+        time.sleep(0.2)
+        return "value"
+
+    def ask():
+        got.append(cache.get_or_make("k", make, lambda _: 10, lambda: _noting(told)))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert made == [1] and got == ["value"] * 4 and len(told) == 3
+    assert cache.get_or_make("big", lambda: "x", lambda _: 2000) == "x" and cache.get("big") is None
+
+
 def test_numpy_bytes_counts_a_shared_buffer_once_and_sees_into_closures():
     block = np.zeros((3, 100))
     views = {"a": block[0], "b": block[1], "c": [block[2]]}

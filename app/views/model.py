@@ -41,13 +41,14 @@ def model():
 
 def traced(text: str, zero_heads: tuple[tuple[int, int], ...] = ()) -> Trace:
     """The text's trace, from the server's trace cache or run now (waiting for a slot if need be)."""
-    key = (text, zero_heads)
-    trace = TRACES.get(key)
-    if trace is None:
-        with st.spinner("Running the model…"):
-            trace = model().trace(text, zero_heads=zero_heads, while_queued=lambda: st.spinner(QUEUED))
-        TRACES.put(key, trace, result_cache.numpy_bytes(trace))
-    return trace
+    return TRACES.get_or_make((text, zero_heads), lambda: _trace(text, zero_heads), result_cache.numpy_bytes,
+                              lambda: st.spinner("Another session is running the model on this text; its "
+                                                 "trace is shared when done…"))
+
+
+def _trace(text: str, zero_heads: tuple[tuple[int, int], ...]) -> Trace:
+    with st.spinner("Running the model…"):
+        return model().trace(text, zero_heads=zero_heads, while_queued=lambda: st.spinner(QUEUED))
 
 
 def render(workbench_page) -> None:
