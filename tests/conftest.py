@@ -11,3 +11,24 @@ os.environ.setdefault("MHA_DATA_DIR", tempfile.mkdtemp(prefix="mha-tests-"))
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture
+def redis_store(tmp_path, monkeypatch):
+    """The live pages on a real redis-server (tests/redis_server.py) instead of SQLite; skipped
+    without one unless REQUIRE_REDIS=1."""
+    from app import live
+    from tests.redis_server import REDIS_SERVER, RedisServer
+
+    if REDIS_SERVER is None:
+        if os.environ.get("REQUIRE_REDIS") == "1":
+            pytest.fail("REQUIRE_REDIS=1 but there is no redis-server")
+        pytest.skip("no redis-server (apt-get install redis-server)")
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    monkeypatch.setenv("REDIS_URL", server.url)
+    live.store.clear()
+    live.watch.clear()
+    yield server
+    live.store().close()
+    server.stop()

@@ -355,24 +355,6 @@ def test_a_removed_student_is_told_stops_following_and_cannot_come_back():
 # --- The teacher's page keeps the room, and says when it is gone (finding 9) -------------------------
 
 
-@pytest.fixture
-def redis_store(tmp_path, monkeypatch):
-    """The pages on a real redis-server (tests/redis_server.py) instead of SQLite."""
-    from tests.redis_server import REDIS_SERVER, RedisServer
-    if REDIS_SERVER is None:
-        if os.environ.get("REQUIRE_REDIS") == "1":
-            pytest.fail("REQUIRE_REDIS=1 but there is no redis-server")
-        pytest.skip("no redis-server (apt-get install redis-server)")
-    server = RedisServer(tmp_path / "redis")
-    server.start()
-    monkeypatch.setenv("REDIS_URL", server.url)
-    live.store.clear()
-    live.watch.clear()
-    yield server
-    live.store().close()
-    server.stop()
-
-
 def test_a_room_redis_lost_is_not_led_any_more(redis_store):
     import redis
 

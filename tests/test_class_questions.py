@@ -34,7 +34,6 @@ from tests.apptest_util import chart_specs, decode, goto, heatmap_values, open_a
 from tests.strategies import random_setups
 from tests.test_live import (  # noqa: F401 (fixtures)
     embedded_store,
-    redis_store,
     rerun_after_a_poll,
     teacher_with_room,
 )
@@ -391,7 +390,7 @@ def test_the_quiz_score_counts_first_answers_and_says_so():
 
 
 @pytest.mark.parametrize("how", ["pressed again", "by itself"])
-def test_a_send_while_the_store_is_away_keeps_the_answer_and_sends_it_when_it_is_back(redis_store, how):  # noqa: F811
+def test_a_send_while_the_store_is_away_keeps_the_answer_and_sends_it_when_it_is_back(redis_store, how):
     """Finding 9 on a real redis-server stopped and started again: the form and the chosen answer stay,
     the page says the answer was not sent yet, and it is counted once the store is back."""
     from app import live

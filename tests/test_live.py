@@ -7,7 +7,6 @@ import asyncio
 import csv
 import io
 import json
-import os
 import time
 
 import numpy as np
@@ -98,6 +97,30 @@ def test_explore_on_my_own_then_follow_again():
     assert student.session_state["origin"] == "ex_d_one_huge_score"
     np.testing.assert_allclose(np.stack(heatmap_values(chart_specs(student)["chart_weights"])),
                                SCENARIOS["ex_d_one_huge_score"].run().weights, atol=1e-9)
+
+
+def test_a_student_who_drew_the_sidebar_then_follows_takes_the_teachers_next_change():
+    """Found by the stateful machine: a student who had the sidebar drawn (exploring, or before typing
+    the code in the Class page's join box) and then followed lost the seed input's state (Streamlit
+    drops a widget's state when it is not drawn); the teacher's next change raised on their page."""
+    teacher, code = teacher_with_room()
+    explorer = open_address({"room": code})
+    explorer.button(key="live_explore").click().run()
+    explorer.button(key="live_follow").click().run()
+    joiner = fresh_app()
+    goto(joiner, "class")
+    joiner.text_input(key="live_join_code").input(code)
+    next(b for b in joiner.button if b.label == "Join").click().run()
+    assert joiner.session_state.get("room") == code
+    goto(teacher, "workbench")
+    for preset in ("ex_d_one_huge_score", "ex_c_equal_scores"):
+        pick_preset(teacher, preset)
+        for student in (explorer, joiner):
+            rerun_after_a_poll(student)
+            assert not student.exception, [e.value for e in student.exception]
+            assert student.session_state["origin"] == preset
+            np.testing.assert_allclose(np.stack(heatmap_values(chart_specs(student)["chart_weights"])),
+                                       SCENARIOS[preset].run().weights, atol=1e-9)
 
 
 def test_unknown_codes_and_tampered_secrets_get_no_controls():
@@ -264,24 +287,6 @@ def test_the_teachers_reveal_reveals_on_every_following_screen():
     rerun_after_a_poll(student)
     assert student.session_state["selections"]["present_step"] == 2
     assert not any(m.startswith("**Answer:**") for m in texts(student.markdown))
-
-
-@pytest.fixture
-def redis_store(tmp_path, monkeypatch):
-    """The live pages on a real redis-server (tests/redis_server.py) instead of SQLite."""
-    from tests.redis_server import REDIS_SERVER, RedisServer
-    if REDIS_SERVER is None:
-        if os.environ.get("REQUIRE_REDIS") == "1":
-            pytest.fail("REQUIRE_REDIS=1 but there is no redis-server")
-        pytest.skip("no redis-server (apt-get install redis-server)")
-    server = RedisServer(tmp_path / "redis")
-    server.start()
-    monkeypatch.setenv("REDIS_URL", server.url)
-    live.store.clear()
-    live.watch.clear()
-    yield server
-    live.store().close()
-    server.stop()
 
 
 def test_redis_going_away_and_back_leaves_every_page_working(redis_store):
