@@ -139,7 +139,9 @@ def load_file(data: bytes, name: str) -> str | None:
 
 def apply_link_afresh(params: dict) -> list[str]:
     """Open what a link says as a fresh session does: from the default preset, so that nothing shown
-    before survives that the link does not say (a follower takes every room state this way)."""
+    before survives that the link does not say (a follower takes every room state this way). The seed
+    too: a follower's sidebar is not drawn, so Streamlit has dropped the seed input's own state."""
+    st.session_state.seed = 0
     load_setup(presets()[DEFAULT_SCENARIO])
     return apply_link(params)
 
