@@ -22,6 +22,8 @@ there is no example database (the seed is the whole input); steps draw names, no
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import sys
@@ -30,15 +32,16 @@ import threading
 
 import numpy as np
 import streamlit
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from streamlit.testing.v1 import AppTest
 
 from app import figure_cache, live, result_cache
 from app.views import model
-from app.views.present import SCREENS
+from app.views.present import SCREENS, SOFTMAX_SCREEN, STEP_KEY
 from classroom.sqlite_store import SqliteStore
+from classroom.store import GUESS_BUCKET, HEARTBEAT_SECONDS, WRONG_CODES_PER_MINUTE, is_right
 from classroom.watch import RoomWatch
 from mha_core import LIMITS, all_scenarios
 from mha_core.codec import ConfigError, setup_from_json, setup_from_link, setup_to_json
@@ -53,6 +56,7 @@ from tests.apptest_util import (
     goto,
     heatmap_values,
     pick,
+    shown,
     texts,
     work,
 )
@@ -65,6 +69,8 @@ STEPS = int(os.environ.get("STATEFUL_STEPS", "12"))
 FUZZ_DIR = os.environ.get("FUZZ_DIR")  # scripts/fuzz.py: where each example's end is noted
 RUN_SECONDS = 600  # an AppTest run's timeout: on a shared machine a slow run is no failure
 CLOCK_START = 1_800_000_000.0  # the machine's clock at the start of every example (epoch seconds)
+MAX_TABS = 4  # students' tabs open at once (each one reruns on a poll: more only slows every step)
+WRONG_CODES = ("QQQQ", "ZZ22", "abcd", "12")  # the last two cannot be codes at all (the door says the same)
 
 WORDS = st.sampled_from(["the", "cat", "sat", "a", "dog", "ran", "<b>x</b>", "$y$", "**z**", "é", "猫", "🙂",
                          "le", "chat", "x" * LIMITS.token_chars, "x" * (LIMITS.token_chars + 1), "ca\u200bt"])
@@ -86,6 +92,28 @@ class Clock:
         self.now += seconds
 
 
+class Guesses:
+    """The store's wrong-code bucket of the machine's one client address (AppTest gives every session
+    the same), kept here as classroom.sqlite_store keeps it: every join is refused while it is empty,
+    a wrong code takes a token."""
+
+    def __init__(self):
+        self.tokens, self.at = None, 0.0  # None: never taken from (full)
+
+    def left(self, now: float) -> float:
+        capacity, per_second = GUESS_BUCKET
+        if self.tokens is None:
+            return capacity
+        return min(capacity, self.tokens + max(0.0, now - self.at) * per_second)
+
+    def empty(self, now: float) -> bool:
+        return self.left(now) < 1
+
+    def take(self, now: float) -> None:
+        if not self.empty(now):
+            self.tokens, self.at = self.left(now) - 1, now
+
+
 class World:
     """What one example shares with the app: a store and a watch of its own on the machine's clock,
     empty process-wide caches and a new follower semaphore. close() gives the server's back."""
@@ -95,13 +123,13 @@ class World:
         self._directory = tempfile.TemporaryDirectory(prefix="mha-stateful-")
         self.store = SqliteStore(self._directory.name, clock=self.clock)
         self.watch = RoomWatch(self.store, clock=self.clock)
-        self._server = live.store, live.watch, live._follower_runs
-        live.store, live.watch = (lambda: self.store), (lambda: self.watch)
+        self._server = live.store, live.watch, live._follower_runs, live.clock
+        live.store, live.watch, live.clock = (lambda: self.store), (lambda: self.watch), self.clock
         live._follower_runs = threading.BoundedSemaphore(live.FOLLOWER_RUNS_AT_ONCE)
         empty_caches()
 
     def close(self) -> None:
-        live.store, live.watch, live._follower_runs = self._server
+        live.store, live.watch, live._follower_runs, live.clock = self._server
         self.store.release()
         self._directory.cleanup()
 
@@ -179,7 +207,14 @@ class Workbench(RuleBasedStateMachine):
     def open_page(self):
         self.world = World()
         self.at = open_tab()
-        self.student = None  # a session following this page's room, once there is one
+        self.tabs: list[AppTest] = []  # students' tabs that went through the door (some may have left)
+        self.stranger = None  # a tab on the Class page, not in the room, typing codes into the join box
+        self.wrong_codes: list[float] = []  # when the stranger's tab typed a wrong code (the machine's clock)
+        self.guesses = Guesses()
+        self.locked = False
+        self.removed: set[str] = set()  # student ids the teacher removed
+        self.senders: dict[str, set[str]] = {}  # question id -> the students whose answer was counted
+        self.asked: list[str] = []  # question ids, in the order the room was asked them
 
     def teardown(self):
         note_example(sys.exc_info()[1])  # teardown runs in Hypothesis's finally: a step's exception, if any
@@ -405,29 +440,51 @@ class Workbench(RuleBasedStateMachine):
         mine = {name: value for name, value in address(self.at).items() if name in sent}
         assert sent == mine, (sent, mine)
 
-    @rule(explore=st.booleans())
-    def a_student_follows_the_room(self, explore):
-        """A student on the room's link shows the teacher's page after a poll (the same address,
-        weights and page); exploring keeps it, and the room never takes the student's changes."""
-        self.lead_a_room()
-        if "published" not in self.at.session_state:
-            return
-        code = self.at.session_state["room"]
+    def room(self) -> tuple[str, str] | None:
+        """The teacher's room (code, secret) once it holds the teacher's page."""
+        ss = self.at.session_state
+        if "room" not in ss or "published" not in ss:
+            return None
+        return ss["room"], ss["teacher_secret"]
+
+    def in_room(self) -> list[AppTest]:
+        return [tab for tab in self.tabs if "room" in tab.session_state]
+
+    def open_student_tab(self, secret: str | None = None) -> AppTest | None:
+        """A tab on the room's link (a new browser, or another tab of the browser holding secret, as
+        its mha_student cookie makes it): the door lets it in, or says why not next to nothing else."""
+        code, teacher_secret = self.room()
         self.a_moment_later()
-        if self.student is None:
-            self.student = open_tab({"room": code})  # joins through the door (store.join), as a browser does
-            secret = self.at.session_state["teacher_secret"]
-            members = {s.id for s in live.store().roster(code, secret) if not s.removed}
-            assert self.student.session_state.get("room") == code, texts(self.student.sidebar.warning)
-            assert self.student.session_state["student_id"] in members
+        tab = AppTest.from_file(str(ENTRY), default_timeout=RUN_SECONDS)
+        if secret is not None:  # what student_secret() reads from the cookie (AppTest sends none)
+            tab.session_state["student_secret"] = secret
+        tab.query_params["room"] = code
+        tab.run()
+        assert not tab.exception, [e.value for e in tab.exception]
+        said = " ".join(shown(tab.sidebar.warning))
+        ident = live.student_id_of(secret) if secret is not None else None
+        members = {s.id for s in live.store().roster(code, teacher_secret) if not s.removed}
+        if self.guesses.empty(self.world.clock()):  # the address's wrong codes: every code refused
+            assert "room" not in tab.session_state and "Too many room codes tried" in said, said
+        elif ident in self.removed:
+            assert "room" not in tab.session_state and "removed you" in said, said
+        elif self.locked and ident not in members:
+            assert "room" not in tab.session_state and "The room is locked" in said, said
         else:
-            self.student.run()  # what the poll's rerun does
-        student = self.student
-        assert not student.exception, [e.value for e in student.exception]
-        room = live.store().state(code)
-        sent = json.loads(room.setup_json)
-        shown = {name: value for name, value in address(self.at).items() if name in sent}
-        if student.session_state.get("following") and not self.at.error and sent == shown:
+            assert tab.session_state.get("room") == code, said
+            assert tab.session_state["student_id"] in {
+                s.id for s in live.store().roster(code, teacher_secret) if not s.removed}
+            self.tabs.append(tab)
+            return tab
+        return None
+
+    def assert_follows(self, student: AppTest) -> None:
+        """A following student shows the teacher's page (the same address, weights and page) when
+        the room holds what the teacher's page shows."""
+        code, _ = self.room()
+        sent = json.loads(live.store().state(code).setup_json)
+        shown_here = {name: value for name, value in address(self.at).items() if name in sent}
+        if student.session_state.get("following") and not self.at.error and sent == shown_here:
             assert same_page(shown_page(student), shown_page(self.at)), (shown_page(student)[0],
                                                                          shown_page(self.at)[0])
             assert student.session_state["last_page"] == self.at.session_state["last_page"]
@@ -435,11 +492,288 @@ class Workbench(RuleBasedStateMachine):
             if "chart_weights" in mine and "chart_weights" in theirs:
                 assert np.array_equal(np.stack(heatmap_values(mine["chart_weights"])),
                                       np.stack(heatmap_values(theirs["chart_weights"])), equal_nan=True)
-        if explore and "room" in student.session_state:
+
+    def assert_marked(self, student: AppTest) -> None:
+        """Once the room's question is revealed, a student sees their own answer marked right or
+        wrong as store.is_right marks it (a forecast: next to the real softmax)."""
+        code, _ = self.room()
+        question = live.store().state(code).question
+        if question is None or question.id not in self.senders:
+            return
+        tally = live.store().tally(code, question.id)
+        if tally.status != "revealed":
+            return
+        mine = live.store().my_answer(code, question.id, student.session_state["student_id"])
+        said = " ".join(shown(student.info) + shown(student.success) + shown(student.error)
+                        + shown(student.markdown))
+        if mine is None:
+            assert "You did not" in said, said
+        elif question.kind == "forecast":
+            assert "Your forecast is" in said, said
+        elif is_right(tally.question, mine.value):
+            assert any(text.endswith("right.") for text in shown(student.success)), said
+        else:
+            assert any(": wrong." in text for text in shown(student.error)), said
+
+    @rule(explore=st.booleans())
+    def a_student_follows_the_room(self, explore):
+        """A student on the room's link shows the teacher's page after a poll (the same address,
+        weights and page); exploring keeps it, and the room never takes the student's changes."""
+        self.lead_a_room()
+        if self.room() is None:
+            return
+        code, _ = self.room()
+        students = self.in_room()
+        if not students:
+            if len(self.tabs) < MAX_TABS:
+                self.open_student_tab()  # joins through the door (store.join), as a browser does
+            return
+        student = students[0]
+        self.a_moment_later()
+        student.run()  # what the poll's rerun does
+        assert not student.exception, [e.value for e in student.exception]
+        if "room" not in student.session_state:
+            return  # removed: the_teacher_removes_a_student checks what its page says
+        self.assert_follows(student)
+        if explore:
+            version = live.store().version(code)
             key = "live_explore" if student.session_state["following"] else "live_follow"
             student.button(key=key).click().run()
             assert not student.exception
-            assert live.store().version(code) == room.version  # a student never changes the room
+            assert live.store().version(code) == version  # a student never changes the room
+
+    # --- the door: new students, second tabs, locking, removing, wrong codes (issue 15) ---------
+
+    @precondition(lambda self: self.room() is not None and len(self.tabs) < MAX_TABS)
+    @rule()
+    def a_new_student_opens_the_link(self):
+        self.open_student_tab()
+
+    @precondition(lambda self: self.room() is not None and self.tabs and len(self.tabs) < MAX_TABS)
+    @rule(data=st.data())
+    def a_second_tab_of_the_same_browser(self, data):
+        """The same mha_student cookie: the same student (let in even when locked, not when removed)."""
+        first = self.tabs[data.draw(st.integers(0, len(self.tabs) - 1))]
+        self.open_student_tab(first.session_state["student_secret"])
+
+    @precondition(lambda self: self.room() is not None)
+    @rule(locked=st.booleans())
+    def the_teacher_locks_the_room(self, locked):
+        code, _ = self.room()
+        goto(self.at, "class")
+        button = self.at.button(key="live_lock")
+        if button.label == ("Lock the room" if locked else "Unlock the room"):
+            button.click().run()
+        assert not self.at.exception
+        assert live.store().state(code).locked == locked
+        self.locked = locked
+        goto(self.at, "workbench")
+
+    @precondition(lambda self: self.room() is not None and self.tabs)
+    @rule(data=st.data())
+    def the_teacher_removes_a_student(self, data):
+        """Remove (after its confirmation): every tab of that student says so and stops following;
+        the student cannot come back."""
+        code, secret = self.room()
+        ident = self.tabs[data.draw(st.integers(0, len(self.tabs) - 1))].session_state["student_id"]
+        if ident in self.removed:
+            return
+        goto(self.at, "class")
+        self.at.button(key=f"live_remove_{ident}").click().run()
+        self.at.button(key=f"live_remove_yes_{ident}").click().run()
+        assert not self.at.exception
+        self.removed.add(ident)
+        assert {s.id for s in live.store().roster(code, secret) if s.removed} == self.removed
+        goto(self.at, "workbench")
+        theirs = [tab for tab in self.in_room() if tab.session_state["student_id"] == ident]
+        for tab in theirs:  # a heartbeat written after the removal reports it; the page rejoins, is refused
+            for _ in range(3):
+                self.world.clock.advance(HEARTBEAT_SECONDS)
+                tab.run()
+                assert not tab.exception, [e.value for e in tab.exception]
+                if "room" not in tab.session_state:
+                    break
+            assert "room" not in tab.session_state and not tab.session_state.get("following")
+            said = " ".join(shown(tab.sidebar.warning))
+            assert "Your teacher removed you from this room." in said or (
+                "Too many room codes tried" in said and self.guesses.empty(self.world.clock())), said
+
+    def stranger_types(self, code: str) -> str:
+        """The stranger's tab types code into the Class page's join box; what the box then says."""
+        if self.stranger is None:
+            self.stranger = open_tab()
+            goto(self.stranger, "class")
+        self.stranger.text_input(key="live_join_code").input(code)
+        next(b for b in self.stranger.button if b.label == "Join").click().run()
+        assert not self.stranger.exception, [e.value for e in self.stranger.exception]
+        return " ".join(shown(self.stranger.warning))
+
+    def guessing_refused(self) -> bool:
+        """This tab tried WRONG_CODES_PER_MINUTE wrong codes within the last minute."""
+        now = self.world.clock()
+        return sum(now - t < live.WRONG_CODES_WINDOW for t in self.wrong_codes) >= WRONG_CODES_PER_MINUTE
+
+    @precondition(lambda self: self.room() is not None)
+    @rule(times=st.integers(1, 6), then_the_right_one=st.booleans())
+    def a_wrong_code_in_the_join_box(self, times, then_the_right_one):
+        """A wrong code gets a message and changes nothing else; after WRONG_CODES_PER_MINUTE in a
+        minute every code is refused, the right one too, until the clock moves on."""
+        code, secret = self.room()
+        before = live.store().version(code), live.store().roster(code, secret)
+        for attempt in range(times):
+            wrong = next(c for c in WRONG_CODES[attempt % 2:] if c.upper() != code)
+            refused = self.guessing_refused() or self.guesses.empty(self.world.clock())
+            said = self.stranger_types(wrong)
+            if refused:
+                assert "Too many room codes tried" in said, said
+            else:
+                assert "There is no room" in said, said
+                self.wrong_codes.append(self.world.clock())
+                self.guesses.take(self.world.clock())
+            assert "room" not in self.stranger.session_state
+        assert (live.store().version(code), live.store().roster(code, secret)) == before
+        if not then_the_right_one or len(self.tabs) >= MAX_TABS:
+            return
+        refused = self.guessing_refused() or self.guesses.empty(self.world.clock())
+        said = self.stranger_types(code.lower() if len(self.wrong_codes) % 2 else code)
+        if refused:
+            assert "Too many room codes tried" in said and "room" not in self.stranger.session_state, said
+        elif self.locked:
+            assert "The room is locked" in said and "room" not in self.stranger.session_state, said
+        else:
+            assert self.stranger.session_state.get("room") == code, said
+            self.tabs.append(self.stranger)
+            self.stranger, self.wrong_codes = None, []
+
+    @rule(seconds=st.sampled_from([5.0, 30.0, 61.0]))
+    def time_passes(self, seconds):
+        """The clock moves on; the teacher's page (open all along) says so to the store."""
+        self.world.clock.advance(seconds)
+        self.at.run()
+
+    # --- asking the room: a quiz question or a drawn forecast, answers, close, reveal ------------
+
+    @precondition(lambda self: self.room() is not None)
+    @rule(forecast=st.booleans())
+    def the_teacher_asks_the_room(self, forecast):
+        """A quiz question from the Quiz page, or a forecast drawn on the presenter's softmax screen."""
+        before = (self.at.session_state.get("asked") or (None,))[0]
+        if forecast:
+            goto(self.at, "present")
+            for _ in range(len(SCREENS)):
+                step = self.at.session_state["selections"].get(STEP_KEY, 0)
+                name = "present_next" if step < SOFTMAX_SCREEN else "present_back"
+                movable = any(b.key == name and not b.disabled for b in self.at.button)
+                if step == SOFTMAX_SCREEN or not movable:
+                    break
+                self.at.button(key=name).click().run()
+            key = "present_draw"
+        else:
+            goto(self.at, "quiz")
+            key = "quiz_ask"
+        if any(b.key == key for b in self.at.button):
+            self.at.button(key=key).click().run()
+        assert not self.at.exception, [e.value for e in self.at.exception]
+        asked = (self.at.session_state.get("asked") or (None,))[0]
+        if asked is not None and asked != before:
+            code, _ = self.room()
+            assert live.store().state(code).question.id == asked
+            self.asked.append(asked)
+            self.senders[asked] = set()
+        goto(self.at, "workbench")
+
+    @precondition(lambda self: self.room() is not None and self.asked)
+    @rule(step=st.sampled_from(["close", "reveal"]))
+    def the_teacher_closes_or_reveals(self, step):
+        code, _ = self.room()
+        goto(self.at, "class")
+        if any(b.key == f"live_{step}" for b in self.at.button):
+            self.at.button(key=f"live_{step}").click().run()
+            assert not self.at.exception, [e.value for e in self.at.exception]
+            status = live.store().tally(code, self.at.session_state["asked"][0]).status
+            assert status == ("closed" if step == "close" else "revealed"), status
+        goto(self.at, "workbench")
+
+    def fill_the_answer(self, tab: AppTest, question_id: str, data, right: bool) -> str | None:
+        """Fill the tab's form for question_id; the Send button's key, or None if it shows none."""
+        keys = {b.key for b in tab.button}
+        form_send = f"FormSubmitter:live_answer_{question_id}-Send"
+        if form_send in keys:
+            asked = self.at.session_state.get("asked")
+            question = asked[1] if asked and asked[0] == question_id else None
+            choices = next((r.options for r in tab.radio if r.key == "live_value"), None)
+            if choices:
+                tab.radio(key="live_value").set_value(data.draw(st.sampled_from(list(choices))))
+            else:
+                given = question and (question.answer_text if right else readable_wrong(question))
+                tab.text_input(key="live_value").input(given or "12")
+            return form_send
+        if f"forecast_send_{question_id}" not in keys:
+            return None
+        rows, cols = live.store().state(self.room()[0]).question.grid
+        for row in range(rows):
+            if rows > 1:
+                tab.selectbox(key=f"forecast_row_{question_id}").set_value(row).run()
+            for col in data.draw(st.lists(st.integers(0, cols - 1), min_size=1, max_size=2)):
+                chip = f"chip_add_{question_id}_{row}_{col}"
+                if any(b.key == chip and not b.disabled for b in tab.button):
+                    tab.button(key=chip).click().run()
+            assert not tab.exception, [e.value for e in tab.exception]
+        return f"forecast_send_{question_id}"
+
+    @precondition(lambda self: self.room() is not None and self.asked and self.in_room())
+    @rule(data=st.data(), right=st.booleans(), fresh=st.booleans())
+    def a_student_answers(self, data, right, fresh):
+        """A student answers what their page shows (fresh: after a poll; else the form as drawn, which
+        the teacher may have closed since). Counted once per student, whatever the tab; refused with a
+        message once closed."""
+        code, _ = self.room()
+        students = self.in_room()
+        tab = students[data.draw(st.integers(0, len(students) - 1))]
+        if fresh:
+            self.a_moment_later()
+            tab.run()
+        forms = [b.key for b in tab.button if str(b.key).startswith(("FormSubmitter:live_answer_",
+                                                                     "forecast_send_"))]
+        if not forms or "room" not in tab.session_state:
+            return
+        question_id = forms[0].removeprefix("FormSubmitter:live_answer_").removesuffix("-Send").removeprefix(
+            "forecast_send_")
+        send = self.fill_the_answer(tab, question_id, data, right)
+        if send is None:
+            return
+        ident = tab.session_state["student_id"]
+        room = live.store().state(code)
+        before = live.store().tally(code, question_id)
+        current = room.question is not None and room.question.id == question_id
+        expected = current and before.status == "open" and ident not in self.removed and (
+            ident not in self.senders[question_id])
+        tab.button(key=send).click().run()
+        assert not tab.exception, [e.value for e in tab.exception]
+        after = live.store().tally(code, question_id)
+        said = " ".join(shown(tab.info) + shown(tab.warning) + shown(tab.sidebar.warning))
+        if after.total == before.total + 1:
+            assert ident not in self.senders[question_id], "a student counted twice"
+            self.senders[question_id].add(ident)
+            assert "Your answer is in" in said, said
+        else:
+            assert after.total == before.total, (before.total, after.total)
+            assert not (expected and fresh), f"an answer the room should take was lost: {said}"
+            if current and before.status == "closed":
+                assert "closed" in said, f"refused without a word: {said}"
+
+    @precondition(lambda self: self.room() is not None and self.in_room())
+    @rule()
+    def the_class_polls(self):
+        """Every student's page a poll later: no exception, a follower shows the room's state, and a
+        revealed question marks each student's own answer."""
+        self.a_moment_later()
+        for tab in self.in_room():
+            tab.run()
+            assert not tab.exception, [e.value for e in tab.exception]
+            if "room" in tab.session_state:
+                self.assert_follows(tab)
+                self.assert_marked(tab)
 
     @rule()
     def pin_or_unpin(self):
@@ -452,7 +786,21 @@ class Workbench(RuleBasedStateMachine):
 
     @invariant()
     def no_exception(self):
-        assert not self.at.exception, [e.value for e in self.at.exception]
+        for tab in [self.at, *self.tabs, *([self.stranger] if self.stranger is not None else [])]:
+            assert not tab.exception, [e.value for e in tab.exception]
+
+    @invariant()
+    def tallies_count_each_student_once_and_the_csv_has_their_rows(self):
+        """The store's tally of every question asked is the number of distinct students who sent
+        an answer that was taken; the CSV has one row per counted answer."""
+        if not self.asked or self.room() is None:
+            return
+        code, secret = self.room()
+        rows = list(csv.reader(io.StringIO(live.store().answers_csv(code, secret))))[1:]
+        for number, question_id in enumerate(self.asked, start=1):
+            total = live.store().tally(code, question_id).total
+            assert total == len(self.senders[question_id]), (question_id, total, self.senders[question_id])
+            assert sum(row[0] == str(number) for row in rows) == total, (number, rows)
 
     @invariant()
     def the_charts_are_the_address_setup_run_by_the_core(self):
@@ -480,7 +828,10 @@ class Workbench(RuleBasedStateMachine):
                                        np.stack(heatmap_values(specs["chart_weights"])), atol=1e-12)
 
 
+NO_SHRINK = bool(os.environ.get("STATEFUL_NO_SHRINK"))  # report a failure as first met (quicker, longer)
 Workbench.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
                                        database=None, print_blob=True, report_multiple_bugs=False,
-                                       suppress_health_check=list(HealthCheck))
+                                       suppress_health_check=list(HealthCheck),
+                                       phases=[Phase.explicit, Phase.reuse, Phase.generate] if NO_SHRINK
+                                       else list(Phase))
 TestWorkbench = Workbench.TestCase
