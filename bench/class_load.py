@@ -448,6 +448,7 @@ async def lesson(urls: list[str], pids: list[int], store, args) -> dict:
         "asked_to_drawn": [s.drawn_at - asked.at for s in students if s.drawn_at],
         "sent": len(sent), "confirmed": sum(s.confirmed for s in sent),
         "sent_within": [s.sent_at - t_ask for s in sent], "tally_total": tally.total,
+        "since_drawn": [s.sent_at - max(t_ask, s.drawn_at) for s in sent],
         "mean_error": float(np.abs(expected_mean - stored_mean).max())
         if expected_mean is not None and stored_mean is not None else float("nan"),
         "panel_all": panel_all, "panel_changes": panel_during_changes,
@@ -496,6 +497,8 @@ def report(r: dict, args, backend: str) -> str:
         ("forecast: Send pressed, after the window opened (p50 / max)",
          f"{len(within)} students, {pct(within, .5):.1f} s / {max(within, default=float('nan')):.1f} s "
          f"({sum(w <= 10 for w in within)} within 10 s)"),
+        ("forecast: Send pressed, after the student's page drew it and the window opened (p50 / max)",
+         f"{pct(r['since_drawn'], .5):.1f} s / {max(r['since_drawn'], default=float('nan')):.1f} s"),
         ("forecast: counted (tally.total / sent; pages that said 'Your answer is in')",
          f"{r['tally_total']} / {r['sent']} ({exact}); {r['confirmed']}"),
         ("forecast: store's mean - mean of the grids sent (max abs)", f"{r['mean_error']:.1e}"),
