@@ -361,9 +361,10 @@ def send_pending(question_id: str) -> bool:
         counted = live.store().answer(ss.room, question_id, ss.student_id, value, nickname)
     except StoreUnavailable:
         return False  # kept: the form says so and sends it again
-    except QuestionClosed:
+    except QuestionClosed:  # said here, next to the form: the room's box is drawn before this
         ss.pop("pending_answer", None)
-        ss.live_message = "Answers closed before your answer reached the room: it was not counted."
+        st.warning("Answers closed before your answer reached the room: it was not counted.",
+                   icon=":material/lock:")
         return False
     except StoreError as error:
         ss.pop("pending_answer", None)

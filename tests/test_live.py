@@ -123,6 +123,36 @@ def test_a_student_who_drew_the_sidebar_then_follows_takes_the_teachers_next_cha
                                        SCENARIOS[preset].run().weights, atol=1e-9)
 
 
+def test_an_answer_sent_after_the_teacher_closed_answers_is_refused_with_a_message():
+    """Found by the stateful machine: a student whose form was drawn while answers were open pressed
+    Send after the teacher closed them, before their page's poll (the server's watch still had the
+    room open): the store refused the answer and the page said nothing."""
+    from classroom.watch import RoomWatch
+
+    server_watch, slow = live.watch, RoomWatch(live.store(), max_age=3600)  # no poll has come yet
+    live.watch = lambda: slow
+    try:
+        teacher, code = teacher_with_room()
+        goto(teacher, "quiz")
+        teacher.button(key="quiz_ask").click().run()
+        question_id, question = teacher.session_state["asked"]
+        student = open_address({"room": code})
+        send = f"FormSubmitter:live_answer_{question_id}-Send"
+        assert any(b.key == send for b in student.button)
+        live.store().close(code, teacher.session_state["teacher_secret"], question_id)
+        if question.choices:
+            student.radio(key="live_value").set_value(question.choices[0])
+        else:
+            student.text_input(key="live_value").input(question.answer_text)
+        student.button(key=send).click().run()
+    finally:
+        live.watch = server_watch
+    assert not student.exception
+    said = " ".join(shown(student.warning) + shown(student.sidebar.warning) + shown(student.info))
+    assert "closed" in said and "not counted" in said, said
+    assert live.store().tally(code, question_id).total == 0
+
+
 def test_unknown_codes_and_tampered_secrets_get_no_controls():
     teacher, code = teacher_with_room()
     stranger = open_address({"room": "ZZZZ" if code != "ZZZZ" else "YYYY"})

@@ -32,7 +32,7 @@ import threading
 
 import numpy as np
 import streamlit
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from streamlit.testing.v1 import AppTest
@@ -464,6 +464,9 @@ class Workbench(RuleBasedStateMachine):
         said = " ".join(shown(tab.sidebar.warning))
         ident = live.student_id_of(secret) if secret is not None else None
         members = {s.id for s in live.store().roster(code, teacher_secret) if not s.removed}
+        event("a tab opens the link: " + ("address refused" if self.guesses.empty(self.world.clock()) else
+                                          "removed" if ident in self.removed else
+                                          "locked" if self.locked and ident not in members else "in"))
         if self.guesses.empty(self.world.clock()):  # the address's wrong codes: every code refused
             assert "room" not in tab.session_state and "Too many room codes tried" in said, said
         elif ident in self.removed:
@@ -506,6 +509,7 @@ class Workbench(RuleBasedStateMachine):
         mine = live.store().my_answer(code, question.id, student.session_state["student_id"])
         said = " ".join(shown(student.info) + shown(student.success) + shown(student.error)
                         + shown(student.markdown))
+        event(f"revealed to a student: {question.kind}, {'answered' if mine else 'not answered'}")
         if mine is None:
             assert "You did not" in said, said
         elif question.kind == "forecast":
@@ -583,6 +587,7 @@ class Workbench(RuleBasedStateMachine):
         self.at.button(key=f"live_remove_yes_{ident}").click().run()
         assert not self.at.exception
         self.removed.add(ident)
+        event("a student removed")
         assert {s.id for s in live.store().roster(code, secret) if s.removed} == self.removed
         goto(self.at, "workbench")
         theirs = [tab for tab in self.in_room() if tab.session_state["student_id"] == ident]
@@ -624,6 +629,7 @@ class Workbench(RuleBasedStateMachine):
             wrong = next(c for c in WRONG_CODES[attempt % 2:] if c.upper() != code)
             refused = self.guessing_refused() or self.guesses.empty(self.world.clock())
             said = self.stranger_types(wrong)
+            event(f"a wrong code: {'refused' if refused else 'no room'}")
             if refused:
                 assert "Too many room codes tried" in said, said
             else:
@@ -656,7 +662,10 @@ class Workbench(RuleBasedStateMachine):
     @precondition(lambda self: self.room() is not None)
     @rule(forecast=st.booleans())
     def the_teacher_asks_the_room(self, forecast):
-        """A quiz question from the Quiz page, or a forecast drawn on the presenter's softmax screen."""
+        """A quiz question from the Quiz page, or a forecast drawn on the presenter's softmax screen
+        (a page with an input at fault asks nothing: the teacher loads a preset first)."""
+        if self.at.error:
+            self.load_preset("the_cat_sat_two_heads")
         before = (self.at.session_state.get("asked") or (None,))[0]
         if forecast:
             goto(self.at, "present")
@@ -671,7 +680,9 @@ class Workbench(RuleBasedStateMachine):
         else:
             goto(self.at, "quiz")
             key = "quiz_ask"
-        if any(b.key == key for b in self.at.button):
+        there = any(b.key == key for b in self.at.button)
+        event(f"asking: {'the button is there' if there else 'no button'}")
+        if there:
             self.at.button(key=key).click().run()
         assert not self.at.exception, [e.value for e in self.at.exception]
         asked = (self.at.session_state.get("asked") or (None,))[0]
@@ -679,6 +690,7 @@ class Workbench(RuleBasedStateMachine):
             code, _ = self.room()
             assert live.store().state(code).question.id == asked
             self.asked.append(asked)
+            event(f"asked: {'a forecast' if forecast else 'a quiz question'}")
             self.senders[asked] = set()
         goto(self.at, "workbench")
 
@@ -752,6 +764,8 @@ class Workbench(RuleBasedStateMachine):
         assert not tab.exception, [e.value for e in tab.exception]
         after = live.store().tally(code, question_id)
         said = " ".join(shown(tab.info) + shown(tab.warning) + shown(tab.sidebar.warning))
+        event(f"an answer sent: {'counted' if after.total > before.total else before.status}"
+              f"{'' if current else ', an older question'}")
         if after.total == before.total + 1:
             assert ident not in self.senders[question_id], "a student counted twice"
             self.senders[question_id].add(ident)
