@@ -2,6 +2,8 @@
 
     FUZZ_SECONDS=300 (default) how long to generate; FUZZ_SEED=N replays a seed it printed.
     FUZZ_SHRINK_SECONDS=900 (default) how long Hypothesis may then shrink a failure it found.
+    FUZZ_SAME_AS=<examples.txt> a run of the same seed noted there must have noted the same examples
+    (outcome, steps, digest of what every step left), as far as both went: the determinism check.
 
 Prints the seed first; the machine is deterministic, so the same seed generates the same examples
 and meets the same failure (on a slower machine, later: give the replay more FUZZ_SECONDS). When the
@@ -49,10 +51,24 @@ def examples(notes: Path) -> int:
     return len(ended.read_text(encoding="utf-8").splitlines()) if ended.exists() else 0
 
 
+def compare(mine: Path, theirs: Path) -> int:
+    """0 if the examples both runs noted are the same, as far as the shorter one went."""
+    ours = mine.read_text(encoding="utf-8").splitlines() if mine.exists() else []
+    earlier = theirs.read_text(encoding="utf-8").splitlines()
+    both = min(len(ours), len(earlier))
+    differ = next((i for i in range(both) if ours[i] != earlier[i]), None)
+    if differ is not None:
+        print(f"fuzz: NOT deterministic: example {differ + 1} differs ({ours[differ]!r} here, "
+              f"{earlier[differ]!r} in {theirs})")
+        return 1
+    print(f"fuzz: the same examples as {theirs} ({both} compared: {len(ours)} here, {len(earlier)} there)")
+    return 0
+
+
 def main() -> int:
-    print(f"fuzz: seed {seed}, {seconds:.0f} s; replay with: make fuzz FUZZ_SEED={seed}", flush=True)
     notes = Path(tempfile.mkdtemp(prefix="mha-fuzz-"))
-    failures = notes / "failures.txt"
+    print(f"fuzz: seed {seed}, {seconds:.0f} s; replay with: make fuzz FUZZ_SEED={seed}; examples noted in "
+          f"{notes / 'examples.txt'}", flush=True)
     steps = os.environ.get("STATEFUL_STEPS", "30")
     env = {**os.environ, "STATEFUL_EXAMPLES": "1000000", "STATEFUL_STEPS": steps,
            "FUZZ_DIR": str(notes)}
@@ -60,6 +76,18 @@ def main() -> int:
                f"--hypothesis-seed={seed}", "--hypothesis-show-statistics"]
     started = time.monotonic()
     process = subprocess.Popen(command, env=env)
+    code = run(process, notes, started)
+    same_as = os.environ.get("FUZZ_SAME_AS")
+    if same_as:
+        same = compare(notes / "examples.txt", Path(same_as))
+        code = code or same
+    return code
+
+
+def run(process: subprocess.Popen, notes: Path, started: float) -> int:
+    """pytest's exit code, or 0 when the time is up without a failure."""
+    failures = notes / "failures.txt"
+    steps = os.environ.get("STATEFUL_STEPS", "30")
     code = finished(process, seconds)
     if code is None and failures.exists():
         met = time.monotonic() - started

@@ -23,6 +23,7 @@ there is no example database (the seed is the whole input); steps draw names, no
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -152,14 +153,16 @@ def open_tab(params: dict[str, str] | None = None) -> AppTest:
     return tab
 
 
-def note_example(failure: BaseException | None) -> None:
+def note_example(failure: BaseException | None, trace: list[str]) -> None:
     """Tell scripts/fuzz.py that an example ended, and how if it failed (Hypothesis then shrinks it
-    before it reports: that can take minutes)."""
+    before it reports: that can take minutes), with a digest of what it saw after every step (two
+    runs of one seed must note the same digests: scripts/fuzz.py compares them)."""
     if not FUZZ_DIR:
         return
     ours = isinstance(failure, Exception) and not type(failure).__module__.startswith("hypothesis")
+    digest = hashlib.sha256("\n".join(trace).encode()).hexdigest()[:16]
     with open(os.path.join(FUZZ_DIR, "examples.txt"), "a", encoding="utf-8") as out:
-        out.write("failed\n" if ours else "ok\n")
+        out.write(f"{'failed' if ours else 'ok'} {len(trace)} {digest}\n")
     if ours:  # not Hypothesis's own signals (an overrun, an assumption)
         with open(os.path.join(FUZZ_DIR, "failures.txt"), "a", encoding="utf-8") as out:
             out.write(f"{type(failure).__name__}: {str(failure)[:2000]}\n")
@@ -215,9 +218,11 @@ class Workbench(RuleBasedStateMachine):
         self.removed: set[str] = set()  # student ids the teacher removed
         self.senders: dict[str, set[str]] = {}  # question id -> the students whose answer was counted
         self.asked: list[str] = []  # question ids, in the order the room was asked them
+        self.trace: list[str] = []  # what every step left (note_the_step): the example's fingerprint
 
     def teardown(self):
-        note_example(sys.exc_info()[1])  # teardown runs in Hypothesis's finally: a step's exception, if any
+        failure = sys.exc_info()[1]  # teardown runs in Hypothesis's finally: a step's exception, if any
+        note_example(failure, getattr(self, "trace", []))
         if hasattr(self, "world"):
             self.world.close()
 
@@ -758,8 +763,8 @@ class Workbench(RuleBasedStateMachine):
         room = live.store().state(code)
         before = live.store().tally(code, question_id)
         current = room.question is not None and room.question.id == question_id
-        expected = current and before.status == "open" and ident not in self.removed and (
-            ident not in self.senders[question_id])
+        senders = self.senders.setdefault(question_id, set())
+        expected = current and before.status == "open" and ident not in self.removed and ident not in senders
         tab.button(key=send).click().run()
         assert not tab.exception, [e.value for e in tab.exception]
         after = live.store().tally(code, question_id)
@@ -767,8 +772,8 @@ class Workbench(RuleBasedStateMachine):
         event(f"an answer sent: {'counted' if after.total > before.total else before.status}"
               f"{'' if current else ', an older question'}")
         if after.total == before.total + 1:
-            assert ident not in self.senders[question_id], "a student counted twice"
-            self.senders[question_id].add(ident)
+            assert ident not in senders, "a student counted twice"
+            senders.add(ident)
             assert "Your answer is in" in said, said
         else:
             assert after.total == before.total, (before.total, after.total)
@@ -797,6 +802,19 @@ class Workbench(RuleBasedStateMachine):
                 return
 
     # --- after every step ---------------------------------------------------------------------
+
+    @invariant()
+    def note_the_step(self):
+        """What this step left, without the random parts (room code, secrets, student and question
+        ids): the clock, the teacher's address and page, the room's version, lock and tallies, the
+        tabs; the same seed must leave the same notes."""
+        params = {name: value for name, value in address(self.at).items() if name not in ("room", "teacher")}
+        room = self.room()
+        version = live.store().version(room[0]) if room else None
+        totals = [live.store().tally(room[0], q).total for q in self.asked] if room else []
+        self.trace.append(json.dumps([self.world.clock(), params, self.at.session_state["last_page"], version,
+                                      self.locked, totals, len(self.tabs), len(self.in_room()),
+                                      len(self.removed), len(self.wrong_codes)], sort_keys=True))
 
     @invariant()
     def no_exception(self):
