@@ -25,6 +25,8 @@ The cases (issue 15, "What a hostile student did"; the figures before are the is
 - markup: tokens from a ``?s=`` link and a nickname holding ``![i](http://127.0.0.1:<port>/p.png)
   **BOLD**``; Chromium opens every page, leads a room and asks, reveals; a local HTTP listener counts
   the requests it receives (target 0; a control fetch proves it counts).
+
+Each case ends with "held: yes" or the rules it broke (failures()); the bench exits non-zero if any broke.
 """
 
 from __future__ import annotations
@@ -452,6 +454,54 @@ def markup(url: str, store) -> dict:
             "nickname_join": joined}
 
 
+# --- What must hold (issue 15, "Threat model and what must hold") ----------------------------------
+
+
+def failures(name: str, r: dict) -> list[str]:
+    """The rules a case broke; [] when it held."""
+    from classroom.store import JOIN_BURST, JOIN_PER_SECOND, ROOMS_PER_CLIENT, WRONG_CODES_PER_MINUTE
+
+    def refill(per_minute: float, seconds: float) -> int:
+        return int(per_minute * seconds / 60) + 1  # tokens back during the flood, and one of slack
+
+    checks = {
+        "flood": [(r.get("rooms", 0) <= ROOMS_PER_CLIENT + refill(ROOMS_PER_CLIENT, r.get("seconds", 0)),
+                   "more rooms than the per-address limit"),
+                  (r.get("teacher") == "leads a room", "the teacher from another address got no room"),
+                  (r.get("exceptions") == 0, "an exception on a page")],
+        "fill": [(r.get("admitted", 0) <= JOIN_BURST + JOIN_PER_SECOND * r.get("seconds", 0) + 1,
+                  "more admitted than the join rate"),
+                 (r.get("real_student") == "admitted", "the real student was refused"),
+                 (r.get("after_lock") == 0, "admitted after Lock"),
+                 (r.get("member_back"), "a member locked out"),
+                 (r.get("exceptions") == 0, "an exception on a page")],
+        "impersonation": [(r.get("victim_answer") == "A", "the classmate's answer is not the one counted"),
+                          (not r.get("victim_told_already"), "the classmate was told they had answered"),
+                          (not r.get("secret_or_id_in_address"), "the address bar holds the id or secret")],
+        "guessing": [(r.get("one_socket_checked", 99) <= WRONG_CODES_PER_MINUTE
+                      + refill(WRONG_CODES_PER_MINUTE, r.get("one_socket_seconds", 0)),
+                      "one websocket checked more codes than the limit"),
+                     (r.get("new_sockets_checked", 99) <= WRONG_CODES_PER_MINUTE
+                      + refill(WRONG_CODES_PER_MINUTE, r.get("new_sockets_seconds", 0)),
+                      "one address checked more codes than the limit"),
+                     (str(r.get("then_right_code_same_socket", "")).startswith("refused"),
+                      "the right code got in after the tab's guesses ran out"),
+                     (r.get("right_code_other_address") == "admitted", "another address was refused")],
+        "ballot": [(r.get("one_browser_counted") == 1, "one browser counted more than once"),
+                   (r.get("fresh_counted", 0) <= r.get("join_bound", 0) + 1,
+                    "more answers than the join rate"),
+                   (r.get("after_lock_counted") == 0, "answers counted after Lock"),
+                   (r.get("exceptions") == 0, "an exception on a page")],
+        "export": [(not r.get("pwned_created"), "the script ran the file name's code"),
+                   (r.get("export_exit") == 0 and r.get("script_exit") == 0, "export or script failed")],
+        "markup": [(r.get("requests") == 0, "the browser fetched from the listener"),
+                   (r.get("control_fetch_counted") == 1, "the listener did not count the control fetch"),
+                   (r.get("student_told_right_or_wrong"), "the student's reveal did not show"),
+                   (r.get("nickname_shown_literally"), "the nickname is not shown literally")],
+    }
+    return [why for held, why in checks[name] if not held]
+
+
 # --- Running it -------------------------------------------------------------------------------------
 
 
@@ -496,12 +546,18 @@ def main() -> None:
         url, _ = stack.enter_context(streamlit_server())
         asyncio.run(visit(url, "", "127.0.0.2"))  # the server's first run imports everything: not timed
         print(f"bench/abuse.py on {backend}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+        broken = []
         for name in cases:
             result = run_case(name, url, store)
             print(f"\n## {name} ({result.pop('case_seconds'):.1f} s)")
             for key, value in result.items():
                 print(f"- {key}: {value:.2f}" if isinstance(value, float) else f"- {key}: {value}")
+            failed = failures(name, result)
+            print(f"- held: {'yes' if not failed else 'NO: ' + '; '.join(failed)}")
+            broken += [f"{name}: {why}" for why in failed]
             sys.stdout.flush()
+    if broken:
+        sys.exit("\n".join(["broken:", *broken]))
 
 
 if __name__ == "__main__":
