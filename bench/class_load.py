@@ -71,6 +71,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 TEACHER_ADDRESS = "127.0.0.10"
 TEACHER_BEAT_SECONDS = 5.0  # app/live.py's teacher box heartbeats this often
 SOFTMAX_STEP = 4  # the presenter's softmax screen (from 1), where the room draws a forecast
+DOOR_WORDS = ("Too many", "locked", "no room", "full")  # the door's refusals (classroom/store.py)
 ANSWERED = re.compile(r"#### (\d+) of (\d+) answered")  # the presenter panel's count (app/questions.py)
 
 
@@ -110,6 +111,7 @@ class Browser(FollowerSession):
         self.ids: dict[str, str] = {}  # key -> element id
         self.fragment_of: dict[str, str] = {}  # key -> the fragment that drew it ("" for none)
         self.answered: tuple[int, float] | None = None  # (count, when) of the panel's latest count
+        self.door = ""  # the door's refusal, as the page said it (a warning in the room's box)
 
     def _read(self, msg, run) -> None:
         super()._read(msg, run)
@@ -120,6 +122,8 @@ class Browser(FollowerSession):
         key = element_key(getattr(inner, "id", "") or "")
         if key:
             self.ids[key], self.fragment_of[key] = inner.id, msg.delta.fragment_id
+        if element.WhichOneof("type") == "alert" and any(w in element.alert.body for w in DOOR_WORDS):
+            self.door = element.alert.body
         if element.WhichOneof("type") == "markdown":
             found = ANSWERED.search(element.markdown.body)
             if found:
@@ -162,6 +166,7 @@ class Student:
     runs: list[Record] = dataclasses.field(default_factory=list)
     errors: list[str] = dataclasses.field(default_factory=list)
     dropped: str = ""
+    refused: str = ""  # the door said no (join rate, lock, full): the page does not follow
     opened: bool = False
     drawn_at: float | None = None  # its page first drew the forecast's chip buttons
     answer_at: float | None = None  # when it taps
@@ -220,6 +225,9 @@ async def follow(student: Student, url: str, code: str, args, start_at: float, s
     try:
         sent = time.monotonic()
         record(await client.open(f"room={code}"), sent)
+        if not client.auto_reruns and client.door:
+            student.refused = client.door
+            return
         student.opened = True
         stage = "poll"
         interval = next(iter(client.auto_reruns.values()), 1.0)
@@ -370,7 +378,8 @@ async def lesson(urls: list[str], pids: list[int], store, args) -> dict:
     tasks = [asyncio.create_task(follow(s, urls[s.index % len(urls)], code, args,
                                         begin + rng.uniform(0, args.ramp), stop, asked,
                                         random.Random(args.seed * 1000 + s.index))) for s in students]
-    await until(lambda: sum(s.opened or bool(s.dropped) for s in students) >= n, args.ramp + args.timeout,
+    await until(lambda: sum(s.opened or bool(s.dropped or s.refused) for s in students) >= n,
+                args.ramp + args.timeout,
                 0.5)
     opened_at = time.monotonic()
     roster = await asyncio.to_thread(store.roster, code, secret)
@@ -437,6 +446,7 @@ async def lesson(urls: list[str], pids: list[int], store, args) -> dict:
     open_seconds = [s.runs[0].done - s.runs[0].sent for s in students if s.opened]
     return {
         "n": n, "opened": sum(s.opened for s in students), "admitted": len(members),
+        "refused": [s.refused for s in students if s.refused],
         "cookies_admitted": len(members & {student_id(s.cookie) for s in students}),
         "open_p50": pct(open_seconds, 0.5), "open_max": max(open_seconds, default=0),
         "ramp_done": opened_at - begin, "changes": len(changes),
@@ -464,7 +474,8 @@ def student_id(cookie: str) -> str:
 
 def report(r: dict, args, backend: str) -> str:
     n, lat = r["n"], r["latencies"]
-    cpu_per_student_min = r["server_cpu"] / n / (r["quiet_seconds"] / 60)
+    following = max(1, r["opened"])  # students whose pages follow (the door let them in)
+    cpu_per_student_min = r["server_cpu"] / following / (r["quiet_seconds"] / 60)
     polls_per_s = len(r["quiet_polls"]) / r["quiet_seconds"]
     above_quiet = r["change_cpu"] - r["server_cpu"] / r["quiet_seconds"] * r["change_seconds"]
     per_change = above_quiet / max(1, r["changes"] * r["opened"])
@@ -472,9 +483,9 @@ def report(r: dict, args, backend: str) -> str:
     exact = "exact" if r["tally_total"] == r["sent"] == r["opened"] else "MISMATCH"
     where = "one per student" if args.addresses == 0 else f"{args.addresses} NAT address(es)"
     rows = [
-        ("students (opened / admitted by the door / asked)",
-         f"{r['opened']} / {r['admitted']} ({r['cookies_admitted']} of their cookies) / {n}, from {where}, "
-         f"{args.servers} server(s), {backend}"),
+        ("students (following / admitted by the door / refused by it / asked)",
+         f"{r['opened']} / {r['admitted']} ({r['cookies_admitted']} of their cookies) / "
+         f"{len(r['refused'])} / {n}, from {where}, {args.servers} server(s), {backend}"),
         ("first page run (p50 / max); all opened after", f"{r['open_p50']:.2f} s / {r['open_max']:.2f} s; "
                                                          f"{r['ramp_done']:.1f} s"),
         (f"teacher change -> student shows it ({r['changes']} changes, {len(lat)} samples)",
@@ -485,7 +496,7 @@ def report(r: dict, args, backend: str) -> str:
         ("changes missed (not shown before the next one)", str(r["missed"])),
         ("run errors / dropped sessions", f"{len(r['run_errors'])} / {len(r['dropped'])}"),
         (f"quiet {r['quiet_seconds']:.0f} s: fragment polls (p50 / p95)",
-         f"{len(r['quiet_polls'])} polls ({polls_per_s / n:.2f} per student per s), "
+         f"{len(r['quiet_polls'])} polls ({polls_per_s / following:.2f} per student per s), "
          f"{pct(r['quiet_polls'], .5) * 1000:.0f} ms / {pct(r['quiet_polls'], .95) * 1000:.0f} ms; "
          f"{r['quiet_full']} whole-page runs"),
         ("quiet: server CPU per student per minute",
@@ -514,7 +525,8 @@ def report(r: dict, args, backend: str) -> str:
              f"{pct(r['panel_forecast'], .5) * 1000:.0f} / {pct(r['panel_forecast'], .95) * 1000:.0f} ms"),
         ]
     out = ["| measure | value |", "| --- | --- |"] + [f"| {a} | {b} |" for a, b in rows]
-    for title, items in (("run errors", r["run_errors"]), ("dropped", r["dropped"])):
+    for title, items in (("run errors", r["run_errors"]), ("dropped", r["dropped"]),
+                         ("refused by the door", r["refused"])):
         if items:
             out.append(f"\n{title} (first 5 of {len(items)}):\n" + "\n".join(f"- {e}" for e in items[:5]))
     return "\n".join(out)
