@@ -2,22 +2,34 @@
 
 Rules do what users do (type tokens of any length, change sizes, toggle cross-attention, the mask,
 biases and the scaling, edit cells with good and bad values, pick heads and queries, load presets,
-save and reload, open the page's own link in a fresh session, switch pages). After every step:
+save and reload, open the page's own link in a fresh session, switch pages), and a live class: the
+teacher (this page) leads a room, locks and unlocks it, removes a student, asks a quiz question or a
+drawn forecast, closes and reveals; students open the link in new browsers or second tabs of one
+(the same mha_student secret), follow, answer or draw, and a stranger types wrong codes into the
+join box (the session's and the address's limits are modelled on the machine's clock). After every
+step:
 
-* no exception element;
+* no exception element, on any tab;
+* the store's tally of every question asked equals the number of distinct students whose answer
+  was taken, and the CSV has one row per counted answer;
 * every weights and output chart equals mha_core run on the Setup the page's *address* describes
   (decoded independently of the session), or, when an input is at fault, there is a message and
   no chart computed from stale numbers;
 * inputs that were not at fault keep their values.
+
+and, when the class polls, every follower shows the room's state and, once revealed, each student's
+own answer marked right or wrong as store.is_right marks it.
 
 ``make test`` runs a bounded number of steps (STATEFUL_EXAMPLES, a few by default); ``make fuzz``
 runs for FUZZ_SECONDS with a fresh seed that it prints (scripts/fuzz.py).
 
 Deterministic, so that a seed replays every failure: each example gets a store of its own (SQLite
 in a fresh directory) and a RoomWatch, both on the machine's ``Clock`` (time moves only when a rule
-says so, e.g. a follower's poll), in place of the server's (``live.store``, ``live.watch``); the
-process-wide caches are emptied and the follower semaphore is new; nothing reads the wall clock;
-there is no example database (the seed is the whole input); steps draw names, not elements.
+says so, e.g. a follower's poll), in place of the server's (``live.store``, ``live.watch``, and
+``live.clock`` for the session's wrong-code limit); the process-wide caches are emptied and the
+follower semaphore is new; nothing reads the wall clock; there is no example database (the seed is
+the whole input); steps draw names, not elements (tabs by their index, never by a random id). Each
+example notes a digest of what every step left (note_the_step): FUZZ_SAME_AS compares two runs.
 """
 
 from __future__ import annotations
@@ -597,6 +609,8 @@ class Workbench(RuleBasedStateMachine):
         goto(self.at, "workbench")
         theirs = [tab for tab in self.in_room() if tab.session_state["student_id"] == ident]
         for tab in theirs:  # a heartbeat written after the removal reports it; the page rejoins, is refused
+            if not tab.session_state.get("following"):  # exploring: no poll until they follow again
+                tab.button(key="live_follow").click().run()
             for _ in range(3):
                 self.world.clock.advance(HEARTBEAT_SECONDS)
                 tab.run()
