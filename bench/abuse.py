@@ -65,22 +65,12 @@ CHOICES = ["A", "B", "C"]
 
 
 class Tab(FollowerSession):
-    """A session that keeps every alert and Markdown text it was sent (escapes undone)."""
+    """A session from one address (and, where it has one, one browser's cookie) that keeps every
+    alert and Markdown text it was sent (``said``, escapes undone)."""
 
     def __init__(self, url: str, address: str, cookie: str | None = None):
         headers = {"X-Forwarded-For": address, **({"Cookie": f"mha_student={cookie}"} if cookie else {})}
         super().__init__(url, timeout=120.0, headers=headers)
-        self.said: list[str] = []
-
-    def _read(self, msg, run) -> None:
-        super()._read(msg, run)
-        if msg.WhichOneof("type") == "delta" and msg.delta.WhichOneof("type") == "new_element":
-            element = msg.delta.new_element
-            kind = element.WhichOneof("type")
-            if kind == "alert":
-                self.said.append(plain(element.alert.body))
-            elif kind == "markdown":
-                self.said.append(plain(element.markdown.body))
 
     def saw(self, words: str) -> bool:
         return any(words in text for text in self.said)
@@ -89,18 +79,6 @@ class Tab(FollowerSession):
         if page:
             self.page_hash = calc_hash(page)
         return await self.open(query)
-
-
-def plain(text: str) -> str:
-    """app/safe.py's backslash escapes undone."""
-    out, escaped = [], False
-    for char in text:
-        if escaped or char != "\\":
-            out.append(char)
-            escaped = False
-        else:
-            escaped = True
-    return "".join(out)
 
 
 async def visit(url: str, query: str, address: str, cookie: str | None = None, page: str | None = None,

@@ -126,7 +126,12 @@ def texts(elements) -> list[str]:
     return [element.value for element in elements]
 
 
+def unescaped(text: str) -> str:
+    """What a Markdown text shows: app.safe.lit's backslash escapes (and the word joiners that keep a
+    bare URL from becoming a link) undone."""
+    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
+
+
 def shown(elements) -> list[str]:
-    """What Markdown elements show: their texts with app.safe.lit's backslash escapes (and the word
-    joiners that keep a bare URL from becoming a link) undone."""
-    return [re.sub(r"\\(.)", r"\1", text).replace("\u2060", "") for text in texts(elements)]
+    """What Markdown elements show (their texts unescaped)."""
+    return [unescaped(text) for text in texts(elements)]

@@ -36,7 +36,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import ClientConnection, connect
 
 from mha_core import DEFAULT_SCENARIO, all_scenarios
-from tests.apptest_util import heatmap_values
+from tests.apptest_util import heatmap_values, unescaped
 
 FINISHED = {ForwardMsg.FINISHED_SUCCESSFULLY: "ok", ForwardMsg.FINISHED_WITH_COMPILE_ERROR: "compile error",
             ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY: "fragment ok"}
@@ -76,6 +76,7 @@ class Session:
         self.page_hash = ""  # sent back from the second run on, as the frontend does
         self.last: Run | None = None
         self._cache: dict[str, ForwardMsg] = {}  # large elements of the last run, by hash
+        self.said: list[str] = []  # every alert's and Markdown element's text this tab was sent, unescaped
 
     def _get(self, path: str) -> str | None:
         """An HTTP GET; returns the _streamlit_xsrf cookie it set, if any."""
@@ -203,6 +204,8 @@ class Session:
                 run.errors.append(f"exception: {inner.type}: {inner.message}")
             elif element_type == "alert" and inner.format == Alert.ERROR:
                 run.errors.append(f"st.error: {inner.body}")
+            if element_type in ("alert", "markdown"):
+                self.said.append(unescaped(inner.body))
 
     async def close(self) -> None:
         if self.ws is not None:

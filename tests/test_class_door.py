@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import pytest
-from streamlit.proto.Alert_pb2 import Alert
 from streamlit.proto.TextInput_pb2 import TextInput
 from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
@@ -37,7 +36,7 @@ from classroom.store import (
     TooSoon,
 )
 from classroom.watch import VERSION_MAX_AGE
-from tests.apptest_util import ENTRY, fresh_app, goto, open_address, texts
+from tests.apptest_util import ENTRY, fresh_app, goto, open_address, texts, unescaped
 from tests.live_server import streamlit_server
 from tests.st_protocol import Session
 
@@ -63,9 +62,7 @@ def embedded_store(tmp_path, monkeypatch):
 # --- helpers ---------------------------------------------------------------------------------------
 
 
-def plain(text: str) -> str:
-    """Markdown escapes undone (app/safe.py backslash-escapes outside text)."""
-    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")  # and lit's word joiners (no autolinks)
+plain = unescaped  # what a Markdown text shows
 
 
 def shown(at: AppTest) -> str:
@@ -390,27 +387,9 @@ def test_the_teachers_page_tells_the_store_it_is_open_wherever_it_is(embedded_st
 # --- A real server: the handshake's cookie and a proxy's address ------------------------------------
 
 
-class DoorSession(Session):
-    """A tab over the websocket protocol that also keeps every alert and Markdown text it was sent."""
-
-    def __init__(self, url: str, headers: dict[str, str] | None = None):
-        super().__init__(url, headers=headers)
-        self.said: list[str] = []
-
-    def _read(self, msg, run) -> None:
-        super()._read(msg, run)
-        if msg.WhichOneof("type") == "delta" and msg.delta.WhichOneof("type") == "new_element":
-            element = msg.delta.new_element
-            kind = element.WhichOneof("type")
-            if kind == "alert" and element.alert.format in (Alert.WARNING, Alert.ERROR):
-                self.said.append(plain(element.alert.body))
-            elif kind == "markdown":
-                self.said.append(plain(element.markdown.body))
-
-
 async def visit(url: str, query: str, headers: dict[str, str], page: str | None = None,
-                press: str | None = None) -> DoorSession:
-    tab = DoorSession(url, headers)
+                press: str | None = None) -> Session:
+    tab = Session(url, headers=headers)
     try:
         if page:
             tab.page_hash = calc_hash(page)
