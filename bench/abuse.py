@@ -51,7 +51,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 from streamlit.util import calc_hash  # noqa: E402
 
-from tests.live_server import ROOT, streamlit_server  # noqa: E402
+from tests.live_server import ROOT, class_store, streamlit_server  # noqa: E402
 from tests.st_protocol import FollowerSession  # noqa: E402
 
 ATTACKER, TEACHER, STUDENT, CLASSMATE = "127.0.0.66", "127.0.0.10", "127.0.0.20", "127.0.0.21"
@@ -507,20 +507,7 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown cases {sorted(unknown)}")
     with tempfile.TemporaryDirectory(prefix="abuse-") as tmp, contextlib.ExitStack() as stack:
-        os.environ.update(MHA_DATA_DIR=str(Path(tmp) / "data"), MHA_CLIENT_IP_HEADER="X-Forwarded-For")
-        for name in ("REDIS_URL", "MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE"):
-            os.environ.pop(name, None)
-        backend = "SQLite"
-        if args.redis:
-            from tests.redis_server import RedisServer
-            server = RedisServer(Path(tmp) / "redis")
-            server.start()
-            stack.callback(server.stop)
-            os.environ["REDIS_URL"] = server.url
-            backend = "Redis"
-        from classroom.store import open_store
-        store = open_store()
-        stack.callback(store.release)
+        backend, store = stack.enter_context(class_store(Path(tmp), redis=args.redis))
         url, _ = stack.enter_context(streamlit_server())
         asyncio.run(visit(url, "", "127.0.0.2"))  # the server's first run imports everything: not timed
         print(f"bench/abuse.py on {backend}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")

@@ -63,7 +63,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 from streamlit.util import calc_hash  # noqa: E402
 
 from mha_core import all_scenarios  # noqa: E402
-from tests.live_server import streamlit_server  # noqa: E402
+from tests.live_server import class_store, streamlit_server  # noqa: E402
 from tests.st_protocol import FollowerRun, FollowerSession, element_key  # noqa: E402
 
 PRESETS = ("the_cat_sat_two_heads", "cat_chases_mouse")  # the teacher alternates between these
@@ -562,20 +562,7 @@ def main() -> None:
         print("note: the servers share the SQLite file (the store allows it; Redis is the deployed way)")
 
     with tempfile.TemporaryDirectory(prefix="class-load-") as tmp, contextlib.ExitStack() as stack:
-        os.environ.update(MHA_DATA_DIR=str(Path(tmp) / "data"), MHA_CLIENT_IP_HEADER="X-Forwarded-For")
-        for name in ("REDIS_URL", "MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE"):
-            os.environ.pop(name, None)
-        backend = "SQLite"
-        if args.redis:
-            from tests.redis_server import RedisServer
-            server = RedisServer(Path(tmp) / "redis")
-            server.start()
-            stack.callback(server.stop)
-            os.environ["REDIS_URL"] = server.url
-            backend = "Redis"
-        from classroom.store import open_store
-        store = open_store()
-        stack.callback(store.release)
+        backend, store = stack.enter_context(class_store(Path(tmp), redis=args.redis))
         urls, pids = [], []
         for _ in range(args.servers):  # the servers inherit MHA_DATA_DIR / REDIS_URL from os.environ
             url, process = stack.enter_context(streamlit_server())

@@ -60,3 +60,29 @@ def _wait_healthy(url: str, process: subprocess.Popen, timeout: float) -> None:
         except OSError:
             time.sleep(0.2)
     raise RuntimeError(f"streamlit did not become healthy at {url} within {timeout} s")
+
+
+@contextlib.contextmanager
+def class_store(folder: Path, *, redis: bool = False):
+    """A live-class store for a bench's servers, which inherit it through os.environ: SQLite under
+    ``folder`` or, with ``redis``, a redis-server of its own; the servers count clients by
+    X-Forwarded-For (as behind the Kubernetes ingress) and ask for no teacher key. Yields the
+    backend's name and this process's store."""
+    os.environ.update(MHA_DATA_DIR=str(folder / "data"), MHA_CLIENT_IP_HEADER="X-Forwarded-For")
+    for name in ("REDIS_URL", "MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE"):
+        os.environ.pop(name, None)
+    with contextlib.ExitStack() as stack:
+        backend = "SQLite"
+        if redis:
+            from tests.redis_server import RedisServer
+
+            server = RedisServer(folder / "redis")
+            server.start()
+            stack.callback(server.stop)
+            os.environ["REDIS_URL"] = server.url
+            backend = "Redis"
+        from classroom.store import open_store
+
+        store = open_store()
+        stack.callback(store.release)
+        yield backend, store
