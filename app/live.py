@@ -13,7 +13,8 @@ Session keys: ``room`` (code), ``teacher_secret`` (the teacher's session only), 
 ``following`` (a student shows the teacher's page), ``applied_version`` (the room version shown),
 ``room_inputs`` (the sidebar's values while they are not drawn), ``room_revealed`` (the presenter
 screen the teacher revealed), ``published`` (what the teacher last sent), ``wrong_codes`` (when this
-session tried a wrong room code or teacher link), ``joined_from_link``, ``live_message``.
+session tried a wrong room code or teacher link), ``joined_from_link``, ``live_message``, ``door_wait``
+(a student the join rate turned away, waiting for their turn: DoorWait).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import re
 import secrets
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
@@ -37,6 +39,7 @@ from app import state, widgets
 from app.safe import lit
 from app.views import labs, model
 from classroom.store import (
+    TOO_MANY_JOINS,
     NoSuchRoom,
     NotInRoom,
     NotTheTeacher,
@@ -68,6 +71,12 @@ STUDENT_ID_CHARS = 16
 WRONG_CODES_PER_SESSION = 10  # wrong room codes or teacher links one session may try ...
 WRONG_CODES_WINDOW = 60.0  # ... in this many seconds (the store also limits the client address)
 clock = time.monotonic  # seconds for this session's wrong-code limit (tests/test_stateful.py moves its own)
+
+DOOR_WAIT_SECONDS = 120.0  # a student the join rate turned away tries again by themselves this long
+DOOR_TICK_SECONDS = 1.0  # the waiting page looks this often whether its turn has come (a clock read)
+WAITING_AT_THE_DOOR = "Many students are joining from your network: you are let in in a few seconds…"
+DOOR_WAIT_OVER = ("Many students are joining from your network and your turn did not come within two "
+                  "minutes: join with the box on the Class page.")
 
 
 @st.cache_resource
@@ -238,21 +247,100 @@ def session_too_soon() -> str | None:
     return str(TooSoon("Too many room codes tried in this tab", wait)) if wait > 0 else None
 
 
-def join_room(code: str, nickname: str = "") -> str | None:
+def join_room(code: str, nickname: str = "", *, via: str = "link") -> str | None:
     """Enter room code as this browser's student, through store.join only (which says no for a wrong
     code, a locked room, a removed student, too many tries or joins, a full room). Returns the
-    refusal to show, or None once in the room. An ended room and a never-existing code get the same
-    refusal."""
+    refusal to show, or None once in the room or waiting for its turn (the join rate from this
+    network: waiting_at_the_door(), and the page lets the student in by itself). An ended room and a
+    never-existing code get the same refusal. via: "link" or "box", where a later message goes."""
     refusal = session_too_soon()
     if refusal:
         return refusal
+    st.session_state.pop("door_wait", None)
     try:
         enter_room(code, nickname)
     except StoreUnavailable as error:
         return f"The class connection failed: {error}"
     except StoreError as error:  # NoSuchRoom, TooSoon, Removed, RoomLocked, LimitReached (full), InvalidInput
-        return str(error)
+        if not is_join_rate(error):
+            return str(error)
+        start_waiting(DoorWait(code, nickname, via, clock() + error.retry_after, clock() + DOOR_WAIT_SECONDS))
     return None
+
+
+@dataclass
+class DoorWait:
+    """A student the join rate turned away: what they asked for, where they asked (the message goes
+    there), when to knock again and when to stop (clock() seconds)."""
+
+    code: str
+    nickname: str
+    via: str  # "link" (?room=CODE: the sidebar) or "box" (the Class page's join box)
+    knock_at: float
+    give_up_at: float
+
+
+def is_join_rate(error: StoreError) -> bool:
+    """The store's refusal for too many joins from one network just now (not for too many codes tried)."""
+    return isinstance(error, TooSoon) and str(error).startswith(TOO_MANY_JOINS)
+
+
+def start_waiting(wait: DoorWait) -> None:
+    st.session_state.door_wait = wait
+
+
+def waiting_at_the_door(via: str | None = None) -> DoorWait | None:
+    """This session's wait at the door (only one asked via there, when via is given)."""
+    wait = st.session_state.get("door_wait")
+    return wait if isinstance(wait, DoorWait) and via in (None, wait.via) else None
+
+
+def knock(wait: DoorWait) -> bool:
+    """Try the door again for a waiting student. True when the wait is over (in the room, or told
+    why not: another refusal, or two minutes without a turn), False to keep waiting."""
+    ss = st.session_state
+    try:
+        enter_room(wait.code, wait.nickname)
+    except StoreUnavailable:
+        wait.knock_at = clock() + DOOR_TICK_SECONDS  # keep waiting for the store too
+        return stop_waiting(wait, DOOR_WAIT_OVER) if clock() >= wait.give_up_at else False
+    except StoreError as error:
+        if not is_join_rate(error):
+            return stop_waiting(wait, str(error))
+        if clock() + error.retry_after > wait.give_up_at:
+            return stop_waiting(wait, DOOR_WAIT_OVER)
+        wait.knock_at = clock() + error.retry_after
+        return False
+    ss.pop("door_wait", None)
+    if wait.via == "box":
+        ss.nickname = wait.nickname
+        ss.joined_from_link = (ss.room, None)  # as join_by_code does: the address's ?room= is this room
+    return True
+
+
+def stop_waiting(wait: DoorWait, message: str) -> bool:
+    """The wait is over without the room: the message goes where the student asked."""
+    ss = st.session_state
+    ss.pop("door_wait", None)
+    if wait.via == "box":
+        ss.live_join_error = message
+    else:
+        ss.live_message = message
+    return True
+
+
+@st.fragment(run_every=DOOR_TICK_SECONDS)
+def door_wait_ui() -> None:
+    """A waiting student's page: says so (a link's wait in the sidebar; the join box says it for its
+    own) and, every tick, knocks once its turn is due (a clock read otherwise); the whole page runs
+    again when the wait is over, in the room or told why not."""
+    wait = waiting_at_the_door()
+    if wait is None or in_room():
+        return
+    if clock() >= wait.knock_at and knock(wait):
+        st.rerun(scope="app")
+    if wait.via == "link":
+        st.info(lit(WAITING_AT_THE_DOOR), icon=":material/hourglass_top:")
 
 
 def enter_room(code: str, nickname: str = "") -> None:
@@ -446,6 +534,9 @@ def sidebar_ui(slot, current) -> None:
     if message:
         slot.warning(lit(message), icon=":material/groups:")
     if not in_room():
+        if waiting_at_the_door():
+            with slot:
+                door_wait_ui()
         return
     if is_teacher():
         with slot:

@@ -60,10 +60,12 @@ def join_by_code() -> None:
     if not code:
         ss.live_join_error = "Type the room's code first."
         return
-    refusal = live.join_room(code, nickname)
+    refusal = live.join_room(code, nickname, via="box")
     if refusal:
         ss.live_join_error = refusal
         return
+    if not live.in_room():
+        return  # waiting for its turn (the join rate from this network): the page lets it in by itself
     ss.nickname = nickname
     ss.joined_from_link = (ss.room, None)  # the address gets ?room= from this run on: already in it
 
@@ -91,6 +93,8 @@ def door_ui() -> None:
         st.form_submit_button("Join", on_click=join_by_code)
     if ss.get("live_join_error"):
         st.warning(lit(ss.live_join_error), icon=":material/door_front:")
+    elif live.waiting_at_the_door("box"):
+        st.info(lit(live.WAITING_AT_THE_DOOR), icon=":material/hourglass_top:")
 
 
 def render() -> None:
