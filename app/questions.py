@@ -395,9 +395,24 @@ def short(label: str) -> str:
     return label if len(label) <= BUTTON_CHARS else label[:BUTTON_CHARS - 1] + "…"
 
 
+def chip_label(key_label: str, chips: int, share: float) -> str:
+    """A key's button: its label, its chips as dots (the bar) and its share of 1.0, e.g.
+    '2 · cat · ●●● 0.60'; '○' before the first chip. Markdown-safe."""
+    return f"{lit(short(key_label))} · {'●' * chips or '○'} {share:.2f}"
+
+
 def add_chip(key: str, row: int, col: int, step: int) -> None:
     chips = st.session_state[key]
     chips[row][col] = int(np.clip(chips[row][col] + step, 0, CHIPS))
+
+
+def take_chip(key: str, row: int, picker: str, keys: list[str]) -> None:
+    """'Take a chip back from' was tapped: one chip less on that key; the pills forget the tap, so
+    the same key can be tapped again."""
+    ss = st.session_state
+    if ss.get(picker) in keys:
+        add_chip(key, row, keys.index(ss[picker]), -1)
+    ss[picker] = None
 
 
 def clear_chips(key: str, row: int) -> None:
@@ -406,8 +421,10 @@ def clear_chips(key: str, row: int) -> None:
 
 @st.fragment
 def forecast_form(question, labels: Labels) -> None:
-    """One big button per key adds a chip (0.1 of the weight), '−' takes one back; the shares are
-    drawn as bars that always sum to 1. A fragment: taps rerun only this box."""
+    """One full-width button per key adds a chip (0.1 of the weight) and shows the key's chips and
+    share of 1.0; one row of pills takes a chip back. A fragment: taps rerun only this box. Every
+    follower redraws it on each of the teacher's changes, so it stays a few elements (measured in
+    docs/performance.md, issue 15)."""
     ss = st.session_state
     rows, cols = question.grid
     key = f"forecast_chips_{question.id}"
@@ -420,19 +437,17 @@ def forecast_form(question, labels: Labels) -> None:
     left = CHIPS - sum(chips[row])
     st.markdown(md("Tap a key to give it a chip: {} chips share out 1.0. **{}** left.", CHIPS, left))
     for col in range(cols):
-        with st.container(horizontal=True, vertical_alignment="center", gap="small", wrap=False):
-            label = f"{lit(short(labels.keys[col]))} · {'●' * chips[row][col] or '○'}"
-            st.button(label, key=f"chip_add_{question.id}_{row}_{col}", on_click=add_chip,
-                      args=(key, row, col, 1), disabled=left == 0, width="stretch")
-            st.button("−", key=f"chip_take_{question.id}_{row}_{col}", on_click=add_chip,
-                      args=(key, row, col, -1), disabled=chips[row][col] == 0,
-                      help=md("Take a chip from {}", labels.keys[col]))
-    st.plotly_chart(forecast_figures.share_bars(shares[row], labels.keys), key="forecast_shares",
-                    config={"displayModeBar": False, "staticPlot": True})  # a phone's tap is not a zoom
+        st.button(chip_label(labels.keys[col], chips[row][col], shares[row, col]),
+                  key=f"chip_add_{question.id}_{row}_{col}", on_click=add_chip, args=(key, row, col, 1),
+                  disabled=left == 0, width="stretch")
+    picker = f"chip_take_{question.id}_{row}"
+    keys = [short(label) for label in labels.keys]  # distinct: each starts with its position
+    st.pills("Take a chip back from", keys, key=picker, format_func=lit, on_change=take_chip,
+             args=(key, row, picker, keys), disabled=left == CHIPS)
     st.button("Clear this row", key=f"chip_clear_{question.id}_{row}", on_click=clear_chips, args=(key, row))
     empty = [labels.queries[r] for r in range(rows) if not sum(chips[r])]
-    nickname = st.text_input("Nickname (optional; only your teacher sees it)", key="live_nickname",
-                             max_chars=40)
+    nickname = ss.get("nickname") or st.text_input(  # given at the door: not asked again
+        "Nickname (optional; only your teacher sees it)", key="live_nickname", max_chars=40)
     if empty and rows > 1:
         st.caption(md("Rows without a chip yet: {}", ", ".join(empty)))
     if st.button("Send", key=f"forecast_send_{question.id}", type="primary", disabled=bool(empty)):

@@ -312,9 +312,13 @@ def live_store_status(code: str, question_id: str) -> str:
 
 
 def tap(student, question_id: str, key: int, times: int = 1, *, take: bool = False) -> None:
-    name = "take" if take else "add"
+    """Taps key's chip button (or, take, its pill under "Take a chip back from") times."""
     for _ in range(times):
-        student.button(key=f"chip_{name}_{question_id}_0_{key}").click().run()
+        if take:
+            pills = student.pills(key=f"chip_take_{question_id}_0")
+            pills.set_value(pills.options[key]).run()
+        else:
+            student.button(key=f"chip_add_{question_id}_0_{key}").click().run()
         assert not student.exception
 
 
@@ -345,9 +349,10 @@ def test_the_class_draws_a_forecast_and_sees_its_average_next_to_the_real_softma
             tap(student, question_id, 1, 3)
             tap(student, question_id, 1, take=True)  # '−' takes one back: 2 chips, all the weight
         assert student.button(key=f"chip_add_{question_id}_0_0").disabled == (number < 2)  # 10 chips used
-        shares = chart_specs(student)["forecast_shares"]["data"][0]["x"]
-        drawn.append(np.array(shares, dtype=float) if not isinstance(shares, dict) else decode(shares))
+        drawn.append(chips_to_weights(student.session_state[f"forecast_chips_{question_id}"])[0])
         assert drawn[-1].sum() == pytest.approx(1.0)
+        labels = [student.button(key=f"chip_add_{question_id}_0_{k}").label for k in range(n_k)]
+        assert [float(label.rsplit(" ", 1)[1]) for label in labels] == pytest.approx(drawn[-1], abs=0.005)
         student.button(key=f"forecast_send_{question_id}").click().run()
         assert not student.exception and "Your answer is in" in the_answer_text(student)
     teacher.run()
@@ -417,6 +422,40 @@ def test_a_send_while_the_store_is_away_keeps_the_answer_and_sends_it_when_it_is
     assert "Your answer is in" in the_answer_text(student) and "not sent yet" not in the_answer_text(student)
     tally = live.store().tally(code, question.id)
     assert tally.total == 1 and tally.counts["B"] == 1 and tally.right == 1
+
+
+def test_a_followers_forecast_form_is_one_element_per_key_and_asks_no_nickname_given_at_the_door():
+    """Every follower redraws the form on each of the teacher's changes (issue 15's presenter load):
+    one button per key (its chips and share written on it), one row of pills to take a chip back,
+    no chart, and no nickname box for a student who gave one at the door (the answer carries it)."""
+    from app import live
+    teacher, code = teacher_with_room()
+    goto(teacher, "present")
+    for _ in range(3):
+        teacher.button(key="present_next").click().run()
+    student = open_address({})
+    goto(student, "class")
+    student.text_input(key="live_join_code").input(code)
+    student.text_input(key="live_join_nickname").input("<b>ann</b>")
+    student.button(key="FormSubmitter:live_join-Join").click().run()
+    teacher.button(key="present_draw").click().run()
+    question_id, question = teacher.session_state["asked"]
+    n_k = question.grid[1]
+    rerun_after_a_poll(student)
+    goto(student, "present")  # the page the room switched it to, as the browser's address then says
+    assert not student.exception
+    keys = [b.key for b in student.button if b.key and b.key.startswith("chip_")]
+    assert keys == [f"chip_add_{question_id}_0_{k}" for k in range(n_k)] + [f"chip_clear_{question_id}_0"]
+    assert len(student.pills) == 1 and "forecast_shares" not in chart_specs(student)
+    assert not [t for t in student.text_input if t.key == "live_nickname"]
+    tap(student, question_id, 1, 3)
+    tap(student, question_id, 1, take=True)
+    assert student.session_state[f"forecast_chips_{question_id}"][0][1] == 2
+    assert student.pills(key=f"chip_take_{question_id}_0").value is None  # the same pill can be tapped again
+    student.button(key=f"forecast_send_{question_id}").click().run()
+    assert "Your answer is in" in the_answer_text(student)
+    table = live.store().answers_csv(code, teacher.session_state["teacher_secret"])
+    assert "<b>ann</b>" in table
 
 
 def test_a_small_setup_can_have_the_heads_whole_grid_drawn():
