@@ -255,7 +255,8 @@ class FollowerSession(Session):
     carries the fragment id and ``is_auto_rerun`` (and, like every rerun, the address bar's query
     string, kept here from ``page_info_changed``). ``rerun_fragment()`` sends one such tick; when
     the fragment calls ``st.rerun(scope="app")`` the reply is the whole page's run. A
-    ``stop_auto_rerun`` cancels the timer (the fragment id is dropped).
+    ``stop_auto_rerun`` cancels the timer (the fragment id is dropped), and so does a whole run's
+    ``new_session`` for every timer (the fragments that run draws announce theirs again).
     """
 
     def __init__(self, url: str, timeout: float = 60.0, headers: dict[str, str] | None = None):
@@ -294,6 +295,8 @@ class FollowerSession(Session):
     def _read(self, msg: ForwardMsg, run: Run) -> None:
         super()._read(msg, run)
         kind = msg.WhichOneof("type")
+        if kind == "new_session" and not msg.metadata.run.fragment_ids:
+            self.auto_reruns.clear()  # a whole run: the frontend drops its timers (cleanupAutoReruns)
         if kind == "auto_rerun" and msg.auto_rerun.fragment_id:
             self.auto_reruns[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
         elif kind == "stop_auto_rerun":
