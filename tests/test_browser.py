@@ -491,6 +491,7 @@ MARKUP_TOKENS = "![i](http://127.0.0.1:9/p.png) **BOLD** <b>"  # an image, bold 
 WITHIN = 3_000  # ms: what the teacher does reaches every screen within this
 LOADED = 20_000  # ms: how long a step may take before the test gives up (the times are checked at the end)
 CHIP_BUTTONS = "[class*='st-key-chip_add_'] button"
+TAKE_PILLS = "[class*='st-key-chip_take_'] button"  # one pill per key: take a chip back
 
 
 def room_code(page) -> str:
@@ -558,7 +559,13 @@ def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
             student.wait_for_function(
                 "([s, k, n]) => document.querySelectorAll(s)[k].innerText.split('●').length - 1 === n",
                 arg=[CHIP_BUTTONS, key, chips + 1], timeout=LOADED)
-        if number == 2:
+        if number == 2:  # a thumb takes a chip back: key 1's pill under "Take a chip back from"
+            pill = student.locator(TAKE_PILLS).nth(1)
+            assert "**BOLD**" in pill.inner_text()  # literal
+            pill.tap()
+            student.wait_for_function(
+                "([s, k, n]) => document.querySelectorAll(s)[k].innerText.split('●').length - 1 === n",
+                arg=[CHIP_BUTTONS, 1, 1], timeout=LOADED)
             student.screenshot(path=str(ARTIFACTS / "forecast-phone-drawing.png"), full_page=True)
         student.locator("[class*='st-key-forecast_send_'] button").click()
         visible_text(student, "Your answer is in")
@@ -576,7 +583,7 @@ def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
         const el = document.querySelector('.st-key-room_forecast_chart .js-plotly-plot');
         return Array.from(el.data, t => Array.from(t.z._inputArray || t.z, r => Array.from(r)));
     }""")
-    expected = [(0.4 + 0 + 0) / 3, (0.6 + 0 + 2 / 3) / 3, (0 + 1 + 1 / 3) / 3]
+    expected = [(0.4 + 0 + 0) / 3, (0.6 + 0 + 1 / 2) / 3, (0 + 1 + 1 / 2) / 3]  # the phone took one back
     assert [round(w, 3) for w in mean[0][0]] == [round(w, 3) for w in expected]
     teacher.locator(".st-key-room_reveal button").click()
     started = time.perf_counter()
