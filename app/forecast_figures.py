@@ -17,8 +17,7 @@ LABEL_CHARS = 28  # an answer's label is cut to this many characters on the axis
 BAR_PX = {False: 34, True: 54}  # height of one bar: normal, large (projector)
 FONT_PX = {False: 14, True: 22}
 AXIS_PAD = 70  # px below and above the bars: the top axis's ticks, air
-SHARE_BAR_PX = 38  # one key's bar in a student's own forecast (phone)
-SHARE_FONT_PX = 16  # its labels and numbers, read on a phone at arm's length
+SHARE_FONT_PX = 16  # a student's own forecast bars (phone): labels and numbers read at arm's length
 SHARE_LABEL_CHARS = 16  # a key's label beside its bar: the left margin stays under half a phone
 
 
@@ -61,34 +60,6 @@ def answer_bars(labels, counts, *, right=None, large: bool = False) -> FigureSpe
                                           autorange="reversed", tickfont=font),
                   xaxis=dict(range=[0, top * 1.35], title=dict(text="answers", font=font), tickfont=font,
                              dtick=max(1, int(np.ceil(top / 5)))))
-    return FigureSpec(dict(data=data, layout=layout))
-
-
-def share_bars(shares, key_labels, *, allowed=None) -> FigureSpec:
-    """A student's forecast of one row as it is drawn: one horizontal bar per key, its share of
-    1.0 written on it. shares [n_k] (summing to 1, or all 0 before the first chip); allowed [n_k]
-    bool or None (a masked key says so)."""
-    shares = np.asarray(shares, dtype=float)  # [n_k]
-    n = shares.size
-    positions = np.arange(1, n + 1)
-    allowed = np.ones(n, bool) if allowed is None else np.asarray(allowed, bool)
-    labels = [plain(_cut(label, SHARE_LABEL_CHARS)) for label in key_labels]
-    texts = [format_number(w, near_one=True) if ok else "masked"
-             for w, ok in zip(shares, allowed, strict=True)]
-    font = dict(size=SHARE_FONT_PX)
-    data = [dict(type="bar", orientation="h", y=positions, x=shares, marker=dict(color=BLUE), text=texts,
-                 textposition="outside", cliponaxis=False, textfont=font,
-                 hovertext=[f"{label}: {hover_number(w, near_one=True)}" for label, w in zip(labels, shares,
-                                                                                        strict=True)],
-                 hovertemplate="%{hovertext}<extra></extra>")]
-    longest = max((len(s) for s in labels), default=4)
-    layout = dict(template={}, height=int(SHARE_BAR_PX * n + 50), font=font, showlegend=False, bargap=0.3,
-                  margin=dict(l=int(0.55 * SHARE_FONT_PX * longest) + 14, r=12, t=8, b=42),
-                  hoverlabel=dict(font=font),
-                  yaxis=dict(tickmode="array", tickvals=positions.tolist(), ticktext=labels,
-                             autorange="reversed", tickfont=font),
-                  xaxis=dict(range=[0, 1.25], tickvals=[0, 0.5, 1], tickfont=font,
-                             title=dict(text="share of 1.0", font=font)))
     return FigureSpec(dict(data=data, layout=layout))
 
 

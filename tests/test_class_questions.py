@@ -200,8 +200,6 @@ def test_the_class_forecast_sits_next_to_the_real_softmax():
     assert list(mine["y"]) == [1, 3] and list(bar_x(mine)) == [0.5, 0.5]  # an undrawn key has no bar
     assert list(head["text"]) == ["0.10", "0.10", "0.80"]
     assert pair["layout"]["yaxis"]["ticktext"][0] == "&lt;b&gt;"
-    shares = forecast_figures.share_bars([0.25, 0.75, 0.0], ["<b>", "b", "c"], allowed=[True, True, False])
-    assert list(shares["data"][0]["text"]) == ["0.25", "0.75", "masked"]
 
 
 # --- In the app (AppTest, the embedded store) ---------------------------------------------------------------
