@@ -627,6 +627,9 @@ class Workbench(RuleBasedStateMachine):
         if self.stranger is None:
             self.stranger = open_tab()
             goto(self.stranger, "class")
+            self.stranger._page_hash = ""  # AppTest: later runs stay on the page the last one ended on,
+            # as a browser does once the room switches its page (else each run asks for Class again,
+            # the room switches it away, and that rerun drops a click: a student's Send was lost)
         self.stranger.text_input(key="live_join_code").input(code)
         next(b for b in self.stranger.button if b.label == "Join").click().run()
         assert not self.stranger.exception, [e.value for e in self.stranger.exception]
@@ -678,13 +681,18 @@ class Workbench(RuleBasedStateMachine):
 
     # --- asking the room: a quiz question or a drawn forecast, answers, close, reveal ------------
 
-    @precondition(lambda self: self.room() is not None)
     @rule(forecast=st.booleans())
     def the_teacher_asks_the_room(self, forecast):
         """A quiz question from the Quiz page, or a forecast drawn on the presenter's softmax screen
-        (a page with an input at fault asks nothing: the teacher loads a preset first)."""
+        (a page with an input at fault asks nothing: the teacher loads a preset first). A room and a
+        student come first if there are none yet, so that a run of 30 steps reaches the answers."""
         if self.at.error:
             self.load_preset("the_cat_sat_two_heads")
+        self.lead_a_room()
+        if self.room() is None:
+            return
+        if not self.in_room() and len(self.tabs) < MAX_TABS:
+            self.open_student_tab()
         before = (self.at.session_state.get("asked") or (None,))[0]
         if forecast:
             goto(self.at, "present")
@@ -752,12 +760,15 @@ class Workbench(RuleBasedStateMachine):
             assert not tab.exception, [e.value for e in tab.exception]
         return f"forecast_send_{question_id}"
 
-    @precondition(lambda self: self.room() is not None and self.asked and self.in_room())
     @rule(data=st.data(), right=st.booleans(), fresh=st.booleans())
     def a_student_answers(self, data, right, fresh):
         """A student answers what their page shows (fresh: after a poll; else the form as drawn, which
         the teacher may have closed since). Counted once per student, whatever the tab; refused with a
-        message once closed."""
+        message once closed. The teacher asks first when nothing was asked yet."""
+        if self.room() is None or not self.asked or not self.in_room():
+            self.the_teacher_asks_the_room(data.draw(st.booleans()))
+        if self.room() is None or not self.asked or not self.in_room():
+            return
         code, _ = self.room()
         students = self.in_room()
         tab = students[data.draw(st.integers(0, len(students) - 1))]
