@@ -422,9 +422,10 @@ def clear_chips(key: str, row: int) -> None:
 @st.fragment
 def forecast_form(question, labels: Labels) -> None:
     """One full-width button per key adds a chip (0.1 of the weight) and shows the key's chips and
-    share of 1.0; one row of pills takes a chip back. A fragment: taps rerun only this box. Every
-    follower redraws it on each of the teacher's changes, so it stays a few elements (measured in
-    docs/performance.md, issue 15)."""
+    share of 1.0; once the row has a chip, one row of pills takes a chip back, Clear empties the row
+    and the nickname box (unless given at the door) joins Send. A fragment: taps rerun only this box.
+    Every follower redraws it on each of the teacher's changes, so it stays a few elements, fewest
+    before the first tap (measured in docs/performance.md, issue 15)."""
     ss = st.session_state
     rows, cols = question.grid
     key = f"forecast_chips_{question.id}"
@@ -440,14 +441,18 @@ def forecast_form(question, labels: Labels) -> None:
         st.button(chip_label(labels.keys[col], chips[row][col], shares[row, col]),
                   key=f"chip_add_{question.id}_{row}_{col}", on_click=add_chip, args=(key, row, col, 1),
                   disabled=left == 0, width="stretch")
-    picker = f"chip_take_{question.id}_{row}"
-    keys = [short(label) for label in labels.keys]  # distinct: each starts with its position
-    st.pills("Take a chip back from", keys, key=picker, format_func=lit, on_change=take_chip,
-             args=(key, row, picker, keys), disabled=left == CHIPS)
-    st.button("Clear this row", key=f"chip_clear_{question.id}_{row}", on_click=clear_chips, args=(key, row))
+    if left < CHIPS:  # something to take back
+        picker = f"chip_take_{question.id}_{row}"
+        keys = [short(label) for label in labels.keys]  # distinct: each starts with its position
+        st.pills("Take a chip back from", keys, key=picker, format_func=lit, on_change=take_chip,
+                 args=(key, row, picker, keys))
+        st.button("Clear this row", key=f"chip_clear_{question.id}_{row}", on_click=clear_chips,
+                  args=(key, row))
     empty = [labels.queries[r] for r in range(rows) if not sum(chips[r])]
-    nickname = ss.get("nickname") or st.text_input(  # given at the door: not asked again
-        "Nickname (optional; only your teacher sees it)", key="live_nickname", max_chars=40)
+    nickname = ss.get("nickname", "")  # given at the door: not asked again
+    if not nickname and (len(empty) < rows or ss.get("live_nickname")):  # drawing, or typed (then kept)
+        nickname = st.text_input("Nickname (optional; only your teacher sees it)", key="live_nickname",
+                                 max_chars=40)
     if empty and rows > 1:
         st.caption(md("Rows without a chip yet: {}", ", ".join(empty)))
     if st.button("Send", key=f"forecast_send_{question.id}", type="primary", disabled=bool(empty)):

@@ -338,6 +338,7 @@ def test_the_class_draws_a_forecast_and_sees_its_average_next_to_the_real_softma
     drawn = []
     for number, student in enumerate(students):
         rerun_after_a_poll(student)
+        assert not [t for t in student.text_input if t.key == "live_nickname"]  # asked once drawing
         if number == 0:
             tap(student, question_id, int(np.argmax(question.weights[0])), 10)
         elif number == 1:
@@ -349,6 +350,7 @@ def test_the_class_draws_a_forecast_and_sees_its_average_next_to_the_real_softma
         assert student.button(key=f"chip_add_{question_id}_0_0").disabled == (number < 2)  # 10 chips used
         drawn.append(chips_to_weights(student.session_state[f"forecast_chips_{question_id}"])[0])
         assert drawn[-1].sum() == pytest.approx(1.0)
+        assert student.text_input(key="live_nickname").value == ""
         labels = [student.button(key=f"chip_add_{question_id}_0_{k}").label for k in range(n_k)]
         assert [float(label.rsplit(" ", 1)[1]) for label in labels] == pytest.approx(drawn[-1], abs=0.005)
         student.button(key=f"forecast_send_{question_id}").click().run()
@@ -442,11 +444,15 @@ def test_a_followers_forecast_form_is_one_element_per_key_and_asks_no_nickname_g
     rerun_after_a_poll(student)
     goto(student, "present")  # the page the room switched it to, as the browser's address then says
     assert not student.exception
-    keys = [b.key for b in student.button if b.key and b.key.startswith("chip_")]
-    assert keys == [f"chip_add_{question_id}_0_{k}" for k in range(n_k)] + [f"chip_clear_{question_id}_0"]
-    assert len(student.pills) == 1 and "forecast_shares" not in chart_specs(student)
-    assert not [t for t in student.text_input if t.key == "live_nickname"]
+    def chip_keys() -> list[str]:
+        return [b.key for b in student.button if b.key and b.key.startswith("chip_")]
+
+    adds = [f"chip_add_{question_id}_0_{k}" for k in range(n_k)]
+    assert chip_keys() == adds and not student.pills  # before the first tap: nothing to take back
+    assert "forecast_shares" not in chart_specs(student)
     tap(student, question_id, 1, 3)
+    assert chip_keys() == [*adds, f"chip_clear_{question_id}_0"] and len(student.pills) == 1
+    assert not [t for t in student.text_input if t.key == "live_nickname"]  # given at the door
     tap(student, question_id, 1, take=True)
     assert student.session_state[f"forecast_chips_{question_id}"][0][1] == 2
     assert student.pills(key=f"chip_take_{question_id}_0").value is None  # the same pill can be tapped again
