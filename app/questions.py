@@ -24,6 +24,7 @@ import numpy as np
 import streamlit as st
 
 from app import forecast_figures, live
+from app.figures import head_grids
 from app.live import in_room, is_teacher
 from app.safe import lit, md
 from app.widgets import chart
@@ -294,6 +295,8 @@ def student_question_ui(current=None) -> None:
         if ss.get("answered") == question.id or my_value(question.id) is not None:
             st.info("Your answer is in. The answer appears here when your teacher reveals it.",
                     icon=":material/how_to_reg:")
+            if question.kind == FORECAST:
+                sent_forecast_view(question, current)
             return
         if status == "closed":
             st.info("Answers are closed: the answer appears here when your teacher reveals it.",
@@ -459,6 +462,18 @@ def forecast_form(question, labels: Labels) -> None:
         send_answer(question, grid_json(shares), nickname)
     if ss.get("pending_answer", (None,))[0] == question.id:
         st.warning(LOST, icon=":material/wifi_off:")
+
+
+def sent_forecast_view(question, current) -> None:
+    """While the reveal is awaited, the forecast as sent, as a heatmap. It is also the student's
+    first chart: the browser loads its charting code now, not when the reveal should show at once."""
+    mine = my_value(question.id)
+    drawn = read_grid(mine, question.grid) if mine is not None else None  # [rows, cols]
+    if drawn is None:
+        return
+    labels = forecast_labels(question.grid, current)
+    chart(head_grids(drawn[None], [q or "query" for q in labels.queries], list(labels.keys), kind="weights",
+                     width=PHONE_WIDTH, head_names=["Your forecast"]), key="sent_forecast")
 
 
 # --- After the reveal ------------------------------------------------------------------------------

@@ -458,6 +458,8 @@ def test_a_followers_forecast_form_is_one_element_per_key_and_asks_no_nickname_g
     assert student.pills(key=f"chip_take_{question_id}_0").value is None  # the same pill can be tapped again
     student.button(key=f"forecast_send_{question_id}").click().run()
     assert "Your answer is in" in the_answer_text(student)
+    (sent,) = heatmap_values(chart_specs(student)["sent_forecast"])  # what was sent, until the reveal
+    np.testing.assert_allclose(sent[0], np.eye(n_k)[1], atol=1e-6)
     table = live.store().answers_csv(code, teacher.session_state["teacher_secret"])
     assert "<b>ann</b>" in table
 
