@@ -163,7 +163,7 @@ def answers_view(where: str, *, large: bool, on_reveal=None) -> None:
     else:
         marked = tally.right is not None and tally.total
         right = f", **{tally.right / tally.total:.0%}** right" if marked else ""
-        st.markdown(md("**Asked:** {}", question.prompt) + f"  \n**{tally.total}** answers ({following} "
+        st.markdown(md("**Asked:** {}", question.prompt) + f"  \n**{tally.total:d}** answers ({following:d} "
                     f"following){right} · answers {STATUS_WORDS.get(status, status)}")
     buttons = st.container(horizontal=True)
     if status == "open":
