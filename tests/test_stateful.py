@@ -199,7 +199,7 @@ def decoded_setup(at):
     params = address(at)
     if "s" in params:
         return setup_from_link(params["s"], SCENARIOS)
-    selections = {"head", "query", "drill", "step", "quiz"}
+    selections = {"head", "query", "drill", "step", "quiz", "room"}  # a room's code says nothing of the setup
     if set(params) - selections == {"preset"} and params["preset"] in SCENARIOS:
         return SCENARIOS[params["preset"]]
     return None  # e.g. the legacy link a test opened, before the page wrote its own address
@@ -758,6 +758,8 @@ class Workbench(RuleBasedStateMachine):
                 if any(b.key == chip and not b.disabled for b in tab.button):
                     tab.button(key=chip).click().run()
             assert not tab.exception, [e.value for e in tab.exception]
+        if f"forecast_send_{question_id}" not in {b.key for b in tab.button}:
+            return None  # a tap's run found this student's answer in (sent from another tab): no form
         return f"forecast_send_{question_id}"
 
     @rule(data=st.data(), right=st.booleans(), fresh=st.booleans())

@@ -38,6 +38,14 @@ def settle(page, selector: str, timeout: float = 90_000) -> None:
     page.wait_for_selector(IDLE, timeout=timeout)
 
 
+def room_code(page) -> str:
+    """The room's code as the teacher's sidebar says it ("Room ABCD · you lead it"): the door keeps
+    it out of the teacher's address."""
+    pattern = "/Room ([A-Z0-9]{4}) · you lead it/"
+    page.wait_for_function(f"() => {pattern}.test(document.body.innerText)", timeout=30_000)
+    return page.evaluate(f"() => document.body.innerText.match({pattern})[1]")
+
+
 def shown_within(page, label: str, seconds: float) -> float:
     """Seconds until the page shows label (fails after `seconds`)."""
     started = time.perf_counter()
@@ -78,9 +86,7 @@ def check(url_a: str, url_b: str, redis_container: str, artifacts: Path) -> dict
             teacher.goto(f"{url_a}/class", timeout=90_000)
             settle(teacher, ".st-key-live_start")
             key_refused = start_with_the_key(teacher, os.environ.get("MHA_TEACHER_KEY", ""))
-            teacher.wait_for_function("() => document.body.innerText.includes('following right now')",
-                                      timeout=30_000)
-            code = teacher.evaluate("() => new URL(location.href).searchParams.get('room')")
+            code = room_code(teacher)
             teacher.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()
             settle(teacher, ".st-key-present_next")
 
