@@ -409,13 +409,21 @@ def add_chip(key: str, row: int, col: int, step: int) -> None:
     chips[row][col] = int(np.clip(chips[row][col] + step, 0, CHIPS))
 
 
-def take_chip(key: str, row: int, picker: str, keys: list[str]) -> None:
-    """'Take a chip back from' was tapped: one chip less on that key; the pills forget the tap, so
-    the same key can be tapped again."""
+def take_chip(key: str, row: int, picker: str, keys: list[str], seen: list[int]) -> None:
+    """'Take a chip back from' was tapped on the row as it was drawn (seen): one chip less on that
+    key; the pills forget the tap, so the same key can be tapped again. A tap the browser sends
+    again with a later click, before it drew the row that tap made, finds the row changed and takes
+    nothing (a phone's quick Send after a take used to take a second chip)."""
     ss = st.session_state
-    if ss.get(picker) in keys:
+    if ss.get(picker) in keys and ss[key][row] == seen:
         add_chip(key, row, keys.index(ss[picker]), -1)
     ss[picker] = None
+
+
+def take_picker_key(question_id: str, row: int, chips: list[int]) -> str:
+    """The pills' key names the row they were drawn for: after a take they are new pills, and the
+    old ones' value, should a late click carry it again, belongs to no pills on the page."""
+    return f"chip_take_{question_id}_{row}_{'-'.join(map(str, chips))}"
 
 
 def clear_chips(key: str, row: int) -> None:
@@ -445,10 +453,10 @@ def forecast_form(question, labels: Labels) -> None:
                   key=f"chip_add_{question.id}_{row}_{col}", on_click=add_chip, args=(key, row, col, 1),
                   disabled=left == 0, width="stretch")
     if left < CHIPS:  # something to take back
-        picker = f"chip_take_{question.id}_{row}"
+        picker = take_picker_key(question.id, row, chips[row])
         keys = [short(label) for label in labels.keys]  # distinct: each starts with its position
         st.pills("Take a chip back from", keys, key=picker, format_func=lit, on_change=take_chip,
-                 args=(key, row, picker, keys))
+                 args=(key, row, picker, keys, list(chips[row])))
         st.button("Clear this row", key=f"chip_clear_{question.id}_{row}", on_click=clear_chips,
                   args=(key, row))
     empty = [labels.queries[r] for r in range(rows) if not sum(chips[r])]

@@ -313,11 +313,17 @@ def tap(student, question_id: str, key: int, times: int = 1, *, take: bool = Fal
     """Taps key's chip button (or, take, its pill under "Take a chip back from") times."""
     for _ in range(times):
         if take:
-            pills = student.pills(key=f"chip_take_{question_id}_0")
+            pills = take_pills(student, question_id)
             pills.set_value(pills.options[key]).run()
         else:
             student.button(key=f"chip_add_{question_id}_0_{key}").click().run()
         assert not student.exception
+
+
+def take_pills(page, question_id: str):
+    """The row's "Take a chip back from" pills (their key names the row as drawn)."""
+    (pills,) = [p for p in page.pills if p.key.startswith(f"chip_take_{question_id}_0_")]
+    return pills
 
 
 def bar_x(trace) -> np.ndarray:
@@ -455,13 +461,40 @@ def test_a_followers_forecast_form_is_one_element_per_key_and_asks_no_nickname_g
     assert not [t for t in student.text_input if t.key == "live_nickname"]  # given at the door
     tap(student, question_id, 1, take=True)
     assert student.session_state[f"forecast_chips_{question_id}"][0][1] == 2
-    assert student.pills(key=f"chip_take_{question_id}_0").value is None  # the same pill can be tapped again
+    assert take_pills(student, question_id).value is None  # the same pill can be tapped again
     student.button(key=f"forecast_send_{question_id}").click().run()
     assert "Your answer is in" in the_answer_text(student)
     (sent,) = heatmap_values(chart_specs(student)["sent_forecast"])  # what was sent, until the reveal
     np.testing.assert_allclose(sent[0], np.eye(n_k)[1], atol=1e-6)
     table = live.store().answers_csv(code, teacher.session_state["teacher_secret"])
     assert "<b>ann</b>" in table
+
+
+def test_a_take_the_browser_sends_again_with_a_quick_send_takes_no_second_chip():
+    """Found by CI's browser test: a phone took a chip back and tapped Send before it had drawn the
+    run the take made; the click carried the pill's old value again, the pills saw a new tap and a
+    second chip went back (the class's mean was off). The stale page here is the tree before the
+    take's run, as that browser still had it."""
+    teacher, code = teacher_with_room()
+    goto(teacher, "present")
+    for _ in range(3):
+        teacher.button(key="present_next").click().run()
+    student = open_address({"room": code})
+    teacher.button(key="present_draw").click().run()
+    question_id, question = teacher.session_state["asked"]
+    rerun_after_a_poll(student)
+    tap(student, question_id, 1, 2)
+    tap(student, question_id, 2)
+    stale_page = student._tree  # AppTest's element tree of the last run, as the browser drew it
+    pills = take_pills(student, question_id)
+    pills.set_value(pills.options[1]).run()  # the take: key 1 from 2 chips to 1
+    assert student.session_state[f"forecast_chips_{question_id}"][0][1:3] == [1, 1]
+    stale_send = [b for b in stale_page.button if b.key == f"forecast_send_{question_id}"][0]
+    stale_send.click().run()  # the browser's click, its pills still showing the take
+    assert not student.exception
+    assert "Your answer is in" in the_answer_text(student)
+    (sent,) = heatmap_values(chart_specs(student)["sent_forecast"])  # what was sent
+    np.testing.assert_allclose(sent[0][1:3], [0.5, 0.5], atol=1e-6)
 
 
 def test_a_small_setup_can_have_the_heads_whole_grid_drawn():
