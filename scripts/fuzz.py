@@ -72,8 +72,8 @@ def main() -> int:
     steps = os.environ.get("STATEFUL_STEPS", "30")
     env = {**os.environ, "STATEFUL_EXAMPLES": "1000000", "STATEFUL_STEPS": steps,
            "FUZZ_DIR": str(notes)}
-    command = [sys.executable, "-m", "pytest", "tests/test_stateful.py", "-x", "-q", "-p", "no:cacheprovider",
-               f"--hypothesis-seed={seed}", "--hypothesis-show-statistics"]
+    command = [sys.executable, "-m", "pytest", "tests/test_stateful.py::TestWorkbench", "-x", "-q",
+               "-p", "no:cacheprovider", f"--hypothesis-seed={seed}", "--hypothesis-show-statistics"]
     started = time.monotonic()
     process = subprocess.Popen(command, env=env)
     code = run(process, notes, started)
