@@ -90,7 +90,8 @@ def hover_number(value: float, *, near_one: bool = False) -> str:
     """A number for hover text, with more precision than the cell: 0.6698, 1.00, 29.99, 2.1e-9.
 
     With ``near_one`` a weight that rounds to 1 but is not 1 shows both forms:
-    "1 − 4.1e-9 (0.999999995878)".
+    "1 − 4.1e-9 (0.999999995878)"; any other value that would read as a whole number but is not
+    shows both too: "30.00 (29.9999999382)".
     """
     value = float(value)
     if value == 0:
@@ -106,7 +107,11 @@ def hover_number(value: float, *, near_one: bool = False) -> str:
         return _sci(value, HOVER_DECIMALS + 1)
     text = f"{value:.{HOVER_DECIMALS}f}"
     keep = len(text) - (HOVER_DECIMALS - HOVER_MIN_DECIMALS)  # up to the last decimal that always stays
-    return text[:keep] + text[keep:].rstrip("0")
+    text = text[:keep] + text[keep:].rstrip("0")
+    whole = round(value)
+    if float(text) == whole and f"{value:.{NEAR_ONE_DIGITS}g}" != f"{whole:d}":
+        return f"{text} ({value:.{NEAR_ONE_DIGITS}g})"  # 30.00 would claim exactly 30: 29.9999999382
+    return text
 
 
 def shape_title(name: str, shape: tuple[int, ...]) -> str:

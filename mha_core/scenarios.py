@@ -334,13 +334,13 @@ LESSONS = {  # presenter screens: 1 X, 2 Q K V, 3 scores, 4 softmax, 5 values, 6
         "All three scores are 2. What weights does softmax give, and what is the output?",
         "Uniform, 1/3 each: no token is preferred, so the output is the plain average, 20."),
     "ex_d_one_huge_score": Lesson(
-        "The winner takes 0.99999999588; the others get 2.1e-9 each; the output 29.99999994 is glued to "
-        "v_3 = 30.", 4,
+        "The winner takes 1 − 4.1e-9 (hover it: 0.99999999588); the others get 2.1e-9 each; the output "
+        "reads 30.00 on its cell and 29.99999994 in its hover: glued to v_3 = 30.", 4,
         "Scores 0, 0 and 20. Where does the attention go, and what is the output?",
         "Almost all on token 3: softmax collapses towards one-hot, so the output is near 30."),
     "ex_e_negative_score": Lesson(
-        "The negative score still gets a positive weight, 0.01799; token 2 takes 0.98201 and the output "
-        "is 198.20, between 100 and 200.", 4,
+        "The negative score still gets a positive weight, 0.018; token 2 takes 0.982 and the output is "
+        "198.20, between 100 and 200.", 4,
         "Scores -3 and 1. Can the first weight be negative? Where will the output lie?",
         "Token 2 wins most attention, but both weights stay positive: the output lies between 100 and "
         "200, nearer 200."),

@@ -1,0 +1,105 @@
+"""What the teacher stumbled on in issue 16 (findings 3 to 6, 8 and 9), outside the browser."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+
+from app import figures
+from app.views.workbench import drill_lines
+from mha_core import all_scenarios
+from tests.apptest_util import chart_specs, fresh_app, pick_preset, shown
+
+SCENARIOS = all_scenarios()
+
+# --- Finding 3: every number a lesson quotes is on the page, at the precision it is quoted --------
+
+# A decimal (0.67, 29.99999994), a number in e-notation (2.1e-9) or a count with thousands separators
+# (1,048,576). Bare small integers (scores 0, 0, 20; '3 x 5') are inputs and shapes, not readings.
+QUOTED = re.compile(r"\d+\.\d+(?:e-?\d+)?|\d+e-?\d+|\d{1,3}(?:,\d{3})+")
+SHOWN = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def lesson_texts(scenario) -> list[str]:
+    """Everything the page says in the chapter's voice: the story, what to look for, the forecast."""
+    lesson = scenario.lesson
+    return [scenario.story, lesson.look_for, lesson.forecast, lesson.forecast_answer]
+
+
+def chart_strings(spec: dict) -> list[str]:
+    """The numbers a figure shows: cell texts and hover texts of every trace."""
+    out = []
+    for trace in spec["data"]:
+        for field in ("text", "hovertext"):
+            value = trace.get(field)
+            if isinstance(value, list):
+                out.extend(str(cell) for row in value for cell in (row if isinstance(row, list) else [row]))
+    return out
+
+
+def drill_strings(result) -> list[str]:
+    """Every drill-down line of every (head, query, key) cell, in plain notation."""
+    h, n_q, n_k = result.weights.shape
+    lines = [line for head, query, key in itertools.product(range(h), range(n_q), range(n_k))
+             for line in drill_lines(result, head, query, key)]
+    return [line.replace(r"\mathrm{e}{-}", "e-").replace(r"\mathrm{e}{+}", "e+") for line in lines]
+
+
+def shown_numbers(strings) -> list[str]:
+    return [match for text in strings for match in SHOWN.findall(text.replace("−", "-"))]
+
+
+def is_shown(quoted: str, numbers: list[str]) -> bool:
+    """A quoted number is shown when a number on the page, printed at least as precisely, reads as it
+    at the quoted precision: 0.707 is the hover's 0.7071, not the cell's 0.71."""
+    if "," in quoted:
+        return quoted in numbers
+    if "e" in quoted:
+        mantissa = quoted.split("e")[0]
+        significant = len(mantissa.replace(".", "").lstrip("0"))
+        return any(f"{float(n.replace(',', '')):.{significant - 1}e}".replace("e-0", "e-")
+                   .replace("e+0", "e") == quoted for n in numbers if "e" in n
+                   and len(n.split("e")[0].replace(".", "").lstrip("0")) >= significant)
+    decimals = len(quoted.split(".")[1])
+    return any(f"{float(n.replace(',', '')):.{decimals}f}" == quoted for n in numbers
+               if "." in n and "e" not in n and len(n.split(".")[1]) >= decimals)
+
+
+@pytest.fixture(scope="module")
+def workbench():
+    return fresh_app()
+
+
+@pytest.mark.parametrize("key", list(SCENARIOS))
+def test_every_number_a_lesson_quotes_is_on_the_page_at_its_precision(workbench, key):
+    """The workbench shows the lesson; its numbers are on a cell, in a hover, in the page's text or in
+    the drill-down (Example D's 29.99999994 was on none of them: every cell and hover read 30.00)."""
+    at = workbench
+    pick_preset(at, key)
+    assert not at.exception
+    scenario = SCENARIOS[key]
+    quoting = [text for text in lesson_texts(scenario) if text]
+    page = [*shown(at.markdown), *shown(at.caption), *shown(at.success), *shown(at.info)]
+    page = [text for text in page if not any(quote in text for quote in quoting)]  # not the lesson itself
+    assert len(page) > 8
+    page += [string for spec in chart_specs(at).values() for string in chart_strings(spec)]
+    numbers = shown_numbers(page + drill_strings(scenario.run()))
+    missing = [quoted for text in lesson_texts(scenario) for quoted in QUOTED.findall(text)
+               if not is_shown(quoted, numbers)]
+    assert not missing, (key, missing)
+
+
+def test_is_shown_reads_precision():
+    assert is_shown("0.707", ["0.71", "0.7071"]) and not is_shown("0.707", ["0.71"])
+    assert is_shown("29.99999994", ["29.9999999382"]) and not is_shown("29.99999994", ["30.00"])
+    assert is_shown("2.1e-9", ["2.1e-9"]) and not is_shown("2.1e-9", ["2.0e-9"])
+    assert is_shown("1.3e-14", ["1.3e-14"]) and is_shown("1,048,576", ["1,048,576"])
+
+
+@pytest.mark.parametrize("value, expected", [
+    (29.9999999382, "30.00 (29.9999999382)"), (-3.00000001, "-3.00 (-3.00000001)"), (30.0, "30.00"),
+    (2.9999999999999996, "3.00"), (198.2013, "198.2013")])
+def test_a_hover_that_would_read_as_a_whole_number_says_the_value(value, expected):
+    assert figures.hover_number(value) == expected
