@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import editors, figures, state
+from app import chart_text, editors, figures, state
 from app.safe import lit
 from mha_core import LIMITS, Scaling, Sizes, head_width
 from mha_core.codec import save_problem, setup_to_json
@@ -54,14 +54,30 @@ for (const ms of [0, 150, 400, 800, 1500]) { setTimeout(toTheTop, ms); }
 IMAGE_FORMATS = ("png", "svg")  # what the camera button of every chart's modebar downloads
 
 
-def chart(fig, key: str) -> None:
+def chart(fig, key: str, text: str | chart_text.ChartText | None = None) -> None:
     """A plotly figure whose modebar camera downloads it (made in the browser, offline) as a PNG
-    at twice the screen's resolution or as an SVG, named after the chart."""
+    at twice the screen's resolution or as an SVG, named after the chart.
+
+    Its text alternative: a summary in words (``text``, or read from the figure) is the chart's
+    accessible name, and "Numbers as a table" beside it shows the summary and every number, built
+    only while it is open."""
     image_format = st.session_state.get("image_format", "png")
     options = {"format": image_format, "filename": key.removeprefix("chart_")}
     if image_format == "png":
         options["scale"] = 2
-    st.plotly_chart(fig, key=key, config={"displaylogo": False, "toImageButtonOptions": options})
+    about = text if isinstance(text, chart_text.ChartText) else (
+        chart_text.described(text, fig) if text else chart_text.of_figure(fig))
+    st.plotly_chart(fig, key=key, config={"displaylogo": False, "toImageButtonOptions": options},
+                    alt=about.summary)
+    numbers_ui(about, key)
+
+
+def numbers_ui(about: chart_text.ChartText, key: str) -> None:
+    """A chart's summary and numbers in a closed expander; its contents run only while it is open."""
+    with st.expander(lit(chart_text.TABLE_LABEL), key=f"{key}_numbers", on_change="rerun") as box:
+        if box.open:
+            st.caption(lit(about.summary))
+            st.markdown(chart_text.table_html(about.tables()), unsafe_allow_html=True)
 
 
 def following() -> bool:

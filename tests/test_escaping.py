@@ -58,6 +58,7 @@ APP_MARKDOWN = {
     "_tex_number": "present: a float as LaTeX (digits, a sign, \\times 10^{n})",
     "latex": "mha_core.Scaling.latex(d_k): the scaling as LaTeX from its kind and numbers",
     "describe": "mha_core.Scaling.describe(d_k): the scaling in words from its kind and numbers",
+    "table_html": "chart_text: a chart's numbers as HTML tables, every label and cell through html_text",
 }
 # Attributes that hold Markdown (or LaTeX) the app writes itself.
 APP_MARKDOWN_ATTRIBUTES = {

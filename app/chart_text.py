@@ -1,0 +1,427 @@
+"""A chart in words and numbers: the short summary a screen reader reads as the chart's name, and
+the numbers as tables (built only when someone opens them).
+
+``of_figure(fig)`` reads any figure the app draws (heatmap panels, bars, lines, histograms) from
+its spec: titles, axis labels, and the values themselves; ``mha_core.describe`` finds the facts,
+this module only words them. Every sentence a person reads is a template below, in one place, so
+a translation can replace them. Labels come from users: they stay plain text here (an ARIA label
+and ``html_text`` in ``table_html`` show them literally).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from app.figures import format_number, hover_number
+from app.safe import html_text
+from mha_core import describe
+
+# --- Words (templates) -------------------------------------------------------------------------
+
+TABLE_LABEL = "Numbers as a table"
+QUOTED = "'{}'"
+PANEL_PREFIX = "{panel}: {text}"
+FOCUS = "{query} attends most to {key} ({value})"
+FLAT_ONE = "{queries} is nearly flat"
+FLAT_MANY = "{queries} are nearly flat"
+ALL_FLAT = "every query spreads its weight nearly evenly"
+EXTREMES = "largest {high} at {high_at}, smallest {low} at {low_at}"
+ALL_EQUAL = "every value is {value}"
+CELL_AT_ATTENTION = "{row} → {col}"
+CELL_AT = "{row}, {col}"
+MASKED_CELLS = "{count:d} masked"
+NOTHING_SHOWN = "every cell is masked"
+PICTURE = "{rows} × {cols} cells drawn as a picture, too many to list"
+SERIES = "highest {high_label} ({high}), lowest {low_label} ({low})"
+BAR = "{label} {value}"
+POINTS = "{count:d} points, {y_title} from {low} at {low_at} to {high} at {high_at}"
+ONE_POINT = "{y_title} {value} at {at}"
+HISTOGRAM = "{count:d} values from {low} to {high}"
+MORE_PANELS = "and {count:d} more"
+POSITION = "position {:d}"
+PANEL_NAME = "panel {:d}"
+SERIES_NAME = "series {:d}"
+UNTITLED = "Chart"
+Y_VALUE = "value"
+BIN = "{low} to {high}"
+COUNT = "count"
+TABLE_CUT = "The first {shown:d} of {total:d} rows."
+NO_NUMBERS = "{name}: drawn as a picture; its {rows:d} × {cols:d} numbers are too many to list here."
+LIST_SEPARATOR = ", "
+CLAUSE_SEPARATOR = "; "
+
+MAX_BARS_SAID = 8  # a series of at most this many bars is read out bar by bar
+MAX_PANELS_SAID = 16  # a summary names at most this many panels or series, then "and N more"
+MAX_TABLE_CELLS = 5000  # cells of all of a chart's tables together; longer tables are cut by rows
+HISTOGRAM_BINS = 20
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table: a caption, column labels, and per row a label and its cells (all plain text)."""
+
+    caption: str
+    columns: list[str]
+    rows: list[tuple[str, list[str]]]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ChartText:
+    """A chart's summary (its accessible name) and its tables, made when asked for."""
+
+    summary: str
+    tables: Callable[[], list[Table]] = field(default=lambda: [], compare=False)
+
+
+# --- Reading a figure's spec -------------------------------------------------------------------
+
+
+def plain(text) -> str:
+    """Plotly label text as a person reads it: tags dropped (<br> as a space), entities undone."""
+    text = re.sub(r"<br\s*/?>", " ", str(text or ""), flags=re.IGNORECASE)
+    return " ".join(html.unescape(re.sub(r"</?[a-zA-Z][^<>]*>", "", text)).split())
+
+
+def _title(value) -> str:
+    return plain(value.get("text", "") if isinstance(value, dict) else value)
+
+
+def values_of(value) -> np.ndarray:
+    """A trace's numbers as floats: a plotly typed array (base64), a list (None as NaN) or an array."""
+    if isinstance(value, dict) and "bdata" in value:
+        data = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")
+        if shape:
+            data = data.reshape([int(part) for part in str(shape).split(",")])
+        return data.astype(float)
+    items = np.array(value, dtype=object)
+    return np.array([np.nan if v is None else v for v in items.ravel()], dtype=float).reshape(items.shape)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+def _axis(layout: dict, ref: str, letter: str) -> dict:
+    """The layout of axis 'x', 'x2'... as a trace names it."""
+    suffix = ref[1:] if ref and len(ref) > 1 else ""
+    return layout.get(f"{letter}axis{suffix}", {}) or {}
+
+
+def _labels(axis: dict, positions: list, *, counted: bool) -> list[str]:
+    """What a reader calls each position on an axis: its tick text, else "position 17" for a
+    counted axis (the heatmaps' 1-based positions, whose tick labels thin out), else the value."""
+    ticks = {}
+    if axis.get("tickvals") is not None and axis.get("ticktext") is not None:
+        ticks = {float(v): plain(t)
+                 for v, t in zip(values_of(axis["tickvals"]), axis["ticktext"], strict=False)}
+    labels = []
+    for position in positions:
+        if not _is_number(position):
+            labels.append(plain(position))
+        elif float(position) in ticks:
+            labels.append(ticks[float(position)])
+        else:
+            labels.append(POSITION.format(int(position)) if counted and float(position).is_integer()
+                          else f"{float(position):g}")
+    return _distinct(labels)
+
+
+def _distinct(labels: list[str]) -> list[str]:
+    """Repeated labels get their position, "the (5)", as in the charts' hover text."""
+    counts: dict[str, int] = {}
+    for label in labels:
+        counts[label] = counts.get(label, 0) + 1
+    return [f"{label} ({i + 1})" if counts[label] > 1 else label for i, label in enumerate(labels)]
+
+
+def _positions(trace: dict, letter: str, n: int) -> list:
+    explicit = trace.get(letter)
+    if explicit is not None and not isinstance(explicit, dict):
+        return list(explicit)
+    if isinstance(explicit, dict):
+        return values_of(explicit).tolist()
+    start, step = trace.get(f"{letter}0", 0), trace.get(f"d{letter}", 1)
+    return [start + i * step for i in range(n)]
+
+
+def _panel_names(data: list[dict], layout: dict) -> list[str]:
+    """Each trace's panel title: the paper annotation just above its axes, else its name, else ""."""
+    notes = [a for a in layout.get("annotations", []) or [] if a.get("xref", "paper") == "paper"
+             and a.get("yref", "paper") == "paper" and _is_number(a.get("x")) and _is_number(a.get("y"))]
+    names = []
+    for trace in data:
+        x_domain = _axis(layout, trace.get("xaxis", "x"), "x").get("domain", [0, 1])
+        y_domain = _axis(layout, trace.get("yaxis", "y"), "y").get("domain", [0, 1])
+        above = [a for a in notes if x_domain[0] - 1e-6 <= a["x"] <= x_domain[1] + 1e-6
+                 and -0.01 <= a["y"] - y_domain[1] <= 0.2]
+        if above:
+            names.append(plain(min(above, key=lambda a: a["y"] - y_domain[1])["text"]))
+        else:
+            names.append(plain(trace.get("name", "")))
+    return names
+
+
+# --- Heatmaps ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Grid:
+    """One heatmap panel as read back: values [n_rows, n_cols] and what rows and columns are called."""
+
+    name: str
+    values: np.ndarray | None  # None: drawn as a picture
+    rows: list[str]
+    cols: list[str]
+    attention: bool  # rows are queries and columns keys
+    weights: bool  # every row is a distribution on 0..1
+
+
+def _grids(data: list[dict], layout: dict, names: list[str]) -> list[_Grid]:
+    grids = []
+    for trace, name in zip(data, names, strict=True):
+        kind = trace.get("type")
+        if kind not in ("heatmap", "image") or trace.get("hoverinfo") == "skip":
+            continue  # an off-axis trace drawn for its colour bar alone
+        x_axis = _axis(layout, trace.get("xaxis", "x"), "x")
+        y_axis = _axis(layout, trace.get("yaxis", "y"), "y")
+        attention = (_title(y_axis.get("title")).lower() == "query"
+                     or _title(x_axis.get("title")).lower() == "key")
+        if kind == "image":  # its axes' ranges are [0.5, n + 0.5]
+            n_rows, n_cols = (int(round(max(a.get("range", [0.5, 0.5])) - 0.5)) for a in (y_axis, x_axis))
+            grids.append(_Grid(name, None, [""] * n_rows, [""] * n_cols, attention, False))
+            continue
+        values = values_of(trace["z"])  # [n_rows, n_cols]
+        if values.ndim == 1:
+            values = values[None, :]
+        rows = _labels(y_axis, _positions(trace, "y", values.shape[0]), counted=True)
+        cols = _labels(x_axis, _positions(trace, "x", values.shape[1]), counted=True)
+        weights = trace.get("zmin") == 0 and trace.get("zmax") == 1 and describe.looks_like_weights(values)
+        grids.append(_Grid(name, values, rows, cols, attention, weights))
+    if any(g.attention for g in grids):  # only the first panel of a row titles its axes
+        for g in grids:
+            g.attention = True
+    return grids
+
+
+def _quoted(label: str) -> str:
+    return QUOTED.format(label)
+
+
+def grid_sentence(grid: _Grid) -> str:
+    """One panel in words: where a head's queries look, or a matrix's largest and smallest cell."""
+    if grid.values is None:
+        return PICTURE.format(rows=len(grid.rows), cols=len(grid.cols))
+    if grid.weights:
+        return weights_sentence(grid.values, grid.rows, grid.cols)
+    facts = describe.matrix_facts(grid.values)
+    if facts.largest is None:
+        return NOTHING_SHOWN
+    at = CELL_AT_ATTENTION if grid.attention else CELL_AT
+
+    def where(cell: describe.Cell) -> str:
+        return at.format(row=_quoted(grid.rows[cell.row]), col=_quoted(grid.cols[cell.col]))
+
+    high, low = format_number(facts.largest.value), format_number(facts.smallest.value)
+    text = ALL_EQUAL.format(value=high) if high == low else EXTREMES.format(
+        high=high, high_at=where(facts.largest), low=low, low_at=where(facts.smallest))
+    return text + (f" ({MASKED_CELLS.format(count=facts.masked)})" if facts.masked else "")
+
+
+def weights_sentence(weights, queries: list[str], keys: list[str]) -> str:
+    """"'sat' attends most to 'cat' (0.67); 'the' is nearly flat". weights [n_q, n_k]."""
+    facts = describe.weights_facts(weights)
+    sharpest = facts.sharpest
+    if sharpest is None:
+        return NOTHING_SHOWN
+    flat = facts.flat
+    if len(flat) == len(facts.rows):
+        return ALL_FLAT
+    clauses = [FOCUS.format(query=_quoted(queries[sharpest.row]), key=_quoted(keys[sharpest.col]),
+                            value=format_number(sharpest.value, near_one=True))]
+    if flat:
+        names = LIST_SEPARATOR.join(_quoted(queries[r.row]) for r in flat)
+        clauses.append((FLAT_ONE if len(flat) == 1 else FLAT_MANY).format(queries=names))
+    return CLAUSE_SEPARATOR.join(clauses)
+
+
+def _grid_table(grid: _Grid) -> Table:
+    if grid.values is None:
+        return Table(grid.name, [], [], NO_NUMBERS.format(name=grid.name, rows=len(grid.rows),
+                                                          cols=len(grid.cols)))
+    cells = [[hover_number(v, near_one=grid.weights) if np.isfinite(v) else "masked" for v in row]
+             for row in grid.values.tolist()]
+    return Table(grid.name, list(grid.cols), list(zip(grid.rows, cells, strict=True)))
+
+
+# --- Bars, lines, histograms --------------------------------------------------------------------
+
+
+@dataclass
+class _Series:
+    name: str
+    kind: str  # "bar", "scatter", "histogram"
+    labels: list[str]  # per value: its category (bars) or its x (points)
+    values: np.ndarray  # [n]
+
+
+def _series(data: list[dict], layout: dict, names: list[str]) -> list[_Series]:
+    found = []
+    for index, trace in enumerate(data):
+        kind = trace.get("type", "scatter")
+        if kind == "histogram":
+            values = values_of(trace.get("x") if trace.get("x") is not None else trace.get("y"))
+            found.append(_Series(plain(trace.get("name", "")), kind, [], values))
+            continue
+        if kind not in ("bar", "scatter") or trace.get("mode") == "text":
+            continue
+        across, along = ("y", "x") if trace.get("orientation") == "h" else ("x", "y")
+        if trace.get(along) is None:
+            continue
+        values = values_of(trace[along])  # [n]
+        axis = _axis(layout, trace.get(f"{across}axis", across), across)
+        labels = _labels(axis, _positions(trace, across, values.size), counted=False)
+        name = plain(trace.get("name", "")) or names[index]
+        found.append(_Series(name, kind, labels, values))
+    return found
+
+
+def series_sentence(series: _Series, y_title: str) -> str:
+    if series.kind == "histogram":
+        finite = series.values[np.isfinite(series.values)]
+        if not finite.size:
+            return NOTHING_SHOWN
+        return HISTOGRAM.format(count=finite.size, low=format_number(finite.min()),
+                                high=format_number(finite.max()))
+    facts = describe.series_facts(series.values)
+    if facts.highest is None:
+        return NOTHING_SHOWN
+    high, low = facts.highest, facts.lowest
+    if series.kind == "bar" and series.values.size <= MAX_BARS_SAID:
+        return LIST_SEPARATOR.join(BAR.format(label=_quoted(label), value=format_number(value))
+                                   for label, value in zip(series.labels, series.values, strict=True))
+    if series.kind == "bar":
+        return SERIES.format(high_label=_quoted(series.labels[high.col]), high=format_number(high.value),
+                             low_label=_quoted(series.labels[low.col]), low=format_number(low.value))
+    if facts.size == 1:
+        return ONE_POINT.format(y_title=y_title or Y_VALUE, value=format_number(high.value),
+                                at=series.labels[high.col])
+    return POINTS.format(count=facts.size, y_title=y_title or Y_VALUE, low=format_number(facts.lowest.value),
+                         low_at=series.labels[facts.lowest.col], high=format_number(facts.highest.value),
+                         high_at=series.labels[facts.highest.col])
+
+
+def _series_tables(found: list[_Series], x_title: str) -> list[Table]:
+    """Series over the same labels share one table (a column each); others get their own."""
+    tables: list[Table] = []
+    shared = [s for s in found if s.kind != "histogram"]
+    groups: dict[tuple, list[_Series]] = {}
+    for s in shared:
+        groups.setdefault(tuple(s.labels), []).append(s)
+    for labels, members in groups.items():
+        columns = [m.name or Y_VALUE for m in members]
+        rows = [(label, [hover_number(m.values[i]) if np.isfinite(m.values[i]) else "" for m in members])
+                for i, label in enumerate(labels)]
+        tables.append(Table(LIST_SEPARATOR.join(columns), [x_title] + columns if x_title else columns, rows))
+    for s in (s for s in found if s.kind == "histogram"):
+        finite = s.values[np.isfinite(s.values)]
+        counts, edges = np.histogram(finite, bins=HISTOGRAM_BINS) if finite.size else ([], [0])
+        rows = [(BIN.format(low=format_number(lo), high=format_number(hi)), [f"{int(c):d}"])
+                for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True)]
+        tables.append(Table(s.name or Y_VALUE, [COUNT], rows))
+    return tables
+
+
+# --- The whole figure ----------------------------------------------------------------------------
+
+
+def of_figure(fig) -> ChartText:
+    """Any figure's summary and tables, read from its spec (kept on the figure: the app's figures
+    are shared and never change once built)."""
+    kept = getattr(fig, "_chart_text", None)
+    if kept is not None:
+        return kept
+    spec = fig.to_dict() if hasattr(fig, "to_dict") else fig
+    text = _of_spec(spec.get("data", []) or [], spec.get("layout", {}) or {})
+    try:
+        object.__setattr__(fig, "_chart_text", text)
+    except (AttributeError, TypeError):
+        pass
+    return text
+
+
+def _of_spec(data: list[dict], layout: dict) -> ChartText:
+    title = _title(layout.get("title"))
+    names = _panel_names(data, layout)
+    grids = _grids(data, layout, names)
+    x_title = _title(_axis(layout, "x", "x").get("title"))
+    y_title = _title(_axis(layout, "y", "y").get("title"))
+    found = _series(data, layout, names)
+    parts = ([(g.name, grid_sentence(g)) for g in grids]
+             + [(s.name, series_sentence(s, y_title)) for s in found])
+    summary = join_summary(title, parts)
+
+    def tables() -> list[Table]:
+        made = [_grid_table(g) for g in grids] + _series_tables(found, x_title)
+        return cut_tables([t if t.caption else Table(title or UNTITLED, t.columns, t.rows, t.note)
+                           for t in made])
+
+    return ChartText(summary, tables)
+
+
+def join_summary(title: str, parts: list[tuple[str, str]]) -> str:
+    """"Title. head 1: ...; head 2: ... and 4 more." A lone untitled panel needs no name."""
+    said = parts[:MAX_PANELS_SAID]
+    if len(said) == 1 and said[0][0] in ("", title):
+        sentences = [said[0][1]]
+    else:
+        sentences = [PANEL_PREFIX.format(panel=name or PANEL_NAME.format(i + 1), text=text)
+                     for i, (name, text) in enumerate(said)]
+    if len(parts) > len(said):
+        sentences.append(MORE_PANELS.format(count=len(parts) - len(said)))
+    body = ". ".join(sentences)
+    return ". ".join(p for p in (title, body) if p) + "." if title or body else UNTITLED + "."
+
+
+def cut_tables(tables: list[Table], budget: int = MAX_TABLE_CELLS) -> list[Table]:
+    """Tables cut by rows so that all of them together hold at most ``budget`` cells."""
+    cut = []
+    for table in tables:
+        width = max(1, len(table.columns))
+        keep = max(1, budget // width) if budget > 0 else 0
+        if keep < len(table.rows):
+            table = Table(table.caption, table.columns, table.rows[:keep],
+                          TABLE_CUT.format(shown=keep, total=len(table.rows)))
+        budget -= width * len(table.rows)
+        cut.append(table)
+    return cut
+
+
+def table_html(tables: list[Table]) -> str:
+    """Tables as HTML for st.markdown(..., unsafe_allow_html=True): every label through html_text,
+    headers as <th scope>, a caption per table."""
+    out = []
+    for table in tables:
+        head = "".join(f'<th scope="col">{html_text(c)}</th>' for c in table.columns)
+        # a header for the row labels' column too, or an empty corner above them
+        labelled = bool(table.rows) and len(table.rows[0][1]) < len(table.columns)
+        corner = "" if labelled else "<td></td>"
+        body = "".join(f'<tr><th scope="row">{html_text(label)}</th>'
+                       + "".join(f"<td>{html_text(cell)}</td>" for cell in cells) + "</tr>"
+                       for label, cells in table.rows)
+        note = f"<p>{html_text(table.note)}</p>" if table.note else ""
+        out.append(f'<table class="chart-numbers"><caption>{html_text(table.caption)}</caption>'
+                   f"<thead><tr>{corner}{head}</tr></thead><tbody>{body}</tbody></table>{note}")
+    return "\n".join(out)
+
+
+def described(summary: str, fig) -> ChartText:
+    """A summary written by the page for this figure, with the tables read from the figure."""
+    return ChartText(summary, of_figure(fig).tables)
