@@ -377,13 +377,12 @@ def _of_spec(data: list[dict], layout: dict) -> ChartText:
 
 
 def join_summary(title: str, parts: list[tuple[str, str]]) -> str:
-    """"Title. head 1: ...; head 2: ... and 4 more." A lone untitled panel needs no name."""
+    """"Title. head 1: ...; head 2: ... and 4 more."; "Title: ..." for a lone untitled panel."""
     said = parts[:MAX_PANELS_SAID]
     if len(said) == 1 and said[0][0] in ("", title):
-        sentences = [said[0][1]]
-    else:
-        sentences = [PANEL_PREFIX.format(panel=name or PANEL_NAME.format(i + 1), text=text)
-                     for i, (name, text) in enumerate(said)]
+        return PANEL_PREFIX.format(panel=title, text=said[0][1]) + "." if title else said[0][1] + "."
+    sentences = [PANEL_PREFIX.format(panel=name or PANEL_NAME.format(i + 1), text=text)
+                 for i, (name, text) in enumerate(said)]
     if len(parts) > len(said):
         sentences.append(MORE_PANELS.format(count=len(parts) - len(said)))
     body = ". ".join(sentences)
