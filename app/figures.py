@@ -500,11 +500,32 @@ def _figure(data: list[dict], layout: dict) -> FigureSpec:
     return FigureSpec({"data": data, "layout": {"template": {}, **layout}})
 
 
+SHORT_SIGNIFICANT = 3  # a number too wide for its cell is written to this many figures: −17.34 as −17.3
+
+
+def _shorter_number(match: re.Match) -> str:
+    text = match.group(0)
+    if "e" in text:  # 4.6e-3 -> 5e-3
+        return _sci(float(text), 1)
+    whole, _, decimals = text.lstrip("-").partition(".")
+    keep = max(0, min(len(decimals), SHORT_SIGNIFICANT - len(whole.lstrip("0") or "")))
+    return f"{float(text):.{keep}f}" if keep < len(decimals) else text
+
+
+def _shorter(text: str) -> str:
+    """A cell's number in fewer characters, still never 0 for a nonzero value: −17.34 -> −17.3,
+    4.6e-3 -> 5e-3, 1 − 4.1e-9 -> 1 − 4e-9; 0.67 stays."""
+    plain = text.replace(MINUS, "-") if text.startswith(MINUS) else text
+    short = re.sub(r"-?\d+\.\d+(?:e-?\d+)?|-?\d+e-?\d+", _shorter_number, plain)
+    return short.replace("-", MINUS, 1) if text.startswith(MINUS) else short
+
+
 def _numbers(panels: list[_Panel], plan: _Plan, s: Style) -> list[list[list[str]]] | None:
-    """The cell texts to print, per panel: all panels or none (one figure reads one way)."""
+    """The cell texts to print, per panel: all panels or none (one figure reads one way). Too wide
+    as they are, they are wrapped (1 −<br>4.1e-9), then shortened (−17.3); the hover keeps them all."""
     if any(p.texts is None for p in panels):
         return None
-    for form in (lambda t: t, _wrapped):
+    for form in (lambda t: t, _wrapped, _shorter, lambda t: _wrapped(_shorter(t))):
         texts = [[[form(t) for t in row] for row in p.texts] for p in panels]
         if all(_numbers_fit(t, w, h, s) for t, (w, h) in zip(texts, plan.cells, strict=True)):
             return texts
@@ -558,6 +579,21 @@ def png_bytes(rgba: np.ndarray) -> bytes:
     header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)  # 8-bit RGBA
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
             + chunk(b"IEND", b""))
+
+
+def numbers_note(fig: go.Figure) -> str | None:
+    """Why a grid's cells carry no numbers (None when they do, or when it is no grid), for a caption
+    next to the chart: a figure prints all its numbers or none, so a reader must be told."""
+    traces = [trace for trace in fig["data"] if trace["type"] in ("heatmap", "image")]
+    if not traces or any("text" in trace for trace in traces):
+        return None
+    if any(trace["type"] == "image" for trace in traces):
+        return "No numbers on these cells: each grid is drawn as a picture (too many cells to print)."
+    if any("hovertext" in trace for trace in traces):
+        return ("No numbers on these cells: at this size they do not all fit. Hover a cell for its value "
+                "(or open the drill-down).")
+    return (f"No numbers on these cells: a grid with more than {NUMBERS_UP_TO} rows or columns is drawn "
+            "without them. Hover a cell for its value.")
 
 
 def _image_trace(values: np.ndarray, zmin: float, zmax: float, colorscale, suffix: str) -> dict:

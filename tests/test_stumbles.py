@@ -103,3 +103,46 @@ def test_is_shown_reads_precision():
     (2.9999999999999996, "3.00"), (198.2013, "198.2013")])
 def test_a_hover_that_would_read_as_a_whole_number_says_the_value(value, expected):
     assert figures.hover_number(value) == expected
+
+
+# --- Finding 4: a step's grids show their numbers alike, and say why when they do not -------------
+
+ATTENTION_GRIDS = ("chart_scores", "chart_scaled", "chart_weights")
+NO_NUMBERS = "No numbers on these cells"
+
+
+def has_numbers(spec: dict) -> bool:
+    return any("text" in trace for trace in spec["data"] if trace["type"] == "heatmap")
+
+
+def grid_specs(at) -> dict[str, dict]:
+    return {key: spec for key, spec in chart_specs(at).items()
+            if any(trace["type"] in ("heatmap", "image") for trace in spec["data"])}
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_example_h_scores_scaled_and_weights_all_show_numbers_or_all_say_why(workbench, large):
+    at = workbench
+    at.toggle(key="large_type").set_value(large).run()
+    pick_preset(at, "ex_h_cross_attention")
+    assert not at.exception
+    specs = chart_specs(at)
+    shown_on_cells = {key: has_numbers(specs[key]) for key in ATTENTION_GRIDS}
+    assert len(set(shown_on_cells.values())) == 1, shown_on_cells
+    if not large:  # 3 x 5 grids of eight heads: −17.34 is written −17.3 rather than dropped
+        assert all(shown_on_cells.values())
+    at.toggle(key="large_type").set_value(False).run()
+
+
+@pytest.mark.parametrize("key", ["ex_h_cross_attention", "ex_i_parameter_count", "the_cat_sat_two_heads"])
+@pytest.mark.parametrize("large", [False, True])
+def test_every_grid_without_numbers_says_why_next_to_it(workbench, key, large):
+    at = workbench
+    at.toggle(key="large_type").set_value(large).run()
+    pick_preset(at, key)
+    without = [name for name, spec in grid_specs(at).items() if not has_numbers(spec)]
+    notes = [text for text in shown(at.caption) if text.startswith(NO_NUMBERS)]
+    assert len(notes) == len(without), (without, notes)
+    if key != "the_cat_sat_two_heads":
+        assert without  # d_model 512 grids carry no numbers: the test sees notes
+    at.toggle(key="large_type").set_value(False).run()

@@ -55,6 +55,14 @@ def step_markdown(number: int, formula: str | None = None, what: str | None = No
             f"**What.** {what or step.what}  \n**Why.** {step.why}")
 
 
+def grid(fig, *, key: str) -> None:
+    """A grid chart, and next to it why its cells carry no numbers when they do not."""
+    chart(fig, key=key)
+    note = figures.numbers_note(fig)
+    if note:
+        st.caption(lit(note))
+
+
 def waiting() -> None:
     st.info("Waiting for valid input: fix the input with a warning sign and this step comes back.")
 
@@ -145,13 +153,13 @@ class Page:
         with right:
             if self.setup is not None:
                 x = self.setup.x
-                chart(figure("matrix_heatmap", x, self.q_tokens, figures.dims("d", self.sizes.d_model),
-                             title=figures.shape_title("X", x.shape), large=self.large), key="chart_x")
+                grid(figure("matrix_heatmap", x, self.q_tokens, figures.dims("d", self.sizes.d_model),
+                            title=figures.shape_title("X", x.shape), large=self.large), key="chart_x")
                 if self.setup.x_kv is not None:
-                    chart(figure("matrix_heatmap", self.setup.x_kv, self.k_tokens,
-                                 figures.dims("d", self.sizes.d_model),
-                                 title=figures.shape_title("X_kv", self.setup.x_kv.shape), large=self.large),
-                          key="chart_x_kv")
+                    grid(figure("matrix_heatmap", self.setup.x_kv, self.k_tokens,
+                                figures.dims("d", self.sizes.d_model),
+                                title=figures.shape_title("X_kv", self.setup.x_kv.shape), large=self.large),
+                         key="chart_x_kv")
 
     def projections(self):
         step_header(2)
@@ -175,8 +183,8 @@ class Page:
             r, n = self.result, head + 1
             titles = [figures.shape_title(f"{name}{_sub(n)}", a[head].shape)
                       for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))]
-            chart(figure("qkv_panels", r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
-                         titles=titles, large=self.large), key="chart_qkv")
+            grid(figure("qkv_panels", r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
+                        titles=titles, large=self.large), key="chart_qkv")
 
     def raw_scores(self):
         step_header(3)
@@ -189,8 +197,8 @@ class Page:
                    f"{sz.n_heads:d} heads' scores and blends: {flops:,} FLOPs; one head of width "
                    f"{sz.n_heads * sz.d_k:d} "
                    f"would cost {one_wide_head:,}. Thin heads add viewpoints, not work.")
-        chart(figure("head_grids", self.result.scores, self.q_tokens, self.k_tokens, kind="scores",
-                     head_names=self._titled("S", self.result.scores), large=self.large), key="chart_scores")
+        grid(figure("head_grids", self.result.scores, self.q_tokens, self.k_tokens, kind="scores",
+                    head_names=self._titled("S", self.result.scores), large=self.large), key="chart_scores")
 
     def softmax(self):
         setup = self.setup
@@ -214,11 +222,11 @@ class Page:
         st.caption(f"Scaled scores: {setup.scaling.describe(self.sizes.d_k)}"
                    + (f"; masked cells (mask: {mask_note}) are blank here and in the weights" if mask_note
                       else ""))
-        chart(figure("head_grids", r.scaled, self.q_tokens, self.k_tokens, kind="scores", mask=r.mask,
-                     head_names=self._titled("scaled", r.scaled), large=self.large), key="chart_scaled")
+        grid(figure("head_grids", r.scaled, self.q_tokens, self.k_tokens, kind="scores", mask=r.mask,
+                    head_names=self._titled("scaled", r.scaled), large=self.large), key="chart_scaled")
         st.caption("Attention weights A = softmax over each row (one colour scale 0 to 1 for all heads)")
-        chart(figure("head_grids", r.weights, self.q_tokens, self.k_tokens, kind="weights", mask=r.mask,
-                     head_names=self._titled("A", r.weights), large=self.large), key="chart_weights")
+        grid(figure("head_grids", r.weights, self.q_tokens, self.k_tokens, kind="weights", mask=r.mask,
+                    head_names=self._titled("A", r.weights), large=self.large), key="chart_weights")
         if r.weights[0].size > figures.IMAGE_FROM_CELLS:
             self._zoom(r)
         deviation = row_sum_deviation(r.weights)
@@ -269,9 +277,9 @@ class Page:
         if self.result is None:
             return waiting()
         outputs = self.result.head_outputs
-        chart(figure("head_grids", outputs, self.q_tokens, figures.dims("v", self.sizes.d_v), kind="signed",
-                     head_names=self._titled("head", outputs), cols_are_tokens=False, large=self.large),
-              key="chart_heads")
+        grid(figure("head_grids", outputs, self.q_tokens, figures.dims("v", self.sizes.d_v), kind="signed",
+                    head_names=self._titled("head", outputs), cols_are_tokens=False, large=self.large),
+             key="chart_heads")
 
     def heads_compared(self):
         step_header(6)
@@ -292,15 +300,15 @@ class Page:
         if self.result is None:
             return waiting()
         r = self.result
-        chart(figure("concat_bands", r.concat, self.q_tokens, sz.n_heads, sz.d_v,
-                     title=f"Concat(head_1, ..., head_h) {figures.shape_title('', r.concat.shape).strip()}: "
-                           "one coloured band per head", large=self.large), key="chart_concat")
+        grid(figure("concat_bands", r.concat, self.q_tokens, sz.n_heads, sz.d_v,
+                    title=f"Concat(head_1, ..., head_h) {figures.shape_title('', r.concat.shape).strip()}: "
+                          "one coloured band per head", large=self.large), key="chart_concat")
         w_o = self.setup.w_o.astype(r.head_outputs.dtype, copy=False)  # float32 for a long sequence
         contributions = head_contributions(r.head_outputs, w_o)  # [h, n_q, d_model]
         st.caption("Each head's contribution head_i · W_O[rows of head i]; they add up to the output")
-        chart(figure("head_grids", contributions, self.q_tokens, figures.dims("d", sz.d_model), kind="signed",
-                     head_names=self._titled("C", contributions), cols_are_tokens=False, large=self.large),
-              key="chart_contributions")
+        grid(figure("head_grids", contributions, self.q_tokens, figures.dims("d", sz.d_model), kind="signed",
+                    head_names=self._titled("C", contributions), cols_are_tokens=False, large=self.large),
+             key="chart_contributions")
         gap = contribution_gap(contributions, r.output, self.setup.b_o)
         st.success(f"Check: the contributions sum to the output (largest difference {gap:.1e}).",
                    icon=":material/check_circle:")
@@ -310,10 +318,10 @@ class Page:
         if self.result is None:
             return waiting()
         x, out = self.setup.x, self.result.output
-        chart(figure("side_by_side", x, out, self.q_tokens,
-                     left_title=figures.shape_title("input X", x.shape),
-                     right_title=figures.shape_title("output", out.shape), large=self.large),
-              key="chart_output")
+        grid(figure("side_by_side", x, out, self.q_tokens,
+                    left_title=figures.shape_title("input X", x.shape),
+                    right_title=figures.shape_title("output", out.shape), large=self.large),
+             key="chart_output")
 
     def drill_down(self):
         if self.result is None:
@@ -361,8 +369,8 @@ def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
     entropy = normalised_entropy(r.weights[:, query, :])  # [h]
     cols = st.columns(2)
     with cols[0]:
-        chart(figure("disagreement_heatmap", distances, metric=metric, head_names=heads, large=large),
-              key="chart_disagreement")
+        grid(figure("disagreement_heatmap", distances, metric=metric, head_names=heads, large=large),
+             key="chart_disagreement")
     with cols[1]:
         chart(figure("entropy_bars", entropy, head_names=heads, flat_at=FLAT_AT, large=large),
               key="chart_entropy")
