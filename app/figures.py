@@ -277,6 +277,8 @@ COMPACT_CELLS = 400  # this many cells, a panel is drawn compactly: no gaps betw
 MIN_GAPPED_CELL = 6  # px: narrower cells get no gaps (a 1 px gap would swallow them)
 IMAGE_FROM_CELLS = 64 * 64  # a panel with more cells is sent as a PNG made here, not as numbers
 IMAGE_BLOCKS = 256  # an image panel has at most this many blocks a side (larger grids: block means)
+MIN_PANEL_SLOT = 180  # px of the column per panel at least: 4 heads a row at 820, 2 at 400, 1 on a phone
+MIN_PICTURE_PX = 120  # px: a picture panel of more rows than MAX_TICKS is at least this tall
 
 
 @dataclass
@@ -385,8 +387,9 @@ def _plan(panels: list[_Panel], per_row: int, s: Style, width: int, *, title: st
     bands = [max(_row_band(p, s) for p in column) for column in columns]
     widest_grid = max(p.shape[1] for p in panels)
     floor = s.cell_min if numbers or widest_grid > NUMBERS_UP_TO else s.tick_font + ROW_LABEL_AIR
-    if any(p.values.size > IMAGE_FROM_CELLS for p in panels):
-        floor = 0.0  # an image's cells are as wide as they are tall, however small
+    if any(p.values.size > IMAGE_FROM_CELLS for p in panels):  # a picture: square cells where they are
+        tallest = max(p.shape[0] for p in panels)  # readable; never a strip (12 x 384: 16-px rows, not 0.5)
+        floor = s.tick_font + ROW_LABEL_AIR if tallest <= MAX_TICKS else MIN_PICTURE_PX / tallest
 
     def panel_size(gaps, margin_l, margin_r) -> tuple[float, float]:  # cell height, panel width (px)
         slot = (max(width - margin_l - margin_r, MIN_PLOT_WIDTH) - sum(gaps)) / n_cols_grid
@@ -757,7 +760,7 @@ def head_grids(values, row_tokens, col_labels, *, kind: str, head_names=None, ti
     # like REFERENCE_NUMBER fit on the cells. The choice depends on the shape only, so the scores,
     # scaled scores and weights of one setup line up panel for panel; each figure then prints its
     # own numbers if they all fit, else leaves them to the hover.
-    per_row = min(h, MAX_PER_ROW)
+    per_row = min(h, MAX_PER_ROW, max(1, int(width // MIN_PANEL_SLOT)))  # a phone's column: one a row
     if strings[0][0] is not None:
         fewest = max(min(h, MIN_PER_ROW_FOR_NUMBERS), math.ceil(h / MAX_PANEL_ROWS_FOR_NUMBERS))
         for attempt in range(per_row, fewest - 1, -1):

@@ -5,18 +5,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.figures import HEAD_COLOURS, WEIGHT_SCALE, FigureSpec, _figure, block_means, format_number
+from app.figures import FULL_WIDTH, WEIGHT_SCALE, FigureSpec, _figure, block_means, format_number, head_colour
 from app.safe import chart_text
 
 THUMB_BLOCKS = 24  # a thumbnail shows at most this many blocks a side (block means beyond)
 THUMB_PX = 64  # px: one thumbnail's side
 THUMB_TITLE = 30  # px above each thumbnail for its two-line label
-THUMB_FONT = 10
+THUMB_FONT = 11
+THUMB_GAP = 8  # px between thumbnails
+LAYER_LABEL_PX = 60  # px left of each row of thumbnails for "layer 3"
+LABELS_WHERE = "above"  # the model view writes each head's label above its thumbnail
+OVERVIEW_CAPTION = ("Every head of every layer (rows: layers; heads 1 to 12 from left to right). Above "
+                    "each head: its entropy (1 = uniform) and a guess at its pattern (previous or next word "
+                    "piece, itself, the [CLS] or [SEP] sink, broad, mixed). Pick a head below to open it.")
 LINE_ROW_PX = 22  # px per word piece in the head view
 LINE_FONT = 14
 LINE_WIDTHS = (1, 2, 4, 7)  # px: lines of weights in [0.05, .2), [.2, .4), [.4, .7), [.7, 1]
 LINE_EDGES = (0.2, 0.4, 0.7)
 LINE_MIN_WEIGHT = 0.05  # weaker links are not drawn
+LINE_OPACITY = 0.7  # lines cross; they stay see-through
+LINE_CONTRAST = 3.0  # a line against white, at its opacity (WCAG 1.4.11, graphics)
+TEXT_CONTRAST = 4.5  # a head's numbers against white (WCAG 1.4.3)
+NUMBER_GAP = " · "  # between the heads' numbers after a key
 
 
 def thumbnail(weights: np.ndarray) -> np.ndarray:
@@ -25,15 +35,24 @@ def thumbnail(weights: np.ndarray) -> np.ndarray:
     return block_means(np.asarray(weights, dtype=float), factor) if factor > 1 else np.asarray(weights)
 
 
-def model_view(weights: list[np.ndarray], labels: list[list[str]]) -> FigureSpec:
-    """Every head of every layer as a small heatmap, one row per layer: weights[layer] [h, n, n],
-    labels[layer][head] a short plain text, lines split at "\n" (entropy, pattern). Weights on one 0..1
-    scale."""
+THUMB_MIN_PX = 52  # px: thumbnails shrink to this before a layer's heads wrap into more rows
+
+
+def model_view(weights: list[np.ndarray], labels: list[list[str]], *, width: int = FULL_WIDTH) -> FigureSpec:
+    """Every head of every layer as a small heatmap, one band per layer (its heads wrap into more
+    rows on a narrow column, a phone's: four a row): weights[layer] [h, n, n], labels[layer][head] a
+    short plain text, lines split at "\n" (entropy, pattern), written above each thumbnail. Weights on
+    one 0..1 scale. `width`: the column's width in px."""
     n_layers, n_heads = len(weights), weights[0].shape[0]
-    width = n_heads * (THUMB_PX + 8) + 60
-    height = n_layers * (THUMB_PX + THUMB_TITLE) + 10
-    data, layout = [], dict(width=width, height=height, margin=dict(l=52, r=8, t=8, b=8), annotations=[],
-                            showlegend=False)
+    per_row = max(1, min(n_heads, (width - LAYER_LABEL_PX) // (THUMB_MIN_PX + THUMB_GAP)))
+    rows_per_layer = -(-n_heads // per_row)
+    band = THUMB_PX + THUMB_TITLE  # px: one row of thumbnails and its labels
+    height = n_layers * rows_per_layer * band + 10
+    plot_h = height - 16  # margins t + b
+    margin = dict(l=LAYER_LABEL_PX - 8, r=8, t=8, b=8)
+    data, layout = [], dict(width=per_row * (THUMB_PX + THUMB_GAP) + LAYER_LABEL_PX, height=height,
+                            margin=margin, annotations=[], showlegend=False)
+    axis = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False)
     for layer in range(n_layers):
         for head in range(n_heads):
             index = layer * n_heads + head
@@ -43,24 +62,49 @@ def model_view(weights: list[np.ndarray], labels: list[list[str]]) -> FigureSpec
                              colorscale=WEIGHT_SCALE,
                              showscale=False, xaxis=f"x{suffix}", yaxis=f"y{suffix}",
                              hovertemplate=f"layer {layer + 1}, head {head + 1}<extra></extra>"))
-            x0 = head / n_heads
-            top = 1 - (layer * (THUMB_PX + THUMB_TITLE) + THUMB_TITLE) / (height - 16)
-            bottom = top - THUMB_PX / (height - 16)
-            axis = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False)
-            layout[f"xaxis{suffix}"] = dict(axis, domain=[x0 + 0.004, x0 + 1 / n_heads - 0.004],
+            row, column = layer * rows_per_layer + head // per_row, head % per_row
+            x0 = column / per_row
+            top = 1 - (row * band + THUMB_TITLE) / plot_h
+            bottom = top - THUMB_PX / plot_h
+            layout[f"xaxis{suffix}"] = dict(axis, domain=[x0 + 0.004, x0 + 1 / per_row - 0.004],
                                             anchor=f"y{suffix}")
             layout[f"yaxis{suffix}"] = dict(axis, domain=[max(bottom, 0), top], anchor=f"x{suffix}",
                                             autorange="reversed")
             lines = [chart_text(line) for line in labels[layer][head].split("\n")]
-            layout["annotations"].append(dict(
-                text="<br>".join(lines), x=x0 + 0.5 / n_heads, y=top, xref="paper", yref="paper",
+            layout["annotations"].append(dict(  # LABELS_WHERE: above the thumbnail
+                text="<br>".join(lines), x=x0 + 0.5 / per_row, y=top, xref="paper", yref="paper",
                 xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=THUMB_FONT)))
         layout["annotations"].append(dict(
             text=f"layer {layer + 1}", x=0, xref="paper", xanchor="right", xshift=-6, showarrow=False,
-            y=1 - (layer * (THUMB_PX + THUMB_TITLE) + THUMB_TITLE + THUMB_PX / 2) / (height - 16),
-            yref="paper",
+            y=1 - (layer * rows_per_layer * band + THUMB_TITLE + THUMB_PX / 2) / plot_h, yref="paper",
             font=dict(size=12)))
     return _figure(data, layout)
+
+
+def _luminance(rgb) -> float:
+    """WCAG relative luminance of an sRGB colour given as three bytes."""
+    linear = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast_on_white(rgb) -> float:
+    """WCAG contrast ratio of a colour (three bytes) against white."""
+    return 1.05 / (_luminance(rgb) + 0.05)
+
+
+def on_white(rgb, opacity: float) -> tuple[float, float, float]:
+    """The colour a see-through stroke shows on white."""
+    return tuple(opacity * c + (1 - opacity) * 255 for c in rgb)
+
+
+def readable_colour(colour: str, ratio: float, opacity: float = 1.0) -> str:
+    """The head's colour, darkened just enough to stand `ratio`:1 against white at `opacity`
+    (#F0E442, head 7's yellow, is 1.2:1 as it is)."""
+    rgb = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    factor = 1.0
+    while contrast_on_white(on_white([c * factor for c in rgb], opacity)) < ratio and factor > 0:
+        factor -= 0.02
+    return "#" + "".join(f"{round(c * max(factor, 0)):02x}" for c in rgb)
 
 
 def _bucket(weight: float) -> int:
@@ -69,16 +113,18 @@ def _bucket(weight: float) -> int:
 
 def head_view(weights: np.ndarray, heads: list[int], tokens, *, query: int | None = None) -> FigureSpec:
     """Lines from each query word piece (left) to the keys (right), one colour per head, thicker
-    for larger weights. weights [h, n, n] of one layer; heads: the ones drawn; query: only its lines.
+    for larger weights. weights [h, n, n] of one layer; heads: the ones drawn; query: only its lines,
+    and each key then says every drawn head's weight, in the head's colour ("cat 0.67 · 0.12").
 
-    Links weaker than LINE_MIN_WEIGHT are left out; each (head, thickness) is one trace.
+    Links weaker than LINE_MIN_WEIGHT are left out; each (head, thickness) is one trace. Colours are
+    darkened where they would be too pale on white (LINE_CONTRAST for lines, TEXT_CONTRAST for numbers).
     """
     n = weights.shape[1]
     labels = [chart_text(token) for token in tokens]
     queries = range(n) if query is None else [query]
     data = []
     for head in heads:
-        colour = HEAD_COLOURS[head % len(HEAD_COLOURS)]
+        colour = readable_colour(head_colour(head), LINE_CONTRAST, LINE_OPACITY)
         paths: list[list[float | None]] = [[] for _ in LINE_WIDTHS]
         ys: list[list[float | None]] = [[] for _ in LINE_WIDTHS]
         for q in queries:
@@ -89,20 +135,25 @@ def head_view(weights: np.ndarray, heads: list[int], tokens, *, query: int | Non
         for bucket, width in enumerate(LINE_WIDTHS):
             if paths[bucket]:
                 data.append(dict(type="scatter", mode="lines", x=paths[bucket], y=ys[bucket],
-                                 line=dict(color=colour, width=width), opacity=0.6, hoverinfo="skip",
+                                 line=dict(color=colour, width=width), opacity=LINE_OPACITY, hoverinfo="skip",
                                  name=f"head {head + 1}", legendgroup=f"head {head + 1}",
                                  showlegend=bucket == max(b for b, p in enumerate(paths) if p)))
-    hover = [format_number(float(weights[heads[0], query, k])) if query is not None and heads else ""
-             for k in range(n)]
     for side, x in (("query", -0.02), ("key", 1.02)):
         data.append(dict(type="scatter", mode="text", x=[x] * n, y=list(range(n)), text=labels,
                          textposition="middle left" if side == "query" else "middle right",
                          textfont=dict(size=LINE_FONT), hoverinfo="skip", showlegend=False))
     if query is not None:
-        data[-1]["text"] = [f"{label} ({weight})" if weight else label for label, weight in zip(labels, hover,
-                                                                                                strict=True)]
+        data[-1]["text"] = [f"{label} {key_numbers(weights[:, query, k], heads)}"
+                            for k, label in enumerate(labels)]
     axis = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False)
     layout = dict(height=int(n * LINE_ROW_PX + 80), margin=dict(l=8, r=8, t=40, b=8),
-                  xaxis=dict(axis, range=[-0.6, 1.6]), yaxis=dict(axis, autorange="reversed"),
+                  xaxis=dict(axis, range=[-0.6, 1.6 + 0.25 * max(len(heads) - 1, 0)]),
+                  yaxis=dict(axis, autorange="reversed"),
                   legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"))
     return _figure(data, layout)
+
+
+def key_numbers(column: np.ndarray, heads: list[int]) -> str:
+    """Each drawn head's weight on one key, in the head's (readable) colour. column [h]."""
+    return NUMBER_GAP.join(f'<span style="color:{readable_colour(head_colour(head), TEXT_CONTRAST)}">'
+                           f"{format_number(float(column[head]))}</span>" for head in heads)

@@ -108,9 +108,7 @@ def head_labels(weights: np.ndarray) -> list[str]:
 
 
 def overview_tab(trace: Trace, layer: int) -> None:
-    st.caption("Every head of every layer (rows: layers; columns: heads 1 to 12). Under each head: its "
-               "entropy (1 = uniform) and a guess at its pattern (previous or next word piece, itself, the "
-               "[CLS] or [SEP] sink, broad, mixed). Pick a head below to open it.")
+    st.caption(model_figures.OVERVIEW_CAPTION)
     weights = [result.weights for result in trace.attentions]  # 6 x [12, n, n]
     chart(model_figures.model_view(weights, [head_labels(w) for w in weights]), key="model_overview")
     head = widgets.choice_ui(st, f"open a head of layer {layer + 1} (the layer is chosen above)",

@@ -1,0 +1,159 @@
+"""Issue 16, finding 7: the Real model page's figures (and the workbench's wide matrices) are
+readable at the column widths they are planned for: a projector's 1280-px window and a 390-px phone.
+
+Pure figure specs are measured in pixels: each panel's height per row, the spacing of neighbouring
+tick labels against their font size, where the model view's labels sit against what the page says,
+and every selected head's numbers in the head view, in colours that stand out on white.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from app import figures, model_figures
+
+PHONE_WIDTH = 358  # px: a 390-px phone's column (Streamlit pads it 16 px a side)
+WIDTHS = [figures.FULL_WIDTH, figures.HALF_WIDTH, PHONE_WIDTH]
+TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "because", "it", "was", "tired", "[SEP]"]  # 12
+HEADS = [f"head {i + 1}" for i in range(12)]
+
+
+def text_px(text: str, font: float) -> float:
+    return len(re.sub(r"<[^>]+>", "", text)) * 0.6 * font
+
+
+def panel_shape(fig: dict, trace: dict) -> tuple[int, int]:
+    """(rows, columns) a heatmap or picture trace stands for, read from its axes' ticks or its data."""
+    if trace["type"] == "image":
+        suffix = trace["xaxis"][1:]
+        y_range = fig["layout"][f"yaxis{suffix}"]["range"]
+        x_range = fig["layout"][f"xaxis{suffix}"]["range"]
+        return round(y_range[0] - y_range[1]), round(x_range[1] - x_range[0])
+    if isinstance(trace["z"], dict):  # a typed array: its shape as "3, 1024"
+        return tuple(int(n) for n in str(trace["z"]["shape"]).split(","))
+    return np.shape(trace["z"])
+
+
+def panels(fig: dict, width: int) -> list[dict]:
+    """Every panel's pixel box and shape, with its axes: what plotly draws at `width` px."""
+    layout = fig["layout"]
+    m = layout["margin"]
+    plot_w, plot_h = width - m["l"] - m["r"], layout["height"] - m["t"] - m["b"]
+    found = []
+    for trace in fig["data"]:
+        if trace["type"] not in ("heatmap", "image") or trace.get("hoverinfo") == "skip":
+            continue  # a colour bar's own trace, outside its axes
+        suffix = trace.get("xaxis", "x")[1:]
+        xaxis, yaxis = layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"]
+        rows, cols = panel_shape(fig, trace)
+        found.append(dict(rows=rows, cols=cols, xaxis=xaxis, yaxis=yaxis,
+                          w=(xaxis["domain"][1] - xaxis["domain"][0]) * plot_w,
+                          h=(yaxis["domain"][1] - yaxis["domain"][0]) * plot_h))
+    return found
+
+
+def assert_readable(fig: dict, width: int, tick_font: int = figures.NORMAL.tick_font) -> None:
+    """Rows at least a label high where every row is labelled; labelled rows and columns never closer
+    than their font size (horizontal labels: never overlapping); a picture never a strip."""
+    for p in panels(fig, width):
+        per_row, per_col = p["h"] / p["rows"], p["w"] / p["cols"]
+        if p["rows"] <= figures.MAX_TICKS:
+            assert per_row >= tick_font, (p["rows"], p["cols"], round(per_row, 1))
+        else:
+            assert p["h"] >= 100, (p["rows"], p["cols"], round(p["h"]))
+        y = p["yaxis"]
+        if y.get("showticklabels", True) and len(y["tickvals"]) > 1:
+            assert min(np.diff(y["tickvals"])) * per_row >= tick_font, (y["ticktext"], per_row)
+        x = p["xaxis"]
+        if len(x["tickvals"]) > 1:
+            gaps = np.diff(x["tickvals"]) * per_col
+            if x.get("tickangle") == -90:
+                assert min(gaps) >= tick_font
+            else:
+                sizes = [text_px(t, tick_font) for t in x["ticktext"]]
+                for gap, a, b in zip(gaps, sizes, sizes[1:], strict=False):
+                    assert gap >= max((a + b) / 2, tick_font), (x["ticktext"], gap)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(16)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_each_heads_contribution_is_a_readable_picture_not_a_strip(rng, width):
+    """Finding 7: [12, 12, 384] contributions were 5-px strips with [CLS] and [SEP] on each other."""
+    fig = figures.head_grids(rng.normal(size=(12, 12, 384)), TOKENS, figures.dims("d", 384), kind="signed",
+                             head_names=HEADS, cols_are_tokens=False, width=width)
+    assert_readable(fig, width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("shape", [(16, 384), (12, 384), (12, 512), (3, 1024), (512, 512), (40, 384)])
+def test_wide_matrices_of_the_workbench_and_model_page_are_readable(rng, width, shape):
+    """Finding 7: X [16 x 384] after 'Open layer 3 in the workbench' was a 7-px strip."""
+    rows = [f"t{i}" for i in range(shape[0])]
+    fig = figures.matrix_heatmap(rng.normal(size=shape), rows, figures.dims("d", shape[1]),
+                                 title=figures.shape_title("X", shape), width=width)
+    assert_readable(fig, width)
+    m = fig["layout"]["margin"]
+    assert m["t"] >= (figures.NORMAL.title_font + 2) * figures.LINE_HEIGHT  # the title is not clipped
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_concatenation_of_a_real_layer_is_readable(rng, width):
+    fig = figures.concat_bands(rng.normal(size=(12, 384)), TOKENS, 12, 32, width=width)
+    assert_readable(fig, width)
+
+
+@pytest.mark.parametrize("width", [figures.FULL_WIDTH, PHONE_WIDTH])
+def test_the_model_overview_says_where_its_labels_are(rng, width):
+    """Finding 7: the page said 'under each head' while the labels sit above."""
+    weights = [rng.dirichlet(np.ones(12), size=(12, 12)) for _ in range(6)]
+    labels = [[f"0.{head}\nbroad" for head in range(12)] for _ in range(6)]
+    fig = model_figures.model_view(weights, labels, width=width)
+    layout = fig["layout"]
+    head_labels = [a for a in layout["annotations"] if not a["text"].startswith("layer ")]
+    assert len(head_labels) == 72
+    for index, note in enumerate(head_labels):
+        y_domain = layout[f"yaxis{index + 1 if index else ''}"]["domain"]
+        assert note["yanchor"] == "bottom" and note["y"] >= y_domain[1]  # above its thumbnail
+    assert model_figures.LABELS_WHERE == "above"
+    assert "Above each head" in model_figures.OVERVIEW_CAPTION and "nder each" not in model_figures.OVERVIEW_CAPTION
+    m = layout["margin"]
+    plot_w = width - m["l"] - m["r"]
+    thumbs = [(layout[f"xaxis{i + 1 if i else ''}"]["domain"]) for i in range(72)]
+    assert min((d[1] - d[0]) * plot_w for d in thumbs) >= model_figures.THUMB_MIN_PX - 8  # never slivers
+
+
+def luminance(hex_colour: str) -> float:
+    rgb = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast(hex_colour: str, opacity: float = 1.0) -> float:
+    """Against white, as a stroke of `opacity` shows on it."""
+    rgb = [int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]
+    blended = "#" + "".join(f"{round(opacity * c + (1 - opacity) * 255):02x}" for c in rgb)
+    return 1.05 / (luminance(blended) + 0.05)
+
+
+@pytest.mark.parametrize("heads", [[0, 6], [0, 1, 2, 3, 4, 5, 6, 7], [6]])
+def test_the_head_view_gives_every_selected_heads_numbers_in_colours_that_show(rng, heads):
+    """Finding 7: with heads 1 and 7 the keys carried head 1's numbers only, and head 7's #F0E442 was
+    nearly invisible on white."""
+    weights = rng.dirichlet(np.ones(12), size=(8, 12))  # [h, n, n]
+    fig = model_figures.head_view(weights, heads, TOKENS, query=3)
+    keys = fig["data"][-1]["text"]
+    for k, text in enumerate(keys):
+        numbers = re.findall(r">([^<]+)</span>", text)
+        assert numbers == [figures.format_number(float(weights[h, 3, k])) for h in heads], text
+        for colour in re.findall(r"color:(#[0-9a-fA-F]{6})", text):
+            assert contrast(colour) >= 4.5, colour
+    for trace in fig["data"]:
+        if trace.get("mode") == "lines":
+            assert contrast(trace["line"]["color"], trace.get("opacity", 1.0)) >= 3.0, trace["name"]
