@@ -16,6 +16,7 @@ of these returns; tests/test_escaping.py reads app/ and refuses anything else.
 from __future__ import annotations
 
 import html
+import json
 
 from mha_core.markup import chart_literal, markdown_literal
 
@@ -31,3 +32,12 @@ def html_text(value) -> str:
 def md(template: str, *values, **named) -> str:
     """``template.format(...)`` with every value shown literally (numbers too: '0.67' stays '0.67')."""
     return template.format(*(lit(v) for v in values), **{k: lit(v) for k, v in named.items()})
+
+
+def script_json(value) -> str:
+    """``value`` as JSON that cannot end the <script> element it is written into: '<', '>', '&' and
+    the line separators U+2028/U+2029 as \\u escapes (JSON.parse reads them back unchanged)."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    for character in "<>&\u2028\u2029":
+        text = text.replace(character, f"\\u{ord(character):04x}")
+    return text

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import chart_text, editors, figures, state
+from app import chart_text, editors, figures, page_export, state
 from app.safe import lit
 from mha_core import LIMITS, Scaling, Sizes, head_width
 from mha_core.codec import save_problem, setup_to_json
@@ -380,13 +380,20 @@ def save_load_ui(current: state.Current) -> None:
     setup = current.setup  # the downloads' callables keep this, never the result (app/result_cache.py)
     with st.sidebar.expander("Save or load this setup", expanded=False):
         problem = save_problem(setup)
+        title = state.label_of(st.session_state.origin) + (" (edited)" if current.edited else "")
+        st.download_button("⬇ Download this page (HTML, opens offline)",
+                           data=lambda: page_export.page_for_download(setup, title),
+                           file_name="attention-step-by-step.html", mime="text/html", key="page_download",
+                           on_click="ignore", disabled=current.result is None,
+                           help="Every step for these inputs in one file: the charts (interactive), the "
+                                "formulas, the text and each chart's numbers as a table. Opens in a "
+                                "browser with no network, for a learning platform or a student at home.")
         st.download_button("⬇ Download as JSON", data=lambda: setup_to_json(setup),
                            file_name="attention-setup.json", mime="application/json", key="setup_download",
                            on_click="ignore", disabled=problem is not None)
         if problem:
             st.caption(f"Cannot save now: {lit(problem)}.")
         recipe = getattr(current.base, "recipe", "") if not current.edited else ""
-        title = state.label_of(st.session_state.origin) + (" (edited)" if current.edited else "")
         # The data is made on click, outside this run: it may use only what it is given here.
         st.download_button("⬇ Download as Python (NumPy only)",
                            data=lambda: setup_to_script(setup, title=title, recipe=recipe),

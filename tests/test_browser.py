@@ -608,3 +608,36 @@ def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
     if late and load > 2 * (os.cpu_count() or 1):  # four browsers and a server on an overloaded machine
         pytest.xfail(f"slower than {WITHIN / 1000} s at load {load:.1f} on {os.cpu_count()} cores: {late}")
     assert not late, seconds
+
+
+def test_the_downloaded_page_opens_offline_with_every_chart_and_its_text(live, tmp_path):
+    """Issue 16, "Take the whole lesson home": the sidebar's "Download this page" gives one HTML file
+    that a browser with no network opens with every step's charts drawn, the formulas, and each
+    chart's summary and table; axe finds nothing on it."""
+    from tests.a11y import assert_no_violations
+
+    url, browser = live
+    page = open_page(browser, f"{url}/?preset=ex_d_one_huge_score")
+    path = download(page, "Download this page (HTML, opens offline)", tmp_path)
+    page.context.close()
+    assert path.stat().st_size < 5_000_000
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, offline=True)
+    fetched = []
+    context.on("request", lambda r: fetched.append(r.url))
+    errors = []
+    home = context.new_page()
+    home.on("pageerror", lambda e: errors.append(str(e)))
+    home.goto(path.as_uri())
+    home.wait_for_function("() => document.body.dataset.chartsDrawn", timeout=60_000)
+    drawn = int(home.evaluate("() => document.body.dataset.chartsDrawn"))
+    assert drawn == home.locator(".chart.js-plotly-plot").count() >= 9 and not errors
+    assert [u for u in fetched if not u.startswith("file:")] == []
+    assert home.locator("math").count() == 8 and home.title().startswith("D: one huge score")
+    first = home.locator("figure").first
+    summary = first.get_attribute("aria-labelledby")
+    assert home.locator(f"#{summary}").inner_text().startswith("X [")  # the figure's name: its summary
+    first.locator("summary").click()
+    assert first.locator("table td").count() > 0
+    home.screenshot(path=str(ARTIFACTS / "downloaded-page.png"))
+    assert_no_violations(home, "the downloaded page")
+    context.close()

@@ -1,0 +1,184 @@
+"""'Download this page': every step of the workbench for one setup, as one HTML file that opens with
+no network (a learning platform, a student without the server).
+
+The charts are the workbench's own figures, drawn by the Plotly code that ships with the plotly
+package, gzipped into the file and unpacked by the browser (DecompressionStream); the formulas are
+MathML, which browsers draw themselves; each chart carries its summary and its numbers as a table.
+Pure: a Setup and its MHAResult in, a string out.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import threading
+from functools import cache
+from importlib import resources
+
+from latex2mathml.converter import convert
+
+from app import chart_text, figures
+from app.result_cache import BytesLRU, setup_key
+from app.safe import html_text, script_json
+from app.steps import STEPS
+from mha_core import head_contributions, normalised_entropy, pairwise_disagreement
+from mha_core.analysis import FLAT_AT
+from mha_core.attention import MHAResult
+from mha_core.setup import Setup
+
+BUDGET_BYTES = 5 * 10**6  # the issue's ceiling for a chapter preset's page (1,024 tokens: 4.6 MB)
+PAGES_BUDGET_BYTES = 24 * 2**20  # about ten built pages, shared by every session
+PAGE_CSS = """
+body { font: 17px/1.5 system-ui, sans-serif; color: #1f2430; max-width: 60rem; margin: 0 auto;
+       padding: 1rem; }
+h1 { font-size: 1.7rem; }
+h2 { font-size: 1.35rem; margin-top: 2.2rem; border-top: 1px solid #c9ccd6; padding-top: 1rem; }
+math[display="block"] { font-size: 1.3rem; margin: .6rem 0; }
+figure { margin: 1rem 0; } figcaption { font-size: .95rem; }
+.chart { width: 100%; min-height: 12rem; }
+table { border-collapse: collapse; font-size: .9rem; margin: .4rem 0; }
+th, td { border: 1px solid #c9ccd6; padding: .15rem .45rem; text-align: right; }
+th { background: #f0f2f6; }
+a:focus, summary:focus { outline: 3px solid #1f4fbf; outline-offset: 2px; }
+.note { background: #fff4d6; padding: .5rem .8rem; }
+@media (prefers-reduced-motion: reduce) { * { transition: none !important; animation: none !important; } }
+"""
+# Unpacks Plotly, then draws every chart; a browser without DecompressionStream keeps the tables.
+LOADER = """
+(async () => {
+  const note = document.getElementById('charts-note');
+  if (!('DecompressionStream' in window)) { note.hidden = false; return; }
+  const text = document.getElementById('plotly-gz').textContent;
+  const packed = Uint8Array.from(atob(text), c => c.charCodeAt(0));
+  const unpacked = new Blob([packed]).stream().pipeThrough(new DecompressionStream('gzip'));
+  const code = await new Response(unpacked).text();
+  (0, eval)(code);
+  const charts = JSON.parse(document.getElementById('charts').textContent);
+  for (const [id, spec] of Object.entries(charts)) {
+    await Plotly.newPlot(id, spec.data, spec.layout, {displaylogo: false, responsive: true});
+  }
+  document.body.dataset.chartsDrawn = String(Object.keys(charts).length);
+})();
+"""
+
+
+@cache
+def plotly_packed() -> str:
+    """plotly.min.js of the installed plotly package, gzipped and base64-encoded (about 2 MB)."""
+    code = resources.files("plotly").joinpath("package_data/plotly.min.js").read_bytes()
+    return base64.b64encode(gzip.compress(code, compresslevel=9, mtime=0)).decode("ascii")
+
+
+def mathml(latex: str) -> str:
+    return convert(latex, display="block")
+
+
+def step_figures(setup: Setup, result: MHAResult, q_tokens, k_tokens, *, query: int = 0) -> dict[int, list]:
+    """The figures the workbench draws under each step, for the first head and the given query."""
+    sizes = setup.sizes
+    heads = [f"head {i + 1}" for i in range(sizes.n_heads)]
+    r = result
+    titled = lambda symbol, values: [figures.shape_title(f"{symbol} {i + 1}", values.shape[1:])  # noqa: E731
+                                     for i in range(sizes.n_heads)]
+    embeddings = [figures.matrix_heatmap(setup.x, q_tokens, figures.dims("d", sizes.d_model),
+                                         title=figures.shape_title("X", setup.x.shape))]
+    if setup.x_kv is not None:
+        embeddings.append(figures.matrix_heatmap(setup.x_kv, k_tokens, figures.dims("d", sizes.d_model),
+                                                 title=figures.shape_title("X_kv", setup.x_kv.shape)))
+    qkv = [figures.qkv_panels(r.q[h], r.k[h], r.v[h], q_tokens, k_tokens,
+                              titles=[figures.shape_title(f"{name} {h + 1}", a[h].shape)
+                                      for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))])
+           for h in range(sizes.n_heads)]
+    compared = [figures.query_bars(r.weights, query, k_tokens, head_names=heads)]
+    if sizes.n_heads > 1 and len(k_tokens) > 1:
+        compared += [figures.disagreement_heatmap(pairwise_disagreement(r.weights, query, "l2"), metric="l2",
+                                                  head_names=heads),
+                     figures.entropy_bars(normalised_entropy(r.weights[:, query, :]), head_names=heads,
+                                          flat_at=FLAT_AT)]
+    w_o = setup.w_o.astype(r.head_outputs.dtype, copy=False)
+    contributions = head_contributions(r.head_outputs, w_o)  # [h, n_q, d_model]
+    return {
+        1: embeddings,
+        2: qkv,
+        3: [figures.head_grids(r.scores, q_tokens, k_tokens, kind="scores",
+                               head_names=titled("S", r.scores))],
+        4: [figures.head_grids(r.scaled, q_tokens, k_tokens, kind="scores", mask=r.mask,
+                               head_names=titled("scaled", r.scaled)),
+            figures.head_grids(r.weights, q_tokens, k_tokens, kind="weights", mask=r.mask,
+                               head_names=titled("A", r.weights))],
+        5: [figures.head_grids(r.head_outputs, q_tokens, figures.dims("v", sizes.d_v), kind="signed",
+                               head_names=titled("head", r.head_outputs), cols_are_tokens=False)],
+        6: compared,
+        7: [figures.concat_bands(r.concat, q_tokens, sizes.n_heads, sizes.d_v,
+                                 title="Concat(head_1, ..., head_h) "
+                                       + figures.shape_title("", r.concat.shape).strip()),
+            figures.head_grids(contributions, q_tokens, figures.dims("d", sizes.d_model), kind="signed",
+                               head_names=titled("C", contributions), cols_are_tokens=False)],
+        8: [figures.side_by_side(setup.x, r.output, q_tokens,
+                                 left_title=figures.shape_title("input X", setup.x.shape),
+                                 right_title=figures.shape_title("output", r.output.shape))],
+    }
+
+
+def chart_html(chart_id: str, fig) -> str:
+    """One chart: the figure named by its summary (its caption), and its numbers
+    as tables on request (the same text alternative as on the page: app/chart_text.py)."""
+    about = chart_text.of_figure(fig)
+    summary = html_text(about.summary)
+    return (f'<figure aria-labelledby="{chart_id}-summary"><div class="chart" id="{chart_id}"></div>'
+            f'<figcaption><p id="{chart_id}-summary">{summary}</p>'
+            f"<details><summary>{html_text(chart_text.TABLE_LABEL)}</summary>"
+            f"{chart_text.table_html(about.tables())}</details></figcaption></figure>")
+
+
+def page_html(setup: Setup, *, title: str, query: int = 0) -> str:
+    """The whole page: a title, the sizes, and for each step its formula, what and why and charts."""
+    result = setup.run()
+    q_tokens = list(setup.tokens)
+    k_tokens = list(setup.key_tokens)
+    charts, sections = {}, []
+    for number, figs in step_figures(setup, result, q_tokens, k_tokens, query=query).items():
+        step = STEPS[number]
+        drawn = []
+        for fig in figs:
+            chart_id = f"chart-{len(charts) + 1}"
+            charts[chart_id] = fig.to_dict()
+            drawn.append(chart_html(chart_id, fig))
+        sections.append(f'<section id="step-{number}" aria-labelledby="step-{number}-title">'
+                        f'<h2 id="step-{number}-title">{number}. {html_text(step.title)}</h2>'
+                        f"{mathml(step.formula)}<p><strong>What.</strong> {html_text(step.what)}</p>"
+                        f"<p><strong>Why.</strong> {html_text(step.why)}</p>{''.join(drawn)}</section>")
+    sizes = setup.sizes
+    skip = " · ".join(f'<a href="#step-{n}">{n}. {html_text(STEPS[n].title)}</a>' for n in STEPS)
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{html_text(title)}: multi-head attention, step by step</title>"
+            f"<style>{PAGE_CSS}</style></head>"
+            f"<body><header><h1>{html_text(title)}</h1>"
+            f"<p>{html_text(' '.join(q_tokens))} · {sizes.n_q} × {sizes.n_k}, d_model = {sizes.d_model}, "
+            f"h = {sizes.n_heads}, d_k = {sizes.d_k}, d_v = {sizes.d_v}</p>"
+            f'<nav aria-label="Steps">{skip}</nav>'
+            '<p id="charts-note" class="note" hidden>This browser cannot unpack the charts; every chart\'s '
+            "numbers are in its table.</p></header><main>"
+            f"{''.join(sections)}</main>"
+            f'<script type="application/json" id="charts">{script_json(charts)}</script>'
+            f'<script type="text/plain" id="plotly-gz">{plotly_packed()}</script>'
+            f"<script>{LOADER}</script></body></html>")
+
+
+
+
+_building = threading.Lock()  # one page at a time for the whole server: a click costs up to ~4 s of CPU
+PAGES = BytesLRU(PAGES_BUDGET_BYTES)  # the pages built last, shared: the class clicking the same preset
+
+
+def page_for_download(setup: Setup, title: str) -> bytes:
+    """The page as the download button's deferred data: built once per setup and title, one build
+    at a time across the server."""
+    key = setup_key(setup) + title.encode()
+    with _building:
+        page = PAGES.get(key)
+        if page is None:
+            page = page_html(setup, title=title).encode()
+            PAGES.put(key, page, len(page))
+    return page

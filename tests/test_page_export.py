@@ -1,0 +1,99 @@
+"""Issue 16: "Download this page" writes one self-contained HTML file of every step (app/page_export.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+
+from app import page_export
+from app.safe import chart_text
+from app.steps import STEPS
+from mha_core import LIMITS, all_scenarios
+from mha_core.setup import Setup
+
+SCENARIOS = all_scenarios()
+HOSTILE = ("</script><script>window.pwned=1</script>", "<img src=x onerror=window.pwned=2>", "a\u2028b")
+
+
+class Elements(HTMLParser):
+    """The start tags of a page, with their attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def elements(page: str) -> list[tuple[str, dict]]:
+    parser = Elements()
+    parser.feed(page)
+    return parser.tags
+
+
+def charts_of(page: str) -> dict:
+    (packed,) = re.findall(r'<script type="application/json" id="charts">(.*?)</script>', page, re.S)
+    return json.loads(packed)
+
+
+def hostile_setup() -> Setup:
+    base = SCENARIOS["the_cat_sat_two_heads"]
+    return Setup(tokens=HOSTILE, x=base.x, w_q=base.w_q, w_k=base.w_k, w_v=base.w_v, w_o=base.w_o)
+
+
+@pytest.mark.parametrize("key", list(SCENARIOS))
+def test_every_chapter_preset_fits_in_one_file_under_5_mb_with_every_step(key):
+    scenario = SCENARIOS[key]
+    page = page_export.page_html(scenario, title=scenario.title)
+    assert len(page.encode()) < page_export.BUDGET_BYTES
+    tags = elements(page)
+    sections = [a["id"] for t, a in tags if t == "section"]
+    assert sections == [f"step-{n}" for n in STEPS]
+    assert sum(t == "math" for t, _ in tags) == len(STEPS)  # every formula, as MathML
+    drawn = [a["id"] for t, a in tags if t == "div" and a.get("class") == "chart"]
+    charts = charts_of(page)
+    assert drawn == list(charts) and len(charts) >= 9
+    assert all(spec["data"] and "layout" in spec for spec in charts.values())
+    fetching = [a for t, a in tags if t in ("link", "img") or (t == "script" and "src" in a)]
+    assert not fetching  # nothing is fetched
+
+
+def test_the_weights_in_the_file_are_the_results():
+    scenario = SCENARIOS["the_cat_sat_two_heads"]
+    charts = charts_of(page_export.page_html(scenario, title="x"))
+    result = scenario.run()
+    weights = [spec for spec in charts.values()
+               if any(str(t.get("name", "")).startswith("A") for t in spec["data"])
+               or "A 1" in json.dumps(spec["layout"])]
+    assert weights  # the softmax grid is in the file
+    texts = json.dumps(weights)
+    for value in result.weights[0, 1]:
+        assert f"{value:.2f}" in texts
+
+
+def test_outside_text_stays_text_in_the_file():
+    page = page_export.page_html(hostile_setup(), title="<b>title</b> </script>")
+    tags = elements(page)
+    assert [t for t, _ in tags].count("script") == 3  # the charts, Plotly, the loader: nothing injected
+    assert not [t for t, _ in tags if t in ("img", "b")]
+    assert "\u2028" not in page.split('id="charts">', 1)[1].split("</script>", 1)[0]
+    shown = json.dumps(charts_of(page), ensure_ascii=False)
+    assert chart_text(HOSTILE[0]) in shown and HOSTILE[0] not in shown  # kept as the app shows it: text
+
+
+def test_the_longest_sequence_the_app_takes_still_fits_in_5_mb():
+    """Grids beyond figures.IMAGE_FROM_CELLS travel as pictures and the tables are cut, so the file
+    stays under the budget whatever the setup: no setup is refused."""
+    n = LIMITS.tokens
+    rng = np.random.default_rng(0)
+    w = {name: rng.normal(size=(4, 16, 4)) for name in ("w_q", "w_k", "w_v")}  # [h, d_model, d_k]
+    long = Setup(tokens=tuple(f"t{i}" for i in range(n)), x=rng.normal(size=(n, 16)), **w,
+                 w_o=rng.normal(size=(16, 16)))
+    page = page_export.page_for_download(long, "long")
+    assert len(page) < page_export.BUDGET_BYTES
+    assert page_export.page_for_download(long, "long") is page  # the class's second click builds nothing
