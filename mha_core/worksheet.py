@@ -52,14 +52,16 @@ th, td { border: 0.3mm solid #666; padding: 0.8mm 1.5mm; text-align: right; over
 th { background: #eee; font-weight: 600; }
 th.row, td.row { text-align: left; }
 td.row { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-td.blank { height: 7.5mm; background: #fff; }
+td.blank { height: 6.5mm; background: #fff; }
 td.given { background: #f6f6f6; }
 .answer { font-weight: 600; }
 .key { break-before: page; page-break-before: always; }
 .task { break-inside: avoid; page-break-inside: avoid; }  /* a task is never split over two pages */
 .small { font-size: 9pt; }
-table.matrix { font-size: 8.5pt; }
+table.matrix { font-size: 8.5pt; line-height: 1.2; }
 table.matrix td { white-space: nowrap; }
+table.matrix th, table.matrix td { padding-top: 0.4mm; padding-bottom: 0.4mm; }
+table.matrix .start { border-left: 0.7mm solid #000; }  /* where Q's columns end and K's begin */
 @media screen {
   body { margin: 10mm auto; padding: 0 5mm; }
   .key { border-top: 0.6mm dashed #888; margin-top: 12mm; padding-top: 6mm; }
@@ -68,7 +70,10 @@ table.matrix td { white-space: nowrap; }
 
 
 def worksheet_html(setup, result, *, title: str, seed: int) -> str:
-    """The worksheet for one head of ``setup`` (chosen by ``seed``) as a complete HTML document."""
+    """The worksheet for one head of ``setup`` (chosen by ``seed``) as a complete HTML document.
+
+    ``seed`` counts from 0; the sheet prints it from 1 ("Quiz seed 1"), as the Quiz page, its link
+    and the file name (attention-worksheet-1.html) do."""
     plan = _Plan(setup, result, seed)
     return "\n".join([
         "<!DOCTYPE html>",
@@ -77,14 +82,14 @@ def worksheet_html(setup, result, *, title: str, seed: int) -> str:
         f"<style>{CSS}</style></head><body>",
         '<section class="sheet">',
         f"<h1>{escape(title)}</h1>",
-        f'<p class="muted">Worksheet seed {plan.seed}: compute the blank cells by hand; the answer key is on '
+        f'<p class="muted">Quiz seed {plan.seed + 1}: compute the blank cells by hand; the answer key is on '
         "the last page.</p>",
         plan.setup_text(),
         *plan.tasks(answers=False),
         "</section>",
         '<section class="key">',
         f"<h1>Answer key: {escape(title)}</h1>",
-        f'<p class="muted">Worksheet seed {plan.seed}; {escape(plan.where)}. Numbers to {DECIMALS} '
+        f'<p class="muted">Quiz seed {plan.seed + 1}; {escape(plan.where)}. Numbers to {DECIMALS} '
         "decimals, computed from the live setup; yours may differ in the last digit.</p>",
         *plan.tasks(answers=True),
         "</section>",
@@ -160,17 +165,34 @@ class _Plan:
             f"<p>n_q = {s.n_q}, n_k = {s.n_k}, d_model = {s.d_model}, h = {s.n_heads}, d_k = {s.d_k}, "
             f"d_v = {s.d_v}. <b>Work in head {h + 1}.</b> The scores are {escape(self.scaling_text)}: "
             f"scale s = {given(self.r.scale)}. {escape(self._mask_text())}</p>")
-        if self.hand:
-            parts.append(_matrix(f"Q of head {h + 1} (one row per query)", self.r.q[h], self.q_labels, "q"))
-            parts.append(_matrix(f"K of head {h + 1} (one row per key)", self.r.k[h], self.k_labels, "k"))
-        else:
+        if not self.hand:
             parts.append(f'<p class="muted">d_k = {s.d_k}: a dot product of {s.d_k} terms is not a hand '
                          "computation, so Q and K are not printed and the scores are given below.</p>")
         hidden = s.d_v - self.v_columns
         note = f" (columns {self.v_columns + 1} to {s.d_v} are not needed and not printed)" if hidden else ""
-        parts.append(_matrix(f"V of head {h + 1} (one row per key){note}", self.r.v[h, :, :self.v_columns],
-                             self.k_labels, "v"))
+        for group in self._matrix_groups():
+            names = [name for name, _ in group]
+            rows = "query" if names == ["Q"] else "key" if self.cross or "Q" not in names else "token"
+            caption = (f"{_and(names)} of head {h + 1} (one row per {rows})" + (note if "V" in names else ""))
+            labels = self.q_labels if "Q" in names else self.k_labels
+            parts.append(_matrix(caption, group, labels))
         return "\n".join(parts)
+
+    def _matrix_groups(self) -> list[list[tuple[str, np.ndarray]]]:
+        """Q, K and V of the head, side by side in one table where they share rows and fit
+        MAX_COLUMNS columns (fewer, taller tables would push task 3 onto a page of its own)."""
+        h = self.head
+        q, k, v = ("Q", self.r.q[h]), ("K", self.r.k[h]), ("V", self.r.v[h, :, :self.v_columns])
+        d_k, d_v = self.sizes.d_k, self.v_columns
+        if not self.hand:
+            return [[v]]
+        if not self.cross and 2 * d_k + d_v <= MAX_COLUMNS:
+            return [[q, k, v]]
+        if d_k + d_v <= MAX_COLUMNS:
+            return [[q], [k, v]]
+        if not self.cross and 2 * d_k <= MAX_COLUMNS:
+            return [[q, k], [v]]
+        return [[q], [k], [v]]
 
     def _mask_text(self) -> str:
         if self.mask_kind == "causal":
@@ -274,20 +296,29 @@ def _answer(value: float, cell: str) -> str:
 
 
 def _table(headers: list[str], widths_mm: list[int], rows: list[str], left: int = 1,
-           css_class: str = "") -> str:
-    """A table of fixed column widths (mm), so that its width is known before printing."""
+           css_class: str = "", starts: set[int] = frozenset()) -> str:
+    """A table of fixed column widths (mm), so that its width is known before printing. ``starts``:
+    data columns (counted after the row label) that begin a new matrix."""
     cols = "".join(f'<col style="width:{w}mm">' for w in widths_mm)
-    head = "".join(f'<th class="{"row" if i < left else ""}">{escape(h)}</th>' for i, h in enumerate(headers))
+    head = "".join(f'<th class="{"row" if i < left else "start" if i - 1 in starts else ""}">{escape(h)}</th>'
+                   for i, h in enumerate(headers))
     return (f'<table class="{css_class}" style="width:{sum(widths_mm)}mm"><colgroup>{cols}</colgroup>'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
-def _matrix(caption: str, values: np.ndarray, row_labels: list[str], prefix: str) -> str:
-    """A [rows, <= MAX_COLUMNS] matrix with its tokens as row labels."""
-    columns = values.shape[1]
-    headers = ["", *(f"{prefix}{j + 1}" for j in range(columns))]
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _matrix(caption: str, parts: list[tuple[str, np.ndarray]], row_labels: list[str]) -> str:
+    """Matrices [rows, <= MAX_COLUMNS in all] side by side, with their tokens as row labels; columns
+    headed q1, q2, ..., k1, ... and a heavier line where one matrix ends."""
+    values = np.hstack([m for _, m in parts])  # [rows, columns]
+    names = [f"{name.lower()}{j + 1}" for name, m in parts for j in range(m.shape[1])]
+    starts = {int(i) for i in np.cumsum([m.shape[1] for _, m in parts])[:-1]}  # columns that begin a matrix
     rows = [f'<tr><td class="row">{escape(label)}</td>'
-            + "".join(f'<td class="given">{given(x)}</td>' for x in row) + "</tr>"
+            + "".join(f'<td class="given{" start" if j in starts else ""}">{given(x)}</td>'
+                      for j, x in enumerate(row)) + "</tr>"
             for label, row in zip(row_labels, values, strict=True)]
-    return f"<h2 class=\"small\">{escape(caption)}</h2>" + _table(headers, [34] + [18] * columns, rows,
-                                                                   css_class="matrix")
+    table = _table(["", *names], [34] + [18] * len(names), rows, css_class="matrix", starts=starts)
+    return f"<h2 class=\"small\">{escape(caption)}</h2>" + table

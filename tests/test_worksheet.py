@@ -183,3 +183,48 @@ def test_a_long_token_worksheet_fits_the_a4_width_in_chromium(tmp_path):
     assert overflow == []
     assert numbers == 0  # every given number fits its cell on one line
     assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page") - pdf.count(b"/Type /Pages") >= 2
+
+
+# --- Issue 16, finding 5: one number for the seed, and two sheets per student -------------------
+
+
+def test_the_sheet_page_and_file_name_count_the_seed_alike():
+    from app.views.quiz import worksheet_file_name
+
+    setup = SCENARIOS["the_cat_sat_two_heads"]
+    for seed in (0, 4):
+        html = worksheet_html(setup, setup.run(), title="t", seed=seed)
+        shown = seed + 1  # the Quiz page says "Quiz seed {seed + 1}"; the link's quiz= is the same
+        assert html.count(f"Quiz seed {shown}") == 2  # the sheet and its answer key
+        assert f"seed {seed}:" not in html and f"seed {seed};" not in html
+        assert worksheet_file_name(seed) == f"attention-worksheet-{shown}.html"
+
+
+def pdf_pages(pdf: bytes) -> int:
+    return pdf.count(b"/Type /Page") - pdf.count(b"/Type /Pages")
+
+
+def test_every_presets_sheet_prints_on_one_page_and_its_key_on_another():
+    """Printed by Chromium: the student's part is one A4 page and the whole file two (the random preset
+    and example G printed task 3 alone on a second page: three sheets per student)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("no Chromium (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    setups = {**SCENARIOS, "random": generated_setup("random", 0), "blank": generated_setup("blank", 0)}
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-background-networking"]
+    pages = {}
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=flags)
+        page = browser.new_page()
+        for key, setup in setups.items():
+            for seed in (0, 1):
+                html = worksheet_html(setup, setup.run(), title=f"Multi-head attention by hand: {key}",
+                                      seed=seed)
+                page.set_content(html)
+                page.emulate_media(media="print")
+                whole = pdf_pages(page.pdf(format="A4"))
+                page.add_style_tag(content=".key { display: none !important; }")
+                pages[key, seed] = (pdf_pages(page.pdf(format="A4")), whole)
+        browser.close()
+    assert {where: counted for where, counted in pages.items() if counted != (1, 2)} == {}

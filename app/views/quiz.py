@@ -194,6 +194,11 @@ def _recall(workbench_page) -> None:
             _feedback(question, answered[ident], workbench_page, ss.get("quiz_first", {}).get(ident))
 
 
+def worksheet_file_name(seed: int) -> str:
+    """The worksheet's file, numbered as the page and the sheet number the seed: from 1."""
+    return f"attention-worksheet-{seed + 1}.html"
+
+
 def _worksheet(current: Current, seed: int) -> None:
     label = state.label_of(current.setup.origin) + (" (edited)" if current.edited else "")
     html = worksheet_html(current.setup, current.result, title=f"Multi-head attention by hand: {label}",
@@ -204,5 +209,5 @@ def _worksheet(current: Current, seed: int) -> None:
                 "browser and print it (A4). When d_k is over 8 the sheet gives the scores instead of "
                 "asking for dot products.")
     st.download_button("Download the worksheet (HTML, prints on A4)", data=html,
-                       file_name=f"attention-worksheet-{seed + 1}.html", mime="text/html",
+                       file_name=worksheet_file_name(seed), mime="text/html",
                        key="quiz_worksheet", on_click="ignore", icon=":material/print:")
