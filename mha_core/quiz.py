@@ -532,60 +532,65 @@ def forecast(setup, result, step: int, seed: int) -> Question | None:
 # ---------------------------------------------------------------------------------------------
 # The chapters' own questions
 
-RECALL: tuple[Question, ...] = (
+RECALL: tuple[Question, ...] = (  # every choice a claim with its reason, of comparable length
     Question(
         "recall", "Equal scores for all tokens produce what attention weights?",
-        "Uniform, 1/n each: the plain average of the values", 4,
+        "Uniform, 1/n each: the output is the values' plain average", 4,
         "Chapter 001, *Reveal after guessing*: uniform, $\\frac{1}{n}$ each — the plain average of the "
         "values.",
-        choices=("All weight on the first token", "Uniform, 1/n each: the plain average of the values",
-                 "All zero: nothing stands out", "Proportional to the values")),
+        choices=("All on the first key: a tie goes to the earliest token",
+                 "Uniform, 1/n each: the output is the values' plain average",
+                 "All zero: when no score stands out, no key is attended to at all",
+                 "Proportional to the values: larger values draw more weight")),
     Question(
         "recall", "As one score goes to +∞ while the others stay fixed, what does the softmax approach?",
-        "A one-hot vector: hard attention onto the single dominant token", 4,
+        "A one-hot vector: all the weight on that one token", 4,
         "Chapter 001, *Reveal after guessing*: a one-hot vector — hard attention onto the single dominant "
         "token.",
-        choices=("Uniform weights", "A weight above 1 for that token",
-                 "A one-hot vector: hard attention onto the single dominant token",
-                 "It overflows and the row is lost")),
+        choices=("Uniform weights: the huge score is clipped to the others",
+                 "A weight above 1 on that token, negative on the rest",
+                 "A one-hot vector: all the weight on that one token",
+                 "Nothing usable: e^s overflows and the whole row is lost")),
     Question(
         "recall", "Can a softmax weight ever be negative?",
-        "No: e^s > 0 for every real s, so all weights are positive and sum to 1", 4,
+        "No: e^s > 0 for every s, so every weight is positive", 4,
         "Chapter 001, *Reveal after guessing*: no — $e^{s} > 0$ for every real $s$, so all weights are "
         "strictly positive and sum to 1.",
-        choices=("Yes, when its score is negative",
-                 "No: e^s > 0 for every real s, so all weights are positive and sum to 1",
-                 "Yes, when the scale is below 1", "Only for a masked key")),
+        choices=("No: e^s > 0 for every s, so every weight is positive",
+                 "Yes: a negative score gives its key a negative weight",
+                 "Yes, when the scale is below 1 and shrinks the whole row",
+                 "Only for a masked key, whose score is set to −∞")),
     Question(
         "recall", "Why divide the scores by √d_k?",
-        "Long rows make dot products large; dividing rescales them so softmax stays sensitive and "
-        "gradients survive", 4,
+        "Long rows give large dot products; scaling keeps softmax soft", 4,
         "Chapter 004, *Check yourself*: long rows make dot products grow large; dividing by $\\sqrt{d_k}$ "
         "rescales them so softmax stays sensitive and gradients survive.",
-        choices=("So that each row of weights adds up to 1",
-                 "Long rows make dot products large; dividing rescales them so softmax stays sensitive "
-                 "and gradients survive",
-                 "To make every score positive", "To save multiplications")),
+        choices=("So that each row of weights adds up to 1, as softmax needs",
+                 "To make every score positive: e^s needs a positive input",
+                 "To save multiplications: smaller numbers are cheaper to multiply",
+                 "Long rows give large dot products; scaling keeps softmax soft")),
     Question(
         "recall", "Why concatenate the heads instead of averaging them?",
-        "To keep each head's distinct pattern; W_O then mixes them deliberately", 7,
+        "To keep each head's own pattern; W_O then mixes them on purpose", 7,
         "Chapter 004, *Check yourself*: to keep each head's distinct pattern; $W^O$ then mixes them "
         "deliberately.",
-        choices=("Averaging is slower to compute", "So that every head learns the same pattern",
-                 "To keep each head's distinct pattern; W_O then mixes them deliberately",
-                 "Concatenation makes the heads agree")),
+        choices=("Averaging is slower: it needs one division for every cell",
+                 "So that the heads learn one shared pattern, not h different ones",
+                 "To keep each head's own pattern; W_O then mixes them on purpose",
+                 "Concatenating makes the heads agree: W_O needs one opinion")),
     Question(
         "recall", "What is d_k when d_model = 512 and h = 8?", "64", 2,
         "Chapter 004, *Check yourself*: $512 / 8 = 64$.",
         choices=("8", "64", "512", "4096")),
     Question(
         "recall", "What happens to multi-head attention when h = 1?",
-        "It reduces to ordinary single-head self-attention", 6,
+        "It is ordinary single-head attention, with d_k = d_model", 6,
         "Chapter 004, *Check yourself*: it reduces to ordinary single-head self-attention "
         "(and $d_k = d_{model}$).",
-        choices=("It cannot be computed: it needs at least two heads",
-                 "It reduces to ordinary single-head self-attention",
-                 "Its output is all zeros", "Every weight becomes 1/n")),
+        choices=("It is ordinary single-head attention, with d_k = d_model",
+                 "It cannot be computed: the formula needs at least two heads",
+                 "Its output is all zeros: there is nothing to concatenate",
+                 "Every weight becomes 1/n: a lone head has no opinion")),
 )
 
 

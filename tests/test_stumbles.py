@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import re
 
 import pytest
@@ -146,3 +147,25 @@ def test_every_grid_without_numbers_says_why_next_to_it(workbench, key, large):
     if key != "the_cat_sat_two_heads":
         assert without  # d_model 512 grids carry no numbers: the test sees notes
     at.toggle(key="large_type").set_value(False).run()
+
+
+# --- Finding 6: the right recall choice cannot be told by its length ------------------------------
+
+MAX_LENGTH_RATIO = 1.35  # longest to shortest choice of one question
+
+
+def test_the_right_recall_choice_is_not_the_longest_more_than_a_fair_share():
+    """Questions 1 to 5 had their right choice the longest and only explained one (up to 102 against
+    19 characters): a student could answer without reading. Now it is the longest in at most one
+    question in four, and no choice is much longer than another."""
+    from mha_core.quiz import RECALL
+
+    worded = [q for q in RECALL if not all(c.isdigit() for c in q.choices)]  # 'd_k = ?': 8, 64, 512
+    assert len(worded) >= 5
+    longest = [q.prompt for q in worded if len(q.answer) >= max(len(c) for c in q.choices)]
+    assert len(longest) <= math.ceil(len(RECALL) / 4), longest
+    for q in worded:
+        lengths = [len(c) for c in q.choices]
+        assert max(lengths) / min(lengths) <= MAX_LENGTH_RATIO, (q.prompt, lengths)
+        assert all(re.search(r"[:;,]", c) for c in q.choices), q.prompt  # each a claim with its reason
+    assert len({q.choices.index(q.answer) for q in RECALL}) == 4  # the right one is anywhere
