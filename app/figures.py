@@ -194,8 +194,9 @@ NUMBER_EM = {".": 0.32, ",": 0.32, " ": 0.32, "-": 0.4, "e": 0.6, MINUS: 0.84, "
 DIGIT_EM = 0.6  # any other character of a number (DejaVu's digits; Source Sans's are 0.5)
 
 
-def _style(large: bool) -> Style:
-    return LARGE if large else NORMAL
+def _style(large: bool | Style) -> Style:
+    """NORMAL, LARGE, or a Style given as ``large`` (the presenter's, fitted to a 720-px screen)."""
+    return large if isinstance(large, Style) else LARGE if large else NORMAL
 
 
 def _text_px(text: str, font: float) -> float:

@@ -47,6 +47,7 @@ WEIGHT_TOLERANCE = 0.005 + HAIR  # a weight asked to two decimals
 PAIR_CHOICES = 6  # a "which pair" question lists the right pair and up to five others
 TERMS_SHOWN = 8  # terms of a sum written out in an explanation
 KINDS = ("top_key", "weight", "score", "head_output", "shape", "parameters", "flat_head", "disagreeing_pair")
+# "strongest_head" is asked by the presenter's forecasts only (IDEAS), not drawn for the Quiz page.
 YES, NO = "yes", "no"
 
 
@@ -459,6 +460,29 @@ def _disagreeing_query(f: _Facts, queries: np.ndarray, distance: np.ndarray, ste
     return Question("disagreeing_pair", prompt, f.q_labels[best], step or 6, why, choices=choices)
 
 
+def _strongest_head(f: _Facts, rng, step: int | None = None) -> Question | None:
+    """Which head gives key k the most weight from query q: each head's own W_Q and W_K, its own view."""
+    if f.h < 2:
+        return None
+    weights = np.where(f.allowed[None], f.r.weights, -np.inf)  # [h, n_q, n_k], masked keys never win
+    ranked = np.sort(weights, axis=0)
+    with np.errstate(invalid="ignore"):  # a masked cell: -inf - -inf (not a candidate below)
+        margin = ranked[-1] - ranked[-2]  # [n_q, n_k]
+    candidates = np.argwhere((margin >= TOP_MARGIN) & f.allowed & f.live_rows[:, None])  # [(q, k)]
+    if not len(candidates):
+        return None
+    q, k = (int(i) for i in _pick(rng, candidates))
+    order = np.argsort(-weights[:, q, k], kind="stable")
+    best = int(order[0])
+    prompt = (f"Each head has its own W_Q and W_K. Which head gives key {_quoted(f.k_labels[k])} the most "
+              f"weight from query {_quoted(f.q_labels[q])}?")
+    listing = ", ".join(f"{_head(int(i))} {f.r.weights[i, q, k]:.2f}" for i in order[:TERMS_SHOWN])
+    why = (f"Key {_md(_quoted(f.k_labels[k]))} in row {_md(_quoted(f.q_labels[q]))}, head by head: "
+           f"{listing}. Same tokens, different projections: each head attends its own way.")
+    return Question("strongest_head", prompt, _head(best), step or 4, why,
+                    choices=tuple(_head(i) for i in range(f.h)), cell=(best, q, k))
+
+
 DRAWERS: dict[str, Callable] = {
     "top_key": _top_key, "weight": _weight, "score": _score, "head_output": _head_output, "shape": _shape,
     "parameters": _parameters, "flat_head": _flat_head, "disagreeing_pair": _disagreeing_pair,
@@ -504,21 +528,32 @@ def generate(setup, result, seed: int, count: int = 10) -> list[Question]:
 FORECASTS: dict[int, tuple[tuple[Callable, ...], tuple[Callable, ...]]] = {
     1: ((_shape,), ()), 2: ((_shape,), ()), 3: ((_top_key, _score), ()), 4: ((_top_key, _flat_head), ()),
     5: ((_head_output, _top_key), ()), 6: ((_disagreeing_pair,), (_flat_head,)),
-    7: ((_shape, _parameters), ()), 8: ((_shape,), ()),
+    7: ((_shape,), ()), 8: ((_shape,), ()),
+}
+# The presenter's screens about an idea rather than one step: idea -> (the step where the answer is
+# read, alternatives, fallbacks). "heads": each head's own pattern; "cost": the parameter count.
+IDEAS: dict[str, tuple[int, tuple[Callable, ...], tuple[Callable, ...]]] = {
+    "heads": (4, (_strongest_head,), ()),
+    "cost": (7, (_parameters,), ()),
 }
 
 
-def forecast(setup, result, step: int, seed: int) -> Question | None:
+def forecast(setup, result, step: int, seed: int, *, idea: str | None = None) -> Question | None:
     """A question a class can answer before step ``step``'s result is shown, answerable from that step.
 
     1, 2: a shape (X; Q, K, V); 3: the key with the largest raw score, or a score cell; 4: the key a
     query attends to most, or "is this row flat?"; 5: a head-output cell, or the value copied most;
     6: which heads disagree most (a flat row when no pair stands out, e.g. one head); 7: the shape of
-    the concatenation or W_O, or the parameter count; 8: the output's shape. None if nothing sensible.
+    the concatenation or W_O; 8: the output's shape. With ``idea`` (see IDEAS) the question is about
+    that idea instead, read at its own step: "heads", which head gives a key the most weight (two
+    heads or more); "cost", the parameter count. None if nothing sensible.
     """
-    if step not in FORECASTS:
+    if idea is not None:
+        step, alternatives, fallbacks = IDEAS[idea]
+    elif step not in FORECASTS:
         return None
-    alternatives, fallbacks = FORECASTS[step]
+    else:
+        alternatives, fallbacks = FORECASTS[step]
     f = _facts(setup, result)
     rng = _rng(seed, 100 + step, f.sizes)
     first = int(rng.integers(len(alternatives)))

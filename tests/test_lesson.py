@@ -141,13 +141,16 @@ def test_presenter_walks_every_screen_forward_and_back(key):
     assert at.button(key="present_back").disabled
 
 
-def test_the_first_screen_tells_the_story_and_what_to_look_for():
+def test_the_first_screen_tells_the_story_and_where_to_look():
+    """The point itself answers the forecast of its screen (issue 16, finding 1): the first screen
+    says where it is, the point's screen shows it after Reveal."""
     at = fresh_app()
     pick_preset(at, "ex_d_one_huge_score")
     goto(at, "present")
     page = " ".join(texts(at.markdown))
-    assert "0.99999999588" in page.replace("\\", "")
-    assert "What to look for" in page
+    assert "Exponentials magnify gaps" in page
+    assert "What to look for:** on screen 4" in page
+    assert "0.99999999588" not in page.replace("\\", "")
 
 
 def test_the_point_is_flagged_on_its_screen_after_the_chapters_forecast():

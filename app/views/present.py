@@ -7,7 +7,7 @@ generated from the live state) and show its result only after Reveal. The screen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -24,16 +24,37 @@ from mha_core import attention_flops, count_parameters, normalised_entropy, pair
 from mha_core.analysis import FLAT_AT, most_disagreeing_pair
 from mha_core.quiz import DrawnForecast, Question, drawn_forecast, forecast
 
+# Everything on a screen fits a projector's 1280 x 720 without scrolling (tests/test_present_fit.py):
+# text of 20 px with tight lines, formulas of 24 px, little padding and small gaps between elements.
 PRESENTER_CSS = """<style>
-[data-testid="stMain"] .block-container { padding-top: 4rem; }  /* just below the app's header bar */
-[data-testid="stMain"] h3 { padding-top: 0; }
-[data-testid="stMain"] .katex-display .katex { font-size: 1.25em; }  /* a worked line fits its column */
-[data-testid="stMain"] [data-testid="stSelectbox"] * { font-size: 1.3rem; }  /* the chosen query, legible */
+[data-testid="stMain"] .block-container { padding-top: 3.9rem; padding-bottom: 0.5rem; }
+[data-testid="stMain"] [data-testid="stVerticalBlock"] { gap: 0.55rem; }
+[data-testid="stMain"] h3 { padding: 0; font-size: 1.8rem; line-height: 1.2; }
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] li { font-size: 1.25rem; line-height: 1.38; }
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] p { margin-bottom: 0.35rem; }
+[data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 1.15rem; line-height: 1.35; }
+[data-testid="stMain"] .katex { font-size: 1.1em; }  /* inline: 22 px in 20-px text */
+[data-testid="stMain"] .katex-display { margin: 0; padding: 0.1em 0 0.2em; }
+[data-testid="stMain"] .katex-display .katex { font-size: 1.5em; }  /* a formula: 24 px */
+[data-testid="stMain"] [data-testid="stSelectbox"] * { font-size: 1.25rem; }  /* the chosen query, legible */
+[data-testid="stMain"] [data-testid="stAlert"] { padding: 0.5rem 0.75rem; }
+[data-testid="stMain"] [data-testid="stVerticalBlockBorderWrapper"] > div { padding: 0.6rem 0.8rem; }
 </style>"""
-# The charts' column measures about 740 px at 1280 px with the sidebar collapsed. Figures are planned
-# for a wider one: their own margin for a narrower column (figures.FIT_SLACK) is not needed here,
-# and without it numbers of 20 px fit on the cells of a 7 x 8 grid.
-CHART_WIDTH = 900
+# The charts' column measures about 660 px at 1280 px with the sidebar collapsed. Figures are planned
+# a little wider: their own margin for a narrower column (figures.FIT_SLACK) is not needed here.
+CHART_WIDTH = 800
+# A chart's cells are as tall as LARGE's (72 px) when the screen has room, else shorter: the first of
+# these heights whose figure fits. Below 42 px a cell holds no 20-px number (the hover and the table
+# below the chart keep them); the chapter's small presets fit with their numbers.
+CELL_HEIGHTS = (72, 60, 52, 46, 42, 34, 28, 22)
+PROJECTOR = replace(figures.LARGE, title_font=20, row_gap=10)
+# Vertical room for the charts' column of a screen, px: 720 less the header, the formula and padding.
+CHARTS_PX = 530
+SELECTORS_PX = 52  # the head and query pickers, one row
+WORKED_LINE_PX = 66  # a worked formula line under the pickers
+CAPTION_PX = 34  # a line of text
+TABLE_PX = 52  # "Numbers as a table" under every chart (app/widgets.chart), closed
 SHOWN_TERMS = 3  # the largest terms of a weighted sum written out
 STEP_KEY = "present_step"
 TO_THE_TOP = "present_to_the_top"
@@ -45,6 +66,7 @@ SOFTMAX_SCREEN = 3  # the screen of the softmax weights: the room can draw a hea
 class Screen:
     title: str
     step: int  # the workbench step whose formula, what and why it shows (and whose forecast it asks)
+    idea: str | None = None  # the forecast asks about this idea instead (mha_core.quiz.IDEAS)
 
 
 SCREENS = (
@@ -53,10 +75,10 @@ SCREENS = (
     Screen("One head, one dot product: how much do I care?", 3),
     Screen("Scale, then softmax: a fair split of attention", 4),
     Screen("Weighted sum of values: the head's answer", 5),
-    Screen("Split into h heads: the same trick on narrow slices", 3),
+    Screen("Split into h heads: the same trick on narrow slices", 3, idea="heads"),
     Screen("Do the heads disagree?", 6),
     Screen("Concatenate, then one final mix W_O", 7),
-    Screen("What it costs: parameters and work", 7),
+    Screen("What it costs: parameters and work", 7, idea="cost"),
 )
 
 # Arrow keys and a presentation clicker's Page Up/Down press Back and Next. Unlike
@@ -134,22 +156,33 @@ def render(current: Current, inputs: Inputs) -> None:
         return
     draw = Draw(current, inputs)
     draw.formula(screen)
-    charts, words = st.columns([2, 1], gap="medium")
+    question = forecast_for(lesson, current, screen)
+    charts, words = st.columns([3, 2], gap="medium")
     with words:
         if screen == 0:
             title_card(scenario, current)
-        where_the_point_is(lesson, screen)
-        question = forecast_for(lesson, current, screen)
-        shown = question is None or ask(screen, question, drawings(current, question, screen))
-        draw.why(screen)
+        revealed = question is None or ask(screen, question, drawings(current, question, screen))
+        where_the_point_is(lesson, screen, shown=revealed)  # after Reveal: it may answer the forecast
+        if question is None or not revealed:
+            draw.why(screen)  # once revealed, the answer's own explanation takes its room
     with charts:
-        if questions.asked_here(screen):  # the room's answers where the result will be, wide enough to read
+        room = questions.asked_here(screen)  # the room's answers where the result will be
+        if room and (not revealed or room_view() == ROOM_ANSWERS):
             questions.presenter_panel(partial(reveal, screen, question) if question is not None else None)
-        if shown:
+        elif revealed:
             draw.screen(screen)
         else:
             st.info("The result appears here after **Reveal**: first, let the room forecast.",
                     icon=":material/psychology_alt:")
+
+
+ROOM_ANSWERS, RESULT = "The room's answers", "The result"
+
+
+def room_view() -> str:
+    """Once revealed, the room's answers or the screen's result: one at a time, so each fits the screen."""
+    return st.segmented_control("Show", [RESULT, ROOM_ANSWERS], key="present_room_view", default=RESULT,
+                                required=True, label_visibility="collapsed") or RESULT
 
 
 def header(screen: int) -> None:
@@ -165,23 +198,30 @@ def header(screen: int) -> None:
 
 
 def title_card(scenario, current: Current) -> None:
-    """The first screen: which example, what it teaches, what to look for."""
+    """The first screen: which example, what it teaches, what to look for (where it is, when the
+    lesson's point answers a forecast asked on its screen)."""
     with st.container(border=True):
         if scenario is None:
             st.markdown("**Your own setup**: every number on these screens is computed from it.")
-        else:
-            edited = " (edited: the numbers are yours, not the chapter's)" if current.edited else ""
-            st.markdown(f"**{lit(scenario.title)}**{edited}  \n{lit(scenario.story)}")
-            if scenario.lesson is not None and not current.edited:
-                st.markdown(f"**What to look for:** {lit(scenario.lesson.look_for)}")
+            return
+        edited = " (edited: the numbers are yours, not the chapter's)" if current.edited else ""
+        st.markdown(f"**{lit(scenario.title)}**{edited}  \n{lit(scenario.story)}")
+        lesson = scenario.lesson
+        if lesson is not None and not current.edited:
+            if lesson.forecast or lesson.screen > 1:
+                st.markdown(f"**What to look for:** on screen {lesson.screen:d}, after the room's forecast.")
+            else:
+                st.markdown(f"**What to look for:** {lit(lesson.look_for)}")
 
 
-def where_the_point_is(lesson, screen: int) -> None:
+def where_the_point_is(lesson, screen: int, *, shown: bool) -> None:
+    """The lesson's point on its screen once the screen's forecast is revealed; elsewhere, where it is."""
     if lesson is None:
         return
     if lesson.screen == screen + 1:
-        st.success(f"**The point is on this screen:** {lit(lesson.look_for)}",
-                   icon=":material/my_location:")
+        if shown:
+            st.success(f"**The point is on this screen:** {lit(lesson.look_for)}",
+                       icon=":material/my_location:")
     elif screen > 0:
         st.caption(f"This example's point appears on screen {lesson.screen:d}.")
 
@@ -191,9 +231,10 @@ def forecast_for(lesson, current: Current, screen: int) -> Question | None:
     if lesson is not None and lesson.forecast and lesson.screen == screen + 1:
         return Question(kind="chapter", prompt=lesson.forecast, answer=lesson.forecast_answer,
                         step=SCREENS[screen].step, explanation="The chapter's own forecast.")
-    if screen in (0, 8):
+    if screen == 0:
         return None
-    return forecast(current.setup, current.result, SCREENS[screen].step, seed=screen)
+    return forecast(current.setup, current.result, SCREENS[screen].step, seed=screen,
+                    idea=SCREENS[screen].idea)
 
 
 def drawings(current: Current, question: Question | None, screen: int) -> tuple:
@@ -269,52 +310,78 @@ class Draw:
         why = SPLIT_WHY if screen == 5 else COST_WHY if screen == 8 else STEPS[step].why
         st.markdown(f"**Why.** {why}")
 
-    def head(self) -> int:
-        return widgets.choice_ui(st, "head", self.heads, "shown_head", segmented=True)
+    def pickers(self, query: bool = True) -> tuple[int, int]:
+        """The head and (if asked) the query, in one row: (head, query or 0)."""
+        if not query:
+            return self.head(st), 0
+        left, right = st.columns([3, 2], vertical_alignment="center")
+        return self.head(left), self.query(right)
 
-    def query(self) -> int:
+    def head(self, where) -> int:
+        return widgets.choice_ui(where, "head", self.heads, "shown_head", segmented=True,
+                                 label_visibility="collapsed")
+
+    def query(self, where) -> int:
         scenario = state.presets().get(self.setup.origin)
         default = min(getattr(scenario, "focus_query", 0), len(self.q_tokens) - 1)
-        return widgets.choice_ui(st, "query token", state.row_labels(self.q_tokens), "focus_query",
-                                 default=default)
+        return widgets.choice_ui(where, "query token", state.row_labels(self.q_tokens), "focus_query",
+                                 default=default, label_visibility="collapsed")
 
-    def one_head(self, values, head: int, kind: str, symbol: str, key: str, width: int = CHART_WIDTH) -> None:
-        chart(figure("head_grids", values[head:head + 1], self.q_tokens, self.k_tokens, kind=kind,
-                     mask=self.r.mask, large=True, width=width,
+    def one_head(self, values, head: int, kind: str, symbol: str, key: str, budget: int) -> None:
+        chart(fitted("head_grids", values[head:head + 1], self.q_tokens, self.k_tokens, budget=budget,
+                     kind=kind, mask=self.r.mask,
                      head_names=[figures.shape_title(f"{symbol} of head {head + 1}", values.shape[1:])]),
               key=key)
 
     def arrows(self):
         x = self.setup.x
-        chart(figure("matrix_heatmap", x, self.q_tokens, figures.dims("d", self.sizes.d_model),
-                     title=figures.shape_title("X", x.shape), large=True, width=CHART_WIDTH),
+        chart(fitted("matrix_heatmap", x, self.q_tokens, figures.dims("d", self.sizes.d_model),
+                     budget=CHARTS_PX, title=figures.shape_title("X", x.shape)),
               key="present_x")
 
     def qkv(self):
-        head = self.head()
+        head, _ = self.pickers(query=False)
         r = self.r
         titles = [figures.shape_title(f"{name} of head {head + 1}", a[head].shape)
                   for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))]
-        chart(figure("qkv_panels", r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
-                     titles=titles, large=True, width=CHART_WIDTH), key="present_qkv")
+        chart(fitted("qkv_panels", r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
+                     budget=CHARTS_PX - SELECTORS_PX, titles=titles), key="present_qkv")
 
     def dot_product(self):
-        head, query = self.head(), self.query()
+        head, query = self.pickers()
         key = int(np.argmax(self.r.scores[head, query]))  # the best-aligned key: a bright beam
         st.latex(drill_lines(self.r, head, query, key)[0])
         st.caption(f"Query {query + 1} · {lit(self.q_tokens[query])} against key {key + 1} · "
                    f"{lit(self.k_tokens[key])}, its highest score in head {head + 1}.")
-        self.one_head(self.r.scores, head, "scores", "S", "present_scores")
+        self.one_head(self.r.scores, head, "scores", "S", "present_scores",
+                      CHARTS_PX - SELECTORS_PX - WORKED_LINE_PX - CAPTION_PX)
 
     def softmax(self):
-        head, query = self.head(), self.query()
+        """The scaled scores and the weights of one head: stacked when both fit, else side by side."""
+        head, query = self.pickers()
         key = int(np.argmax(self.r.weights[head, query]))
         st.latex(drill_lines(self.r, head, query, key)[-1])
-        self.one_head(self.r.scaled, head, "scores", "scaled", "present_scaled")
-        self.one_head(self.r.weights, head, "weights", "A", "present_weights")
+        room = CHARTS_PX - SELECTORS_PX - WORKED_LINE_PX
+        pair = (("scores", self.r.scaled, "scaled", "present_scaled"),
+                ("weights", self.r.weights, "A", "present_weights"))
+        stacked = [fitted("head_grids", values[head:head + 1], self.q_tokens, self.k_tokens,
+                          budget=room // 2, kind=kind, mask=self.r.mask,
+                          head_names=[figures.shape_title(f"{symbol} of head {head + 1}", values.shape[1:])])
+                   for kind, values, symbol, _ in pair]
+        if sum(fig["layout"]["height"] + TABLE_PX for fig in stacked) <= room:
+            for fig, (*_, key_) in zip(stacked, pair, strict=True):
+                chart(fig, key=key_)
+            return
+        for column, (kind, values, symbol, key_) in zip(st.columns(2), pair, strict=True):
+            with column:
+                chart(fitted("head_grids", values[head:head + 1], self.q_tokens, self.k_tokens, budget=room,
+                             kind=kind, mask=self.r.mask, width=CHART_WIDTH // 2,
+                             head_names=[figures.shape_title(f"{symbol} of head {head + 1}",
+                                                             values.shape[1:])]),
+                      key=key_)
 
     def weighted_sum(self):
-        head, query = self.head(), self.query()
+        head, query = self.pickers()
         weights, values = self.r.weights[head, query], self.r.v[head]  # [n_k], [n_k, d_v]
         shown = np.argsort(-weights, kind="stable")[:SHOWN_TERMS]
         terms = " + ".join(rf"{_tex_number(weights[k])}\,v_{{{k + 1}}}" for k in sorted(shown))
@@ -325,8 +392,9 @@ class Draw:
                    f"value rows by its weights ({shown_words}); V has {values.shape[0]:d} rows of "
                    f"{values.shape[1]:d}.")
         outputs = self.r.head_outputs
-        chart(figure("head_grids", outputs[head:head + 1], self.q_tokens, figures.dims("v", self.sizes.d_v),
-                     kind="signed", cols_are_tokens=False, large=True, width=CHART_WIDTH,
+        chart(fitted("head_grids", outputs[head:head + 1], self.q_tokens, figures.dims("v", self.sizes.d_v),
+                     budget=CHARTS_PX - SELECTORS_PX - WORKED_LINE_PX - 2 * CAPTION_PX,
+                     kind="signed", cols_are_tokens=False,
                      head_names=[figures.shape_title(f"head {head + 1}'s output", outputs.shape[1:])]),
               key="present_head_output")
 
@@ -341,38 +409,63 @@ class Draw:
             st.markdown(f"**Why narrow slices?** {sz.n_heads:d} heads of width {sz.d_k:d} cost {flops:,} "
                         f"FLOPs; one head of width {sz.n_heads * sz.d_k:d} would cost {wide:,}. Same work, "
                         f"{sz.n_heads:d} viewpoints.")
-        names = [figures.shape_title(f"A{_sub(i + 1)}", self.r.weights.shape[1:]) for i in range(sz.n_heads)]
-        chart(figure("head_grids", self.r.weights, self.q_tokens, self.k_tokens, kind="weights",
-                     mask=self.r.mask, large=True, width=CHART_WIDTH, head_names=names),
-              key="present_all_heads")
+        budget = CHARTS_PX - 2 * CAPTION_PX
+        heads = range(sz.n_heads)
+        fig = self.all_heads(heads, budget)
+        if fig["layout"]["height"] + TABLE_PX > budget and sz.n_heads > figures.MAX_PER_ROW:
+            heads = self.head_page()  # one row of heads at a time: two (or more) screens, no scrolling
+            fig = self.all_heads(heads, budget - SELECTORS_PX)
+        chart(fig, key="present_all_heads")
+
+    def all_heads(self, heads: range, budget: int):
+        names = [figures.shape_title(f"A{_sub(i + 1)}", self.r.weights.shape[1:]) for i in heads]
+        return fitted("head_grids", self.r.weights[heads.start:heads.stop], self.q_tokens, self.k_tokens,
+                      budget=budget, kind="weights", mask=self.r.mask, head_names=names)
+
+    def head_page(self) -> range:
+        """A pager over the heads, MAX_PER_ROW at a time: the heads shown."""
+        per, h = figures.MAX_PER_ROW, self.sizes.n_heads
+        pages = [range(start, min(start + per, h)) for start in range(0, h, per)]
+        labels = [f"heads {page.start + 1}–{page.stop}" if len(page) > 1 else f"head {page.start + 1}"
+                  for page in pages]
+        chosen = st.segmented_control("Heads shown", labels, key="present_head_page", default=labels[0],
+                                      required=True, label_visibility="collapsed")
+        return pages[labels.index(chosen) if chosen in labels else 0]
 
     def disagreement(self):
-        query = self.query()
-        chart(figure("query_bars", self.r.weights, query, self.k_tokens, head_names=self.heads, large=True,
-                     width=CHART_WIDTH),
-              key="present_bars")
-        if len(self.heads) == 1 or len(self.k_tokens) == 1:
+        query = self.query(st)
+        many = len(self.heads) > 1 and len(self.k_tokens) > 1
+        if many:
+            distances = pairwise_disagreement(self.r.weights, query, "l2")  # [h, h]
+            a, b, value = most_disagreeing_pair(distances)
+            entropy = normalised_entropy(self.r.weights[:, query, :])  # [h]
+            flat = [self.heads[i] for i in np.flatnonzero(entropy >= FLAT_AT)]
+            st.markdown(f"Most apart for this query: **{lit(self.heads[a])}** and **{lit(self.heads[b])}**, "
+                        f"L2 distance **{value:.3f}**." + (f" Flat (nothing to say): {lit(', '.join(flat))}."
+                                                           if flat else ""))
+        else:
             st.markdown("With one head, or one key, there is nothing to disagree about.")
-            return
-        distances = pairwise_disagreement(self.r.weights, query, "l2")  # [h, h]
-        a, b, value = most_disagreeing_pair(distances)
-        entropy = normalised_entropy(self.r.weights[:, query, :])  # [h]
-        flat = [self.heads[i] for i in np.flatnonzero(entropy >= FLAT_AT)]
-        st.markdown(f"Most apart for this query: **{lit(self.heads[a])}** and **{lit(self.heads[b])}**, L2 "
-                    f"distance **{value:.3f}**." + (f" Flat (nothing to say): {lit(', '.join(flat))}." if flat
-                                                    else ""))
+        chart(bars_fitted(self.r.weights, query, self.k_tokens, head_names=self.heads,
+                          budget=CHARTS_PX - SELECTORS_PX - 2 * CAPTION_PX),
+              key="present_bars")
 
     def concatenate(self):
+        """The concatenation, then the output next to the input X (one scale: they have one width)."""
         sz, r = self.sizes, self.r
-        chart(figure("concat_bands", r.concat, self.q_tokens, sz.n_heads, sz.d_v, large=True,
-                     width=CHART_WIDTH,
-                     title=f"Concat {figures.shape_title('', r.concat.shape).strip()}: one band per head"),
-              key="present_concat")
-        columns = figures.dims("d", sz.d_model)
-        shown = (("output", r.output, "present_output"), ("input X", self.setup.x, "present_in"))
-        for name, values, key in shown:
-            chart(figure("matrix_heatmap", values, self.q_tokens, columns, large=True, width=CHART_WIDTH,
-                         title=figures.shape_title(name, values.shape)), key=key)
+        room = CHARTS_PX
+        concat = fitted("concat_bands", r.concat, self.q_tokens, sz.n_heads, sz.d_v, budget=room // 2,
+                        title=f"Concat {figures.shape_title('', r.concat.shape).strip()}: one band per head")
+        chart(concat, key="present_concat")
+        budget = room - concat["layout"]["height"] - TABLE_PX
+        pair = fitted("side_by_side", r.output, self.setup.x, self.q_tokens, budget=budget,
+                      left_title=figures.shape_title("output", r.output.shape),
+                      right_title=figures.shape_title("input X", self.setup.x.shape))
+        small = max(r.output.shape) <= figures.NUMBERS_UP_TO  # its numbers are drawn when they fit
+        if small and "texttemplate" not in pair["data"][0]:  # side by side they do not: the output alone
+            st.caption(f"The output has the input's shape, {sz.n_q:d} × {sz.d_model:d}: X is on screen 1.")
+            pair = fitted("matrix_heatmap", r.output, self.q_tokens, figures.dims("d", sz.d_model),
+                          budget=budget - CAPTION_PX, title=figures.shape_title("output", r.output.shape))
+        chart(pair, key="present_output")
 
     def cost(self):
         sz = self.sizes
@@ -389,6 +482,29 @@ class Draw:
         flops = attention_flops(sz.n_q, sz.n_k, h, d_k, d_v)
         st.markdown(f"**Work of attention** for {sz.n_q:d} × {sz.n_k:d} tokens: {flops:,} FLOPs (scores and "
                     "blends of all heads); it grows with n², so long sentences cost most here.")
+
+
+def fitted(builder: str, *args, budget: int, width: int = CHART_WIDTH, **kwargs):
+    """A figure in the projector's style with the tallest cells (CELL_HEIGHTS) that keep it within
+    ``budget`` px; the shortest cells if none does (the test of the presets says whether they fit)."""
+    for cell_max in CELL_HEIGHTS:
+        fig = figure(builder, *args, large=replace(PROJECTOR, cell_max=cell_max), width=width, **kwargs)
+        if fig["layout"]["height"] + TABLE_PX <= budget:
+            break
+    return fig
+
+
+MIN_BARS_PX = 160  # the bars' plot area at the least
+
+
+def bars_fitted(weights, query: int, k_tokens, *, head_names, budget: int):
+    """The heads' bars for one query, their plot area as tall as ``budget`` allows (up to LARGE's)."""
+    fig = figure("query_bars", weights, query, k_tokens, head_names=head_names, large=PROJECTOR,
+                 width=CHART_WIDTH)
+    spare = fig["layout"]["height"] - PROJECTOR.bar_height  # legend, ticks and margins
+    bar_height = int(np.clip(budget - TABLE_PX - spare, MIN_BARS_PX, PROJECTOR.bar_height))
+    return figure("query_bars", weights, query, k_tokens, head_names=head_names, width=CHART_WIDTH,
+                  large=replace(PROJECTOR, bar_height=bar_height))
 
 
 def _tex_number(value: float) -> str:

@@ -1,0 +1,130 @@
+"""The presenter's screens and their forecasts (issue 16, finding 1): nothing a forecast asks is on
+screen before Reveal, and every screen's generated forecast is about that screen's idea."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from app.views.present import SCREENS
+from mha_core import all_scenarios
+from mha_core.quiz import forecast
+from tests.apptest_util import open_address, shown
+
+SCENARIOS = all_scenarios()
+SPLIT = next(i for i, screen in enumerate(SCREENS) if screen.title.startswith("Split into h heads"))
+CONCATENATE = next(i for i, screen in enumerate(SCREENS) if screen.title.startswith("Concatenate"))
+COST = len(SCREENS) - 1
+
+
+def on_screen(at) -> str:
+    """Every text the page shows: Markdown, captions, boxes and formulas."""
+    elements = [*at.markdown, *at.caption, *at.success, *at.info, *at.warning, *at.latex]
+    return " ".join(shown(elements))
+
+
+def forecast_prompt(at) -> str | None:
+    return next((text for text in shown(at.markdown) if text.startswith("**Forecast.**")), None)
+
+
+def reveal_button(at):
+    return next((button for button in at.button if button.key == "present_reveal"), None)
+
+
+def walk_before_reveal(key: str):
+    """(screen, the page before Reveal, the page after Reveal or None) for every screen of a preset."""
+    at = open_address({"preset": key}, "present")
+    for screen in range(len(SCREENS)):
+        before = on_screen(at)
+        button = reveal_button(at)
+        after = None
+        if button is not None:
+            button.click().run()
+            assert not at.exception
+            after = on_screen(at)
+        yield screen, before, after
+        if screen < len(SCREENS) - 1:
+            at.button(key="present_next").click().run()
+            assert not at.exception
+
+
+@pytest.mark.parametrize("key", [k for k, s in SCENARIOS.items() if s.lesson is not None])
+def test_the_lessons_point_is_never_on_screen_before_the_reveal_of_its_forecast(key):
+    """The point ("Row 'sat': head 1 puts 0.67 on 'the'…") answers the forecast of its screen: it is
+    on no screen up to that one until the room has forecast and the teacher pressed Reveal."""
+    lesson = SCENARIOS[key].lesson
+    point = lesson.look_for
+    answer = lesson.forecast_answer
+    for screen, before, after in walk_before_reveal(key):
+        if screen + 1 <= lesson.screen:
+            assert point not in before, (key, screen + 1)
+            assert not answer or answer not in before, (key, screen + 1)
+        if screen + 1 == lesson.screen:
+            assert after is not None, "the point's screen asks a forecast first"
+            assert point in after
+            if answer:
+                assert answer in after
+
+
+def test_the_cat_sat_screen_7_shows_its_point_only_after_reveal():
+    """The teacher's finding, as seen: screen 7 of 'the cat sat' before and after Reveal."""
+    at = open_address({"preset": "the_cat_sat_two_heads", "step": "7"}, "present")
+    assert "Where will 'sat' look in each head?" in forecast_prompt(at)
+    assert "head 1 puts 0.67" not in on_screen(at)
+    assert not at.success
+    reveal_button(at).click().run()
+    assert "head 1 puts 0.67 on 'the'" in on_screen(at)
+    assert any("The point is on this screen" in text for text in shown(at.success))
+
+
+MANY_HEADS = [k for k, s in SCENARIOS.items() if s.w_q.shape[0] > 1 and len(s.key_tokens) > 1]
+
+
+@pytest.mark.parametrize("key", MANY_HEADS)
+def test_screen_6_asks_about_the_heads_and_its_answer_is_the_cores(key):
+    """Split into h heads: the forecast compares the heads (which gives a key the most weight from a
+    query), not a dot product; the revealed answer is the head the weights say."""
+    at = open_address({"preset": key, "step": str(SPLIT + 1)}, "present")
+    prompt = forecast_prompt(at)
+    assert prompt is not None, key
+    asked = re.search(r"Which head gives key “(\d+) · [^”]*” the most weight from query “(\d+) · ", prompt)
+    assert asked, prompt
+    assert "q · k" not in prompt and "score" not in prompt
+    key_at, query_at = int(asked[1]) - 1, int(asked[2]) - 1
+    weights = SCENARIOS[key].run().weights  # [h, n_q, n_k]
+    best = int(np.argmax(weights[:, query_at, key_at]))
+    reveal_button(at).click().run()
+    assert f"**Answer:** head {best + 1}" in " ".join(shown(at.markdown))
+
+
+@pytest.mark.parametrize("key", list(SCENARIOS))
+def test_each_screens_generated_forecast_is_about_that_screens_idea(key):
+    """The forecast generated for a screen asks what that screen shows: shapes of Q, K, V on screen 2,
+    a score on 3, weights on 4, a blend on 5, the heads on 6, disagreement on 7, the concatenation's
+    shapes on 8, the parameter count on 9 (never the cost on the concatenation's screen)."""
+    setup = SCENARIOS[key]
+    result = setup.run()
+    kinds = {1: {"shape"}, 2: {"top_key", "score"}, 3: {"top_key", "flat_head"},
+             4: {"head_output", "top_key"},
+             SPLIT: {"strongest_head"}, 6: {"disagreeing_pair", "flat_head"}, CONCATENATE: {"shape"},
+             COST: {"parameters"}}
+    for screen in range(1, len(SCREENS)):
+        for seed in range(3):
+            question = forecast(setup, result, SCREENS[screen].step, seed=screen + 10 * seed,
+                                idea=SCREENS[screen].idea)
+            if question is None:
+                one_key, one_head = result.weights.shape[2] == 1, result.weights.shape[0] == 1
+                assert one_key or (screen == SPLIT and one_head), (key, screen + 1)  # nothing to ask
+                continue
+            assert question.kind in kinds[screen], (key, screen + 1, question.kind)
+            if screen == CONCATENATE:
+                assert "concatenation" in question.prompt or "W_O" in question.prompt, question.prompt
+            if question.kind == "strongest_head":
+                head, query, key_at = question.cell
+                column = result.weights[:, query, key_at]  # [h]
+                assert question.answer == f"head {int(np.argmax(column)) + 1}"
+                assert np.sort(column)[-1] - np.sort(column)[-2] >= 0.01  # no tie is asked
+                wrong = next(choice for choice in question.choices if choice != question.answer)
+                assert question.check(question.answer) and not question.check(wrong)
