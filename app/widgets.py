@@ -67,14 +67,16 @@ def chart(fig, key: str, text: str | chart_text.ChartText | None = None) -> None
         options["scale"] = 2
     about = text if isinstance(text, chart_text.ChartText) else (
         chart_text.described(text, fig) if text else chart_text.of_figure(fig))
-    st.plotly_chart(fig, key=key, config={"displaylogo": False, "toImageButtonOptions": options},
+    st.plotly_chart(fig, key=key, config={"displaylogo": False, "toImageButtonOptions": options,
+                                          "modeBarButtons": MODEBAR_BUTTONS},
                     alt=about.summary)
     numbers_ui(about, key)
 
 
 def numbers_ui(about: chart_text.ChartText, key: str) -> None:
     """A chart's summary and numbers in a closed expander; its contents run only while it is open."""
-    with st.expander(lit(chart_text.TABLE_LABEL), key=f"{key}_numbers", on_change="rerun") as box:
+    with st.expander(lit(chart_text.TABLE_LABEL), key=f"{key}_numbers", on_change="rerun", type="compact",
+                     icon=":material/table:") as box:
         if box.open:
             st.caption(lit(about.summary))
             st.markdown(chart_text.table_html(about.tables()), unsafe_allow_html=True)
