@@ -21,6 +21,7 @@ import numpy as np
 from app.figures import format_number, hover_number
 from app.safe import html_text
 from mha_core import describe
+from mha_core.analysis import head_pattern, normalised_entropy
 
 # --- Words (templates) -------------------------------------------------------------------------
 
@@ -33,6 +34,9 @@ FLAT_MANY = "{queries} are nearly flat"
 ALL_FLAT = "every query spreads its weight nearly evenly"
 EXTREMES = "largest {high} at {high_at}, smallest {low} at {low_at}"
 ALL_EQUAL = "every value is {value}"
+ONE_PAIR = "{a} and {b} are {value} apart"
+EVERY_PAIR = "every two are {value} apart"
+DISTANCES = "{far_a} and {far_b} are furthest apart ({far}), {near_a} and {near_b} closest ({near})"
 CELL_AT_ATTENTION = "{row} → {col}"
 CELL_AT = "{row}, {col}"
 MASKED_CELLS = "{count:d} masked"
@@ -40,6 +44,7 @@ NOTHING_SHOWN = "every cell is masked"
 PICTURE = "{rows} × {cols} cells drawn as a picture, too many to list"
 SERIES = "highest {high_label} ({high}), lowest {low_label} ({low})"
 BAR = "{label} {value}"
+BAR_NOTE = "{bar} ({note})"
 POINTS = "{count:d} points, {y_title} from {low} at {low_at} to {high} at {high_at}"
 ONE_POINT = "{y_title} {value} at {at}"
 HISTOGRAM = "{count:d} values from {low} to {high}"
@@ -56,7 +61,17 @@ NO_NUMBERS = "{name}: drawn as a picture; its {rows:d} × {cols:d} numbers are t
 LIST_SEPARATOR = ", "
 CLAUSE_SEPARATOR = "; "
 
-MAX_BARS_SAID = 8  # a series of at most this many bars is read out bar by bar
+HEAD_NAME = "head {:d}"
+LAYER_NAME = "layer {:d}"
+CONCAT_TITLE = "Concat(head_1, ..., head_h)"
+CONCAT_COLUMN = "h{head:d}·{col:d}"
+MODEL_OVERVIEW = "{layers:d} layers of {heads:d} heads, each head's pattern."
+LAYER_PATTERNS = "layer {layer:d}: {groups}"
+PATTERN_HEADS = "{pattern} (heads {heads})"
+HEAD_CELL = "{spread:.2f} {pattern}"
+MODEL_TABLE = "Each head's mean normalised entropy and pattern"
+
+MAX_BARS_SAID = 12  # a series of at most this many bars is read out bar by bar
 MAX_PANELS_SAID = 16  # a summary names at most this many panels or series, then "and N more"
 MAX_TABLE_CELLS = 5000  # cells of all of a chart's tables together; longer tables are cut by rows
 HISTOGRAM_BINS = 20
@@ -203,12 +218,32 @@ def _grids(data: list[dict], layout: dict, names: list[str]) -> list[_Grid]:
             values = values[None, :]
         rows = _labels(y_axis, _positions(trace, "y", values.shape[0]), counted=True)
         cols = _labels(x_axis, _positions(trace, "x", values.shape[1]), counted=True)
+        rows, cols = _same_tokens(rows, cols, x_axis)
         weights = trace.get("zmin") == 0 and trace.get("zmax") == 1 and describe.looks_like_weights(values)
         grids.append(_Grid(name, values, rows, cols, attention, weights))
     if any(g.attention for g in grids):  # only the first panel of a row titles its axes
         for g in grids:
             g.attention = True
     return grids
+
+
+def _same_tokens(rows: list[str], cols: list[str], x_axis: dict) -> tuple[list[str], list[str]]:
+    """Self-attention's keys are its queries: when the x axis had room for some labels only and
+    each of those is the row label at the same position, the columns take the rows' labels."""
+    shown = x_axis.get("ticktext")
+    if len(rows) != len(cols) or shown is None or len(shown) >= len(cols):
+        return rows, cols
+    positions = values_of(x_axis["tickvals"])
+    ticked = [(int(v) - 1, plain(t)) for v, t in zip(positions, shown, strict=False)]
+    bare = [_bare(label) for label in rows]
+    if ticked and all(0 <= i < len(rows) and bare[i] == text for i, text in ticked):
+        return rows, list(rows)
+    return rows, cols
+
+
+def _bare(label: str) -> str:
+    """'the (5)' -> 'the': a label without the position _distinct gave it."""
+    return re.sub(r" \(\d+\)$", "", label)
 
 
 def _quoted(label: str) -> str:
@@ -221,6 +256,8 @@ def grid_sentence(grid: _Grid) -> str:
         return PICTURE.format(rows=len(grid.rows), cols=len(grid.cols))
     if grid.weights:
         return weights_sentence(grid.values, grid.rows, grid.cols)
+    if describe.looks_like_distances(grid.values):
+        return distances_sentence(grid.values, grid.rows)
     facts = describe.matrix_facts(grid.values)
     if facts.largest is None:
         return NOTHING_SHOWN
@@ -233,6 +270,18 @@ def grid_sentence(grid: _Grid) -> str:
     text = ALL_EQUAL.format(value=high) if high == low else EXTREMES.format(
         high=high, high_at=where(facts.largest), low=low, low_at=where(facts.smallest))
     return text + (f" ({MASKED_CELLS.format(count=facts.masked)})" if facts.masked else "")
+
+
+def distances_sentence(distances, names: list[str]) -> str:
+    """"'head 1' and 'head 3' are furthest apart (0.81), 'head 1' and 'head 2' closest (0.05)"."""
+    far, near = describe.pair_facts(distances)
+    if len(names) == 2:
+        return ONE_PAIR.format(a=_quoted(names[0]), b=_quoted(names[1]), value=format_number(far.value))
+    if far.value == near.value:
+        return EVERY_PAIR.format(value=format_number(far.value))
+    return DISTANCES.format(far_a=_quoted(names[far.row]), far_b=_quoted(names[far.col]),
+                            far=format_number(far.value), near_a=_quoted(names[near.row]),
+                            near_b=_quoted(names[near.col]), near=format_number(near.value))
 
 
 def weights_sentence(weights, queries: list[str], keys: list[str]) -> str:
@@ -270,6 +319,7 @@ class _Series:
     kind: str  # "bar", "scatter", "histogram"
     labels: list[str]  # per value: its category (bars) or its x (points)
     values: np.ndarray  # [n]
+    notes: list[str] = field(default_factory=list)  # per bar: words printed on it ("flat"), or ""
 
 
 def _series(data: list[dict], layout: dict, names: list[str]) -> list[_Series]:
@@ -289,8 +339,16 @@ def _series(data: list[dict], layout: dict, names: list[str]) -> list[_Series]:
         axis = _axis(layout, trace.get(f"{across}axis", across), across)
         labels = _labels(axis, _positions(trace, across, values.size), counted=False)
         name = plain(trace.get("name", "")) or names[index]
-        found.append(_Series(name, kind, labels, values))
+        found.append(_Series(name, kind, labels, values, _notes(trace, values)))
     return found
+
+
+def _notes(trace: dict, values: np.ndarray) -> list[str]:
+    """Words a bar carries besides its number ("flat"); a number printed on a bar is no note."""
+    text = trace.get("text")
+    if not isinstance(text, (list, tuple)) or len(text) != values.size:
+        return [""] * values.size
+    return ["" if re.fullmatch(r"[\d.,%\s+\-−e()/]*", plain(t)) else plain(t) for t in text]
 
 
 def series_sentence(series: _Series, y_title: str) -> str:
@@ -305,8 +363,11 @@ def series_sentence(series: _Series, y_title: str) -> str:
         return NOTHING_SHOWN
     high, low = facts.highest, facts.lowest
     if series.kind == "bar" and series.values.size <= MAX_BARS_SAID:
-        return LIST_SEPARATOR.join(BAR.format(label=_quoted(label), value=format_number(value))
-                                   for label, value in zip(series.labels, series.values, strict=True))
+        bars = [BAR.format(label=_quoted(label), value=format_number(value))
+                for label, value in zip(series.labels, series.values, strict=True)]
+        notes = series.notes or [""] * len(bars)
+        return LIST_SEPARATOR.join(BAR_NOTE.format(bar=bar, note=note) if note else bar
+                                   for bar, note in zip(bars, notes, strict=True))
     if series.kind == "bar":
         return SERIES.format(high_label=_quoted(series.labels[high.col]), high=format_number(high.value),
                              low_label=_quoted(series.labels[low.col]), low=format_number(low.value))
@@ -419,6 +480,63 @@ def table_html(tables: list[Table]) -> str:
         out.append(f'<table class="chart-numbers"><caption>{html_text(table.caption)}</caption>'
                    f"<thead><tr>{corner}{head}</tr></thead><tbody>{body}</tbody></table>{note}")
     return "\n".join(out)
+
+
+def of_grids(values, rows: list[str], cols: list[str], names: list[str], *, title: str = "",
+             attention: bool = False) -> ChartText:
+    """The text of panels the figure sends as pictures, from the arrays themselves.
+    values [panels, n_rows, n_cols]; rows, cols and names as a person reads them."""
+    values = np.asarray(values, dtype=float)  # [panels, n_rows, n_cols]
+    rows, cols = _distinct([str(r) for r in rows]), _distinct([str(c) for c in cols])
+    grids = [_Grid(name, panel, rows, cols, attention, describe.looks_like_weights(panel))
+             for name, panel in zip(names, values, strict=True)]
+    summary = join_summary(title, [(g.name, grid_sentence(g)) for g in grids])
+    return ChartText(summary, lambda: cut_tables([_grid_table(g) for g in grids]))
+
+
+def of_heads(weights, heads: list[str], queries: list[str], keys: list[str]) -> ChartText:
+    """Heads' weights [h, n_q, n_k] in words ("head 3: 'sat' attends most to 'cat' (0.67)") and
+    as tables, for a chart that draws them other than as a grid (the head view's lines)."""
+    return of_grids(weights, queries, keys, heads, attention=True)
+
+
+def of_head_view(weights, heads: list[int], tokens: list[str], query: int | None) -> ChartText:
+    """The head view's lines (weights [h, n, n], heads 0-based, query None for every row) as each
+    chosen head's sentence and tables."""
+    weights = np.asarray(weights, dtype=float)[sorted(heads)]  # [chosen, n, n]
+    rows = list(range(weights.shape[1])) if query is None else [query]
+    queries = _distinct([str(t) for t in tokens])
+    return of_heads(weights[:, rows, :], [HEAD_NAME.format(h + 1) for h in sorted(heads)],
+                    [queries[r] for r in rows], queries)
+
+
+def of_concat(concat, tokens: list[str], n_heads: int, d_v: int) -> ChartText:
+    """The concatenation [n, h * d_v] drawn as a picture: its extremes by head and column, and its numbers."""
+    labels = [CONCAT_COLUMN.format(head=h + 1, col=j + 1) for h in range(n_heads) for j in range(d_v)]
+    return of_grids(np.asarray(concat)[None], tokens, labels, [""], title=CONCAT_TITLE)
+
+
+def of_model(weights: list) -> ChartText:
+    """The model view (layers x [h, n, n]): each layer's heads grouped by the pattern they follow,
+    and a table of every head's mean normalised entropy and pattern."""
+    layers = []
+    table = []
+    for layer, layer_weights in enumerate(weights):  # [h, n, n]
+        patterns = [head_pattern(w) for w in layer_weights]
+        spread = [float(np.mean(normalised_entropy(w))) for w in layer_weights]
+        groups: dict[str, list[int]] = {}
+        for head, pattern in enumerate(patterns):
+            groups.setdefault(pattern, []).append(head + 1)
+        said = CLAUSE_SEPARATOR.join(
+            PATTERN_HEADS.format(pattern=pattern, heads=LIST_SEPARATOR.join(map(str, numbers)))
+            for pattern, numbers in groups.items())
+        layers.append(LAYER_PATTERNS.format(layer=layer + 1, groups=said))
+        table.append((LAYER_NAME.format(layer + 1),
+                      [HEAD_CELL.format(spread=s, pattern=p) for s, p in zip(spread, patterns, strict=True)]))
+    n_heads = len(weights[0]) if weights else 0
+    summary = MODEL_OVERVIEW.format(layers=len(weights), heads=n_heads) + " " + ". ".join(layers) + "."
+    columns = [HEAD_NAME.format(h + 1) for h in range(n_heads)]
+    return ChartText(summary, lambda: [Table(MODEL_TABLE, columns, table)])
 
 
 def described(summary: str, fig) -> ChartText:

@@ -127,3 +127,24 @@ def series_facts(values) -> SeriesFacts:  # [n] -> facts
     values = np.asarray(values, dtype=float).reshape(1, -1)  # [1, n]
     facts = matrix_facts(values)
     return SeriesFacts(values.shape[1], facts.largest, facts.smallest)
+
+
+def looks_like_distances(values, tolerance: float = 1e-9) -> bool:  # [n, n] -> bool
+    """Square, symmetric, zero on the diagonal, nowhere negative, at least two rows: distances."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 2 or values.shape[0] != values.shape[1] or values.shape[0] < 2:
+        return False
+    if not np.all(np.isfinite(values)) or values.min() < -tolerance:
+        return False
+    symmetric = np.allclose(values, values.T, atol=tolerance)
+    return bool(symmetric and np.all(np.abs(np.diag(values)) <= tolerance))
+
+
+def pair_facts(distances) -> tuple[Cell, Cell]:  # [n, n] -> (furthest pair, closest pair), row < col
+    """The furthest and the closest two different items (the first pair of equals, row < col)."""
+    distances = np.asarray(distances, dtype=float)  # [n, n]
+    rows, cols = np.triu_indices(distances.shape[0], k=1)  # [pairs]
+    pairs = distances[rows, cols]  # [pairs]
+    far, near = int(pairs.argmax()), int(pairs.argmin())
+    return (Cell(int(rows[far]), int(cols[far]), float(pairs[far])),
+            Cell(int(rows[near]), int(cols[near]), float(pairs[near])))

@@ -16,7 +16,7 @@ import pytest
 
 from app import chart_text, figures
 from app.views.present import SCREENS
-from mha_core.analysis import FLAT_AT
+from mha_core.analysis import FLAT_AT, head_pattern
 from tests.apptest_util import (
     decode,
     edit_cell,
@@ -323,3 +323,44 @@ def test_compare_charts_have_their_summaries_and_tables():
     delta = next(e for e, _ in charts_and_numbers(at) if chart_key(e) == "compare_weights_delta")
     assert "B − A: head 1" in delta.proto.alt
     assert_tables_hold_the_heatmaps(at, open_every_table(at, compare))
+
+
+def test_distances_name_the_furthest_and_closest_heads():
+    distances = np.array([[0, 0.5, 1.2], [0.5, 0, 0.3], [1.2, 0.3, 0]])
+    fig = figures.disagreement_heatmap(distances, metric="l2")
+    assert chart_text.of_figure(fig).summary == ("'head 1' and 'head 3' are furthest apart (1.20), "
+                                                 "'head 2' and 'head 3' closest (0.30).")
+    two = figures.disagreement_heatmap(np.array([[0, 0.81], [0.81, 0]]), metric="l2")
+    assert chart_text.of_figure(two).summary == "'head 1' and 'head 2' are 0.81 apart."
+
+
+def test_a_bars_words_are_read_with_it():
+    fig = figures.entropy_bars(np.array([0.2, 0.97]), flat_at=FLAT_AT)
+    assert chart_text.of_figure(fig).summary == "'head 1' 0.20, 'head 2' 0.97 (flat)."
+
+
+def test_keys_whose_labels_thinned_out_take_the_queries_labels():
+    n = 20  # the key axis has no room for every label; the query axis does
+    tokens = [f"w{i}" for i in range(n)]
+    weights = np.full((1, n, n), 0.1 / (n - 1))
+    weights[0, np.arange(n), (np.arange(n) + 7) % n] = 0.9
+    weights[0, 0, 7] = 0.95
+    weights[0, 0, [j for j in range(n) if j != 7]] = 0.05 / (n - 1)
+    fig = figures.head_grids(weights, tokens, tokens, kind="weights", head_names=["A"], width=400)
+    assert len(fig["layout"]["xaxis"]["ticktext"]) < n
+    assert chart_text.of_figure(fig).summary == "A: 'w0' attends most to 'w7' (0.95)."
+
+
+def test_the_head_view_and_the_model_overview_in_words():
+    weights = np.array([[[1.0, 0.0], [0.3, 0.7]], [[0.5, 0.5], [0.5, 0.5]]])  # [h, n, n]
+    text = chart_text.of_head_view(weights, [1, 0], ["a", "b"], query=None)
+    assert text.summary == ("head 1: 'a' attends most to 'a' (1.00). head 2: every query spreads its weight "
+                            "nearly evenly.")
+    one_row = chart_text.of_head_view(weights, [0], ["a", "b"], query=1)
+    assert one_row.summary == "head 1: 'b' attends most to 'b' (0.70)."
+    overview = chart_text.of_model([weights, weights[::-1]])
+    assert overview.summary.startswith("2 layers of 2 heads, each head's pattern. layer 1: ")
+    table = overview.tables()[0]
+    assert [label for label, _ in table.rows] == ["layer 1", "layer 2"]
+    assert table.columns == ["head 1", "head 2"]
+    assert table.rows[0][1][1] == f"1.00 {head_pattern(weights[1])}"

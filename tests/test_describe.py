@@ -134,3 +134,33 @@ def test_one_axis_is_refused_where_two_are_needed():
         describe.matrix_facts(np.zeros(3))
     with pytest.raises(ValueError, match="two axes"):
         describe.weights_facts(np.zeros((2, 2, 2)))
+
+
+def naive_pairs(distances):  # [n, n] -> ((i, j, d) furthest, (i, j, d) closest), first of equals, i < j
+    far = near = None
+    n = len(distances)
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = distances[i][j]
+            if far is None or d > far[2]:
+                far = (i, j, d)
+            if near is None or d < near[2]:
+                near = (i, j, d)
+    return far, near
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_furthest_and_closest_pair_match_a_loop(seed):
+    points = np.random.default_rng(seed).normal(size=(int(np.random.default_rng(seed).integers(2, 8)), 3))
+    distances = np.linalg.norm(points[:, None] - points[None], axis=-1)  # [n, n]
+    assert describe.looks_like_distances(distances)
+    far, near = describe.pair_facts(distances)
+    want_far, want_near = naive_pairs(distances.tolist())
+    assert (far.row, far.col, far.value) == want_far
+    assert (near.row, near.col, near.value) == want_near
+
+
+@pytest.mark.parametrize("values", [np.array([[0.0, 1.0], [2.0, 0.0]]), np.array([[1.0, 1.0], [1.0, 1.0]]),
+                                    np.array([[0.0]]), np.array([[0.0, -1.0], [-1.0, 0.0]])])
+def test_what_is_not_a_distance_matrix(values):
+    assert not describe.looks_like_distances(values)

@@ -13,6 +13,7 @@ import numpy as np
 import streamlit as st
 
 from app import figures, model_figures, result_cache, state, widgets
+from app.chart_text import of_concat, of_grids, of_head_view, of_model
 from app.figure_cache import figure
 from app.safe import lit
 from app.widgets import chart
@@ -110,7 +111,7 @@ def head_labels(weights: np.ndarray) -> list[str]:
 def overview_tab(trace: Trace, layer: int) -> None:
     st.caption(model_figures.OVERVIEW_CAPTION)
     weights = [result.weights for result in trace.attentions]  # 6 x [12, n, n]
-    chart(model_figures.model_view(weights, [head_labels(w) for w in weights]), key="model_overview")
+    chart(model_figures.model_view(weights, [head_labels(w) for w in weights]), key="model_overview", text=of_model(weights))
     head = widgets.choice_ui(st, f"open a head of layer {layer + 1} (the layer is chosen above)",
                              [f"head {i + 1}" for i in range(12)], "model_head", segmented=True)
     w = weights[layer][head]
@@ -142,12 +143,13 @@ def layer_tab(trace: Trace, layer: int) -> None:
         chart(figure("entropy_bars", entropy, head_names=heads, flat_at=FLAT_AT), key="model_entropy")
     st.caption("The concatenation: one band per head, 12 × 32 = 384 columns")
     chart(figure("concat_bands", r.concat, trace.tokens, r.n_heads, r.head_outputs.shape[2]),
-          key="model_concat")
+          key="model_concat", text=of_concat(r.concat, trace.tokens, r.n_heads, r.head_outputs.shape[2]))
     setup = model().layer_setup(trace, layer)
     contributions = head_contributions(r.head_outputs, setup.w_o)  # [h, n, 384]
     st.caption("Each head's contribution head_i · W_O[rows of head i]; with b_O they add up to the output")
     chart(figure("head_grids", contributions, trace.tokens, figures.dims("d", 384), kind="signed",
-                 head_names=heads, cols_are_tokens=False), key="model_contributions")
+                 head_names=heads, cols_are_tokens=False), key="model_contributions",
+          text=of_grids(contributions, trace.tokens, figures.dims("d", 384), heads))
 
 
 def lines_tab(trace: Trace, layer: int) -> None:
@@ -169,7 +171,7 @@ def lines_tab(trace: Trace, layer: int) -> None:
         st.info("Choose at least one head.")
         return
     chart(model_figures.head_view(weights[:, window, window], sorted(chosen), tokens, query=query),
-          key="model_lines")
+          key="model_lines", text=of_head_view(weights[:, window, window], chosen, tokens, query))
 
 
 LINE_WINDOW = 48  # word pieces drawn at once in the head view
