@@ -111,7 +111,8 @@ def head_labels(weights: np.ndarray) -> list[str]:
 def overview_tab(trace: Trace, layer: int) -> None:
     st.caption(model_figures.OVERVIEW_CAPTION)
     weights = [result.weights for result in trace.attentions]  # 6 x [12, n, n]
-    chart(model_figures.model_view(weights, [head_labels(w) for w in weights]), key="model_overview", text=of_model(weights))
+    chart(model_figures.model_view(weights, [head_labels(w) for w in weights]), key="model_overview",
+          text=of_model(weights))
     head = widgets.choice_ui(st, f"open a head of layer {layer + 1} (the layer is chosen above)",
                              [f"head {i + 1}" for i in range(12)], "model_head", segmented=True)
     w = weights[layer][head]
