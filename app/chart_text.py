@@ -326,9 +326,10 @@ def _series(data: list[dict], layout: dict, names: list[str]) -> list[_Series]:
     found = []
     for index, trace in enumerate(data):
         kind = trace.get("type", "scatter")
+        name = _series_name(trace, names, index)
         if kind == "histogram":
             values = values_of(trace.get("x") if trace.get("x") is not None else trace.get("y"))
-            found.append(_Series(plain(trace.get("name", "")), kind, [], values))
+            found.append(_Series(name, kind, [], values))
             continue
         if kind not in ("bar", "scatter") or trace.get("mode") == "text":
             continue
@@ -338,9 +339,15 @@ def _series(data: list[dict], layout: dict, names: list[str]) -> list[_Series]:
         values = values_of(trace[along])  # [n]
         axis = _axis(layout, trace.get(f"{across}axis", across), across)
         labels = _labels(axis, _positions(trace, across, values.size), counted=False)
-        name = plain(trace.get("name", "")) or names[index]
         found.append(_Series(name, kind, labels, values, _notes(trace, values)))
     return found
+
+
+def _series_name(trace: dict, names: list[str], index: int) -> str:
+    """A panel's own title when the trace has its panel to itself, else the trace's name."""
+    own = plain(trace.get("name", ""))
+    title = names[index]
+    return title if title and names.count(title) == 1 else own or title
 
 
 def _notes(trace: dict, values: np.ndarray) -> list[str]:
@@ -348,7 +355,7 @@ def _notes(trace: dict, values: np.ndarray) -> list[str]:
     text = trace.get("text")
     if not isinstance(text, (list, tuple)) or len(text) != values.size:
         return [""] * values.size
-    return ["" if re.fullmatch(r"[\d.,%\s+\-−e()/]*", plain(t)) else plain(t) for t in text]
+    return ["" if re.fullmatch(r"[\d.,%\s+\-−e()/·]*", plain(t)) else plain(t) for t in text]
 
 
 def series_sentence(series: _Series, y_title: str) -> str:

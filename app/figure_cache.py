@@ -8,15 +8,26 @@ keep the server's memory up for everyone else.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 
 import numpy as np
 
 from app import figures
 
 BUDGET_BYTES = 64 * 2**20  # the figures of a few hundred classroom-size pages
+
+
+def _any_width() -> int | None:
+    return None
+
+
+# The width a phone's column plans figures for, or None; app.phone_css sets it (it reads the session).
+column_width: Callable[[], int | None] = _any_width
 _lock = threading.Lock()
 _entries: OrderedDict[bytes, tuple[object, int]] = OrderedDict()
 _total = 0
@@ -44,6 +55,9 @@ def figure(builder: str, *args, **kwargs):
     The figures are never modified after they are built (st.plotly_chart copies them).
     """
     global _total
+    narrow = column_width()
+    if narrow is not None and "width" in _parameters(builder):  # a phone: one head a row, larger cells
+        kwargs = {**kwargs, "width": min(kwargs.get("width", narrow), narrow)}
     digest = hashlib.blake2b(builder.encode(), digest_size=20)
     cost = _feed(digest, args) + _feed(digest, kwargs)
     key = digest.digest()
@@ -61,6 +75,11 @@ def figure(builder: str, *args, **kwargs):
                 _, (_, dropped) = _entries.popitem(last=False)
                 _total -= dropped
     return built
+
+
+@functools.cache
+def _parameters(builder: str) -> tuple[str, ...]:
+    return tuple(inspect.signature(getattr(figures, builder)).parameters)
 
 
 def _spec_bytes(value) -> int:

@@ -2,10 +2,11 @@
 
 import streamlit as st
 
-from app import live, questions, state, widgets
+from app import live, phone_css, questions, state, widgets
 from app.views import classroom, labs, model, present, quiz, textbook, workbench
 
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
+phone_css.phone_ui()  # a phone's stylesheet, and figures planned for its column (app/phone_css.py)
 state.init_state()
 live.join_from_link()  # ?room=CODE
 live.follow_before_build()  # a follower takes the teacher's newest state first

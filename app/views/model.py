@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures, model_figures, result_cache, state, widgets
+from app import figures, model_figures, phone_css, result_cache, state, widgets
 from app.chart_text import of_concat, of_grids, of_head_view, of_model
 from app.figure_cache import figure
 from app.safe import lit
@@ -111,8 +111,9 @@ def head_labels(weights: np.ndarray) -> list[str]:
 def overview_tab(trace: Trace, layer: int) -> None:
     st.caption(model_figures.OVERVIEW_CAPTION)
     weights = [result.weights for result in trace.attentions]  # 6 x [12, n, n]
-    chart(model_figures.model_view(weights, [head_labels(w) for w in weights]), key="model_overview",
-          text=of_model(weights))
+    width = phone_css.column_width() or figures.FULL_WIDTH
+    chart(model_figures.model_view(weights, [head_labels(w) for w in weights], width=width),
+          key="model_overview", text=of_model(weights))
     head = widgets.choice_ui(st, f"open a head of layer {layer + 1} (the layer is chosen above)",
                              [f"head {i + 1}" for i in range(12)], "model_head", segmented=True)
     w = weights[layer][head]
@@ -184,7 +185,7 @@ def change_tab(loaded, trace: Trace, text: str, layer: int, workbench_page) -> N
     fits = len(trace.tokens) <= LIMITS.tokens
     if st.button(f"Open layer {layer + 1} in the workbench", key="model_copy", disabled=not fits,
                  on_click=copy_layer, args=(loaded, text, layer)):
-        st.switch_page(workbench_page)
+        state.switch_page(workbench_page)
     if not fits:
         st.caption(f"The workbench takes at most {LIMITS.tokens:d} tokens; this text has {len(trace.tokens)} "
                    "word pieces. Shorten it to copy.")
@@ -216,4 +217,4 @@ def change_tab(loaded, trace: Trace, text: str, layer: int, workbench_page) -> N
 
 def copy_layer(loaded, text: str, layer: int) -> None:
     """The layer's real inputs become the workbench's setup."""
-    state.load_setup(loaded.layer_setup(traced(text), layer).with_origin("model"))
+    state.open_over_edits(state.load_setup, loaded.layer_setup(traced(text), layer).with_origin("model"))

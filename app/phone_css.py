@@ -1,0 +1,93 @@
+"""The phone (issue 16): a student on a 390 x 844 phone reads every page without sideways scrolling,
+with charts planned for the phone's column and touch targets of at least 44 x 44 px.
+
+Two parts, one call from the entry point (``phone_ui``):
+
+- ``PHONE_CSS``: rules under a max-width media query, so wider screens never see them.
+- A viewport probe (an ``st.components.v2`` component, no iframe) that tells the server whether the
+  window is narrow. Plotly figures are laid out in pixels on the server, so a phone's column needs
+  its own plan (one head a row, larger cells); CSS alone cannot re-flow them. A wide window sends
+  nothing (its first guess, wide, is right); a narrow one reports once, which reruns the page once.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import figure_cache
+
+NARROW_MAX_PX = 640  # Streamlit stacks columns below this width; so do our figures
+PHONE_COLUMN_PX = 358  # a 390-px phone's main column (Streamlit pads it 16 px a side)
+TOUCH_PX = 44  # the least side of a touch target (WCAG 2.5.5; Apple's and Google's guidance)
+PROBE_KEY = "viewport_probe"
+
+PHONE_CSS = f"""<style>
+.st-key-mha_phone {{ display: none; }} /* the probe and this sheet take no room */
+/* --- Phone (app/phone_css.py): only below {NARROW_MAX_PX} px ------------------------------- */
+@media (max-width: {NARROW_MAX_PX - 1}px) {{
+  /* Touch targets of at least {TOUCH_PX} x {TOUCH_PX} px: buttons, pills, tabs, links of the
+     navigation, the header's buttons, the sidebar's arrows. */
+  [data-testid="stMain"] button, [data-testid="stSidebar"] button, [data-testid="stBottom"] button,
+  [data-testid="stSidebarNavLink"], [data-testid="stTab"], [data-testid="stExpandSidebarButton"],
+  [data-testid="stMainMenuButton"], [data-testid="stHeader"] button, [data-testid="stPageLink-NavLink"],
+  [data-testid="stLinkButton"] a, [data-testid="stDownloadButton"] button {{
+    min-height: {TOUCH_PX}px !important;
+    min-width: {TOUCH_PX}px !important;
+  }}
+  /* A help icon stays 16 px to the eye; its button is {TOUCH_PX} px to the thumb. */
+  [data-testid="stTooltipHoverTarget"] button {{
+    display: inline-flex; align-items: center; justify-content: center;
+    margin: -14px;
+  }}
+  [data-testid="stCheckbox"] label, [data-testid="stRadio"] label, [data-baseweb="select"] > div,
+  [data-testid="stTextInputRootElement"], [data-testid="stNumberInputContainer"] {{
+    min-height: {TOUCH_PX}px;
+    align-items: center;
+  }}
+  /* Heading anchors show on hover only, which a phone has not. */
+  [data-testid="stHeaderActionElements"] {{ display: none; }}
+  /* The chart toolbar (zoom, download) covers legends and titles on a narrow chart. */
+  .js-plotly-plot .modebar-container {{ display: none !important; }}
+  /* Nothing pushes the page sideways: long tokens wrap, wide formulas and tables scroll in place. */
+  [data-testid="stMain"] {{ overflow-wrap: anywhere; overflow-x: hidden; }}
+  [data-testid="stMain"] .katex-display, [data-testid="stMarkdownContainer"] table,
+  [data-testid="stCode"] pre {{
+    display: block; max-width: 100%; overflow-x: auto; overflow-y: hidden;
+  }}
+  [data-testid="stMain"] img, [data-testid="stMain"] svg:not(.main-svg) {{ max-width: 100%; height: auto; }}
+}}
+</style>"""
+
+PROBE_JS = f"""
+export default function (component) {{
+  const {{ setStateValue, data }} = component;
+  const narrow = window.innerWidth < {NARROW_MAX_PX};
+  if (!data || data.narrow !== narrow) setStateValue("narrow", narrow);
+}}
+"""
+
+_probe = st.components.v2.component("mha_viewport_probe", html="<span></span>", js=PROBE_JS)
+
+
+def narrow() -> bool:
+    """This session's window is a phone's (as its browser last reported)."""
+    value = st.session_state.get(PROBE_KEY)
+    return bool(getattr(value, "narrow", None) or (isinstance(value, dict) and value.get("narrow")))
+
+
+def column_width() -> int | None:
+    """The main column's width to plan figures for on a phone, or None (the figures' own default)."""
+    return PHONE_COLUMN_PX if narrow() else None
+
+
+def phone_ui() -> None:
+    """The phone's stylesheet, the viewport probe, and figures planned for the phone's column."""
+    with st.container(key="mha_phone"):
+        st.html(PHONE_CSS)
+        _probe(key=PROBE_KEY, data={"narrow": narrow()}, default={"narrow": False}, on_narrow_change=_noop,
+               height=0)
+    figure_cache.column_width = column_width
+
+
+def _noop() -> None:
+    """A state change needs a callback to be a state at all; the rerun it causes is the point."""
