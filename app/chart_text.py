@@ -436,8 +436,9 @@ def _of_spec(data: list[dict], layout: dict) -> ChartText:
              + [(s.name, series_sentence(s, y_title)) for s in found])
     summary = join_summary(title, parts)
 
-    def tables() -> list[Table]:
-        made = [_grid_table(g) for g in grids] + _series_tables(found, x_title)
+    def tables() -> list[Table]:  # read again from the spec: a shared figure keeps no second copy
+        made = ([_grid_table(g) for g in _grids(data, layout, names)]
+                + _series_tables(_series(data, layout, names), x_title))
         return cut_tables([t if t.caption else Table(title or UNTITLED, t.columns, t.rows, t.note)
                            for t in made])
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mha_core.analysis import FLAT_AT, normalised_entropy
+from mha_core.analysis import FLAT_AT
 
 
 @dataclass(frozen=True)
@@ -95,15 +95,16 @@ def weights_facts(weights, flat_at: float = FLAT_AT) -> WeightsFacts:  # [n_q, n
     weights = np.asarray(weights, dtype=float)  # [n_q, n_k]
     if weights.ndim != 2:
         raise ValueError(f"weights have two axes (queries, keys), got shape {weights.shape}")
-    rows = []
-    for index, row in enumerate(weights):  # row [n_k]
-        finite = np.isfinite(row)
-        if not finite.any():
-            continue
-        seen = row[finite]  # [n_seen]
-        spread = float(normalised_entropy(np.clip(seen, 0.0, None)))
-        col = int(np.flatnonzero(finite)[seen.argmax()])
-        rows.append(RowFocus(index, col, float(row[col]), spread, len(seen) > 1 and spread >= flat_at))
+    finite = np.isfinite(weights)  # [n_q, n_k]
+    seen = finite.sum(axis=1)  # [n_q]: keys each row may attend to
+    kept = np.where(finite, np.clip(weights, 0.0, None), 0.0)  # [n_q, n_k]
+    terms = np.where(kept > 0, kept * np.log(np.where(kept > 0, kept, 1.0)), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where(seen > 1, -terms.sum(axis=1) / np.log(np.maximum(seen, 2)), 0.0)  # [n_q]
+    spread = np.clip(spread, 0.0, 1.0)  # rounding can overshoot 1 by an ulp
+    cols = np.where(finite, weights, -np.inf).argmax(axis=1)  # [n_q], first of equals
+    rows = [RowFocus(int(i), int(cols[i]), float(weights[i, cols[i]]), float(spread[i]),
+                     bool(seen[i] > 1 and spread[i] >= flat_at)) for i in np.flatnonzero(seen)]
     return WeightsFacts(tuple(rows))
 
 
