@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app import editors, figures, result_cache
 from mha_core import (
@@ -547,14 +548,11 @@ def sync_url(current: Current) -> None:
 
 
 def _set_address(params: dict[str, str]) -> None:
-    """Change only the parameters that differ: each change is a message to the browser, which
-    records it in the tab's history."""
-    now = st.query_params.to_dict()
-    for name in [name for name in now if name not in params]:
-        del st.query_params[name]
-    for name, value in params.items():
-        if now.get(name) != value:
-            st.query_params[name] = value
+    """The address, in one message when it changed: the browser records it as one entry of the tab's
+    history, so Back and Forward walk through the page's changes (follow_history)."""
+    st.session_state.address = dict(params)
+    if st.query_params.to_dict() != params:
+        st.query_params.from_dict(params)
 
 
 def sync_selection_params() -> None:
@@ -562,7 +560,53 @@ def sync_selection_params() -> None:
     from app import live  # live builds on this module; the room is the address's other copy
 
     now = st.query_params.to_dict()
-    for param, value in selection_params().items():
-        if now.get(param) != value:
-            st.query_params[param] = value
+    changed = {param: value for param, value in selection_params().items() if now.get(param) != value}
+    if changed:
+        st.query_params.update(changed)  # one message, one history entry
+        st.session_state.setdefault("address", {}).update(changed)
     live.publish_selections()
+
+
+def switch_page(page) -> None:
+    """st.switch_page, the address kept as this page last wrote it: Streamlit would empty it, and Back
+    would then land on an address that names no setup rather than on the one the click replaced."""
+    st.switch_page(page, query_params=st.session_state.get("address"))
+
+
+def follow_history() -> None:
+    """Back or Forward: the browser reran the page with an address this session wrote before (or one
+    typed into the bar); open it as its link says, setup and selections. A follower's page is the
+    room's, whatever its address."""
+    ss = st.session_state
+    ctx = get_script_run_ctx()
+    now = st.query_params.to_dict()
+    if ctx is None or not ctx.is_history_navigation or ss.get("following") or "address" not in ss:
+        return
+    if now != ss.address:
+        ss.link_notes = apply_link_afresh(now)
+        ss.address = now
+        ss.pop("undo", None)  # the history holds the edits now
+
+
+# ---------------------------------------------------------------------------------------------
+# Opening over edits, and Undo
+
+
+def remember_shown(current: Current, label: str) -> None:
+    """At the end of a run: an edited setup on screen is what a deliberate opening would replace."""
+    ss = st.session_state
+    ss.shown_edits = (current.setup, label) if current.edited and current.setup is not None else None
+
+
+def open_over_edits(load, *args) -> None:
+    """A deliberate opening (the picker, Reset, "Open in the workbench", a file): an edited setup on
+    screen is kept first, so that the page can offer to bring it back."""
+    ss = st.session_state
+    ss.undo = ss.get("shown_edits")
+    load(*args)
+
+
+def undo_opening() -> None:
+    """Undo: the edited setup that the last opening replaced comes back."""
+    setup, _ = st.session_state.pop("undo")
+    load_setup(setup)

@@ -8,6 +8,7 @@ from app.views import classroom, labs, model, present, quiz, textbook, workbench
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
 phone_css.phone_ui()  # a phone's stylesheet, and figures planned for its column (app/phone_css.py)
 state.init_state()
+state.follow_history()  # Back or Forward brought an earlier address: open it
 live.join_from_link()  # ?room=CODE
 live.follow_before_build()  # a follower takes the teacher's newest state first
 with live.follower_turn():  # a whole class reruns at once when the teacher changes something
@@ -44,8 +45,10 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
         st.iframe(widgets.SCROLL_TO_TOP, height=1)
     st.session_state.last_page = page.url_path
     questions.student_question_ui(current)
+    widgets.undo_ui(current)
     page.run()
     state.sync_url(current)  # after the page: its pickers may have settled a selection (a reset, a default)
+    state.remember_shown(current, widgets.shown_label(current))  # what a deliberate opening would replace
     live.publish(current, page.url_path)  # the room gets what the address says
     st.session_state.link_notes = []  # shown once; gone after the next change
     st.session_state.pop("live_message", None)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app import chart_text, editors, figures, page_export, state
-from app.safe import lit
+from app.safe import lit, md
 from mha_core import LIMITS, Scaling, Sizes, head_width
 from mha_core.codec import save_problem, setup_to_json
 from mha_core.export import setup_to_csv_zip, setup_to_script
@@ -272,8 +272,8 @@ def picker_ui(slot, current: state.Current) -> None:
                    help="Every worked example of the course, or a random or blank start. Picking the one "
                         "shown again resets it.")
     if current.edited and origin in titles:
-        slot.button(f"↺ Reset to {lit(titles[origin])}", key="reset", on_click=state.load_preset,
-                    args=(origin,),
+        slot.button(f"↺ Reset to {lit(titles[origin])}", key="reset", on_click=state.open_over_edits,
+                    args=(state.load_preset, origin),
                     help="Undo every change since the preset was loaded.")
 
 
@@ -296,7 +296,21 @@ def _picked(titles: dict) -> None:
     label = st.session_state.get("preset_picker")
     for key, title in titles.items():
         if title == label:
-            state.load_preset(key)
+            state.open_over_edits(state.load_preset, key)
+
+
+def undo_ui(current: state.Current) -> None:
+    """After a deliberate opening over edits: what replaced what, and Undo to bring the edits back."""
+    undo = st.session_state.get("undo")
+    if undo is not None and current.edited:
+        del st.session_state.undo  # the opened setup is being edited now: Undo would lose those edits
+    if undo is None or current.edited or following():
+        return
+    _, replaced = undo
+    with st.container(border=True, horizontal=True, vertical_alignment="center"):
+        st.markdown(md("Opened **{}** over your edited setup ({}).", shown_label(current), replaced))
+        st.button("Undo: bring my edits back", key="undo_opening", icon=":material/undo:",
+                  on_click=state.undo_opening)
 
 
 def fill_ui(sizes: Sizes, seed: int) -> None:

@@ -16,5 +16,6 @@ def render(workbench_page) -> None:
             st.write(lit(scenario.story))
             if scenario.choices:
                 st.caption(f"Our choices where the chapter is silent: {lit(scenario.choices)}")
-            if st.button("Open in the workbench", key=f"open_{key}", on_click=state.load_preset, args=(key,)):
-                st.switch_page(workbench_page)
+            if st.button("Open in the workbench", key=f"open_{key}", on_click=state.open_over_edits,
+                         args=(state.load_preset, key)):
+                state.switch_page(workbench_page)
