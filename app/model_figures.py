@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.figures import FULL_WIDTH, WEIGHT_SCALE, FigureSpec, _figure, block_means, format_number, head_colour
+from app.figures import (
+    FULL_WIDTH,
+    WEIGHT_SCALE,
+    FigureSpec,
+    _figure,
+    _number_px,
+    _text_px,
+    block_means,
+    format_number,
+    head_colour,
+)
 from app.safe import chart_text
 
 THUMB_BLOCKS = 24  # a thumbnail shows at most this many blocks a side (block means beyond)
@@ -26,7 +36,10 @@ LINE_MIN_WEIGHT = 0.05  # weaker links are not drawn
 LINE_OPACITY = 0.7  # lines cross; they stay see-through
 LINE_CONTRAST = 3.0  # a line against white, at its opacity (WCAG 1.4.11, graphics)
 TEXT_CONTRAST = 4.5  # a head's numbers against white (WCAG 1.4.3)
-NUMBER_GAP = " · "  # between the heads' numbers after a key
+LABEL_OFFSET = 0.02  # of the lines' length: between a line's end and its word piece
+LABEL_PAD_PX = 12  # px beside the widest word piece
+NUMBER_PAD_PX = 10  # px between two heads' numbers after a key
+MIN_SPAN_PX = 120  # px: the lines never get shorter than this, however many numbers
 
 
 def thumbnail(weights: np.ndarray) -> np.ndarray:
@@ -111,13 +124,15 @@ def _bucket(weight: float) -> int:
     return int(np.searchsorted(LINE_EDGES, weight, side="right"))
 
 
-def head_view(weights: np.ndarray, heads: list[int], tokens, *, query: int | None = None) -> FigureSpec:
+def head_view(weights: np.ndarray, heads: list[int], tokens, *, query: int | None = None,
+              width: int = FULL_WIDTH) -> FigureSpec:
     """Lines from each query word piece (left) to the keys (right), one colour per head, thicker
     for larger weights. weights [h, n, n] of one layer; heads: the ones drawn; query: only its lines,
-    and each key then says every drawn head's weight, in the head's colour ("cat 0.67 · 0.12").
+    and after each key every drawn head's weight, one column per head in the head's colour.
 
     Links weaker than LINE_MIN_WEIGHT are left out; each (head, thickness) is one trace. Colours are
     darkened where they would be too pale on white (LINE_CONTRAST for lines, TEXT_CONTRAST for numbers).
+    `width`: the column's width in px, to leave room for the labels and numbers on either side.
     """
     n = weights.shape[1]
     labels = [chart_text(token) for token in tokens]
@@ -132,28 +147,40 @@ def head_view(weights: np.ndarray, heads: list[int], tokens, *, query: int | Non
                 bucket = _bucket(float(weights[head, q, k]))
                 paths[bucket] += [0.0, 1.0, None]
                 ys[bucket] += [q, int(k), None]
-        for bucket, width in enumerate(LINE_WIDTHS):
+        for bucket, line_px in enumerate(LINE_WIDTHS):
             if paths[bucket]:
                 data.append(dict(type="scatter", mode="lines", x=paths[bucket], y=ys[bucket],
-                                 line=dict(color=colour, width=width), opacity=LINE_OPACITY, hoverinfo="skip",
-                                 name=f"head {head + 1}", legendgroup=f"head {head + 1}",
+                                 line=dict(color=colour, width=line_px), opacity=LINE_OPACITY,
+                                 hoverinfo="skip", name=f"head {head + 1}", legendgroup=f"head {head + 1}",
                                  showlegend=bucket == max(b for b, p in enumerate(paths) if p)))
-    for side, x in (("query", -0.02), ("key", 1.02)):
+    for side, x in (("query", -LABEL_OFFSET), ("key", 1 + LABEL_OFFSET)):
         data.append(dict(type="scatter", mode="text", x=[x] * n, y=list(range(n)), text=labels,
                          textposition="middle left" if side == "query" else "middle right",
                          textfont=dict(size=LINE_FONT), hoverinfo="skip", showlegend=False))
-    if query is not None:
-        data[-1]["text"] = [f"{label} {key_numbers(weights[:, query, k], heads)}"
-                            for k, label in enumerate(labels)]
+    label_px = max(_text_px(label, LINE_FONT) for label in labels) + LABEL_PAD_PX
+    numbers = [] if query is None else key_numbers(weights[:, query, :], heads, label_px)
+    number_px = max((_number_px(note["text"], LINE_FONT) for note in numbers), default=0) + NUMBER_PAD_PX
+    right_px = label_px + (len(heads) * number_px if numbers else 0)
+    span_px = max(width - 16 - label_px - right_px, MIN_SPAN_PX)  # 16: the margins
+    left, right = -label_px / span_px, 1 + right_px / span_px  # the 0..1 lines keep span_px
+    for note in numbers:
+        note["xshift"] += (note.pop("column")) * number_px
     axis = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False)
     layout = dict(height=int(n * LINE_ROW_PX + 80), margin=dict(l=8, r=8, t=40, b=8),
-                  xaxis=dict(axis, range=[-0.6, 1.6 + 0.25 * max(len(heads) - 1, 0)]),
-                  yaxis=dict(axis, autorange="reversed"),
-                  legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"))
+                  xaxis=dict(axis, range=[left, right]), yaxis=dict(axis, autorange="reversed"),
+                  legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"), annotations=numbers)
     return _figure(data, layout)
 
 
-def key_numbers(column: np.ndarray, heads: list[int]) -> str:
-    """Each drawn head's weight on one key, in the head's (readable) colour. column [h]."""
-    return NUMBER_GAP.join(f'<span style="color:{readable_colour(head_colour(head), TEXT_CONTRAST)}">'
-                           f"{format_number(float(column[head]))}</span>" for head in heads)
+def key_numbers(rows: np.ndarray, heads: list[int], label_px: float) -> list[dict]:
+    """After each key's label, each drawn head's weight from the query, one column per head in the
+    head's colour (darkened to TEXT_CONTRAST on white). rows [h, n_k]: the query's row per head.
+    Annotations placed in px ("column" is turned into an x shift by the caller)."""
+    notes = []
+    for column, head in enumerate(heads):
+        colour = readable_colour(head_colour(head), TEXT_CONTRAST)
+        for k, weight in enumerate(rows[head]):
+            notes.append(dict(x=1 + LABEL_OFFSET, y=k, xref="x", yref="y", xanchor="left", xshift=label_px,
+                              column=column, text=format_number(float(weight)), showarrow=False,
+                              font=dict(size=LINE_FONT, color=colour)))
+    return notes

@@ -122,7 +122,8 @@ def test_the_model_overview_says_where_its_labels_are(rng, width):
         y_domain = layout[f"yaxis{index + 1 if index else ''}"]["domain"]
         assert note["yanchor"] == "bottom" and note["y"] >= y_domain[1]  # above its thumbnail
     assert model_figures.LABELS_WHERE == "above"
-    assert "Above each head" in model_figures.OVERVIEW_CAPTION and "nder each" not in model_figures.OVERVIEW_CAPTION
+    caption = model_figures.OVERVIEW_CAPTION
+    assert "Above each head" in caption and "nder each" not in caption
     m = layout["margin"]
     plot_w = width - m["l"] - m["r"]
     thumbs = [(layout[f"xaxis{i + 1 if i else ''}"]["domain"]) for i in range(72)]
@@ -148,12 +149,18 @@ def test_the_head_view_gives_every_selected_heads_numbers_in_colours_that_show(r
     nearly invisible on white."""
     weights = rng.dirichlet(np.ones(12), size=(8, 12))  # [h, n, n]
     fig = model_figures.head_view(weights, heads, TOKENS, query=3)
-    keys = fig["data"][-1]["text"]
-    for k, text in enumerate(keys):
-        numbers = re.findall(r">([^<]+)</span>", text)
-        assert numbers == [figures.format_number(float(weights[h, 3, k])) for h in heads], text
-        for colour in re.findall(r"color:(#[0-9a-fA-F]{6})", text):
-            assert contrast(colour) >= 4.5, colour
+    notes = fig["layout"].get("annotations", [])
+    for k in range(len(TOKENS)):
+        after_key = sorted((n for n in notes if n["y"] == k), key=lambda n: n["xshift"])
+        expected = [figures.format_number(float(weights[h, 3, k])) for h in heads]
+        assert [n["text"] for n in after_key] == expected
+        for note in after_key:
+            assert contrast(note["font"]["color"]) >= 4.5, note
+    shifts = sorted({n["xshift"] for n in notes})
+    gaps = np.diff(shifts)
+    assert all(g >= 4 * 0.6 * model_figures.LINE_FONT for g in gaps)  # "0.67" never runs into the next
     for trace in fig["data"]:
         if trace.get("mode") == "lines":
             assert contrast(trace["line"]["color"], trace.get("opacity", 1.0)) >= 3.0, trace["name"]
+        if trace.get("mode") == "text":
+            assert all("<" not in t for t in trace["text"])  # no markup: numbers are annotations of their own

@@ -109,7 +109,7 @@ def head_labels(weights: np.ndarray) -> list[str]:
 
 
 def overview_tab(trace: Trace, layer: int) -> None:
-    st.caption(model_figures.OVERVIEW_CAPTION)
+    st.caption(lit(model_figures.OVERVIEW_CAPTION))
     weights = [result.weights for result in trace.attentions]  # 6 x [12, n, n]
     width = phone_css.column_width() or figures.FULL_WIDTH
     chart(model_figures.model_view(weights, [head_labels(w) for w in weights], width=width),
