@@ -172,8 +172,10 @@ def lines_tab(trace: Trace, layer: int) -> None:
     if not chosen:
         st.info("Choose at least one head.")
         return
-    chart(model_figures.head_view(weights[:, window, window], sorted(chosen), tokens, query=query),
-          key="model_lines", text=of_head_view(weights[:, window, window], chosen, tokens, query))
+    shown = weights[:, window, window]  # [h, w, w]
+    chart(model_figures.head_view(shown, sorted(chosen), tokens, query=query,
+                                  width=phone_css.column_width() or figures.FULL_WIDTH),
+          key="model_lines", text=of_head_view(shown, chosen, tokens, query))
 
 
 LINE_WINDOW = 48  # word pieces drawn at once in the head view
