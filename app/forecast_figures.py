@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.figures import FigureSpec, format_number, head_grids, hover_number, plain
+from app.figures import FigureSpec, format_number, head_grids, hover_number, inked, plain
 
 BLUE, GREEN, GREY = "#0072B2", "#009E73", "#8C8C8C"  # Okabe-Ito: unmarked, right, wrong
 LABEL_CHARS = 28  # an answer's label is cut to this many characters on the axis (the hover has it all)
@@ -60,7 +60,7 @@ def answer_bars(labels, counts, *, right=None, large: bool = False) -> FigureSpe
                                           autorange="reversed", tickfont=font),
                   xaxis=dict(range=[0, top * 1.35], title=dict(text="answers", font=font), tickfont=font,
                              dtick=max(1, int(np.ceil(top / 5)))))
-    return FigureSpec(dict(data=data, layout=layout))
+    return FigureSpec(dict(data=data, layout=inked(layout)))
 
 
 def forecast_vs_real(forecast, real, query_labels, key_labels, *, forecast_title: str, real_title: str,
@@ -104,4 +104,4 @@ def mine_vs_real_bars(mine, real, key_labels, *, mine_name: str = "Your forecast
                              autorange="reversed", tickfont=font),
                   xaxis=dict(range=[0, 1.25], tickvals=[0, 0.5, 1], tickfont=font,
                              title=dict(text="weight", font=font)))
-    return FigureSpec(dict(data=data, layout=layout))
+    return FigureSpec(dict(data=data, layout=inked(layout)))

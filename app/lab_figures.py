@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import format_number, hover_number
+from app.figures import format_number, hover_number, inked
 from app.safe import chart_text
 
 BLUE, VERMILLION, MARKER = "#0072B2", "#D55E00", "#CC79A7"
@@ -27,8 +27,8 @@ WEIGHT_TOP = 1.18  # y range of weight bars: room for the number above a bar of 
 
 
 def _layout(height: int, title: str, **axes) -> dict:
-    return dict(template={}, height=height, margin=MARGIN, font=FONT, hoverlabel=dict(font=FONT),
-                title=dict(text=chart_text(title), x=0, xanchor="left", font=dict(size=15)), **axes)
+    return inked(dict(template={}, height=height, margin=MARGIN, font=FONT, hoverlabel=dict(font=FONT),
+                      title=dict(text=chart_text(title), x=0, xanchor="left", font=dict(size=15)), **axes))
 
 
 def weight_bars(weights, keys, scores, values, *, title: str = "") -> go.Figure:
@@ -88,7 +88,7 @@ def spread_histograms(unscaled, scaled, d_k: int) -> go.Figure:
     fig.update_annotations(font=dict(size=14), x=0, xanchor="left")
     fig.update_layout(template={}, height=HISTOGRAM_HEIGHT, margin=dict(MARGIN, t=36), font=FONT,
                       showlegend=False, bargap=0.05)
-    return fig
+    return fig.update_layout(inked(fig.layout.to_plotly_json()))
 
 
 def largest_weight_figure(widths, unscaled, scaled, *, d_k: int, n_keys: int) -> go.Figure:

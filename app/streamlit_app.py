@@ -2,10 +2,11 @@
 
 import streamlit as st
 
-from app import live, phone_css, questions, state, widgets
+from app import live, phone_css, questions, state, style, widgets
 from app.views import classroom, labs, model, present, quiz, textbook, workbench
 
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
+style.apply()  # contrast, focus ring, reduced motion, skip links (app/style.py)
 phone_css.phone_ui()  # a phone's stylesheet, and figures planned for its column (app/phone_css.py)
 state.init_state()
 state.follow_history()  # Back or Forward brought an earlier address: open it

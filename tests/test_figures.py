@@ -495,7 +495,7 @@ def font_sizes(fig: dict) -> dict[str, list[float]]:
         if key.startswith(("xaxis", "yaxis")):
             out["tick"].append(value["tickfont"]["size"])
     out["title"] += [a["font"]["size"] for a in layout.get("annotations", [])]
-    if "font" in layout:
+    if "size" in layout.get("font", {}):
         out["tick"].append(layout["font"]["size"])
     return out
 

@@ -152,7 +152,8 @@ def teacher_panel() -> None:
             st.code(f"{link}&teacher={ss.teacher_secret}", language=None)
         st.button("End the room", key="live_end", on_click=end_room)
     with right:
-        st.image(qr_png(link), caption="Scan to follow", width=400)
+        st.image(qr_png(link), caption="Scan to follow", alt="QR code of the join link written beside it",
+                 width=400)
     roster_ui()
     questions.answers_panel()
 

@@ -1,0 +1,121 @@
+"""The page's global CSS and keyboard helpers, injected once per run by app/streamlit_app.py.
+
+What each rule is for (docs/accessibility.md lists them against WCAG 2.2):
+- captions and other faded text at 4.5:1 or more (Streamlit's caption grey is 3.9:1 on white);
+- a visible focus ring on everything that takes focus (the navigation links' own is a faint grey);
+- ``prefers-reduced-motion`` honoured: no animations, transitions or smooth scrolling;
+- skip links: the first Tab stops of a page that has numbered steps ("1. ...") are one link per step;
+- chart and grid toolbars out of the Tab order (8 stops per chart, 6 per grid) until asked for: the
+  last skip link, "Chart toolbars in the Tab order", puts them back. A mouse still finds them on hover.
+
+Others may append rules to CSS; keep each with a comment saying what it is for.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+FOCUS = "#1A56DB"  # the focus ring: 6.1:1 on white, 3:1 or more against every panel colour it meets
+CAPTION = "#5C5B58"  # faded text, 6.8:1 on white, 6.4:1 on the sidebar (Streamlit's #828180 is 3.9:1)
+CHOSEN = "#A3202F"  # a chosen segment's text: 6.5:1 on its pink (Streamlit's #C53948 is 4.47:1)
+
+CSS = f"""
+<style>
+/* Text contrast: captions, widget help and other "faded" text at 4.5:1 or more. */
+/* Streamlit fades captions and compact expanders' labels ("Numbers as a table") to 0.6 opacity. */
+[data-testid="stCaptionContainer"], [data-testid="stExpander"] summary {{ opacity: 1 !important; }}
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p,
+[data-testid="stWidgetLabel"] small {{ color: {CAPTION} !important; }}
+
+/* The chosen option of a segmented control or pills: Streamlit's red on pink is 4.47:1; a darker red. */
+[data-testid="stButtonGroup"] [data-selected="true"] :is(p, span) {{ color: {CHOSEN} !important; }}
+
+/* A visible focus ring everywhere (WCAG 2.4.7, 2.4.11): 3 px, offset from the element. */
+:focus-visible, [data-testid="stSidebarNav"] a:focus-visible, summary:focus-visible,
+button:focus-visible, a:focus-visible, [tabindex]:focus-visible {{
+  outline: 3px solid {FOCUS} !important; outline-offset: 2px !important;
+}}
+input:focus-visible, textarea:focus-visible {{ outline-offset: 0 !important; }}
+
+/* Skip links (built by SCRIPT): off screen until focused, then at the top left over the page. */
+#mha-skip {{ position: fixed; top: 0; left: 0; z-index: 1000002; margin: 0; padding: 0; list-style: none; }}
+#mha-skip a {{ position: absolute; left: -10000px; top: 8px; white-space: nowrap; padding: 8px 12px;
+  background: #FFFFFF; color: #1A1A1A; border: 2px solid {FOCUS}; border-radius: 6px;
+  font: 16px/1.3 sans-serif; }}
+#mha-skip a:focus {{ left: 8px; }}
+
+/* The element that carries SCRIPT takes no room. */
+.st-key-mha_style {{ display: none; }}
+
+/* Reduced motion (WCAG 2.3.3): no animation, transition or smooth scrolling when the system asks. */
+@media (prefers-reduced-motion: reduce) {{
+  *, *::before, *::after {{
+    animation-duration: 0.001ms !important; animation-iteration-count: 1 !important;
+    transition-duration: 0.001ms !important; transition-delay: 0s !important;
+    scroll-behavior: auto !important;
+  }}
+}}
+</style>
+"""
+
+# Runs in the page (st.html with JavaScript), once per browser tab; a MutationObserver keeps up with
+# every rerun. Skip links live in a <nav> before Streamlit's root, where React never redraws them.
+SCRIPT = """
+<script>
+(() => {
+  if (window.mhaA11y) { return; }
+  window.mhaA11y = true;
+  const doc = window.document;
+  const TOOLBAR = "[data-testid='stElementToolbar'] button, .modebar-btn, .modebar a";
+  let toolbarsInTabOrder = false;
+  const nav = doc.createElement("nav");
+  nav.id = "mha-skip";
+  nav.setAttribute("aria-label", "Skip links");
+  doc.body.insertBefore(nav, doc.body.firstChild);
+
+  const link = (text, href, onClick) => {
+    const a = doc.createElement("a");
+    a.textContent = text;
+    a.href = href;
+    if (onClick) { a.addEventListener("click", onClick); }
+    return a;
+  };
+  const steps = () => Array.from(doc.querySelectorAll("[data-testid='stMain'] h3[id]"))
+    .filter(h => /^\\d+\\.\\s/.test(h.textContent.trim()));
+  const toggleToolbars = (event) => {
+    event.preventDefault();
+    toolbarsInTabOrder = !toolbarsInTabOrder;
+    update();
+    const first = Array.from(doc.querySelectorAll(TOOLBAR)).find(el => el.closest("[data-testid='stMain']"));
+    if (toolbarsInTabOrder && first) { first.focus(); }
+  };
+  let drawn = "";
+  const update = () => {
+    const found = steps();
+    const key = found.map(h => h.id).join("|") + toolbarsInTabOrder;
+    if (key !== drawn) {
+      drawn = key;
+      nav.replaceChildren(...found.map(h => link("Skip to step " + h.textContent.trim(), "#" + h.id)),
+        link(toolbarsInTabOrder ? "Take chart toolbars out of the Tab order"
+                                : "Chart toolbars in the Tab order", "#", toggleToolbars));
+    }
+    for (const el of doc.querySelectorAll(TOOLBAR)) {
+      if (toolbarsInTabOrder) { el.removeAttribute("tabindex"); }
+      else if (el.getAttribute("tabindex") !== "-1") { el.setAttribute("tabindex", "-1"); }
+    }
+  };
+  let queued = false;
+  new MutationObserver(() => {
+    if (!queued) { queued = true; requestAnimationFrame(() => { queued = false; update(); }); }
+  }).observe(doc.body, {childList: true, subtree: true});
+  update();
+})();
+</script>
+"""
+
+
+def apply() -> None:
+    """The global CSS and the keyboard helpers' script, once per run (Streamlit keeps an unchanged
+    element as it is, so the script runs once per tab)."""
+    with st.container(key="mha_style"):
+        st.html(CSS + SCRIPT, unsafe_allow_javascript=True)

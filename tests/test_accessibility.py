@@ -1,0 +1,330 @@
+"""Accessibility measured by a real engine: axe-core (tests/a11y.py) in Chromium against a real server,
+on every page of the navigation, a preset, a long sequence, a room as teacher and as student and the
+forecast question on a student's screen; plus what axe does not check: chart text contrast, skip
+links, toolbars out of the Tab order, a visible focus ring, reduced motion and 200% zoom.
+
+The window is 1280 wide and made as tall as the page before axe runs: axe leaves what lies outside
+the viewport undecided, so a 720-px window would check only the top of each page.
+Skips when Chromium, Playwright or node_modules/axe-core is missing, unless REQUIRE_BROWSER=1 (CI).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.a11y import AXE, assert_no_violations
+from tests.live_server import ROOT, streamlit_server
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+REQUIRED = os.environ.get("REQUIRE_BROWSER") == "1"
+ARTIFACTS = ROOT / "artifacts"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+LOADED = 90_000  # ms: how long a page may take on a loaded machine before the test gives up
+WIDTH, HEIGHT = 1280, 720
+TALLEST = 16_000  # px: the window grows to the page's height, at most this
+PAGES = ["workbench", "present", "labs", "quiz", "model", "class", "examples"]  # the navigation's pages
+
+missing = [what for what, there in (("Chromium", Path(CHROMIUM).exists()), ("axe-core", AXE.exists()))
+           if not there]
+if missing:
+    if REQUIRED:
+        raise RuntimeError(f"REQUIRE_BROWSER=1 but {' and '.join(missing)} missing: "
+                           "apt-get install chromium; make venv (npm ci)")
+    pytest.skip(f"{' and '.join(missing)} missing (apt-get install chromium; make venv installs axe-core)",
+                allow_module_level=True)
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:
+    if REQUIRED:
+        raise
+    pytest.skip("playwright is not installed (requirements-dev.txt)", allow_module_level=True)
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def live():
+    """One real server and one Chromium for the module: (url, browser)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    with streamlit_server() as (url, _), sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield url, browser
+        browser.close()
+
+
+def new_page(browser, **options):
+    options.setdefault("viewport", {"width": WIDTH, "height": HEIGHT})
+    return browser.new_context(**options).new_page()
+
+
+DRAWN = "[data-testid='stMain'] h1, [data-testid='stMain'] h3, .js-plotly-plot"  # some page has drawn
+
+
+def settle(page, selector: str = DRAWN) -> None:
+    """Until the page has drawn: its selector, the script idle, nothing stale (faded), every chart drawn."""
+    page.wait_for_selector(selector, timeout=LOADED, state="attached")
+    page.wait_for_timeout(300)  # the debounce of Streamlit's own e2e tests
+    page.wait_for_selector(IDLE, timeout=LOADED)
+    page.wait_for_function("""() => !document.querySelector("[data-stale='true']") &&
+        Array.from(document.querySelectorAll('.js-plotly-plot')).every(p => p._fullLayout)""", timeout=LOADED)
+
+
+def as_tall_as_the_page(page) -> None:
+    height = page.evaluate("() => document.querySelector(\"[data-testid='stMain']\").scrollHeight")
+    page.set_viewport_size({"width": WIDTH, "height": max(HEIGHT, min(height, TALLEST))})
+    page.wait_for_timeout(500)
+    settle(page, "[data-testid='stMain']")
+
+
+CHART_TEXT = """() => {
+    // Every text plotly draws outside the cells (ticks, axis and panel titles, colour bars, legends),
+    // with its fill colour; cell numbers are plotly's own black or white against each cell.
+    const seen = '.xtick text, .ytick text, .g-xtitle text, .g-ytitle text, .gtitle, .annotation-text, '
+        + '.cbaxis text, .cbtitle text, .legendtext';
+    return Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(plot =>
+        Array.from(plot.querySelectorAll(seen)).filter(t => t.textContent.trim() && t.getBBox().width > 0)
+            .map(t => [t.textContent.trim().slice(0, 30), getComputedStyle(t).fill]));
+}"""
+
+
+def _luminance(rgb) -> float:
+    linear = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast_on_white(css_colour: str) -> float:
+    """WCAG contrast of an 'rgb(r, g, b)' (or rgba, blended on white) against white."""
+    parts = [float(x) for x in re.findall(r"[\d.]+", css_colour)]
+    alpha = parts[3] if len(parts) > 3 else 1.0
+    rgb = [alpha * c + (1 - alpha) * 255 for c in parts[:3]]
+    return 1.05 / (_luminance(rgb) + 0.05)
+
+
+def assert_chart_text_readable(page, where: str) -> None:
+    faint = [(text, fill, round(contrast_on_white(fill), 2)) for text, fill in page.evaluate(CHART_TEXT)
+             if contrast_on_white(fill) < 4.5]
+    assert not faint, f"chart text under 4.5:1 on white on {where}: {faint[:8]} ({len(faint)} in all)"
+
+
+def assert_accessible(page, where: str) -> None:
+    """axe's WCAG 2.2 A/AA rules and the charts' text contrast, over the whole page."""
+    as_tall_as_the_page(page)
+    page.screenshot(path=str(ARTIFACTS / f"a11y-{re.sub(r'[^a-z0-9]+', '-', where.lower())}.png"))
+    assert_no_violations(page, where)
+    assert_chart_text_readable(page, where)
+    page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_of_the_navigation_has_no_violation(live, name):
+    url, browser = live
+    page = new_page(browser)
+    page.goto(f"{url}/{'' if name == 'workbench' else name}")
+    settle(page)
+    if name in ("workbench", "labs", "model"):
+        page.wait_for_selector(".js-plotly-plot", timeout=LOADED)
+        settle(page)
+    assert_accessible(page, name)
+    page.context.close()
+
+
+def test_a_preset_has_no_violation(live):
+    url, browser = live
+    page = new_page(browser)
+    page.goto(f"{url}/?preset=ex_g_coreference")
+    settle(page, ".st-key-chart_weights .js-plotly-plot")
+    assert_accessible(page, "preset ex_g_coreference")
+    page.context.close()
+
+
+def test_a_long_sequence_has_no_violation(live):
+    """80 tokens: grids are pictures with a window of numbers (tests/test_long.py)."""
+    url, browser = live
+    page = new_page(browser)
+    page.goto(f"{url}/")
+    settle(page, ".st-key-chart_weights .js-plotly-plot")
+    box = page.locator("input[aria-label*='Tokens (queries)' i]")
+    box.fill(" ".join(f"w{i}" for i in range(80)))
+    box.press("Enter")
+    page.wait_for_function("() => document.body.innerText.includes('80 queries')", timeout=LOADED)
+    settle(page, ".st-key-chart_weights .js-plotly-plot")
+    assert_accessible(page, "a long sequence")
+    page.context.close()
+
+
+def room_code(page) -> str:
+    pattern = "/Room ([A-Z0-9]{4}) · you lead it/"
+    page.wait_for_function(f"() => {pattern}.test(document.body.innerText)", timeout=LOADED)
+    return page.evaluate(f"() => document.body.innerText.match({pattern})[1]")
+
+
+SCREEN_SHOWN = "(start) => (document.querySelector('h3') || {}).innerText?.startsWith(start)"
+CHIP_BUTTONS = "[class*='st-key-chip_add_'] button"
+
+
+def test_a_room_as_teacher_and_student_and_the_forecast_question(live):
+    """The Class page starts a room; a second browser joins by its link; the teacher presents screen 4
+    and asks the room to draw a forecast: teacher, student and the student's question, each checked."""
+    url, browser = live
+    teacher = new_page(browser)
+    teacher.goto(f"{url}/class")
+    settle(teacher, ".st-key-live_start")
+    teacher.locator(".st-key-live_start button").click()
+    code = room_code(teacher)
+    settle(teacher, "[data-testid='stMain'] h1")
+    assert_accessible(teacher, "a room, the teacher's Class page")
+    student = new_page(browser)
+    student.goto(f"{url}/?room={code}")
+    student.wait_for_function("(c) => document.body.innerText.includes('Room ' + c)", arg=code,
+                              timeout=LOADED)
+    settle(student)
+    assert_accessible(student, "a room, the student's page")
+    teacher.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()
+    settle(teacher, ".st-key-present_next")
+    for screen in (2, 3, 4):
+        teacher.locator(".st-key-present_next button").click()
+        teacher.wait_for_function(SCREEN_SHOWN, arg=f"{screen} / 9 · ", timeout=LOADED)
+        teacher.wait_for_selector(IDLE, timeout=LOADED)
+    student.wait_for_function(SCREEN_SHOWN, arg="4 / 9 · ", timeout=LOADED)
+    teacher.locator(".st-key-present_draw button").click()
+    student.wait_for_selector(CHIP_BUTTONS, timeout=LOADED)
+    settle(student, CHIP_BUTTONS)
+    assert_accessible(student, "the forecast question on a student's screen")
+    settle(teacher, ".st-key-present_next")
+    assert_accessible(teacher, "the teacher presenting a forecast question")
+    student.context.close()
+    teacher.context.close()
+
+
+# --- Beyond axe: the keyboard ---------------------------------------------------------------------
+
+FOCUSED = """() => {
+    const e = document.activeElement;
+    const step = Array.from(document.querySelectorAll("[data-testid='stMain'] h3"))
+        .filter(h => h.compareDocumentPosition(e) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
+    return {text: (e.getAttribute('aria-label') || e.innerText || '').trim().slice(0, 60), tag: e.tagName,
+            toolbar: !!e.closest("[data-testid='stElementToolbar'], .modebar"),
+            step: step ? step.innerText.trim() : ''};
+}"""
+TOOLBAR_STOPS = """() => Array.from(document.querySelectorAll(
+    "[data-testid='stMain'] [data-testid='stElementToolbar'] button, [data-testid='stMain'] .modebar-btn"))
+    .filter(b => b.tabIndex >= 0).length"""
+
+
+def test_skip_links_reach_every_step_and_toolbars_wait_until_asked_for(live):
+    """The first Tab stops are one skip link per step; Enter on step 6's, then Tab, is inside step 6.
+    No chart or grid toolbar button is a Tab stop (today 8 per chart, 6 per grid: about 116 presses from
+    the top to step 6) until the last skip link asks for them."""
+    url, browser = live
+    page = new_page(browser)
+    page.goto(f"{url}/")
+    settle(page, ".st-key-chart_weights .js-plotly-plot")
+    seen = []
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        seen.append(page.evaluate(FOCUSED)["text"])
+        if seen[-1].startswith("Skip to step 6"):
+            break
+    assert seen[-1].startswith("Skip to step 6. "), seen
+    assert [s.split(".")[0] for s in seen[:6]] == [f"Skip to step {i}" for i in range(1, 7)]
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    assert page.evaluate(FOCUSED)["step"].startswith("6. "), page.evaluate(FOCUSED)
+    assert page.evaluate(TOOLBAR_STOPS) == 0
+    asked = page.get_by_role("link", name="Chart toolbars in the Tab order")
+    asked.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"() => ({TOOLBAR_STOPS})() > 0", timeout=10_000)
+    assert page.evaluate(FOCUSED)["toolbar"]  # the first toolbar button has the focus
+    page.context.close()
+
+
+def test_a_keyboard_walk_through_the_workbench_meets_no_toolbar(live):
+    """Tab from the top of the main area to step 6: no stop is a toolbar button, and it takes fewer
+    than 70 presses (116 before)."""
+    url, browser = live
+    page = new_page(browser)
+    page.goto(f"{url}/")
+    settle(page, ".st-key-chart_weights .js-plotly-plot")
+    page.locator("[data-testid='stMain']").focus()
+    walked = []
+    while len(walked) < 120:
+        page.keyboard.press("Tab")
+        walked.append(page.evaluate(FOCUSED))
+        if walked[-1]["step"].startswith("6. "):
+            break
+    assert walked[-1]["step"].startswith("6. "), walked[-5:]
+    assert not [f for f in walked if f["toolbar"]]
+    assert len(walked) < 70, len(walked)
+    (ARTIFACTS / "a11y-tabs-to-step-6.txt").write_text(f"{len(walked)}\n")
+    page.context.close()
+
+
+FOCUS_RING = """() => { const s = getComputedStyle(document.activeElement);
+    return {style: s.outlineStyle, width: parseFloat(s.outlineWidth), colour: s.outlineColor}; }"""
+
+
+def test_the_focus_ring_is_visible_on_navigation_links_buttons_and_fields(live):
+    """A 2 px or thicker solid outline at 3:1 or more against white on every kind of control."""
+    url, browser = live
+    page = new_page(browser)
+    page.goto(f"{url}/")
+    settle(page, ".st-key-chart_weights .js-plotly-plot")
+    for selector in ("[data-testid='stSidebarNav'] a", "[data-testid='stMain'] button", "summary",
+                     "input[aria-label*='Tokens (queries)' i]"):
+        page.locator(selector).first.focus()
+        page.keyboard.press("Shift+Tab")
+        page.keyboard.press("Tab")  # focus by keyboard, so :focus-visible applies
+        ring = page.evaluate(FOCUS_RING)
+        assert ring["style"] == "solid" and ring["width"] >= 2, (selector, ring)
+        assert contrast_on_white(ring["colour"]) >= 3, (selector, ring)
+    page.context.close()
+
+
+MOVING = """() => Array.from(document.querySelectorAll('*')).filter(e => {
+    const s = getComputedStyle(e);
+    const ms = (v) => Math.max(...v.split(',').map(t => parseFloat(t) * (t.includes('ms') ? 1 : 1000)));
+    return ms(s.transitionDuration) > 1 || (s.animationName !== 'none' && ms(s.animationDuration) > 1);
+}).map(e => e.tagName + '.' + (e.getAttribute('data-testid') || e.className.baseVal || e.className))
+  .slice(0, 8)"""
+
+
+def test_reduced_motion_stops_transitions_and_animations(live):
+    url, browser = live
+    moving = {}
+    for motion in ("no-preference", "reduce"):
+        page = new_page(browser, reduced_motion=motion)
+        page.goto(f"{url}/")
+        settle(page, ".st-key-chart_weights .js-plotly-plot")
+        moving[motion] = page.evaluate(MOVING)
+        page.context.close()
+    assert moving["no-preference"]  # Streamlit animates buttons and fields: the check can fail
+    assert moving["reduce"] == [], moving["reduce"]
+
+
+def test_the_workbench_at_200_percent_zoom_shows_its_first_chart_without_sideways_scrolling(live):
+    """A browser zoomed to 200% on a 1280 x 720 screen lays the page out 640 CSS px wide at twice the
+    pixels per px."""
+    url, browser = live
+    page = new_page(browser, viewport={"width": WIDTH // 2, "height": HEIGHT // 2}, device_scale_factor=2)
+    page.goto(f"{url}/")
+    settle(page, ".st-key-chart_x .js-plotly-plot")
+    chart = page.locator(".st-key-chart_x .js-plotly-plot")
+    chart.scroll_into_view_if_needed()
+    box = chart.bounding_box()
+    assert box and box["width"] > 100 and box["x"] >= 0 and box["x"] + box["width"] <= WIDTH // 2 + 1, box
+    sideways = page.evaluate("""() => {
+        const main = document.querySelector("[data-testid='stMain']");
+        return [main.scrollWidth - main.clientWidth,
+                document.scrollingElement.scrollWidth - document.documentElement.clientWidth];
+    }""")
+    page.screenshot(path=str(ARTIFACTS / "a11y-zoom-200.png"))
+    assert max(sideways) <= 1, sideways
+    page.context.close()
