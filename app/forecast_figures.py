@@ -13,6 +13,7 @@ import numpy as np
 from app.figures import FigureSpec, format_number, head_grids, hover_number, inked, plain
 
 BLUE, GREEN, GREY = "#0072B2", "#009E73", "#8C8C8C"  # Okabe-Ito: unmarked, right, wrong
+RIGHT_SIGN, WRONG_SIGN = "✓ ", "✗ "  # before a revealed answer's label: right and wrong, not by colour alone
 LABEL_CHARS = 28  # an answer's label is cut to this many characters on the axis (the hover has it all)
 BAR_PX = {False: 34, True: 54}  # height of one bar: normal, large (projector)
 FONT_PX = {False: 14, True: 22}
@@ -36,14 +37,15 @@ def answer_bars(labels, counts, *, right=None, large: bool = False) -> FigureSpe
     """The room's answers as horizontal bars, the count and share written on each.
 
     labels [n] (answers as given), counts [n]; right None (not revealed: every bar blue) or [n] of
-    True/False/None (right green, wrong grey). The first label is on top.
+    True/False/None (right green and ✓, wrong grey and ✗ before its label). The first label is on top.
     """
     counts = np.asarray(counts, dtype=int)  # [n]
     n, total = counts.size, int(counts.sum())
     positions = np.arange(1, n + 1)  # [n]
-    shown = [plain(_cut(label)) for label in labels]
-    colours = [BLUE if right is None or mark is None else GREEN if mark else GREY
-               for mark in (right if right is not None else [None] * n)]
+    marks = right if right is not None else [None] * n
+    signs = ["" if mark is None else RIGHT_SIGN if mark else WRONG_SIGN for mark in marks]  # not colour alone
+    shown = [sign + plain(_cut(label)) for sign, label in zip(signs, labels, strict=True)]
+    colours = [BLUE if mark is None else GREEN if mark else GREY for mark in marks]
     texts = [count_text(int(c), total) for c in counts]
     hover = [f"{plain(label)}: {text}" for label, text in zip(labels, texts, strict=True)]
     font = dict(size=FONT_PX[large])

@@ -176,7 +176,8 @@ def test_the_answer_bars_write_count_and_share_on_each_bar_and_mark_after_reveal
     assert list(bars["text"]) == ["6 · 67%", "3 · 33%", "0 · 0%"]
     assert list(decode(bars["x"]) if isinstance(bars["x"], dict) else bars["x"]) == [6, 3, 0]
     ticks = fig["layout"]["yaxis"]["ticktext"]
-    assert ticks[0] == "1 · &lt;b&gt;" and ticks[1] == "2 · &#36;x&#36;"  # literal, not markup
+    assert ticks[0] == "✓ 1 · &lt;b&gt;" and ticks[1] == "✗ 2 · &#36;x&#36;"  # literal, not markup
+    assert ticks[2] == "3"  # right and wrong said by a sign as well as by colour; no sign if not marked
     assert bars["marker"]["color"] == [forecast_figures.GREEN, forecast_figures.GREY, forecast_figures.BLUE]
     hidden = forecast_figures.answer_bars(["a", "b"], [1, 1])
     assert set(hidden["data"][0]["marker"]["color"]) == {forecast_figures.BLUE}  # nothing given away

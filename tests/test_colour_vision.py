@@ -1,0 +1,115 @@
+"""Colour scales and palettes stay distinguishable under simulated colour-vision deficiency.
+
+colorspacious (Machado et al. 2009 at full severity: protanopia, deuteranopia, tritanopia) simulates
+what a reader without one kind of cone sees; distances are CAM02-UCS ΔE, where about 1 is a just
+noticeable difference between two large patches and heatmap cells need several. The thresholds below
+are stated, with today's smallest values beside them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+
+from app import forecast_figures, lab_figures
+from app.figures import HEAD_COLOURS, INK, SIGNED_SCALE, WEIGHT_SCALE
+
+colorspacious = pytest.importorskip("colorspacious")  # requirements-dev.txt
+from plotly.colors import sample_colorscale  # noqa: E402
+
+DEFICIENCIES = ("protanomaly", "deuteranomaly", "tritanomaly")  # at severity 100: -anopia
+SEEN_BY = (None, *DEFICIENCIES)  # None: typical colour vision
+
+WEIGHTS_APART = 7.0  # ΔE between weights 0.25 and 0.33 (smallest today 7.2, deuteranopia)
+TENTH_APART = 4.0  # ΔE between any two values a tenth of a scale apart (smallest 4.6: protanopia, 0.88/0.98)
+SIGNED_APART = 5.0  # ΔE between scores 0.25 and 0.33 (or negatives) of a scale bounded at 1 (smallest 5.1)
+SIGN_APART = 20.0  # ΔE between -0.5 and +0.5 on the signed scale: the sign of a score is never a guess
+
+
+def rgb(colour: str) -> np.ndarray:
+    """'#0072B2' or 'rgb(33, 145, 140)' as sRGB in [0, 1]."""
+    if colour.startswith("#"):
+        return np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)]) / 255
+    return np.array([float(x) for x in re.findall(r"[\d.]+", colour)[:3]]) / 255
+
+
+def seen(colour: np.ndarray, deficiency: str | None) -> np.ndarray:
+    if deficiency is None:
+        return colour
+    space = {"name": "sRGB1+CVD", "cvd_type": deficiency, "severity": 100}
+    return np.clip(colorspacious.cspace_convert(colour, space, "sRGB1"), 0, 1)
+
+
+def delta_e(a: np.ndarray, b: np.ndarray) -> float:
+    return float(colorspacious.deltaE(a, b, input_space="sRGB1"))
+
+
+def on_scale(scale, position: float) -> np.ndarray:
+    return rgb(sample_colorscale(scale, [position])[0])
+
+
+def apart(scale, a: float, b: float, deficiency: str | None) -> float:
+    """ΔE between two positions (0..1) of a colour scale, as a reader with `deficiency` sees them."""
+    return delta_e(seen(on_scale(scale, a), deficiency), seen(on_scale(scale, b), deficiency))
+
+
+@pytest.mark.parametrize("deficiency", SEEN_BY)
+def test_weights_a_quarter_and_a_third_stay_apart(deficiency):
+    """The weights colour scale is fixed at 0..1: 0.25 and 0.33 are two cells a lesson compares."""
+    assert apart(WEIGHT_SCALE, 0.25, 0.33, deficiency) >= WEIGHTS_APART
+
+
+@pytest.mark.parametrize("scale_name", ["weights", "signed"])
+@pytest.mark.parametrize("deficiency", SEEN_BY)
+def test_any_two_values_a_tenth_apart_stay_apart(scale_name, deficiency):
+    scale = {"weights": WEIGHT_SCALE, "signed": SIGNED_SCALE}[scale_name]
+    positions = np.round(np.linspace(0, 0.9, 91), 2)
+    closest = min((apart(scale, p, p + 0.1, deficiency), p) for p in positions)
+    assert closest[0] >= TENTH_APART, closest
+
+
+@pytest.mark.parametrize("deficiency", SEEN_BY)
+def test_signed_scores_keep_their_size_and_their_sign(deficiency):
+    """Scores on the signed scale run from -bound (0) to +bound (1); 0 sits at 0.5."""
+    position = lambda score: 0.5 + score / 2  # noqa: E731  a score of a scale bounded at 1
+    assert apart(SIGNED_SCALE, position(0.25), position(0.33), deficiency) >= SIGNED_APART
+    assert apart(SIGNED_SCALE, position(-0.25), position(-0.33), deficiency) >= SIGNED_APART
+    assert apart(SIGNED_SCALE, position(-0.5), position(0.5), deficiency) >= SIGN_APART
+
+
+PALETTES = {  # name: colours, smallest ΔE between any two of them (today's smallest)
+    "heads": (HEAD_COLOURS, 10.0),  # 11.0, tritanopia, heads 2 and 4
+    "forecast bars": ((forecast_figures.BLUE, forecast_figures.GREEN, forecast_figures.GREY,
+                       forecast_figures.ORANGE), 6.0),  # 6.8, deuteranopia (right and wrong also carry ✓ / ✗)
+    "labs": ((lab_figures.BLUE, lab_figures.VERMILLION, lab_figures.MARKER), 10.0),  # 14.0, protanopia
+}
+
+
+@pytest.mark.parametrize("palette", sorted(PALETTES))
+@pytest.mark.parametrize("deficiency", SEEN_BY)
+def test_every_two_colours_of_a_palette_stay_apart(palette, deficiency):
+    colours, least = PALETTES[palette]
+    closest = min((delta_e(seen(rgb(a), deficiency), seen(rgb(b), deficiency)), a, b)
+                  for a, b in itertools.combinations(colours, 2))
+    assert closest[0] >= least, (palette, closest)
+
+
+def _luminance(colour: np.ndarray) -> float:
+    linear = np.where(colour <= 0.04045, colour / 12.92, ((colour + 0.055) / 1.055) ** 2.4)
+    return float(linear @ [0.2126, 0.7152, 0.0722])
+
+
+def test_chart_text_is_dark_enough_on_white():
+    """Ticks, titles and legends of every chart are INK: 4.5:1 or more on white (WCAG 1.4.3)."""
+    assert 1.05 / (_luminance(rgb(INK)) + 0.05) >= 4.5
+
+
+def test_revealed_answers_say_right_and_wrong_by_a_sign_as_well_as_by_colour():
+    fig = forecast_figures.answer_bars(["a", "b", "c"], [2, 1, 0], right=[True, False, None])
+    ticks = fig["layout"]["yaxis"]["ticktext"]
+    assert ticks == [forecast_figures.RIGHT_SIGN + "a", forecast_figures.WRONG_SIGN + "b", "c"]
+    hidden = forecast_figures.answer_bars(["a", "b"], [1, 1])
+    assert hidden["layout"]["yaxis"]["ticktext"] == ["a", "b"]  # nothing marked before the reveal
