@@ -37,6 +37,9 @@ button:focus-visible, a:focus-visible, [tabindex]:focus-visible {{
 }}
 input:focus-visible, textarea:focus-visible {{ outline-offset: 0 !important; }}
 
+/* Plotly shows its toolbar on hover only: a toolbar button that has the keyboard's focus shows it too. */
+.js-plotly-plot .modebar-container:focus-within .modebar {{ opacity: 1 !important; }}
+
 /* Skip links (built by SCRIPT): off screen until focused, then at the top left over the page. */
 #mha-skip {{ position: fixed; top: 0; left: 0; z-index: 1000002; margin: 0; padding: 0; list-style: none; }}
 #mha-skip a {{ position: absolute; left: -10000px; top: 8px; white-space: nowrap; padding: 8px 12px;

@@ -243,6 +243,9 @@ def test_skip_links_reach_every_step_and_toolbars_wait_until_asked_for(live):
     page.keyboard.press("Enter")
     page.wait_for_function(f"() => ({TOOLBAR_STOPS})() > 0", timeout=10_000)
     assert page.evaluate(FOCUSED)["toolbar"]  # the first toolbar button has the focus
+    page.locator(".st-key-chart_x .modebar-btn").first.focus()  # plotly's toolbar shows on hover only...
+    page.wait_for_function("""() => getComputedStyle(  // ...and when one of its buttons has the focus
+        document.querySelector('.st-key-chart_x .modebar')).opacity === '1'""", timeout=10_000)
     page.context.close()
 
 
