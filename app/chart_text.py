@@ -40,6 +40,7 @@ DISTANCES = "{far_a} and {far_b} are furthest apart ({far}), {near_a} and {near_
 CELL_AT_ATTENTION = "{row} → {col}"
 CELL_AT = "{row}, {col}"
 MASKED_CELLS = "{count:d} masked"
+MASKED = "masked"
 NOTHING_SHOWN = "every cell is masked"
 PICTURE = "{rows} × {cols} cells drawn as a picture, too many to list"
 SERIES = "highest {high_label} ({high}), lowest {low_label} ({low})"
@@ -51,7 +52,6 @@ HISTOGRAM = "{count:d} values from {low} to {high}"
 MORE_PANELS = "and {count:d} more"
 POSITION = "position {:d}"
 PANEL_NAME = "panel {:d}"
-SERIES_NAME = "series {:d}"
 UNTITLED = "Chart"
 Y_VALUE = "value"
 BIN = "{low} to {high}"
@@ -305,7 +305,7 @@ def _grid_table(grid: _Grid) -> Table:
     if grid.values is None:
         return Table(grid.name, [], [], NO_NUMBERS.format(name=grid.name, rows=len(grid.rows),
                                                           cols=len(grid.cols)))
-    cells = [[hover_number(v, near_one=grid.weights) if np.isfinite(v) else "masked" for v in row]
+    cells = [[hover_number(v, near_one=grid.weights) if np.isfinite(v) else MASKED for v in row]
              for row in grid.values.tolist()]
     return Table(grid.name, list(grid.cols), list(zip(grid.rows, cells, strict=True)))
 
