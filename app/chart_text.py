@@ -71,6 +71,8 @@ PATTERN_HEADS = "{pattern} (heads {heads})"
 HEAD_CELL = "{spread:.2f} {pattern}"
 MODEL_TABLE = "Each head's mean normalised entropy and pattern"
 
+COUNTED_LABEL = re.compile(r"([^\d\s]+)(\d+)")  # d1, q16, h3: a name and its position
+
 MAX_BARS_SAID = 12  # a series of at most this many bars is read out bar by bar
 MAX_PANELS_SAID = 16  # a summary names at most this many panels or series, then "and N more"
 MAX_TABLE_CELLS = 5000  # cells of all of a chart's tables together; longer tables are cut by rows
@@ -137,16 +139,30 @@ def _labels(axis: dict, positions: list, *, counted: bool) -> list[str]:
     if axis.get("tickvals") is not None and axis.get("ticktext") is not None:
         ticks = {float(v): plain(t)
                  for v, t in zip(values_of(axis["tickvals"]), axis["ticktext"], strict=False)}
+    prefix = _counting_prefix(ticks) if counted else None
     labels = []
     for position in positions:
         if not _is_number(position):
             labels.append(plain(position))
         elif float(position) in ticks:
             labels.append(ticks[float(position)])
+        elif counted and float(position).is_integer():
+            labels.append(f"{prefix}{int(position):d}" if prefix else POSITION.format(int(position)))
         else:
-            labels.append(POSITION.format(int(position)) if counted and float(position).is_integer()
-                          else f"{float(position):g}")
+            labels.append(f"{float(position):g}")
     return _distinct(labels)
+
+
+def _counting_prefix(ticks: dict[float, str]) -> str | None:
+    """'d' when every tick shown reads 'd' and its own position (d1, d8, d16): the labels in
+    between are d2, d3...; None otherwise."""
+    prefixes = set()
+    for position, text in ticks.items():
+        match = COUNTED_LABEL.fullmatch(text)
+        if match is None or float(match.group(2)) != position:
+            return None
+        prefixes.add(match.group(1))
+    return prefixes.pop() if len(prefixes) == 1 else None
 
 
 def _distinct(labels: list[str]) -> list[str]:

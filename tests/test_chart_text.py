@@ -392,3 +392,11 @@ def test_the_labs_and_the_real_model_charts_have_their_summaries_and_tables():
     assert "furthest apart" in alts["model_disagreement"]
     opened = open_every_table(at, ["model_overview", "model_lines"])
     assert read_tables(opened["model_overview"])[0]["rows"][0][1:] == [f"head {h}" for h in range(1, 13)]
+
+
+def test_numbered_columns_between_the_ticks_keep_their_names():
+    values = np.zeros((2, 300))
+    values[1, 216] = 3.0  # [2, 300]
+    fig = figures.matrix_heatmap(values, ["le", "chat"], figures.dims("d", 300), title="X")
+    assert "d217" not in fig["layout"]["xaxis"]["ticktext"]
+    assert chart_text.of_figure(fig).summary.startswith("X: largest 3.00 at 'chat', 'd217', smallest 0.00")
