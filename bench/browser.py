@@ -2,6 +2,9 @@
 until every chart has painted.
 
 Run: PYTHONPATH=. .venv/bin/python bench/browser.py [--edits 10]
+     PYTHONPATH=. .venv/bin/python bench/browser.py --first-chart 8   (issue 16: the app's first chart
+         in a fresh browser against bench/plain_twelve.py's, interleaved, both servers warm)
+     PYTHONPATH=. .venv/bin/python bench/browser.py --phone 5   (issue 16: 390 x 844, 4x CPU throttling)
 
 Starts one server (tests/live_server.py) and Debian's Chromium (Playwright) at 1280 x 720. Edit:
 click X's cell ('sat', d1), type a new value, press Enter; the clock runs from Enter until the
@@ -19,7 +22,7 @@ import time
 
 from playwright.sync_api import sync_playwright
 
-from tests.live_server import streamlit_server
+from tests.live_server import ROOT, streamlit_server
 from tests.test_browser import CHROMIUM, FLAGS, IDLE, READ_WEIGHTS, WEIGHTS, click_cell
 
 ALL_PAINTED = """() => {
@@ -61,6 +64,79 @@ def switch_seconds(page, title: str) -> float:
     return seconds
 
 
+FIRST_CHART = "() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(p => p._fullLayout)"
+FIRST_PAINT = "() => (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || null"
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
+         "device_scale_factor": 3}
+
+
+def first_chart_seconds(browser, url: str, throttle: float = 1, context_options=None) -> tuple[float, float]:
+    """A fresh context (nothing cached) opening url: seconds until its first chart has painted, and
+    the browser's own first contentful paint."""
+    context = browser.new_context(**(context_options or {"viewport": {"width": 1280, "height": 720}}))
+    page = context.new_page()
+    if throttle != 1:
+        context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": throttle})
+    started = time.perf_counter()
+    page.goto(url)
+    page.wait_for_function(FIRST_CHART, timeout=120_000, polling=50)
+    seconds = time.perf_counter() - started
+    paint = page.evaluate(FIRST_PAINT) or float("nan")
+    context.close()
+    return seconds, paint / 1000
+
+
+def first_chart(browser, url: str, runs: int) -> None:
+    """The app's first chart against a plain script's, in fresh contexts, taken in turns."""
+    with streamlit_server(entry=ROOT / "bench" / "plain_twelve.py") as (plain_url, _):
+        for warm in (url, plain_url):
+            first_chart_seconds(browser, warm)
+        app, plain = [], []
+        for _ in range(runs):
+            app.append(first_chart_seconds(browser, url)[0])
+            plain.append(first_chart_seconds(browser, plain_url)[0])
+    print("| first chart in a fresh browser, 1280 x 720 | median | range | n |")
+    print("|---|---|---|---|")
+    print(summary("the app (default preset)", app))
+    print(summary("plain script, 12 small heatmaps", plain))
+    print(f"ratio of medians: {statistics.median(app) / statistics.median(plain):.2f}")
+
+
+def phone(browser, url: str, runs: int) -> None:
+    """A mid-range phone: 390 x 844, touch, 4x CPU throttling; first paint, first chart, and an edit
+    of the tokens until the weights change."""
+    firsts, paints, edits = [], [], []
+    for _ in range(runs):
+        seconds, paint = first_chart_seconds(browser, url, throttle=4, context_options=PHONE)
+        firsts.append(seconds)
+        paints.append(paint)
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": 4})
+    page.goto(url)
+    page.wait_for_selector(WEIGHTS, timeout=120_000)
+    page.wait_for_selector(IDLE, timeout=120_000)
+    for words in ("the dog sat down", "a cat", "the cat sat")[:runs]:  # new lengths: new rows, new weights
+        before = page.evaluate(f"() => JSON.stringify(({READ_WEIGHTS})())")
+        page.locator("[data-testid='stExpandSidebarButton'], [data-testid='stSidebarCollapsedControl'] button"
+                     ).first.click()
+        box = page.locator("input[aria-label*='Tokens (queries)' i]")
+        box.fill(words)
+        started = time.perf_counter()
+        box.press("Enter")
+        page.wait_for_function(f"(old) => JSON.stringify(({READ_WEIGHTS})()) !== old", arg=before,
+                               timeout=60_000)
+        edits.append(time.perf_counter() - started)
+        page.wait_for_selector(IDLE, timeout=60_000)
+        page.keyboard.press("Escape")
+    context.close()
+    print("| 390 x 844 phone, 4x CPU throttling | median | range | n |")
+    print("|---|---|---|---|")
+    print(summary("first contentful paint (fresh context)", paints))
+    print(summary("first chart painted (fresh context)", firsts))
+    print(summary("tokens edited: Enter until the weights change", edits))
+
+
 def summary(name: str, seconds: list[float]) -> str:
     return (f"| {name} | {statistics.median(seconds):.2f} s | {min(seconds):.2f} to {max(seconds):.2f} s | "
             f"{len(seconds)} |")
@@ -70,9 +146,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--edits", type=int, default=10)
     parser.add_argument("--loads", type=int, default=3)
+    parser.add_argument("--first-chart", type=int, default=0, help="runs of the first-chart comparison only")
+    parser.add_argument("--phone", type=int, default=0, help="runs of the throttled phone only")
     args = parser.parse_args()
     with streamlit_server() as (url, _), sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        if args.first_chart or args.phone:
+            if args.first_chart:
+                first_chart(browser, url, args.first_chart)
+            if args.phone:
+                phone(browser, url, args.phone)
+            return
         page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
         page.goto(url)
         page.wait_for_selector(WEIGHTS, timeout=60_000)

@@ -22,11 +22,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(*extra_args: str, timeout: float = 60.0):
-    """Yield the base URL of a headless Streamlit server serving the app; stop it afterwards."""
+def streamlit_server(*extra_args: str, timeout: float = 60.0, entry: Path = ENTRY):
+    """Yield the base URL of a headless Streamlit server serving the app (or another script, entry);
+    stop it afterwards."""
     port = free_port()
     command = [
-        sys.executable, "-m", "streamlit", "run", str(ENTRY),
+        sys.executable, "-m", "streamlit", "run", str(entry),
         "--server.headless=true", "--server.address=127.0.0.1", f"--server.port={port}",
         "--browser.gatherUsageStats=false", "--server.fileWatcherType=none", *extra_args,
     ]
