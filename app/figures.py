@@ -134,6 +134,15 @@ def head_colour(head: int) -> str:
     return HEAD_COLOURS[head % len(HEAD_COLOURS)]
 
 
+HEAD_PATTERNS = ("", "/", ".", "x", "\\", "-", "+", "|")  # head 1 solid; with the colour, never colour alone
+
+
+def head_pattern(head: int) -> dict:
+    """A bar's fill pattern for head `head` (0-based): grouped bars name their heads by it as well as by
+    colour (the legend shows both); drawn over the colour in black or white, whichever stands out."""
+    return dict(shape=HEAD_PATTERNS[head % len(HEAD_PATTERNS)], fillmode="overlay", solidity=0.3)
+
+
 def position_labels(tokens) -> list[str]:
     """Tick text for each position: the escaped token (integer positions keep repeats apart)."""
     return [chart_text(t) for t in tokens]
@@ -883,7 +892,7 @@ def query_bars(weights, query: int, k_tokens, *, head_names=None, large: bool = 
     keys = _hover_labels(cols)
     positions = np.arange(1, n_k + 1, dtype=np.int32)  # [n_k], 1-based like the heatmaps
     data = [dict(type="bar", x=positions, y=weights[head, query].astype(np.float32),
-                 name=head_names[head], marker=dict(color=head_colour(head)),
+                 name=head_names[head], marker=dict(color=head_colour(head), pattern=head_pattern(head)),
                  hovertext=[f"{head_names[head]}, key {key}: weight {hover_number(w, near_one=True)}"
                            for key, w in zip(keys, weights[head, query].tolist(), strict=True)],
                  hovertemplate="%{hovertext}<extra></extra>")

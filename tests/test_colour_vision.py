@@ -113,3 +113,14 @@ def test_revealed_answers_say_right_and_wrong_by_a_sign_as_well_as_by_colour():
     assert ticks == [forecast_figures.RIGHT_SIGN + "a", forecast_figures.WRONG_SIGN + "b", "c"]
     hidden = forecast_figures.answer_bars(["a", "b"], [1, 1])
     assert hidden["layout"]["yaxis"]["ticktext"] == ["a", "b"]  # nothing marked before the reveal
+
+
+def test_grouped_head_bars_name_each_head_by_a_pattern_as_well_as_by_colour():
+    """Step 6's bars: one bar per head and key, told apart by colour and by fill pattern (the legend
+    shows both), so a reader who cannot tell two colours apart still can tell the heads."""
+    from app.figures import query_bars
+
+    weights = np.full((8, 2, 3), 1 / 3)  # [h, n_q, n_k]
+    bars = query_bars(weights, 0, ["a", "b", "c"])["data"]
+    shapes = [trace["marker"].get("pattern", {}).get("shape") for trace in bars]
+    assert len(set(shapes)) == 8, shapes
