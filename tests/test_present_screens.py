@@ -8,15 +8,17 @@ import re
 import numpy as np
 import pytest
 
+from app import figures
 from app.views.present import SCREENS
 from mha_core import all_scenarios
 from mha_core.quiz import forecast
-from tests.apptest_util import open_address, shown
+from tests.apptest_util import chart_specs, open_address, shown
 
 SCENARIOS = all_scenarios()
 SPLIT = next(i for i, screen in enumerate(SCREENS) if screen.title.startswith("Split into h heads"))
 CONCATENATE = next(i for i, screen in enumerate(SCREENS) if screen.title.startswith("Concatenate"))
 COST = len(SCREENS) - 1
+WEIGHTS = [list(stop) for stop in figures.WEIGHT_SCALE]  # the weights' one colour scale
 
 
 def on_screen(at) -> str:
@@ -128,3 +130,24 @@ def test_each_screens_generated_forecast_is_about_that_screens_idea(key):
                 assert np.sort(column)[-1] - np.sort(column)[-2] >= 0.01  # no tie is asked
                 wrong = next(choice for choice in question.choices if choice != question.answer)
                 assert question.check(question.answer) and not question.check(wrong)
+
+
+@pytest.mark.parametrize("key", ["the_cat_sat_two_heads", "ex_h_cross_attention"])
+def test_every_weight_on_the_presenter_is_drawn_in_one_colour_scale(key):
+    """Finding 9: the presenter shows attention weights in one high-contrast scale everywhere (the
+    heatmaps' own, figures.WEIGHT_SCALE): no screen draws them as bars in the heads' colours."""
+    at = open_address({"preset": key}, "present")
+    weights_seen = 0
+    for screen in range(len(SCREENS)):
+        button = reveal_button(at)
+        if button is not None:
+            button.click().run()
+        for name, spec in chart_specs(at).items():
+            for trace in spec["data"]:
+                assert trace["type"] != "bar", (key, screen + 1, name)
+                if trace["type"] == "heatmap" and (trace.get("zmin"), trace.get("zmax")) == (0.0, 1.0):
+                    assert [list(stop) for stop in trace["colorscale"]] == WEIGHTS, (key, screen + 1, name)
+                    weights_seen += 1
+        if screen < len(SCREENS) - 1:
+            at.button(key="present_next").click().run()
+    assert weights_seen >= 4  # softmax, the heads side by side, the heads' rows for a query, ...

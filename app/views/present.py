@@ -27,15 +27,17 @@ from mha_core.quiz import DrawnForecast, Question, drawn_forecast, forecast
 # Everything on a screen fits a projector's 1280 x 720 without scrolling (tests/test_present_fit.py):
 # text of 20 px with tight lines, formulas of 24 px, little padding and small gaps between elements.
 PRESENTER_CSS = """<style>
-[data-testid="stMain"] .block-container { padding-top: 3.9rem; padding-bottom: 0.5rem; }
+/* Two invisible elements (this style, the keys' script) first, then the header row below the app's bar */
+[data-testid="stMain"] .block-container { padding-top: 2.85rem; padding-bottom: 0.5rem; }
 [data-testid="stMain"] [data-testid="stVerticalBlock"] { gap: 0.55rem; }
 [data-testid="stMain"] h3 { padding: 0; font-size: 1.8rem; line-height: 1.2; }
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] li { font-size: 1.25rem; line-height: 1.38; }
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] p { margin-bottom: 0.35rem; }
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] { margin-bottom: -0.35rem; }  /* the last one's */
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 1.15rem; line-height: 1.35; }
 [data-testid="stMain"] .katex { font-size: 1.1em; }  /* inline: 22 px in 20-px text */
-[data-testid="stMain"] .katex-display { margin: 0; padding: 0.1em 0 0.2em; }
+[data-testid="stMain"] .katex-display { margin: 0 0 0.35rem; padding: 0.1em 0 0.2em; }
 [data-testid="stMain"] .katex-display .katex { font-size: 1.5em; }  /* a formula: 24 px */
 [data-testid="stMain"] [data-testid="stSelectbox"] * { font-size: 1.25rem; }  /* the chosen query, legible */
 [data-testid="stMain"] [data-testid="stAlert"] { padding: 0.5rem 0.75rem; }
@@ -50,11 +52,11 @@ CHART_WIDTH = 800
 CELL_HEIGHTS = (72, 60, 52, 46, 42, 34, 28, 22)
 PROJECTOR = replace(figures.LARGE, title_font=20, row_gap=10)
 # Vertical room for the charts' column of a screen, px: 720 less the header, the formula and padding.
-CHARTS_PX = 530
+CHARTS_PX = 515
 SELECTORS_PX = 52  # the head and query pickers, one row
 WORKED_LINE_PX = 66  # a worked formula line under the pickers
 CAPTION_PX = 34  # a line of text
-TABLE_PX = 52  # "Numbers as a table" under every chart (app/widgets.chart), closed
+TABLE_PX = 40  # "Numbers as a table" under every chart (app/widgets.chart), closed, and its gap
 SHOWN_TERMS = 3  # the largest terms of a weighted sum written out
 STEP_KEY = "present_step"
 TO_THE_TOP = "present_to_the_top"
@@ -170,7 +172,7 @@ def render(current: Current, inputs: Inputs) -> None:
         if room and (not revealed or room_view() == ROOM_ANSWERS):
             questions.presenter_panel(partial(reveal, screen, question) if question is not None else None)
         elif revealed:
-            draw.screen(screen)
+            draw.screen(screen, above=SELECTORS_PX if room else 0)
         else:
             st.info("The result appears here after **Reveal**: first, let the room forecast.",
                     icon=":material/psychology_alt:")
@@ -204,8 +206,8 @@ def title_card(scenario, current: Current) -> None:
         if scenario is None:
             st.markdown("**Your own setup**: every number on these screens is computed from it.")
             return
-        edited = " (edited: the numbers are yours, not the chapter's)" if current.edited else ""
-        st.markdown(f"**{lit(scenario.title)}**{edited}  \n{lit(scenario.story)}")
+        edited = widgets.whose_edit() if current.edited else ""
+        st.markdown(f"**{lit(scenario.title)}**{lit(edited)}  \n{lit(scenario.story)}")
         lesson = scenario.lesson
         if lesson is not None and not current.edited:
             if lesson.forecast or lesson.screen > 1:
@@ -287,8 +289,11 @@ class Draw:
         self.sizes = inputs.sizes
         self.q_tokens, self.k_tokens = inputs.tokens, inputs.kv_tokens
         self.heads = [f"head {i + 1}" for i in range(self.sizes.n_heads)]
+        self.room = CHARTS_PX  # px the charts' column has for this screen's charts (see screen)
 
-    def screen(self, screen: int) -> None:
+    def screen(self, screen: int, *, above: int = 0) -> None:
+        """Screen ``screen``'s charts in the room left by ``above`` px of other things above them."""
+        self.room = CHARTS_PX - above
         (self.arrows, self.qkv, self.dot_product, self.softmax, self.weighted_sum, self.split,
          self.disagreement, self.concatenate, self.cost)[screen]()
 
@@ -336,7 +341,7 @@ class Draw:
     def arrows(self):
         x = self.setup.x
         chart(fitted("matrix_heatmap", x, self.q_tokens, figures.dims("d", self.sizes.d_model),
-                     budget=CHARTS_PX, title=figures.shape_title("X", x.shape)),
+                     budget=self.room, title=figures.shape_title("X", x.shape)),
               key="present_x")
 
     def qkv(self):
@@ -345,7 +350,7 @@ class Draw:
         titles = [figures.shape_title(f"{name} of head {head + 1}", a[head].shape)
                   for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))]
         chart(fitted("qkv_panels", r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
-                     budget=CHARTS_PX - SELECTORS_PX, titles=titles), key="present_qkv")
+                     budget=self.room - SELECTORS_PX, titles=titles), key="present_qkv")
 
     def dot_product(self):
         head, query = self.pickers()
@@ -354,14 +359,14 @@ class Draw:
         st.caption(f"Query {query + 1} · {lit(self.q_tokens[query])} against key {key + 1} · "
                    f"{lit(self.k_tokens[key])}, its highest score in head {head + 1}.")
         self.one_head(self.r.scores, head, "scores", "S", "present_scores",
-                      CHARTS_PX - SELECTORS_PX - WORKED_LINE_PX - CAPTION_PX)
+                      self.room - SELECTORS_PX - WORKED_LINE_PX - CAPTION_PX)
 
     def softmax(self):
         """The scaled scores and the weights of one head: stacked when both fit, else side by side."""
         head, query = self.pickers()
         key = int(np.argmax(self.r.weights[head, query]))
         st.latex(drill_lines(self.r, head, query, key)[-1])
-        room = CHARTS_PX - SELECTORS_PX - WORKED_LINE_PX
+        room = self.room - SELECTORS_PX - WORKED_LINE_PX
         pair = (("scores", self.r.scaled, "scaled", "present_scaled"),
                 ("weights", self.r.weights, "A", "present_weights"))
         stacked = [fitted("head_grids", values[head:head + 1], self.q_tokens, self.k_tokens,
@@ -393,7 +398,7 @@ class Draw:
                    f"{values.shape[1]:d}.")
         outputs = self.r.head_outputs
         chart(fitted("head_grids", outputs[head:head + 1], self.q_tokens, figures.dims("v", self.sizes.d_v),
-                     budget=CHARTS_PX - SELECTORS_PX - WORKED_LINE_PX - 2 * CAPTION_PX,
+                     budget=self.room - SELECTORS_PX - WORKED_LINE_PX - 2 * CAPTION_PX,
                      kind="signed", cols_are_tokens=False,
                      head_names=[figures.shape_title(f"head {head + 1}'s output", outputs.shape[1:])]),
               key="present_head_output")
@@ -409,7 +414,7 @@ class Draw:
             st.markdown(f"**Why narrow slices?** {sz.n_heads:d} heads of width {sz.d_k:d} cost {flops:,} "
                         f"FLOPs; one head of width {sz.n_heads * sz.d_k:d} would cost {wide:,}. Same work, "
                         f"{sz.n_heads:d} viewpoints.")
-        budget = CHARTS_PX - 2 * CAPTION_PX
+        budget = self.room - 2 * CAPTION_PX
         heads = range(sz.n_heads)
         fig = self.all_heads(heads, budget)
         if fig["layout"]["height"] + TABLE_PX > budget and sz.n_heads > figures.MAX_PER_ROW:
@@ -445,14 +450,18 @@ class Draw:
                                                            if flat else ""))
         else:
             st.markdown("With one head, or one key, there is nothing to disagree about.")
-        chart(bars_fitted(self.r.weights, query, self.k_tokens, head_names=self.heads,
-                          budget=CHARTS_PX - SELECTORS_PX - 2 * CAPTION_PX),
-              key="present_bars")
+        rows = self.r.weights[:, query, :]  # [h, n_k]: one row per head, on the weights' one scale
+        title = figures.shape_title(f"Query {query + 1} · {self.q_tokens[query]}: each head's weights",
+                                    rows.shape)
+        chart(fitted("head_grids", rows[None], self.heads, self.k_tokens, kind="weights",
+                     cols_are_tokens=False, budget=self.room - SELECTORS_PX - 2 * CAPTION_PX,
+                     head_names=[title]),
+              key="present_heads_row")
 
     def concatenate(self):
         """The concatenation, then the output next to the input X (one scale: they have one width)."""
         sz, r = self.sizes, self.r
-        room = CHARTS_PX
+        room = self.room - CAPTION_PX  # two charts' tables: a little more air than one
         concat = fitted("concat_bands", r.concat, self.q_tokens, sz.n_heads, sz.d_v, budget=room // 2,
                         title=f"Concat {figures.shape_title('', r.concat.shape).strip()}: one band per head")
         chart(concat, key="present_concat")
@@ -462,9 +471,9 @@ class Draw:
                       right_title=figures.shape_title("input X", self.setup.x.shape))
         small = max(r.output.shape) <= figures.NUMBERS_UP_TO  # its numbers are drawn when they fit
         if small and "texttemplate" not in pair["data"][0]:  # side by side they do not: the output alone
-            st.caption(f"The output has the input's shape, {sz.n_q:d} × {sz.d_model:d}: X is on screen 1.")
+            title = f"{figures.shape_title('output', r.output.shape)}: the input's shape (X: screen 1)"
             pair = fitted("matrix_heatmap", r.output, self.q_tokens, figures.dims("d", sz.d_model),
-                          budget=budget - CAPTION_PX, title=figures.shape_title("output", r.output.shape))
+                          budget=budget, title=title)
         chart(pair, key="present_output")
 
     def cost(self):
@@ -492,19 +501,6 @@ def fitted(builder: str, *args, budget: int, width: int = CHART_WIDTH, **kwargs)
         if fig["layout"]["height"] + TABLE_PX <= budget:
             break
     return fig
-
-
-MIN_BARS_PX = 160  # the bars' plot area at the least
-
-
-def bars_fitted(weights, query: int, k_tokens, *, head_names, budget: int):
-    """The heads' bars for one query, their plot area as tall as ``budget`` allows (up to LARGE's)."""
-    fig = figure("query_bars", weights, query, k_tokens, head_names=head_names, large=PROJECTOR,
-                 width=CHART_WIDTH)
-    spare = fig["layout"]["height"] - PROJECTOR.bar_height  # legend, ticks and margins
-    bar_height = int(np.clip(budget - TABLE_PX - spare, MIN_BARS_PX, PROJECTOR.bar_height))
-    return figure("query_bars", weights, query, k_tokens, head_names=head_names, width=CHART_WIDTH,
-                  large=replace(PROJECTOR, bar_height=bar_height))
 
 
 def _tex_number(value: float) -> str:

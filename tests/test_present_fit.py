@@ -1,0 +1,141 @@
+"""The projector (issue 16): every presenter screen of every preset fits Chromium at 1280 x 720 without
+scrolling, before and after Reveal and with the room's answer panel open, with cell numbers and
+formulas at 20 px or more. One server, one browser, one page for the walk.
+
+Skips when Chromium or Playwright is missing, unless REQUIRE_BROWSER=1 (CI), where that fails.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mha_core import all_scenarios
+from tests.test_browser import ARTIFACTS, live, no_error_on, room_code  # noqa: F401 (live: fixture)
+
+PROJECTOR = {"width": 1280, "height": 720}
+SCREENS = 9
+LOADED = 60_000  # ms a step may take on a loaded machine before the test gives up
+SMALLEST_PX = 20
+MEASURE = """() => {
+    // The page's height (Streamlit's main scroll box), the smallest number drawn on a chart and the
+    // smallest formula (KaTeX's own size, of display and inline formulas alike).
+    const main = document.querySelector("[data-testid='stMain']");
+    const sizes = (selector) => Array.from(main.querySelectorAll(selector))
+        .filter(n => n.getBoundingClientRect().width > 0 && /\\d/.test(n.textContent))
+        .map(n => parseFloat(getComputedStyle(n).fontSize));
+    const cells = sizes(".js-plotly-plot .heatmap-label text, .js-plotly-plot .textpoint text");
+    const formulas = sizes(".katex");
+    return {height: main.scrollHeight, cells: cells.length ? Math.min(...cells) : null,
+            formulas: formulas.length ? Math.min(...formulas) : null,
+            title: (document.querySelector("h3") || {}).innerText || ""};
+}"""
+# Streamlit has finished and plotly has drawn every chart it was given (a chart still drawing is
+# shorter than it will be).
+DRAWN = """() => {
+    const app = document.querySelector("[data-testid='stApp']");
+    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    if (document.querySelector("[data-testid='stSkeleton'], [data-stale='true']")) return false;
+    if (!document.querySelector(".st-key-present_next button")) return false;
+    const charts = document.querySelectorAll("[data-testid='stMain'] [data-testid='stPlotlyChart']");
+    return Array.from(charts).every(c => c.querySelector('.main-svg'));
+}"""
+SCREEN_SHOWN = "(start) => (document.querySelector('h3') || {}).innerText?.startsWith(start)"
+
+
+def settled(page) -> None:
+    page.wait_for_timeout(150)  # a debounce, as Streamlit's own e2e tests do
+    page.wait_for_function(DRAWN, timeout=LOADED)
+
+
+def measured(page, where: str) -> dict:
+    """The page as the room sees it: it fits 720 px, and its numbers and formulas are 20 px or more."""
+    settled(page)
+    seen = page.evaluate(MEASURE)
+    problems = []
+    if seen["height"] > PROJECTOR["height"]:
+        problems.append(f"{seen['height']} px tall")
+    for what in ("cells", "formulas"):
+        if seen[what] is not None and seen[what] < SMALLEST_PX:
+            problems.append(f"{what} at {seen[what]} px")
+    if problems:
+        page.screenshot(path=str(ARTIFACTS / f"present-fit-{where}.png"))
+    seen["problems"] = problems
+    return seen
+
+
+def reveal(page) -> bool:
+    button = page.locator(".st-key-present_reveal button")
+    if not button.count():
+        return False
+    button.click()
+    page.wait_for_selector(".st-key-present_reveal", state="detached", timeout=LOADED)
+    return True
+
+
+def next_screen(page, screen: int) -> None:
+    page.locator(".st-key-present_next button").click()
+    page.wait_for_function(SCREEN_SHOWN, arg=f"{screen} / {SCREENS} · ", timeout=LOADED)
+
+
+@pytest.fixture(scope="module")
+def projector(live):  # noqa: F811 (the fixture of tests/test_browser.py)
+    url, browser = live
+    context = browser.new_context(viewport=PROJECTOR)
+    yield url, context.new_page()
+    context.close()
+
+
+def test_every_screen_of_every_preset_fits_the_projector(projector):
+    url, page = projector
+    failures, views = [], 0
+    for preset in all_scenarios():
+        page.goto(f"{url}/present?preset={preset}")
+        page.wait_for_selector(".st-key-present_next button", timeout=LOADED)
+        page.wait_for_function(SCREEN_SHOWN, arg=f"1 / {SCREENS} · ", timeout=LOADED)
+        for screen in range(1, SCREENS + 1):
+            seen = measured(page, f"{preset}-{screen}")
+            assert seen["title"].startswith(f"{screen} / {SCREENS} · "), seen["title"]
+            failures += [(preset, screen, "before Reveal", p) for p in seen["problems"]]
+            views += 1
+            if reveal(page):
+                seen = measured(page, f"{preset}-{screen}-revealed")
+                failures += [(preset, screen, "after Reveal", p) for p in seen["problems"]]
+                views += 1
+            if preset == "the_cat_sat_two_heads":  # to look at: artifacts/present-<screen>.png
+                page.screenshot(path=str(ARTIFACTS / f"present-{screen}.png"))
+            no_error_on(page)
+            if screen < SCREENS:
+                next_screen(page, screen + 1)
+    assert views >= len(all_scenarios()) * SCREENS
+    assert not failures, failures
+
+
+def test_the_rooms_answer_panel_fits_too(projector):
+    """The teacher of a room asks the softmax screen's forecast: the panel, the answers shown, Reveal,
+    then the result and the room's answers one at a time, each within 720 px."""
+    url, page = projector
+    page.goto(f"{url}/class")
+    page.wait_for_selector(".st-key-live_start button", timeout=LOADED)
+    page.locator(".st-key-live_start button").click()
+    room_code(page)
+    page.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()
+    page.wait_for_function(SCREEN_SHOWN, arg=f"1 / {SCREENS} · ", timeout=LOADED)
+    for screen in (2, 3, 4):
+        next_screen(page, screen)
+    settled(page)
+    page.locator(".st-key-present_ask button").click()
+    page.wait_for_selector(".st-key-room_show_answers", timeout=LOADED)
+    views = {"asked": measured(page, "room-asked")}
+    page.locator(".st-key-room_show_answers label").click()
+    page.wait_for_function("() => document.body.innerText.includes('No answers yet')", timeout=LOADED)
+    views["answers shown"] = measured(page, "room-answers")
+    assert reveal(page)
+    page.wait_for_selector(".st-key-present_room_view", timeout=LOADED)
+    views["revealed: the result"] = measured(page, "room-result")
+    assert page.locator(".st-key-present_weights .js-plotly-plot").count() == 1
+    page.locator(".st-key-present_room_view button:has-text(\"The room's answers\")").click()
+    page.wait_for_selector(".st-key-present_weights", state="detached", timeout=LOADED)
+    views["revealed: the room's answers"] = measured(page, "room-revealed-answers")
+    page.screenshot(path=str(ARTIFACTS / "present-room-revealed.png"))
+    no_error_on(page)
+    assert {name: seen["problems"] for name, seen in views.items() if seen["problems"]} == {}
