@@ -30,7 +30,8 @@ PHONE_CSS = f"""<style>
   [data-testid="stMain"] button, [data-testid="stSidebar"] button, [data-testid="stBottom"] button,
   [data-testid="stSidebarNavLink"], [data-testid="stTab"], [data-testid="stExpandSidebarButton"],
   [data-testid="stMainMenuButton"], [data-testid="stHeader"] button, [data-testid="stPageLink-NavLink"],
-  [data-testid="stLinkButton"] a, [data-testid="stDownloadButton"] button {{
+  [data-testid="stLinkButton"] a, [data-testid="stDownloadButton"] button,
+  [data-testid="stExpander"] summary {{
     min-height: {TOUCH_PX}px !important;
     min-width: {TOUCH_PX}px !important;
   }}
@@ -58,11 +59,24 @@ PHONE_CSS = f"""<style>
 }}
 </style>"""
 
+# Reports once the page's run has finished, as a tap would: a report during the first run would stop
+# it before the page's widgets were drawn, and their state (the Real model page's text) came back empty.
 PROBE_JS = f"""
 export default function (component) {{
   const {{ setStateValue, data }} = component;
   const narrow = window.innerWidth < {NARROW_MAX_PX};
-  if (!data || data.narrow !== narrow) setStateValue("narrow", narrow);
+  if ((data && data.narrow === narrow) || window.mhaNarrowSent === narrow) return;
+  const app = document.querySelector("[data-testid='stApp']");
+  const idle = () => !app || app.getAttribute("data-test-script-state") !== "running";
+  const report = () => {{
+    if (!idle() || window.mhaNarrowSent === narrow) return false;
+    window.mhaNarrowSent = narrow;
+    setStateValue("narrow", narrow);
+    return true;
+  }};
+  if (report()) return;
+  const watch = new MutationObserver(() => {{ if (report()) watch.disconnect(); }});
+  watch.observe(app, {{ attributes: true, attributeFilter: ["data-test-script-state"] }});
 }}
 """
 

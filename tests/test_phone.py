@@ -1,0 +1,314 @@
+"""Issue 16: the phone, and the Real model page's figures in the browser.
+
+A student on a 390 x 844 touch phone (Playwright: is_mobile, has_touch) sees every page of the
+navigation without sideways scrolling, charts planned for the phone's column (one head a row,
+larger cells), touch targets of at least 44 x 44 px, and, following a room, a forecast form for the
+thumb and a revealed forecast whose legend no toolbar covers. At 1280 x 720, the Real model page's
+wide matrices are pictures with readable rows, not strips.
+
+One server and one Chromium for the module. Skips without Chromium unless REQUIRE_BROWSER=1.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.live_server import ROOT, streamlit_server
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+REQUIRED = os.environ.get("REQUIRE_BROWSER") == "1"
+ARTIFACTS = ROOT / "artifacts"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+PHONE = dict(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+PHONE_PX = 390
+TOUCH_PX = 44
+LOADED = 60_000  # ms: a loaded machine may take this long to draw a page
+PAGES = ["/", "/present", "/labs", "/quiz", "/model", "/class", "/examples"]  # every page of the navigation
+CHIP_BUTTONS = "[class*='st-key-chip_add_'] button"
+
+if not Path(CHROMIUM).exists():
+    if REQUIRED:
+        raise RuntimeError("REQUIRE_BROWSER=1 but no Chromium: apt-get install chromium")
+    pytest.skip("no Chromium found (apt-get install chromium)", allow_module_level=True)
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:
+    if REQUIRED:
+        raise
+    pytest.skip("playwright is not installed (requirements-dev.txt)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def live():
+    """One real server and one Chromium for the module: (url, browser)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    with streamlit_server() as (url, _), sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield url, browser
+        browser.close()
+
+
+def settle(page, selector: str = "[data-testid='stMain'] [data-testid='stMarkdownContainer']") -> None:
+    """The page has drawn and its script is idle (twice: a phone's first run reports its width and
+    reruns once)."""
+    page.wait_for_selector(selector, timeout=LOADED)
+    for _ in range(2):
+        page.wait_for_timeout(400)  # the debounce of Streamlit's own e2e tests
+        page.wait_for_selector(IDLE, timeout=LOADED)
+
+
+def no_error_on(page) -> None:
+    assert page.locator("[data-testid='stException']").count() == 0
+
+
+# Elements past the right edge that no box with its own horizontal overflow clips (a wide formula or
+# grid scrolls inside its box, not the page); and touch targets under 44 px on a side. Targets: buttons
+# (pills, segmented controls, tabs, chart and table toolbars), links that are not inline in a sentence,
+# the labels of checkboxes and radios. Off-screen elements (a closed sidebar, skip links until focused)
+# and hidden ones are left out.
+MEASURE = """([vw, touch]) => {
+  const clipped = (el) => {
+    for (let p = el.parentElement; p; p = p.parentElement) {
+      const s = getComputedStyle(p);
+      const own = ['auto', 'hidden', 'scroll', 'clip'].includes(s.overflowX);
+      if (own && p.getBoundingClientRect().right <= vw + 1) return true;
+    }
+    return false;
+  };
+  const shown = (el) => {
+    const r = el.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1 || r.right <= 0 || r.left >= vw) return false;
+    for (let p = el; p; p = p.parentElement) {
+      const s = getComputedStyle(p);
+      if (s.visibility === 'hidden' || s.display === 'none' || s.opacity === '0' || p.inert) return false;
+    }
+    return true;
+  };
+  const name = (el) => (el.getAttribute('data-testid') || el.tagName) + ' "' +
+    (el.innerText || el.getAttribute('aria-label') || '').trim().slice(0, 30).replace(/\\s+/g, ' ') + '"';
+  const spill = [];
+  for (const el of document.querySelectorAll("[data-testid='stMain'] *")) {
+    const r = el.getBoundingClientRect();
+    if (r.width && r.right > vw + 1 && !clipped(el)) spill.push(name(el) + ' right ' + Math.round(r.right));
+  }
+  const small = [];
+  const targets = "button, a[href], [role='tab'], [data-testid='stCheckbox'] label, " +
+                  "[data-testid='stRadio'] label";
+  for (const el of document.querySelectorAll(targets)) {
+    if (!shown(el) || el.closest("[data-testid='stSkipToContent'], #mha-skip")) continue;
+    const sentence = "[data-testid='stMarkdownContainer'] p, [data-testid='stMarkdownContainer'] li";
+    if (el.tagName === 'A' && el.closest(sentence)) continue;  // a link in a sentence (WCAG 2.5.8: inline)
+    const r = el.getBoundingClientRect();
+    if (r.width < touch - 0.5 || r.height < touch - 0.5)
+      small.push(name(el) + ' ' + Math.round(r.width) + ' x ' + Math.round(r.height));
+  }
+  return {page: document.scrollingElement.scrollWidth,
+          main: document.querySelector("[data-testid='stMain']").scrollWidth, spill, small};
+}"""
+
+
+def assert_fits_a_phone(page, where: str) -> None:
+    found = page.evaluate(MEASURE, [PHONE_PX, TOUCH_PX])
+    assert found["page"] <= PHONE_PX and found["main"] <= PHONE_PX, (where, found["page"], found["main"])
+    assert not found["spill"], (where, found["spill"][:10])
+    assert not found["small"], (where, found["small"][:20])
+
+
+def test_every_page_fits_a_phone_with_targets_for_a_thumb(live):
+    url, browser = live
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    for path in PAGES:
+        page.goto(url + path)
+        settle(page)
+        no_error_on(page)
+        assert_fits_a_phone(page, path)
+        page.screenshot(path=str(ARTIFACTS / f"phone-{path.strip('/') or 'workbench'}.png"))
+    page.goto(url + "/")
+    settle(page)
+    page.locator("[data-testid='stExpandSidebarButton']").tap()
+    page.wait_for_function("""() => {
+        const link = document.querySelector("[data-testid='stSidebarNavLink']");
+        return link && link.getBoundingClientRect().left >= 0;
+    }""", timeout=LOADED)
+    page.wait_for_timeout(600)  # the sidebar finishes sliding in
+    assert_fits_a_phone(page, "the sidebar, open")
+    page.screenshot(path=str(ARTIFACTS / "phone-sidebar.png"))
+    context.close()
+
+
+PANELS = """(key) => {
+  const el = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  if (!el) return null;
+  const full = el._fullLayout;
+  const grids = el.data.filter(t => (t.type === 'heatmap' || t.type === 'image') && t.hoverinfo !== 'skip');
+  return grids.map(t => {
+    const x = full['xaxis' + t.xaxis.slice(1)], y = full['yaxis' + t.yaxis.slice(1)];
+    const rows = t.type === 'image' ? Math.round(Math.abs(y.range[0] - y.range[1]))
+                                    : (t.z._inputArray || t.z).length;
+    const cols = t.type === 'image' ? Math.round(Math.abs(x.range[1] - x.range[0]))
+                                    : (t.z._inputArray ? t.z._inputArray[0].length : t.z[0].length);
+    return {left: x._offset, top: y._offset, width: x._length, height: y._length, rows, cols};
+  });
+}"""
+
+
+def test_the_workbench_draws_one_head_a_row_on_a_phone(live):
+    url, browser = live
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    page.goto(url + "/")
+    settle(page, ".st-key-chart_weights .js-plotly-plot")
+    panels = page.evaluate(PANELS, "chart_weights")
+    assert len(panels) >= 2
+    assert len({round(p["left"]) for p in panels}) == 1  # one column of heads
+    for p in panels:
+        assert p["width"] / p["cols"] >= TOUCH_PX and p["height"] / p["rows"] >= TOUCH_PX * 0.6, p  # cells
+    context.close()
+
+
+def open_model_tab(page, url: str, tab: str) -> None:
+    page.goto(url + "/model")
+    settle(page, ".st-key-model_overview .js-plotly-plot")
+    page.get_by_role("tab", name=tab).click()
+    page.wait_for_timeout(400)
+    page.wait_for_selector(IDLE, timeout=LOADED)
+
+
+Y_LABELS = """(key) => {
+  const el = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  const font = parseFloat(getComputedStyle(el.querySelector('.ytick text')).fontSize);
+  const boxes = Array.from(el.querySelectorAll('.ytick text'), t => t.getBoundingClientRect())
+    .filter(r => r.height > 0);
+  let overlaps = 0;
+  for (let i = 0; i < boxes.length; i++)
+    for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i], b = boxes[j];
+      const apart = Math.abs((a.top + a.bottom) / 2 - (b.top + b.bottom) / 2);
+      if (a.left < b.right && b.left < a.right && apart < font) overlaps++;  // closer than their font size
+    }
+  return overlaps;
+}"""
+
+
+@pytest.mark.parametrize("device", ["projector", "phone"])
+def test_the_real_model_pages_wide_matrices_are_pictures_with_readable_rows(live, device):
+    """Finding 7: each head's contribution [12 x 384] was a 5-px strip with [CLS] on [SEP]."""
+    url, browser = live
+    projector = {"viewport": {"width": 1280, "height": 720}}
+    context = browser.new_context(**(PHONE if device == "phone" else projector))
+    page = context.new_page()
+    open_model_tab(page, url, "One layer's heads")
+    page.wait_for_selector(".st-key-model_contributions .js-plotly-plot", timeout=LOADED)
+    assert page.locator("textarea").first.input_value()  # the phone's one rerun keeps the typed text
+    page.locator(".st-key-model_contributions").scroll_into_view_if_needed()
+    for key in ("model_contributions", "model_concat"):
+        panels = page.evaluate(PANELS, key)
+        assert panels, key
+        for p in panels:
+            assert p["height"] / p["rows"] >= 12, (key, p)  # a row is at least a 12-px label high
+        assert page.evaluate(Y_LABELS, key) == 0, key
+    no_error_on(page)
+    page.screenshot(path=str(ARTIFACTS / f"model-{device}-contributions.png"))
+    context.close()
+
+
+def test_open_layer_3_in_the_workbench_shows_x_as_a_readable_picture(live):
+    """Finding 7: X [16 x 384] after 'Open layer 3 in the workbench' was a 7-px strip."""
+    url, browser = live
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    open_model_tab(page, url, "Change a head")
+    page.locator("button:has-text('layer 3')").first.click()
+    page.wait_for_timeout(400)
+    page.wait_for_selector(IDLE, timeout=LOADED)
+    page.locator(".st-key-model_copy button").click()
+    settle(page, ".st-key-chart_weights .js-plotly-plot")
+    key = page.evaluate("""() => Array.from(document.querySelectorAll("[class*='st-key-'] .js-plotly-plot"))
+        .map(el => Array.from(el.closest("[class*='st-key-']").classList).find(c => c.startsWith('st-key-')))
+        [0]""").removeprefix("st-key-")
+    panels = page.evaluate(PANELS, key)  # the page's first chart: X, one row per word piece
+    assert panels and panels[0]["cols"] == 384, panels
+    assert panels[0]["height"] / panels[0]["rows"] >= 12, panels
+    assert page.evaluate(Y_LABELS, key) == 0
+    no_error_on(page)
+    page.screenshot(path=str(ARTIFACTS / "model-layer-3-in-the-workbench.png"))
+    context.close()
+
+
+def room_code(page) -> str:
+    pattern = "/Room ([A-Z0-9]{4}) · you lead it/"
+    page.wait_for_function(f"() => {pattern}.test(document.body.innerText)", timeout=LOADED)
+    return page.evaluate(f"() => document.body.innerText.match({pattern})[1]")
+
+
+def screen_shown(page, screen: str) -> None:
+    page.wait_for_function("(s) => document.body.innerText.includes(s)", arg=screen, timeout=LOADED)
+
+
+def test_a_phone_follows_a_room_and_draws_its_forecast_with_a_thumb(live):
+    """The teacher starts a room and asks for a forecast; the phone follows, fits, draws with
+    taps on 44-px buttons, sends; after the reveal no toolbar covers its own forecast's legend."""
+    url, browser = live
+    teacher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    teacher.goto(f"{url}/class")
+    settle(teacher, ".st-key-live_start")
+    teacher.locator(".st-key-live_start button").click()
+    code = room_code(teacher)
+    teacher.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()
+    settle(teacher, ".st-key-present_next")
+    for screen in (2, 3, 4):
+        teacher.locator(".st-key-present_next button").click()
+        screen_shown(teacher, f"{screen} / 9 · ")
+        teacher.wait_for_selector(IDLE, timeout=LOADED)
+    phone = browser.new_context(**PHONE).new_page()
+    phone.goto(f"{url}/?room={code}")
+    screen_shown(phone, "4 / 9 · ")
+    settle(phone, "[data-testid='stMain']")
+    assert_fits_a_phone(phone, "following the presenter")
+    teacher.locator(".st-key-present_draw button").click()
+    phone.wait_for_selector(CHIP_BUTTONS, timeout=LOADED)
+    settle(phone, CHIP_BUTTONS)
+    assert_fits_a_phone(phone, "the forecast form")
+    buttons = phone.locator(CHIP_BUTTONS)
+    for key in (0, 0, 1):
+        chips = buttons.nth(key).inner_text().count("●")
+        buttons.nth(key).tap()
+        phone.wait_for_function(
+            "([s, k, n]) => document.querySelectorAll(s)[k].innerText.split('●').length - 1 === n",
+            arg=[CHIP_BUTTONS, key, chips + 1], timeout=LOADED)
+    phone.wait_for_selector(IDLE, timeout=LOADED)
+    assert_fits_a_phone(phone, "the forecast form, drawn")
+    phone.screenshot(path=str(ARTIFACTS / "phone-forecast-drawing.png"))
+    phone.locator("[class*='st-key-forecast_send_'] button").tap()
+    screen_shown(phone, "Your answer is in")
+    teacher.locator(".st-key-room_close button").click()
+    teacher.wait_for_selector(".st-key-room_forecast_chart .js-plotly-plot", timeout=LOADED)
+    teacher.locator(".st-key-room_reveal button").click()
+    phone.wait_for_selector(".st-key-own_forecast .js-plotly-plot", timeout=LOADED)
+    settle(phone, ".st-key-own_forecast .js-plotly-plot")
+    phone.locator(".st-key-own_forecast").scroll_into_view_if_needed()
+    phone.locator(".st-key-own_forecast .js-plotly-plot").tap()  # a tap is what shows a toolbar on touch
+    phone.wait_for_timeout(300)
+    covered = phone.evaluate("""() => {
+        const chart = document.querySelector('.st-key-own_forecast .js-plotly-plot');
+        const legend = chart.querySelector('.legend');
+        const bar = chart.querySelector('.modebar');
+        if (!legend || !bar) return false;
+        const a = legend.getBoundingClientRect(), b = bar.getBoundingClientRect();
+        const visible = getComputedStyle(bar).display !== 'none' && b.width > 0 &&
+            getComputedStyle(bar.closest('.modebar-container') || bar).display !== 'none';
+        return visible && a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+    }""")
+    assert not covered
+    assert_fits_a_phone(phone, "the revealed forecast")
+    no_error_on(phone)
+    phone.screenshot(path=str(ARTIFACTS / "phone-forecast-revealed.png"))
+    phone.context.close()
+    teacher.context.close()
