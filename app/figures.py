@@ -819,11 +819,12 @@ def qkv_panels(q, k, v, q_tokens, k_tokens, *, titles=None, large: bool = False,
     q_rows, k_rows = position_labels(q_tokens), position_labels(k_tokens)
     own_keys = k_rows != q_rows
     titles = titles or [shape_title(name, m.shape) for name, m in zip("QKV", (q, k, v), strict=True)]
-    parts = ((q, q_rows, "q", True), (k, k_rows, "k", own_keys), (v, k_rows, "v", False))
+    per_row = max(1, min(3, int(width // MIN_PANEL_SLOT)))  # a phone's column: one a row, each labelled
+    parts = ((q, q_rows, "q", True), (k, k_rows, "k", own_keys or per_row < 3), (v, k_rows, "v", per_row < 3))
     panels = [_value_panel(m, rows, dims(prefix, m.shape[1]), title=name, row_labels=show)
               for name, (m, rows, prefix, show) in zip(titles, parts, strict=True)]
     bound = symmetric_range(np.concatenate([q.ravel(), k.ravel(), v.ravel()]))
-    return _panel_figure(panels, per_row=3, zmin=-bound, zmax=bound, colorscale=SIGNED_SCALE,
+    return _panel_figure(panels, per_row=per_row, zmin=-bound, zmax=bound, colorscale=SIGNED_SCALE,
                          s=_style(large), width=width)
 
 
@@ -836,9 +837,10 @@ def side_by_side(left, right, row_labels, *, left_title, right_title, large: boo
     pair = [np.asarray(left, dtype=float), np.asarray(right, dtype=float)]
     rows = position_labels(row_labels)
     bound = symmetric_range(np.concatenate([m.ravel() for m in pair]))
-    panels = [_value_panel(m, rows, dims("d", m.shape[1]), title=name, row_labels=i == 0)
+    per_row = max(1, min(2, int(width // MIN_PANEL_SLOT)))  # a phone's column: one a row, each labelled
+    panels = [_value_panel(m, rows, dims("d", m.shape[1]), title=name, row_labels=i == 0 or per_row < 2)
               for i, (m, name) in enumerate(zip(pair, (left_title, right_title), strict=True))]
-    return _panel_figure(panels, per_row=2, zmin=-bound, zmax=bound, colorscale=SIGNED_SCALE,
+    return _panel_figure(panels, per_row=per_row, zmin=-bound, zmax=bound, colorscale=SIGNED_SCALE,
                          s=_style(large), width=width)
 
 

@@ -45,6 +45,8 @@ PHONE_CSS = f"""<style>
     min-height: {TOUCH_PX}px;
     align-items: center;
   }}
+  /* A focused skip link (app/style.py) wraps inside the screen rather than running past it. */
+  #mha-skip a {{ white-space: normal !important; max-width: calc(100vw - 16px); box-sizing: border-box; }}
   /* Heading anchors show on hover only, which a phone has not. */
   [data-testid="stHeaderActionElements"] {{ display: none; }}
   /* The chart toolbar (zoom, download) covers legends and titles on a narrow chart. */

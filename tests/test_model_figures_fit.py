@@ -164,3 +164,22 @@ def test_the_head_view_gives_every_selected_heads_numbers_in_colours_that_show(r
             assert contrast(trace["line"]["color"], trace.get("opacity", 1.0)) >= 3.0, trace["name"]
         if trace.get("mode") == "text":
             assert all("<" not in t for t in trace["text"])  # no markup: numbers are annotations of their own
+
+
+def test_a_phones_column_gets_one_panel_a_row_each_with_its_row_labels(rng):
+    """The phone: grids side by side at 820 px are one a row in a 358-px column, every one labelled."""
+    tokens = ["le", "chat", "dort"]
+    figs = [
+        figures.head_grids(rng.dirichlet(np.ones(3), size=(4, 3)), tokens, tokens, kind="weights",
+                           width=PHONE_WIDTH),
+        figures.qkv_panels(*(rng.normal(size=(3, 64)) for _ in range(3)), tokens, tokens, width=PHONE_WIDTH),
+        figures.side_by_side(rng.normal(size=(3, 8)), rng.normal(size=(3, 8)), tokens, left_title="X",
+                             right_title="output", width=PHONE_WIDTH),
+    ]
+    for fig in figs:
+        found = panels(fig, PHONE_WIDTH)
+        assert len({round(p["xaxis"]["domain"][0], 6) for p in found}) == 1  # one column of panels
+        assert all(p["yaxis"]["showticklabels"] for p in found)
+        assert_readable(fig, PHONE_WIDTH)
+    wide = figures.qkv_panels(*(rng.normal(size=(3, 64)) for _ in range(3)), tokens, tokens)
+    assert len({round(p["xaxis"]["domain"][0], 6) for p in panels(wide, figures.FULL_WIDTH)}) == 3

@@ -29,7 +29,8 @@ PHONE = dict(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=T
 PHONE_PX = 390
 TOUCH_PX = 44
 LOADED = 60_000  # ms: a loaded machine may take this long to draw a page
-PAGES = ["/", "/present", "/labs", "/quiz", "/model", "/class", "/examples"]  # every page of the navigation
+PAGES = ["/", "/present", "/labs", "/quiz", "/model", "/class", "/examples",  # every page of the navigation
+         "/?preset=ex_h_cross_attention"]  # and a 512-wide example
 CHIP_BUTTONS = "[class*='st-key-chip_add_'] button"
 
 if not Path(CHROMIUM).exists():
@@ -129,7 +130,8 @@ def test_every_page_fits_a_phone_with_targets_for_a_thumb(live):
         settle(page)
         no_error_on(page)
         assert_fits_a_phone(page, path)
-        page.screenshot(path=str(ARTIFACTS / f"phone-{path.strip('/') or 'workbench'}.png"))
+        name = path.strip("/").replace("?preset=", "") or "workbench"
+        page.screenshot(path=str(ARTIFACTS / f"phone-{name}.png"))
     page.goto(url + "/")
     settle(page)
     page.locator("[data-testid='stExpandSidebarButton']").tap()
