@@ -154,10 +154,12 @@ def dims(prefix: str, n: int) -> list[str]:
 
 
 def symmetric_range(values) -> float:
-    """Half-width of a colour range centred at 0 that covers every finite value (at least 1e-9)."""
+    """Half-width of a colour range centred at 0 that covers every finite value; 1 for all zeros
+    (B − A of equal setups: a range of ±1e-9 labelled its colour bar "−1n … 1n")."""
     finite = np.asarray(values, dtype=float)
     finite = finite[np.isfinite(finite)]
-    return max(float(np.max(np.abs(finite))) if finite.size else 1.0, 1e-9)
+    largest = float(np.max(np.abs(finite))) if finite.size else 0.0
+    return largest if largest > 0 else 1.0
 
 
 def _hover_labels(labels: list[str]) -> list[str]:
@@ -285,6 +287,7 @@ COLORBAR_PAD = 12  # px between the last panel and the colour bar
 COLORBAR_MAX = 320  # px: a colour bar never runs longer than this
 COLORBAR_LABEL_CHARS = 5  # "-12.5": room for the colour bar's tick labels
 SHORT_COLORBAR = 160  # px: a shorter colour bar is labelled at its ends and middle only
+MODEBAR_ROOM = 30  # px at the figure's top right kept for the modebar (two buttons, 26 px tall)
 NUMBERS_UP_TO = 12  # numbers on cells and per-cell hover text while both sides are at most this
 COMPACT_SIDE = 24  # above this many rows or columns, or
 COMPACT_CELLS = 400  # this many cells, a panel is drawn compactly: no gaps between cells
@@ -383,6 +386,7 @@ class _Plan:
     cells: list[tuple[float, float]]  # per panel: estimated cell width and height, px
     colorbar_x: float  # paper x of the colour bar
     colorbar_len: float  # px
+    colorbar_y: float = 1.0  # paper y of the colour bar's top: the first panels' top, below their titles
 
 
 def _plan(panels: list[_Panel], per_row: int, s: Style, width: int, *, title: str = "",
@@ -481,7 +485,11 @@ def _plan(panels: list[_Panel], per_row: int, s: Style, width: int, *, title: st
                     font=dict(size=s.title_font)))
             index += 1
     right = (lefts[-1] + panel_w) / plot_w
-    return _Plan(layout, cells, min(right, 1.0) + colorbar_pad / plot_w, min(plot_h, COLORBAR_MAX))
+    # The colour bar starts where the first panels do, and below the modebar: the figure's top right
+    # corner stays free for it (it covered the bar's top label when the bar started at the top).
+    bar_top = max(blocks[0][0], MODEBAR_ROOM - margin_t)
+    return _Plan(layout, cells, min(right, 1.0) + colorbar_pad / plot_w,
+                 min(plot_h - bar_top, COLORBAR_MAX), 1 - bar_top / plot_h)
 
 
 class FigureSpec(go.Figure):
@@ -684,7 +692,7 @@ def _panel_figure(panels: list[_Panel], *, per_row: int, zmin: float, zmax: floa
             trace.update(x0=-10, y0=-10, hoverinfo="skip")
         if trace["showscale"]:
             trace["colorbar"] = dict(
-                x=plan.colorbar_x, xanchor="left", y=1, yanchor="top", lenmode="pixels",
+                x=plan.colorbar_x, xanchor="left", y=plan.colorbar_y, yanchor="top", lenmode="pixels",
                 len=plan.colorbar_len, thickness=s.colorbar, outlinewidth=0, tickfont=dict(size=s.tick_font))
             if plan.colorbar_len < SHORT_COLORBAR:  # plotly's own ticks crowd or thin out to one
                 ends = [zmin, (zmin + zmax) / 2, zmax]

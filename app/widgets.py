@@ -52,6 +52,9 @@ for (const ms of [0, 150, 400, 800, 1500]) { setTimeout(toTheTop, ms); }
 
 
 IMAGE_FORMATS = ("png", "svg")  # what the camera button of every chart's modebar downloads
+# The camera and "reset axes" only (dragging still zooms, a double click resets): plotly's eight buttons
+# ran 190 px along the chart's top and covered the right-hand panels' titles; two fit beside them.
+MODEBAR_BUTTONS = [["toImage", "resetScale2d"]]
 
 
 def chart(fig, key: str, text: str | chart_text.ChartText | None = None) -> None:
@@ -67,7 +70,8 @@ def chart(fig, key: str, text: str | chart_text.ChartText | None = None) -> None
         options["scale"] = 2
     about = text if isinstance(text, chart_text.ChartText) else (
         chart_text.described(text, fig) if text else chart_text.of_figure(fig))
-    st.plotly_chart(fig, key=key, config={"displaylogo": False, "toImageButtonOptions": options},
+    st.plotly_chart(fig, key=key, config={"displaylogo": False, "toImageButtonOptions": options,
+                                          "modeBarButtons": MODEBAR_BUTTONS},
                     alt=about.summary)
     numbers_ui(about, key)
 
@@ -85,6 +89,14 @@ def following() -> bool:
     """This session shows a room's page as its teacher does (app/live.py sets the flag on joining a
     room and drops it on leaving, so it implies being in one)."""
     return bool(st.session_state.get("following"))
+
+
+def whose_edit(numbers: str = "the numbers") -> str:
+    """' (edited: the numbers are yours, not the chapter's)'; a student following a room is told
+    they are the teacher's."""
+    if following():
+        return f" (edited by your teacher: {numbers} are the teacher's, not the chapter's)"
+    return f" (edited: {numbers} are yours, not the chapter's)"
 
 
 def choice_ui(where, label: str, labels: list[str], name: str, *, default: int = 0,
@@ -207,10 +219,12 @@ def sidebar_ui(sb=None) -> Inputs:
 
 
 def _tokens_ui(sb, label: str, key: str, errors: dict) -> list[str]:
-    text = sb.text_input(label, key=key, max_chars=LIMITS.token_text,
+    # No max_chars: the browser would show a "30/41984" counter under the box. The limit is checked
+    # here instead (a client can send more than max_chars anyway).
+    text = sb.text_input(label, key=key,
                          help=f"Separated by spaces; repeats are fine. Up to {LIMITS.tokens:d} tokens of "
                               f"{LIMITS.token_chars:d} characters.")
-    tokens = str(text)[:LIMITS.token_text + 1].split()  # a client can send more than max_chars
+    tokens = str(text)[:LIMITS.token_text + 1].split()
     problem = token_problem(tokens, "query tokens" if key == "tokens_text" else "key/value tokens")
     if len(str(text)) > LIMITS.token_text:
         problem = f"{len(str(text)):,} characters is over the limit of {LIMITS.token_text:,}."
@@ -256,6 +270,9 @@ def _scaling_ui(sb, errors: dict) -> Scaling | None:
         return None
 
 
+EDITED_NOTE = "✎ **Edited**: the numbers on the page differ from the preset's."
+
+
 def picker_ui(slot, current: state.Current) -> None:
     """The preset picker, naming what is on screen: 'A: single head (edited)', 'your setup'.
 
@@ -271,6 +288,8 @@ def picker_ui(slot, current: state.Current) -> None:
     slot.selectbox("Preset", options, key="preset_picker", on_change=_picked, args=(titles,),
                    help="Every worked example of the course, or a random or blank start. Picking the one "
                         "shown again resets it.")
+    if current.edited:  # the box cuts its label's end, "(edited)", at the sidebar's width: say it here
+        slot.caption(EDITED_NOTE)
     if current.edited and origin in titles:
         slot.button(f"↺ Reset to {lit(titles[origin])}", key="reset", on_click=state.open_over_edits,
                     args=(state.load_preset, origin),

@@ -6,6 +6,7 @@ import itertools
 import math
 import re
 
+import numpy as np
 import pytest
 
 from app import figures
@@ -169,3 +170,37 @@ def test_the_right_recall_choice_is_not_the_longest_more_than_a_fair_share():
         assert max(lengths) / min(lengths) <= MAX_LENGTH_RATIO, (q.prompt, lengths)
         assert all(re.search(r"[:;,]", c) for c in q.choices), q.prompt  # each a claim with its reason
     assert len({q.choices.index(q.answer) for q in RECALL}) == 4  # the right one is anywhere
+
+
+# --- Finding 9 (outside the browser): the tokens box's counter, B − A of equal setups -------------
+
+
+def test_the_tokens_box_shows_no_character_counter_and_still_refuses_too_long_a_text(workbench):
+    """max_chars drew '30/41984' under the box; the limit is the app's own check now."""
+    from mha_core import LIMITS
+
+    at = workbench
+    pick_preset(at, "the_cat_sat_two_heads")
+    box = at.text_input(key="tokens_text")
+    assert box.max_chars is None or box.max_chars == 0
+    box.input("a " * (LIMITS.token_text // 2 + 1)).run()
+    assert not at.exception
+    assert any("over the limit" in text for text in shown(at.error))
+    pick_preset(at, "the_cat_sat_two_heads")
+
+
+def test_b_minus_a_of_equal_setups_is_drawn_on_plus_minus_one():
+    """A colour range of ±1e-9 labelled the colour bar '−1n … 1n'."""
+    spec = figures.head_grids(np.zeros((2, 3, 3)), ["a", "b", "c"], ["a", "b", "c"], kind="signed").to_dict()
+    assert [(t["zmin"], t["zmax"]) for t in spec["data"]] == [(-1.0, 1.0)] * 2
+    assert figures.symmetric_range([0.0, np.nan]) == 1.0 and figures.symmetric_range([-0.25, 0.1]) == 0.25
+
+
+def test_compare_of_a_setup_with_itself_draws_its_difference_on_plus_minus_one(workbench):
+    at = workbench
+    pick_preset(at, "the_cat_sat_two_heads")
+    at.button(key="compare_pin").click().run()
+    assert not at.exception
+    delta = chart_specs(at)["compare_weights_delta"]
+    assert {(t["zmin"], t["zmax"]) for t in delta["data"] if t["type"] == "heatmap"} == {(-1.0, 1.0)}
+    at.button(key="compare_unpin").click().run()

@@ -152,8 +152,10 @@ def teacher_panel() -> None:
             st.code(f"{link}&teacher={ss.teacher_secret}", language=None)
         st.button("End the room", key="live_end", on_click=end_room)
     with right:
+        # As wide as its column (320 px at 1280 with the sidebar open), never past it: 400 px ran off
+        # the right edge of a 1280 x 720 projector.
         st.image(qr_png(link), caption="Scan to follow", alt="QR code of the join link written beside it",
-                 width=400)
+                 width="stretch")
     roster_ui()
     questions.answers_panel()
 

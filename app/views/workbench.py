@@ -95,9 +95,9 @@ def story(current: Current) -> None:
     base = current.base
     scenario = state.presets().get(base.origin) if base is not None else None
     if scenario is not None:
-        edited = " (edited: the numbers below are yours, not the chapter's)" if current.edited else ""
+        edited = widgets.whose_edit("the numbers below") if current.edited else ""
         with st.container(border=True):
-            st.markdown(f"**{lit(scenario.title)}**{edited} · {lit(scenario.source)}")
+            st.markdown(f"**{lit(scenario.title)}**{lit(edited)} · {lit(scenario.source)}")
             st.caption(lit(scenario.story))
             if scenario.lesson is not None:
                 st.markdown(f"**What to look for:** {lit(scenario.lesson.look_for)}")
