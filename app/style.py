@@ -37,6 +37,15 @@ button:focus-visible, a:focus-visible, [tabindex]:focus-visible {{
 }}
 input:focus-visible, textarea:focus-visible {{ outline-offset: 0 !important; }}
 
+/* Heatmap cell numbers. Plotly writes #444 or white on each cell by the cell's brightness, which leaves
+   some colours at 2.6:1 (#444 on light red) or 2.9:1 (white on viridis's green-teal). Dark numbers become
+   black (5.6:1 or more on every cell plotly gives dark text); white ones get a 1 px black halo, which
+   WCAG counts as their background. */
+.js-plotly-plot .heatmap-label text[style*="fill: rgb(68, 68, 68)"] {{ fill: #000000 !important; }}
+.js-plotly-plot .heatmap-label text[style*="fill: rgb(255, 255, 255)"] {{
+  paint-order: stroke; stroke: #000000; stroke-width: 2px; stroke-linejoin: round;
+}}
+
 /* Plotly shows its toolbar on hover only: a toolbar button that has the keyboard's focus shows it too. */
 .js-plotly-plot .modebar-container:focus-within .modebar {{ opacity: 1 !important; }}
 

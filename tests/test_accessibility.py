@@ -107,10 +107,28 @@ def contrast_on_white(css_colour: str) -> float:
     return 1.05 / (_luminance(rgb) + 0.05)
 
 
+CELL_TEXT = """() => Array.from(document.querySelectorAll('.js-plotly-plot .heatmap-label text'), t => {
+    const s = getComputedStyle(t);
+    return [t.textContent, s.fill, s.stroke, s.paintOrder, parseFloat(s.strokeWidth)];
+})"""
+
+
+def cell_text_stands_out(fill: str, stroke: str, paint_order: str, stroke_width: float) -> bool:
+    """Plotly writes a cell's number in #444 or white by the cell's brightness (2.6:1 at worst): black
+    numbers (tests/test_colour_vision.py: 4.5:1 or more wherever plotly writes dark), or white ones in a
+    black halo drawn under them."""
+    black, white = "rgb(0, 0, 0)", "rgb(255, 255, 255)"
+    return fill == black or (fill == white and stroke == black and paint_order.startswith("stroke")
+                             and stroke_width >= 1.5)
+
+
 def assert_chart_text_readable(page, where: str) -> None:
     faint = [(text, fill, round(contrast_on_white(fill), 2)) for text, fill in page.evaluate(CHART_TEXT)
              if contrast_on_white(fill) < 4.5]
     assert not faint, f"chart text under 4.5:1 on white on {where}: {faint[:8]} ({len(faint)} in all)"
+    cells = page.evaluate(CELL_TEXT)
+    unclear = [cell for cell in cells if not cell_text_stands_out(*cell[1:])]
+    assert not unclear, f"cell numbers neither black nor in a halo on {where}: {unclear[:5]} ({len(unclear)})"
 
 
 def assert_accessible(page, where: str) -> None:

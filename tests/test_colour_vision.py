@@ -107,6 +107,22 @@ def test_chart_text_is_dark_enough_on_white():
     assert 1.05 / (_luminance(rgb(INK)) + 0.05) >= 4.5
 
 
+PLOTLY_DARK_TEXT_FROM = 128  # plotly writes a cell's number dark when the cell's brightness is at least this
+
+
+@pytest.mark.parametrize("scale_name", ["weights", "signed"])
+def test_black_numbers_stand_out_on_every_cell_plotly_writes_dark(scale_name):
+    """app/style.py turns plotly's #444 cell numbers black; on each colour plotly gives dark text
+    (YIQ brightness >= 128) black is 4.5:1 or more (#444 falls to 2.6:1 on the signed scale's light red)."""
+    scale = {"weights": WEIGHT_SCALE, "signed": SIGNED_SCALE}[scale_name]
+    worst = []
+    for position in np.linspace(0, 1, 201):
+        cell = on_scale(scale, position)
+        if cell @ [299, 587, 114] * 255 / 1000 >= PLOTLY_DARK_TEXT_FROM:
+            worst.append(((_luminance(cell) + 0.05) / 0.05, round(position, 3)))
+    assert worst and min(worst)[0] >= 4.5, min(worst)
+
+
 def test_revealed_answers_say_right_and_wrong_by_a_sign_as_well_as_by_colour():
     fig = forecast_figures.answer_bars(["a", "b", "c"], [2, 1, 0], right=[True, False, None])
     ticks = fig["layout"]["yaxis"]["ticktext"]
