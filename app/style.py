@@ -56,6 +56,11 @@ input:focus-visible, textarea:focus-visible {{ outline-offset: 0 !important; }}
   font: 16px/1.3 sans-serif; }}
 #mha-skip a:focus {{ left: 8px; }}
 
+/* The tokens boxes' character counter ("30/41984": max_chars guards the server, not a limit anyone
+   types into): hidden, "Press Enter to apply" stays. */
+.st-key-tokens_text [data-testid="InputInstructions"] > span:last-child,
+.st-key-kv_tokens_text [data-testid="InputInstructions"] > span:last-child {{ display: none; }}
+
 /* The element that carries SCRIPT takes no room. */
 .st-key-mha_style {{ display: none; }}
 

@@ -219,12 +219,12 @@ def sidebar_ui(sb=None) -> Inputs:
 
 
 def _tokens_ui(sb, label: str, key: str, errors: dict) -> list[str]:
-    # No max_chars: the browser would show a "30/41984" counter under the box. The limit is checked
-    # here instead (a client can send more than max_chars anyway).
-    text = sb.text_input(label, key=key,
+    # max_chars also makes the server keep no more of what a client sends; its "30/41984" counter under
+    # the box is hidden (app/style.py).
+    text = sb.text_input(label, key=key, max_chars=LIMITS.token_text,
                          help=f"Separated by spaces; repeats are fine. Up to {LIMITS.tokens:d} tokens of "
                               f"{LIMITS.token_chars:d} characters.")
-    tokens = str(text)[:LIMITS.token_text + 1].split()
+    tokens = str(text)[:LIMITS.token_text + 1].split()  # a client can send more than max_chars
     problem = token_problem(tokens, "query tokens" if key == "tokens_text" else "key/value tokens")
     if len(str(text)) > LIMITS.token_text:
         problem = f"{len(str(text)):,} characters is over the limit of {LIMITS.token_text:,}."

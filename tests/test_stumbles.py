@@ -172,21 +172,7 @@ def test_the_right_recall_choice_is_not_the_longest_more_than_a_fair_share():
     assert len({q.choices.index(q.answer) for q in RECALL}) == 4  # the right one is anywhere
 
 
-# --- Finding 9 (outside the browser): the tokens box's counter, B − A of equal setups -------------
-
-
-def test_the_tokens_box_shows_no_character_counter_and_still_refuses_too_long_a_text(workbench):
-    """max_chars drew '30/41984' under the box; the limit is the app's own check now."""
-    from mha_core import LIMITS
-
-    at = workbench
-    pick_preset(at, "the_cat_sat_two_heads")
-    box = at.text_input(key="tokens_text")
-    assert box.max_chars is None or box.max_chars == 0
-    box.input("a " * (LIMITS.token_text // 2 + 1)).run()
-    assert not at.exception
-    assert any("over the limit" in text for text in shown(at.error))
-    pick_preset(at, "the_cat_sat_two_heads")
+# --- Finding 9 (outside the browser): B − A of equal setups -----------------------------------------
 
 
 def test_b_minus_a_of_equal_setups_is_drawn_on_plus_minus_one():

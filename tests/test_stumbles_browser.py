@@ -123,7 +123,30 @@ def test_an_edited_preset_says_so_where_the_sidebar_shows_it(live):
     page.context.close()
 
 
-# --- Finding 9: the toolbar, the QR code, the follower's words, Compare's numbers -----------------
+# --- Finding 9: the toolbar, the QR code, the follower's words, Compare's numbers, the counter ----
+
+COUNTER = """() => [...document.querySelectorAll(
+    "[data-testid='stSidebar'] [data-testid='InputInstructions'] span")]
+  .filter(span => span.getClientRects().length && getComputedStyle(span).display !== 'none')
+  .map(span => span.textContent)"""
+
+
+def test_the_tokens_box_shows_no_character_counter(live):
+    """max_chars (which also keeps the server from holding more) drew '30/41984' under the box."""
+    url, browser = live
+    page = projector_page(browser, f"{url}/?preset=the_cat_sat_two_heads")
+    settle(page, WEIGHTS, timeout=LOADED)
+    box = page.locator("input[aria-label*='Tokens' i]").first
+    box.click()
+    box.press("End")
+    box.type(" on")  # typed, not yet applied: the instructions show
+    page.wait_for_function(f"() => ({COUNTER})().some(t => t.includes('Enter'))", timeout=LOADED)
+    shown = page.evaluate(COUNTER)
+    assert not [text for text in shown if "/" in text], shown
+    page.screenshot(path=str(ARTIFACTS / "stumbles-tokens-box.png"),
+                    clip=dict(x=0, y=300, width=300, height=420))
+    page.context.close()
+
 
 # Every chart's modebar against every text of that chart it could cover: panel titles (annotations),
 # the figure's title and the colour bar's tick labels.
