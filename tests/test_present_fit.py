@@ -110,14 +110,14 @@ def test_every_screen_of_every_preset_fits_the_projector(projector):
     assert not failures, failures
 
 
-def test_the_rooms_answer_panel_fits_too(projector):
-    """The teacher of a room asks the softmax screen's forecast: the panel, the answers shown, Reveal,
-    then the result and the room's answers one at a time, each within 720 px."""
+def test_the_rooms_answer_panel_fits_too(projector, live):  # noqa: F811
+    """The teacher of a room asks the softmax screen's forecast and a student answers it: the panel,
+    the answers shown, Reveal, then the result and the room's answers one at a time, each within 720 px."""
     url, page = projector
     page.goto(f"{url}/class")
     page.wait_for_selector(".st-key-live_start button", timeout=LOADED)
     page.locator(".st-key-live_start button").click()
-    room_code(page)
+    code = room_code(page)
     page.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()
     page.wait_for_function(SCREEN_SHOWN, arg=f"1 / {SCREENS} · ", timeout=LOADED)
     for screen in (2, 3, 4):
@@ -126,8 +126,15 @@ def test_the_rooms_answer_panel_fits_too(projector):
     page.locator(".st-key-present_ask button").click()
     page.wait_for_selector(".st-key-room_show_answers", timeout=LOADED)
     views = {"asked": measured(page, "room-asked")}
+    student = live[1].new_context(viewport=PROJECTOR).new_page()
+    student.goto(f"{url}/?room={code}")
+    choice = student.locator("[data-testid='stRadio'] label:has(input[type=radio])").first  # an option
+    choice.wait_for(timeout=LOADED)
+    choice.click()
+    student.locator("[data-testid='stFormSubmitButton'] button").click()
+    page.wait_for_function("() => document.body.innerText.includes('1 of 1 answered')", timeout=LOADED)
     page.locator(".st-key-room_show_answers label").click()
-    page.wait_for_function("() => document.body.innerText.includes('No answers yet')", timeout=LOADED)
+    page.wait_for_selector(".st-key-room_answers_chart .js-plotly-plot", timeout=LOADED)
     views["answers shown"] = measured(page, "room-answers")
     assert reveal(page)
     page.wait_for_selector(".st-key-present_room_view", timeout=LOADED)
@@ -135,7 +142,11 @@ def test_the_rooms_answer_panel_fits_too(projector):
     assert page.locator(".st-key-present_weights .js-plotly-plot").count() == 1
     page.locator(".st-key-present_room_view button:has-text(\"The room's answers\")").click()
     page.wait_for_selector(".st-key-present_weights", state="detached", timeout=LOADED)
+    if not page.locator(".st-key-room_answers_chart").count():  # the toggle is drawn anew after Reveal
+        page.locator(".st-key-room_show_answers label").click()
+        page.wait_for_selector(".st-key-room_answers_chart .js-plotly-plot", timeout=LOADED)
     views["revealed: the room's answers"] = measured(page, "room-revealed-answers")
     page.screenshot(path=str(ARTIFACTS / "present-room-revealed.png"))
     no_error_on(page)
+    student.context.close()
     assert {name: seen["problems"] for name, seen in views.items() if seen["problems"]} == {}
