@@ -52,7 +52,8 @@ PHONE_CSS = f"""<style>
   /* The chart toolbar (zoom, download) covers legends and titles on a narrow chart. */
   .js-plotly-plot .modebar-container {{ display: none !important; }}
   /* Nothing pushes the page sideways: long tokens wrap, wide formulas and tables scroll in place. */
-  [data-testid="stMain"] {{ overflow-wrap: anywhere; overflow-x: hidden; }}
+  [data-testid="stMain"] {{ overflow-wrap: break-word; overflow-x: hidden; }}
+  [data-testid="stTab"] {{ flex-shrink: 0; }} /* tabs scroll in their row; their labels never overlap */
   [data-testid="stMain"] .katex-display, [data-testid="stMarkdownContainer"] table,
   [data-testid="stCode"] pre {{
     display: block; max-width: 100%; overflow-x: auto; overflow-y: hidden;

@@ -109,8 +109,14 @@ MEASURE = """([vw, touch]) => {
     if (r.width < touch - 0.5 || r.height < touch - 0.5)
       small.push(name(el) + ' ' + Math.round(r.width) + ' x ' + Math.round(r.height));
   }
+  const squeezed = [];  // a label wider than its own button or tab runs into its neighbour
+  const labelled = "[data-testid='stMain'] button, [data-testid='stMain'] [role='tab']";
+  for (const el of document.querySelectorAll(labelled)) {
+    if (shown(el) && el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX === 'visible')
+      squeezed.push(name(el) + ' ' + el.scrollWidth + ' in ' + el.clientWidth);
+  }
   return {page: document.scrollingElement.scrollWidth,
-          main: document.querySelector("[data-testid='stMain']").scrollWidth, spill, small};
+          main: document.querySelector("[data-testid='stMain']").scrollWidth, spill, small, squeezed};
 }"""
 
 
@@ -119,6 +125,7 @@ def assert_fits_a_phone(page, where: str) -> None:
     assert found["page"] <= PHONE_PX and found["main"] <= PHONE_PX, (where, found["page"], found["main"])
     assert not found["spill"], (where, found["spill"][:10])
     assert not found["small"], (where, found["small"][:20])
+    assert not found["squeezed"], (where, found["squeezed"][:10])
 
 
 def test_every_page_fits_a_phone_with_targets_for_a_thumb(live):
