@@ -184,7 +184,7 @@ ROOM_ANSWERS, RESULT = "The room's answers", "The result"
 def room_view() -> str:
     """Once revealed, the room's answers or the screen's result: one at a time, so each fits the screen."""
     return st.segmented_control("Show", [RESULT, ROOM_ANSWERS], key="present_room_view", default=RESULT,
-                                required=True, label_visibility="collapsed") or RESULT
+                                required=True, label_visibility="collapsed", format_func=lit) or RESULT
 
 
 def header(screen: int) -> None:
@@ -434,7 +434,7 @@ class Draw:
         labels = [f"heads {page.start + 1}–{page.stop}" if len(page) > 1 else f"head {page.start + 1}"
                   for page in pages]
         chosen = st.segmented_control("Heads shown", labels, key="present_head_page", default=labels[0],
-                                      required=True, label_visibility="collapsed")
+                                      required=True, label_visibility="collapsed", format_func=lit)
         return pages[labels.index(chosen) if chosen in labels else 0]
 
     def disagreement(self):
