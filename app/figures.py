@@ -636,10 +636,10 @@ def numbers_note(fig: go.Figure) -> str | None:
     if any(trace["type"] == "image" for trace in traces):
         return "No numbers on these cells: each grid is drawn as a picture (too many cells to print)."
     if any("hovertext" in trace for trace in traces):
-        return ("No numbers on these cells: at this size they do not all fit. Hover a cell for its value "
-                "(or open the drill-down).")
+        return ("No numbers on these cells: at this size they do not all fit. Hover a cell for its value, "
+                "or open 'Numbers as a table'.")
     return (f"No numbers on these cells: a grid with more than {NUMBERS_UP_TO} rows or columns is drawn "
-            "without them. Hover a cell for its value.")
+            "without them. Hover a cell for its value, or open 'Numbers as a table'.")
 
 
 def _image_trace(values: np.ndarray, zmin: float, zmax: float, colorscale, suffix: str) -> dict:
