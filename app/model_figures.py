@@ -25,7 +25,7 @@ THUMB_FONT = 11
 THUMB_GAP = 8  # px between thumbnails
 LAYER_LABEL_PX = 60  # px left of each row of thumbnails for "layer 3"
 LABELS_WHERE = "above"  # the model view writes each head's label above its thumbnail
-OVERVIEW_CAPTION = ("Every head of every layer (rows: layers; heads 1 to 12 from left to right). Above "
+OVERVIEW_CAPTION = ("Every head of every layer, layer 1 at the top (heads 1 to 12 in reading order). Above "
                     "each head: its entropy (1 = uniform) and a guess at its pattern (previous or next word "
                     "piece, itself, the [CLS] or [SEP] sink, broad, mixed). Pick a head below to open it.")
 LINE_ROW_PX = 22  # px per word piece in the head view
