@@ -92,7 +92,8 @@ def test_each_heads_contribution_is_a_readable_picture_not_a_strip(rng, width):
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("shape", [(16, 384), (12, 384), (12, 512), (3, 1024), (512, 512), (40, 384)])
+@pytest.mark.parametrize("shape", [(16, 384), (12, 384), (12, 512), (3, 1024), (512, 512), (40, 384),
+                                   (512, 3), (1024, 16)])  # wide, square and tall
 def test_wide_matrices_of_the_workbench_and_model_page_are_readable(rng, width, shape):
     """Finding 7: X [16 x 384] after 'Open layer 3 in the workbench' was a 7-px strip."""
     rows = [f"t{i}" for i in range(shape[0])]
