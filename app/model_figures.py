@@ -120,6 +120,26 @@ def readable_colour(colour: str, ratio: float, opacity: float = 1.0) -> str:
     return "#" + "".join(f"{round(c * max(factor, 0)):02x}" for c in rgb)
 
 
+SATURATE_PERCENTILE = 99.9  # a picture's colours saturate at this percentile of |value|, when
+SATURATE_RATIO = 4.0  # the largest value is more than this many times it (one outlier whitens the rest)
+
+
+def saturated(values: np.ndarray) -> tuple[np.ndarray, str | None]:
+    """Values for a picture's colours: clipped to ± the SATURATE_PERCENTILE of |values| when a few
+    outliers (BERT's large dimensions) are SATURATE_RATIO times larger and would leave every other
+    cell white, with a sentence that says so; else the values as they are and None."""
+    values = np.asarray(values)
+    magnitude = np.abs(values[np.isfinite(values)])
+    if magnitude.size == 0:
+        return values, None
+    limit, largest = float(np.percentile(magnitude, SATURATE_PERCENTILE)), float(magnitude.max())
+    if limit <= 0 or largest <= SATURATE_RATIO * limit:
+        return values, None
+    note = (f"Colours saturate at ±{limit:.2f}, which {SATURATE_PERCENTILE:g}% of the values lie within; "
+            f"the largest, {largest:.2f}, would otherwise leave every other cell white.")
+    return np.clip(values, -limit, limit), note
+
+
 def _bucket(weight: float) -> int:
     return int(np.searchsorted(LINE_EDGES, weight, side="right"))
 

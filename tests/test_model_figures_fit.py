@@ -184,3 +184,18 @@ def test_a_phones_column_gets_one_panel_a_row_each_with_its_row_labels(rng):
         assert_readable(fig, PHONE_WIDTH)
     wide = figures.qkv_panels(*(rng.normal(size=(3, 64)) for _ in range(3)), tokens, tokens)
     assert len({round(p["xaxis"]["domain"][0], 6) for p in panels(wide, figures.FULL_WIDTH)}) == 3
+
+
+def test_a_pictures_colours_saturate_past_a_few_outliers_and_say_so(rng):
+    """A real layer's contributions reach 3.9 in one dimension while 99.9% lie within 0.27: on one
+    scale the picture was all but white. Colours saturate at the 99.9th percentile, and a sentence
+    says where and why; values without such outliers are drawn as they are."""
+    values = rng.normal(scale=0.1, size=(12, 12, 384))
+    values[:, 0, 7] = 3.9  # one word piece in one dimension, in every head
+    shown, note = model_figures.saturated(values)
+    limit = np.percentile(np.abs(values), model_figures.SATURATE_PERCENTILE)
+    assert np.abs(shown).max() == pytest.approx(limit) and limit < 1
+    assert note and f"{limit:.2f}" in note and "3.90" in note
+    plain = rng.normal(size=(12, 384))
+    same, none = model_figures.saturated(plain)
+    assert none is None and np.array_equal(same, plain)

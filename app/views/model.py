@@ -144,14 +144,28 @@ def layer_tab(trace: Trace, layer: int) -> None:
     with right:
         chart(figure("entropy_bars", entropy, head_names=heads, flat_at=FLAT_AT), key="model_entropy")
     st.caption("The concatenation: one band per head, 12 × 32 = 384 columns")
-    chart(figure("concat_bands", r.concat, trace.tokens, r.n_heads, r.head_outputs.shape[2]),
+    shown, note = picture_colours(r.concat, r.concat)
+    chart(figure("concat_bands", shown, trace.tokens, r.n_heads, r.head_outputs.shape[2]),
           key="model_concat", text=of_concat(r.concat, trace.tokens, r.n_heads, r.head_outputs.shape[2]))
+    if note:
+        st.caption(lit(note))
     setup = model().layer_setup(trace, layer)
     contributions = head_contributions(r.head_outputs, setup.w_o)  # [h, n, 384]
     st.caption("Each head's contribution head_i · W_O[rows of head i]; with b_O they add up to the output")
-    chart(figure("head_grids", contributions, trace.tokens, figures.dims("d", 384), kind="signed",
+    shown, note = picture_colours(contributions[0], contributions)
+    chart(figure("head_grids", shown, trace.tokens, figures.dims("d", 384), kind="signed",
                  head_names=heads, cols_are_tokens=False), key="model_contributions",
           text=of_grids(contributions, trace.tokens, figures.dims("d", 384), heads))
+    if note:
+        st.caption(lit(note))
+
+
+def picture_colours(panel: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, str | None]:
+    """values as drawn: saturated where a panel is sent as a picture (its hover shows no values),
+    as they are where the hover shows each cell's value."""
+    if panel.size <= figures.IMAGE_FROM_CELLS:
+        return values, None
+    return model_figures.saturated(values)
 
 
 def lines_tab(trace: Trace, layer: int) -> None:
