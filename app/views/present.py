@@ -451,8 +451,7 @@ class Draw:
         else:
             st.markdown("With one head, or one key, there is nothing to disagree about.")
         rows = self.r.weights[:, query, :]  # [h, n_k]: one row per head, on the weights' one scale
-        title = figures.shape_title(f"Query {query + 1} · {self.q_tokens[query]}: each head's weights",
-                                    rows.shape)
+        title = figures.shape_title(f"Query {query + 1} · {self.q_tokens[query]}", rows.shape)
         chart(fitted("head_grids", rows[None], self.heads, self.k_tokens, kind="weights",
                      cols_are_tokens=False, budget=self.room - SELECTORS_PX - 2 * CAPTION_PX,
                      head_names=[title]),
