@@ -24,6 +24,8 @@ THUMB_TITLE = 30  # px above each thumbnail for its two-line label
 THUMB_FONT = 11
 THUMB_GAP = 8  # px between thumbnails
 LAYER_LABEL_PX = 60  # px left of each row of thumbnails for "layer 3"
+LAYER_GAP = 14  # px between layers whose heads wrap, for the rule
+LAYER_RULE = "#767676"  # the line between layers whose heads wrap (4.5:1 on white)
 LABELS_WHERE = "above"  # the model view writes each head's label above its thumbnail
 OVERVIEW_CAPTION = ("Every head of every layer, layer 1 at the top (heads 1 to 12 in reading order). Above "
                     "each head: its entropy (1 = uniform) and a guess at its pattern (previous or next word "
@@ -60,7 +62,8 @@ def model_view(weights: list[np.ndarray], labels: list[list[str]], *, width: int
     per_row = max(1, min(n_heads, (width - LAYER_LABEL_PX) // (THUMB_MIN_PX + THUMB_GAP)))
     rows_per_layer = -(-n_heads // per_row)
     band = THUMB_PX + THUMB_TITLE  # px: one row of thumbnails and its labels
-    height = n_layers * rows_per_layer * band + 10
+    gap = LAYER_GAP if rows_per_layer > 1 else 0  # px between layers whose heads wrap
+    height = n_layers * rows_per_layer * band + (n_layers - 1) * gap + 10
     plot_h = height - 16  # margins t + b
     margin = dict(l=LAYER_LABEL_PX - 8, r=8, t=8, b=8)
     data, layout = [], dict(width=per_row * (THUMB_PX + THUMB_GAP) + LAYER_LABEL_PX, height=height,
@@ -77,7 +80,7 @@ def model_view(weights: list[np.ndarray], labels: list[list[str]], *, width: int
                              hovertemplate=f"layer {layer + 1}, head {head + 1}<extra></extra>"))
             row, column = layer * rows_per_layer + head // per_row, head % per_row
             x0 = column / per_row
-            top = 1 - (row * band + THUMB_TITLE) / plot_h
+            top = 1 - (row * band + layer * gap + THUMB_TITLE) / plot_h
             bottom = top - THUMB_PX / plot_h
             layout[f"xaxis{suffix}"] = dict(axis, domain=[x0 + 0.004, x0 + 1 / per_row - 0.004],
                                             anchor=f"y{suffix}")
@@ -87,10 +90,15 @@ def model_view(weights: list[np.ndarray], labels: list[list[str]], *, width: int
             layout["annotations"].append(dict(  # LABELS_WHERE: above the thumbnail
                 text="<br>".join(lines), x=x0 + 0.5 / per_row, y=top, xref="paper", yref="paper",
                 xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=THUMB_FONT)))
+        first_row = layer * (rows_per_layer * band + gap)  # px from the top
         layout["annotations"].append(dict(
             text=f"layer {layer + 1}", x=0, xref="paper", xanchor="right", xshift=-6, showarrow=False,
-            y=1 - (layer * rows_per_layer * band + THUMB_TITLE + THUMB_PX / 2) / plot_h, yref="paper",
+            y=1 - (first_row + (rows_per_layer * band + THUMB_TITLE) / 2) / plot_h, yref="paper",
             font=dict(size=12)))
+        if rows_per_layer > 1 and layer:  # wrapped heads: a rule between layers
+            layout.setdefault("shapes", []).append(dict(
+                type="line", xref="paper", yref="paper", x0=0, x1=1, y0=1 - (first_row - gap / 2) / plot_h,
+                y1=1 - (first_row - gap / 2) / plot_h, line=dict(color=LAYER_RULE, width=1)))
     return _figure(data, layout)
 
 
