@@ -750,7 +750,8 @@ class Workbench(RuleBasedStateMachine):
             return form_send
         if f"forecast_send_{question_id}" not in keys:
             return None
-        rows, cols = live.store().state(self.room()[0]).question.grid
+        chips = np.array(tab.session_state[f"forecast_chips_{question_id}"])  # [rows, cols]
+        rows, cols = chips.shape  # the form's own grid: the room may have asked another question since
         for row in range(rows):
             if rows > 1:
                 tab.selectbox(key=f"forecast_row_{question_id}").set_value(row).run()
