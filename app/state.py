@@ -592,10 +592,15 @@ def follow_history() -> None:
 # Opening over edits, and Undo
 
 
+UNDO_MAX_BYTES = 2 * 2**20  # an edited setup kept for Undo; a bigger one is saved as a file or walked back to
+
+
 def remember_shown(current: Current, label: str) -> None:
-    """At the end of a run: an edited setup on screen is what a deliberate opening would replace."""
-    ss = st.session_state
-    ss.shown_edits = (current.setup, label) if current.edited and current.setup is not None else None
+    """At the end of a run: an edited setup on screen is what a deliberate opening would replace. Kept
+    only up to UNDO_MAX_BYTES of arrays: the session's memory budget counts every copy."""
+    setup = current.setup
+    small = setup is not None and sum(a.nbytes for a in setup.arrays().values()) <= UNDO_MAX_BYTES
+    st.session_state.shown_edits = (setup, label) if current.edited and small else None
 
 
 def open_over_edits(load, *args) -> None:

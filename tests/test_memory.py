@@ -253,7 +253,7 @@ def test_the_download_buttons_keep_the_inputs_only(monkeypatch):
     at.run()
     result = result_cache.result_of(at.session_state["result_key"])
     inputs = numpy_bytes([at.session_state["work"]])
-    assert len(kept) == 3  # JSON, script, CSV
+    assert len(kept) == 4  # JSON, script, CSV, this page as HTML
     assert numpy_bytes(kept) <= inputs < numpy_bytes(result) / 10
 
 
