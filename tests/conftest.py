@@ -32,3 +32,12 @@ def redis_store(tmp_path, monkeypatch):
     yield server
     live.store().close()
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def live():
+    """One real server and one Chromium for a browser test module: (url, browser)."""
+    from tests.browser_env import server_and_browser
+
+    with server_and_browser() as pair:
+        yield pair

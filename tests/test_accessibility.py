@@ -10,53 +10,21 @@ Skips when Chromium, Playwright or node_modules/axe-core is missing, unless REQU
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
 from tests.a11y import AXE, assert_no_violations
-from tests.live_server import ROOT, streamlit_server
+from tests.browser_env import ARTIFACTS, IDLE, require_browser
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-REQUIRED = os.environ.get("REQUIRE_BROWSER") == "1"
-ARTIFACTS = ROOT / "artifacts"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 LOADED = 90_000  # ms: how long a page may take on a loaded machine before the test gives up
 WIDTH, HEIGHT = 1280, 720
 TALLEST = 16_000  # px: the window grows to the page's height, at most this
 PAGES = ["workbench", "present", "labs", "quiz", "model", "class", "examples"]  # the navigation's pages
 
-missing = [what for what, there in (("Chromium", Path(CHROMIUM).exists()), ("axe-core", AXE.exists()))
-           if not there]
-if missing:
-    if REQUIRED:
-        raise RuntimeError(f"REQUIRE_BROWSER=1 but {' and '.join(missing)} missing: "
-                           "apt-get install chromium; make venv (npm ci)")
-    pytest.skip(f"{' and '.join(missing)} missing (apt-get install chromium; make venv installs axe-core)",
-                allow_module_level=True)
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:
-    if REQUIRED:
-        raise
-    pytest.skip("playwright is not installed (requirements-dev.txt)", allow_module_level=True)
+require_browser(("axe-core", AXE))
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def live():
-    """One real server and one Chromium for the module: (url, browser)."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    with streamlit_server() as (url, _), sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield url, browser
-        browser.close()
 
 
 def new_page(browser, **options):

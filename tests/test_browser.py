@@ -6,49 +6,21 @@ Skips when Chromium or Playwright is missing, unless REQUIRE_BROWSER=1 (CI), whe
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.live_server import ROOT, streamlit_server
+from tests.browser_env import ARTIFACTS, CHROMIUM, FLAGS, IDLE, require_browser  # noqa: F401 (bench/)
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-REQUIRED = os.environ.get("REQUIRE_BROWSER") == "1"
-ARTIFACTS = ROOT / "artifacts"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+require_browser()
+from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402 (after the skip)
+
 WEIGHTS = ".st-key-chart_weights .js-plotly-plot"
 READ_WEIGHTS = f"""() => {{
     const el = document.querySelector("{WEIGHTS}");
     return el ? Array.from(el.data, t => t.z._inputArray || t.z) : null;
 }}"""
-
-if not Path(CHROMIUM).exists():
-    if REQUIRED:
-        raise RuntimeError("REQUIRE_BROWSER=1 but no Chromium: apt-get install chromium")
-    pytest.skip("no Chromium found (apt-get install chromium); CI installs it and sets REQUIRE_BROWSER=1",
-                allow_module_level=True)
-try:
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    from playwright.sync_api import sync_playwright
-except ImportError:
-    if REQUIRED:
-        raise
-    pytest.skip("playwright is not installed (requirements-dev.txt)", allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def live():
-    """One real server and one Chromium for the module: (url, browser)."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    with streamlit_server() as (url, _), sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=FLAGS)  # launch() gives a fresh temporary profile
-        yield url, browser
-        browser.close()
 
 
 def open_page(browser, url: str, viewport=(1400, 5000)):

@@ -6,54 +6,31 @@ Skips when Chromium or Playwright is missing, unless REQUIRE_BROWSER=1 (CI), whe
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import pytest
 
 from app import chart_text, figures
 from mha_core import all_scenarios
-from tests.live_server import ROOT, streamlit_server
+from tests.browser_env import ARTIFACTS, IDLE, require_browser
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-REQUIRED = os.environ.get("REQUIRE_BROWSER") == "1"
-ARTIFACTS = ROOT / "artifacts"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 WEIGHTS = ".st-key-chart_weights [data-testid='stPlotlyChart']"
 NUMBERS = ".st-key-chart_weights_numbers"
 TIMEOUT = 90_000  # ms: the machine may be loaded
 
-if not Path(CHROMIUM).exists():
-    if REQUIRED:
-        raise RuntimeError("REQUIRE_BROWSER=1 but no Chromium: apt-get install chromium")
-    pytest.skip("no Chromium found (apt-get install chromium); CI installs it and sets REQUIRE_BROWSER=1",
-                allow_module_level=True)
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:
-    if REQUIRED:
-        raise
-    pytest.skip("playwright is not installed (requirements-dev.txt)", allow_module_level=True)
+require_browser()
 
 DEFAULT = all_scenarios()["the_cat_sat_two_heads"]  # the workbench's first page
 
 
 @pytest.fixture(scope="module")
-def page():
-    """One real server, one Chromium and one workbench page at 1280 x 720 for the module."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    with streamlit_server() as (url, _), sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 720})
-        tab = context.new_page()
-        tab.goto(url)
-        settle(tab)
-        yield tab
-        context.close()
-        browser.close()
+def page(live):
+    """One workbench page at 1280 x 720 for the module, on its one server and Chromium."""
+    url, browser = live
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    tab = context.new_page()
+    tab.goto(url)
+    settle(tab)
+    yield tab
+    context.close()
 
 
 def settle(tab) -> None:

@@ -11,20 +11,10 @@ One server and one Chromium for the module. Skips without Chromium unless REQUIR
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import pytest
 
-from tests.live_server import ROOT, streamlit_server
+from tests.browser_env import ARTIFACTS, IDLE, require_browser
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-REQUIRED = os.environ.get("REQUIRE_BROWSER") == "1"
-ARTIFACTS = ROOT / "artifacts"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 PHONE = dict(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
 PHONE_PX = 390
 TOUCH_PX = 44
@@ -33,26 +23,7 @@ PAGES = ["/", "/present", "/labs", "/quiz", "/model", "/class", "/examples",  # 
          "/?preset=ex_h_cross_attention"]  # and a 512-wide example
 CHIP_BUTTONS = "[class*='st-key-chip_add_'] button"
 
-if not Path(CHROMIUM).exists():
-    if REQUIRED:
-        raise RuntimeError("REQUIRE_BROWSER=1 but no Chromium: apt-get install chromium")
-    pytest.skip("no Chromium found (apt-get install chromium)", allow_module_level=True)
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:
-    if REQUIRED:
-        raise
-    pytest.skip("playwright is not installed (requirements-dev.txt)", allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def live():
-    """One real server and one Chromium for the module: (url, browser)."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    with streamlit_server() as (url, _), sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield url, browser
-        browser.close()
+require_browser()
 
 
 def settle(page, selector: str = "[data-testid='stMain'] [data-testid='stMarkdownContainer']") -> None:

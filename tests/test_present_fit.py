@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from mha_core import all_scenarios
-from tests.test_browser import ARTIFACTS, live, no_error_on, room_code  # noqa: F401 (live: fixture)
+from tests.test_browser import ARTIFACTS, no_error_on, room_code
 
 PROJECTOR = {"width": 1280, "height": 720}
 SCREENS = 9
@@ -78,7 +78,7 @@ def next_screen(page, screen: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def projector(live):  # noqa: F811 (the fixture of tests/test_browser.py)
+def projector(live):  # the fixture of tests/conftest.py
     url, browser = live
     context = browser.new_context(viewport=PROJECTOR)
     yield url, context.new_page()
@@ -110,7 +110,7 @@ def test_every_screen_of_every_preset_fits_the_projector(projector):
     assert not failures, failures
 
 
-def test_the_rooms_answer_panel_fits_too(projector, live):  # noqa: F811
+def test_the_rooms_answer_panel_fits_too(projector, live):
     """The teacher of a room asks the softmax screen's forecast and a student answers it: the panel,
     the answers shown, Reveal, then the result and the room's answers one at a time, each within 720 px."""
     url, page = projector

@@ -5,37 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from tests.live_server import streamlit_server
-from tests.test_browser import (
+from tests.test_browser import (  # it skips this module too when there is no browser
     ARTIFACTS,
-    CHROMIUM,
-    FLAGS,
     READ_WEIGHTS,
     WEIGHTS,
+    PlaywrightTimeout,
     room_code,
     settle,
     type_into_sat_d1,
     wait_for_sat_weight_to_move,
 )
 
-try:
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    from playwright.sync_api import sync_playwright
-except ImportError:  # tests.test_browser has already skipped the module (or failed it under REQUIRE_BROWSER)
-    pytest.skip("playwright is not installed", allow_module_level=True)
-
 PROJECTOR = {"width": 1280, "height": 720}
 LOADED = 60_000  # ms: generous, the machine is shared
-
-
-@pytest.fixture(scope="module")
-def live():
-    """One real server and one Chromium for the module: (url, browser)."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    with streamlit_server() as (url, _), sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield url, browser
-        browser.close()
 
 
 def projector_page(browser, url: str):
