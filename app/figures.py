@@ -123,6 +123,15 @@ def shape_title(name: str, shape: tuple[int, ...]) -> str:
     return f"{name} [{' × '.join(str(int(n)) for n in shape)}]"
 
 
+SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def head_titles(symbol: str, values) -> list[str]:
+    """Each head's panel title for values [h, rows, cols]: 'A₁ [3 × 3]', 'A₂ [3 × 3]', ..."""
+    return [shape_title(f"{symbol}{str(head + 1).translate(SUBSCRIPTS)}", values.shape[1:])
+            for head in range(values.shape[0])]
+
+
 # --- Labels ----------------------------------------------------------------------------------
 
 

@@ -78,8 +78,6 @@ def step_figures(setup: Setup, result: MHAResult, q_tokens, k_tokens, *, query: 
     sizes = setup.sizes
     heads = [f"head {i + 1}" for i in range(sizes.n_heads)]
     r = result
-    titled = lambda symbol, values: [figures.shape_title(f"{symbol} {i + 1}", values.shape[1:])  # noqa: E731
-                                     for i in range(sizes.n_heads)]
     embeddings = [figures.matrix_heatmap(setup.x, q_tokens, figures.dims("d", sizes.d_model),
                                          title=figures.shape_title("X", setup.x.shape))]
     if setup.x_kv is not None:
@@ -101,19 +99,20 @@ def step_figures(setup: Setup, result: MHAResult, q_tokens, k_tokens, *, query: 
         1: embeddings,
         2: qkv,
         3: [figures.head_grids(r.scores, q_tokens, k_tokens, kind="scores",
-                               head_names=titled("S", r.scores))],
+                               head_names=figures.head_titles("S", r.scores))],
         4: [figures.head_grids(r.scaled, q_tokens, k_tokens, kind="scores", mask=r.mask,
-                               head_names=titled("scaled", r.scaled)),
+                               head_names=figures.head_titles("scaled", r.scaled)),
             figures.head_grids(r.weights, q_tokens, k_tokens, kind="weights", mask=r.mask,
-                               head_names=titled("A", r.weights))],
+                               head_names=figures.head_titles("A", r.weights))],
         5: [figures.head_grids(r.head_outputs, q_tokens, figures.dims("v", sizes.d_v), kind="signed",
-                               head_names=titled("head", r.head_outputs), cols_are_tokens=False)],
+                               head_names=figures.head_titles("head", r.head_outputs),
+                               cols_are_tokens=False)],
         6: compared,
         7: [figures.concat_bands(r.concat, q_tokens, sizes.n_heads, sizes.d_v,
                                  title="Concat(head_1, ..., head_h) "
                                        + figures.shape_title("", r.concat.shape).strip()),
             figures.head_grids(contributions, q_tokens, figures.dims("d", sizes.d_model), kind="signed",
-                               head_names=titled("C", contributions), cols_are_tokens=False)],
+                               head_names=figures.head_titles("C", contributions), cols_are_tokens=False)],
         8: [figures.side_by_side(setup.x, r.output, q_tokens,
                                  left_title=figures.shape_title("input X", setup.x.shape),
                                  right_title=figures.shape_title("output", r.output.shape))],

@@ -69,7 +69,7 @@ def test_the_weights_in_the_file_are_the_results():
     result = scenario.run()
     weights = [spec for spec in charts.values()
                if any(str(t.get("name", "")).startswith("A") for t in spec["data"])
-               or "A 1" in json.dumps(spec["layout"])]
+               or "A₁" in json.dumps(spec["layout"], ensure_ascii=False)]
     assert weights  # the softmax grid is in the file
     texts = json.dumps(weights)
     for value in result.weights[0, 1]:

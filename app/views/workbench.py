@@ -257,8 +257,7 @@ class Page:
 
     def _titled(self, symbol: str, values) -> list[str]:
         """Panel titles: the head's symbol and the shape of its grid, 'A₁ [3 × 5]' for head 1."""
-        return [figures.shape_title(f"{symbol}{_sub(head + 1)}", values.shape[1:])
-                for head in range(len(self.heads))]
+        return figures.head_titles(symbol, values)
 
     def _mask_editor(self):
         st.caption("Mask: tick the (query, key) pairs that may attend")
