@@ -22,6 +22,7 @@ import time
 
 from playwright.sync_api import sync_playwright
 
+from tests.browser_env import PHONE_AGENT
 from tests.live_server import ROOT, streamlit_server
 from tests.test_browser import CHROMIUM, FLAGS, IDLE, READ_WEIGHTS, WEIGHTS, click_cell
 
@@ -67,7 +68,7 @@ def switch_seconds(page, title: str) -> float:
 FIRST_CHART = "() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(p => p._fullLayout)"
 FIRST_PAINT = "() => (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || null"
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
-         "device_scale_factor": 3}
+         "device_scale_factor": 3, "user_agent": PHONE_AGENT}  # a phone's Chrome says it is one
 
 
 def first_chart_seconds(browser, url: str, throttle: float = 1, context_options=None) -> tuple[float, float]:

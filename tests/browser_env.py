@@ -19,6 +19,8 @@ ARTIFACTS = ROOT / "artifacts"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+PHONE_AGENT = ("Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) "
+               "Chrome/156.0.0.0 Mobile Safari/537.36")  # what a phone's Chrome says it is
 HOW = "apt-get install chromium; make venv installs Playwright and axe-core"
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_env import ARTIFACTS, IDLE, require_browser
+from tests.browser_env import ARTIFACTS, IDLE, PHONE_AGENT, require_browser
 
 PHONE = dict(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
 PHONE_PX = 390
@@ -139,12 +139,16 @@ PANELS = """(key) => {
 }"""
 
 
-def test_the_workbench_draws_one_head_a_row_on_a_phone(live):
+@pytest.mark.parametrize("says_phone", [True, False], ids=["user-agent says phone", "probe reports"])
+def test_the_workbench_draws_one_head_a_row_on_a_phone(live, says_phone):
+    """A phone whose browser says so (User-Agent 'Mobile') is planned for in the page's first run:
+    its probe has nothing to report. One that does not say so is corrected by the probe's report."""
     url, browser = live
-    context = browser.new_context(**PHONE)
+    context = browser.new_context(**PHONE, **({"user_agent": PHONE_AGENT} if says_phone else {}))
     page = context.new_page()
     page.goto(url + "/")
     settle(page, ".st-key-chart_weights .js-plotly-plot")
+    assert page.evaluate("() => window.mhaNarrowSent === undefined") == says_phone
     panels = page.evaluate(PANELS, "chart_weights")
     assert len(panels) >= 2
     assert len({round(p["left"]) for p in panels}) == 1  # one column of heads
