@@ -3,10 +3,11 @@
 Axes are integer positions counted from 1 with the labels as tick text, because plotly merges
 repeated category labels ("the ... the"). Every text a builder is given (tokens, head names,
 titles) goes through app.safe.chart_text before it reaches a label, title, legend or hover, so
-"<b>x</b>" or "$x$" shows literally: callers pass plain text. Colours: Okabe-Ito for heads,
-viridis for weights (0.25 and 0.33 look different), red-blue centred at 0 for signed values
-(both readable with colour-blind vision). Numbers go through format_number (cells) and
-hover_number (hover), so 2.1e-9 and 1 − 4.1e-9 never print as 0.00 and 1.00.
+"<b>x</b>" or "$x$" shows literally: callers pass plain text. Colours: Okabe-Ito and three more
+for heads (each 3:1 on white), viridis for weights (0.25 and 0.33 look different), red-blue
+centred at 0 for signed values (both readable with colour-blind vision). Numbers go through
+format_number (cells) and hover_number (hover), so 2.1e-9 and 1 − 4.1e-9 never print as 0.00 and
+1.00.
 
 Legibility at every size: panels are laid out in pixels. Heights are exact; widths are planned for
 a column of ``width`` px (FULL_WIDTH, the main column at a 1280-px window) and stretch with the real
@@ -41,7 +42,11 @@ from plotly.colors import get_colorscale
 
 from app.safe import chart_text
 
-HEAD_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+# One colour a head, every one 3:1 or more on white (a mark a reader needs, WCAG 1.4.11) and every two
+# 11.7 or more apart (CAM02-UCS) as typical, protanopic, deuteranopic and tritanopic eyes see them:
+# the five Okabe-Ito colours that stand 3:1, then three found by a search under those two rules
+# (Okabe-Ito's orange, sky blue and yellow are 2.0, 2.3 and 1.2:1).
+HEAD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000", "#962D69", "#695A3C", "#A578FF")
 # Perceptually uniform and colour-blind safe; unlike cividis, whose middle is a flat grey, it
 # changes hue as well as lightness, so 0.25 and 0.33 (CIELAB distance 17.7, cividis 10.4) differ.
 WEIGHT_SCALE = get_colorscale("viridis")
@@ -139,7 +144,7 @@ plain = chart_text  # the name this module used; app.safe.chart_text is the one 
 
 
 def head_colour(head: int) -> str:
-    """The Okabe-Ito colour of head `head` (0-based), repeating after eight heads."""
+    """The colour of head `head` (0-based), repeating after eight heads."""
     return HEAD_COLOURS[head % len(HEAD_COLOURS)]
 
 

@@ -81,7 +81,7 @@ def test_signed_scores_keep_their_size_and_their_sign(deficiency):
 
 
 PALETTES = {  # name: colours, smallest ΔE between any two of them (today's smallest)
-    "heads": (HEAD_COLOURS, 10.0),  # 11.0, tritanopia, heads 2 and 4
+    "heads": (HEAD_COLOURS, 11.0),  # 11.7
     "forecast bars": ((forecast_figures.BLUE, forecast_figures.GREEN, forecast_figures.GREY,
                        forecast_figures.ORANGE), 6.0),  # 6.8, deuteranopia (right and wrong also carry ✓ / ✗)
     "labs": ((lab_figures.BLUE, lab_figures.VERMILLION, lab_figures.MARKER), 10.0),  # 14.0, protanopia
@@ -105,6 +105,14 @@ def _luminance(colour: np.ndarray) -> float:
 def test_chart_text_is_dark_enough_on_white():
     """Ticks, titles and legends of every chart are INK: 4.5:1 or more on white (WCAG 1.4.3)."""
     assert 1.05 / (_luminance(rgb(INK)) + 0.05) >= 4.5
+
+
+@pytest.mark.parametrize("colour", [*HEAD_COLOURS, forecast_figures.ORANGE, forecast_figures.BLUE,
+                                    forecast_figures.GREEN, forecast_figures.GREY])
+def test_every_head_and_forecast_bar_colour_stands_3_to_1_on_white(colour):
+    """A head's bars, band outlines and lines, and a forecast's bars, are marks a reader needs: 3:1
+    or more on white (WCAG 1.4.11)."""
+    assert 1.05 / (_luminance(rgb(colour)) + 0.05) >= 3.0
 
 
 PLOTLY_DARK_TEXT_FROM = 128  # plotly writes a cell's number dark when the cell's brightness is at least this
