@@ -317,3 +317,56 @@ def test_the_workbench_at_200_percent_zoom_shows_its_first_chart_without_sideway
     page.screenshot(path=str(ARTIFACTS / "a11y-zoom-200.png"))
     assert max(sideways) <= 1, sideways
     page.context.close()
+
+
+def test_the_states_a_page_reaches_only_by_a_click_have_no_violation(live):
+    """The Labs' second and third tabs, Compare with A pinned, the drill-down opened by its link and
+    the Quiz after a Check: each is its own set of elements that the pages' first draw does not have."""
+    url, browser = live
+    page = new_page(browser)
+    page.goto(f"{url}/labs")
+    settle(page, ".js-plotly-plot")
+    for tab in ("Scaling lab", "Size and cost"):
+        page.locator(f"[data-testid='stTab']:has-text('{tab}')").click()
+        page.wait_for_timeout(300)
+        settle(page, "[data-testid='stTab'][aria-selected='true']")
+        assert_accessible(page, f"labs {tab}")
+    page.goto(f"{url}/?preset=ex_f_unscaled")
+    settle(page, ".st-key-compare_partner")
+    page.locator(".st-key-compare_partner button").click()
+    page.wait_for_selector(".st-key-compare_unpin", timeout=LOADED)
+    settle(page, ".st-key-chart_weights .js-plotly-plot")
+    assert_accessible(page, "compare pinned")
+    page.goto(f"{url}/?preset=the_cat_sat_two_heads&drill=2.3.1")
+    settle(page, ".st-key-chart_weights .js-plotly-plot")
+    assert_accessible(page, "drill-down open")
+    page.goto(f"{url}/quiz")
+    form = "[data-testid='stMain'] [data-testid='stForm']"
+    settle(page, form)
+    choices = page.locator(f"{form} [data-testid='stRadio'] [role='radiogroup'] label:visible")  # first tab
+    if choices.count():
+        choices.first.click()
+    else:
+        page.locator(f"{form} input:visible").first.fill("0.5")
+    page.locator("[class*='st-key-quiz_check_'] button:visible").first.click()
+    page.wait_for_function("() => /Score this session: [01] right of 1 asked/.test(document.body.innerText)",
+                           timeout=LOADED)
+    settle(page)
+    assert_accessible(page, "quiz answered")
+    page.context.close()
+
+
+def test_the_printed_worksheet_has_no_violation(live):
+    """The Quiz's worksheet is a page of its own (mha_core.worksheet): its tables, answer key and
+    headings, as a browser opens the downloaded file."""
+    from mha_core import all_scenarios
+    from mha_core.worksheet import worksheet_html
+
+    _, browser = live
+    setup = all_scenarios()["the_cat_sat_two_heads"]
+    page = new_page(browser)
+    page.set_content(worksheet_html(setup, setup.run(), title="Multi-head attention by hand", seed=0))
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    page.set_viewport_size({"width": WIDTH, "height": max(HEIGHT, min(height, TALLEST))})  # all of it in view
+    assert_no_violations(page, "the worksheet")
+    page.context.close()
