@@ -18,13 +18,13 @@ of the question answered), ``sent_answers`` ({question id: the value sent}), ``p
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import streamlit as st
 
 from app import forecast_figures, live
-from app.figures import head_grids
+from app.figures import LARGE, head_grids
 from app.live import in_room, is_teacher
 from app.safe import lit, md
 from app.widgets import chart
@@ -209,6 +209,13 @@ def distribution(where: str, tally, *, large: bool, marked: bool) -> None:
         st.markdown(md("**{} of {}** right (first answers count).", tally.right, tally.total))
 
 
+# The class's forecast on the presenter, under the count, the buttons and the sentence: the
+# projector's numbers (20 px) on cells as tall as fit (a 3-row grid with LARGE's ran 88 px past 720).
+# A grid of 4 to 6 rows needs 300 to 374 px even with 28-px cells: the teacher scrolls.
+FORECAST_CHART_PX = 276
+FORECAST_CELL_HEIGHTS = (72, 60, 52, 46, 40, 34, 28)
+
+
 def class_forecast_view(where: str, question: DrawnForecast, tally, *, large: bool) -> None:
     """The class's average forecast as a heatmap next to the real softmax, how far apart they are,
     and the key where the class was most wrong."""
@@ -218,10 +225,23 @@ def class_forecast_view(where: str, question: DrawnForecast, tally, *, large: bo
     mean = np.asarray(tally.mean, dtype=float)  # [n_rows, n_k]
     st.markdown(forecast_words(mean, question.weights, question.query_labels, question.key_labels,
                                "The class"))  # first: on a projector the chart may run below the fold
-    chart(forecast_figures.forecast_vs_real(
-        mean, question.weights, question.query_labels, question.key_labels,
-        forecast_title=f"The class's forecast ({tally.total})",
-        real_title=f"Head {question.head + 1}'s softmax", large=large), key=f"{where}_forecast_chart")
+    def figure(style):
+        return forecast_figures.forecast_vs_real(
+            mean, question.weights, question.query_labels, question.key_labels,
+            forecast_title=f"The class's forecast ({tally.total})",
+            real_title=f"Head {question.head + 1}'s softmax", large=style)
+
+    chart(projector_fitted(figure) if large else figure(False), key=f"{where}_forecast_chart")
+
+
+def projector_fitted(figure):
+    """figure(style) in the projector's style with the tallest cells that keep it within
+    FORECAST_CHART_PX (a whole grid's rows), else with the shortest."""
+    for cell_max in FORECAST_CELL_HEIGHTS:
+        fig = figure(replace(LARGE, cell_min=min(LARGE.cell_min, cell_max), cell_max=cell_max))
+        if fig["layout"]["height"] <= FORECAST_CHART_PX:
+            break
+    return fig
 
 
 def forecast_words(forecast, real, query_labels, key_labels, who: str) -> str:

@@ -150,3 +150,52 @@ def test_the_rooms_answer_panel_fits_too(projector, live):
     no_error_on(page)
     student.context.close()
     assert {name: seen["problems"] for name, seen in views.items() if seen["problems"]} == {}
+
+
+def test_the_class_forecast_of_a_whole_grid_fits_too(live):
+    """The teacher asks for the head's whole grid (3 rows) and a student draws every row: the class's
+    forecast next to the real grid, shown, closed and revealed, each within 720 px with 20-px numbers
+    (with the panel's first style it ran 88 px past the screen)."""
+    url, browser = live
+    page = browser.new_context(viewport=PROJECTOR).new_page()
+    page.goto(f"{url}/class")
+    page.wait_for_selector(".st-key-live_start button", timeout=LOADED)
+    page.locator(".st-key-live_start button").click()
+    code = room_code(page)
+    page.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()
+    page.wait_for_function(SCREEN_SHOWN, arg=f"1 / {SCREENS} · ", timeout=LOADED)
+    for screen in (2, 3, 4):
+        next_screen(page, screen)
+    settled(page)
+    page.locator(".st-key-present_draw_grid label").click()
+    settled(page)
+    page.locator(".st-key-present_draw button").click()
+    page.wait_for_selector(".st-key-room_show_answers", timeout=LOADED)
+    student = browser.new_context(viewport=PROJECTOR).new_page()
+    student.goto(f"{url}/?room={code}")
+    chips = "[class*='st-key-chip_add_'] button"
+    for row in range(3):  # one chip on the diagonal of every row
+        if row:
+            student.locator("[data-testid='stMain'] [data-testid='stSelectbox']").first.click()
+            student.locator("[role='option']").nth(row).click()
+            student.wait_for_function("([s, r]) => document.querySelectorAll(s)[r].innerText.includes('○')",
+                                      arg=[chips, row], timeout=LOADED)
+        else:
+            student.wait_for_selector(chips, timeout=LOADED)
+        student.locator(chips).nth(row).click()
+        student.wait_for_function("([s, r]) => document.querySelectorAll(s)[r].innerText.includes('●')",
+                                  arg=[chips, row], timeout=LOADED)
+    student.locator("[class*='st-key-forecast_send_'] button").click()
+    page.wait_for_function("() => document.body.innerText.includes('1 of 1 answered')", timeout=LOADED)
+    page.locator(".st-key-room_show_answers label").click()
+    page.wait_for_selector(".st-key-room_forecast_chart .js-plotly-plot", timeout=LOADED)
+    views = {"shown": measured(page, "grid-forecast-shown")}
+    page.locator(".st-key-room_close button").click()
+    page.wait_for_function("() => document.body.innerText.includes('answers closed')", timeout=LOADED)
+    views["closed"] = measured(page, "grid-forecast-closed")
+    page.screenshot(path=str(ARTIFACTS / "present-grid-forecast-closed.png"))
+    no_error_on(page)
+    student.context.close()
+    page.context.close()
+    assert {name: seen["problems"] for name, seen in views.items() if seen["problems"]} == {}
+    assert views["closed"]["cells"] == SMALLEST_PX  # the numbers are there, at the projector's size
