@@ -95,9 +95,8 @@ def phone_agent(user_agent: object) -> bool:
 
 def first_guess() -> bool:
     """Narrow or not before the probe has said anything: the websocket request's User-Agent. A phone
-    is then planned for in its first run, without the probe's report and a second run (14.7 s to the
-    first chart on a throttled phone with them); a phone held sideways or a narrow desktop window is
-    corrected by the probe's report."""
+    is then planned for in its first run, without the probe's report and a second run; a phone held
+    sideways or a narrow desktop window is corrected by the probe's report."""
     return phone_agent(st.context.headers.get("User-Agent"))
 
 
