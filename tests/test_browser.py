@@ -561,6 +561,7 @@ def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
                 "([s, k, n]) => document.querySelectorAll(s)[k].innerText.split('●').length - 1 === n",
                 arg=[CHIP_BUTTONS, 1, 1], timeout=LOADED)
             student.screenshot(path=str(ARTIFACTS / "forecast-phone-drawing.png"), full_page=True)
+        student.wait_for_selector(IDLE, timeout=LOADED)  # the last tap's run has drawn (see below)
         student.locator("[class*='st-key-forecast_send_'] button").click()
         visible_text(student, "Your answer is in")
     started = time.perf_counter()

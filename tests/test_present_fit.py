@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from mha_core import all_scenarios
+from tests.browser_env import IDLE
 from tests.test_browser import ARTIFACTS, no_error_on, room_code
 
 PROJECTOR = {"width": 1280, "height": 720}
@@ -174,17 +175,19 @@ def test_the_class_forecast_of_a_whole_grid_fits_too(live):
     student = browser.new_context(viewport=PROJECTOR).new_page()
     student.goto(f"{url}/?room={code}")
     chips = "[class*='st-key-chip_add_'] button"
-    for row in range(3):  # one chip on the diagonal of every row
+    student.wait_for_selector(chips, timeout=LOADED)
+    for row in range(3):  # one chip on the diagonal of every row, each tap once the page is idle
         if row:
             student.locator("[data-testid='stMain'] [data-testid='stSelectbox']").first.click()
-            student.locator("[role='option']").nth(row).click()
-            student.wait_for_function("([s, r]) => document.querySelectorAll(s)[r].innerText.includes('○')",
-                                      arg=[chips, row], timeout=LOADED)
-        else:
-            student.wait_for_selector(chips, timeout=LOADED)
+            student.locator("[role='option']:visible").nth(row).click()
+            student.wait_for_function(  # the row's buttons are drawn: none of its keys has a chip yet
+                "(s) => Array.from(document.querySelectorAll(s)).every(b => !b.innerText.includes('●'))",
+                arg=chips, timeout=LOADED)
+        student.wait_for_selector(IDLE, timeout=LOADED)
         student.locator(chips).nth(row).click()
         student.wait_for_function("([s, r]) => document.querySelectorAll(s)[r].innerText.includes('●')",
                                   arg=[chips, row], timeout=LOADED)
+    student.wait_for_selector(IDLE, timeout=LOADED)
     student.locator("[class*='st-key-forecast_send_'] button").click()
     page.wait_for_function("() => document.body.innerText.includes('1 of 1 answered')", timeout=LOADED)
     page.locator(".st-key-room_show_answers label").click()
