@@ -111,10 +111,8 @@ def test_every_screen_of_every_preset_fits_the_projector(projector):
     assert not failures, failures
 
 
-def test_the_rooms_answer_panel_fits_too(projector, live):
-    """The teacher of a room asks the softmax screen's forecast and a student answers it: the panel,
-    the answers shown, Reveal, then the result and the room's answers one at a time, each within 720 px."""
-    url, page = projector
+def present_softmax_in_a_room(page, url: str) -> str:
+    """The page starts a room on the Class page and presents screen 4 (the softmax); the room's code."""
     page.goto(f"{url}/class")
     page.wait_for_selector(".st-key-live_start button", timeout=LOADED)
     page.locator(".st-key-live_start button").click()
@@ -124,6 +122,14 @@ def test_the_rooms_answer_panel_fits_too(projector, live):
     for screen in (2, 3, 4):
         next_screen(page, screen)
     settled(page)
+    return code
+
+
+def test_the_rooms_answer_panel_fits_too(projector, live):
+    """The teacher of a room asks the softmax screen's forecast and a student answers it: the panel,
+    the answers shown, Reveal, then the result and the room's answers one at a time, each within 720 px."""
+    url, page = projector
+    code = present_softmax_in_a_room(page, url)
     page.locator(".st-key-present_ask button").click()
     page.wait_for_selector(".st-key-room_show_answers", timeout=LOADED)
     views = {"asked": measured(page, "room-asked")}
@@ -155,19 +161,11 @@ def test_the_rooms_answer_panel_fits_too(projector, live):
 
 def test_the_class_forecast_of_a_whole_grid_fits_too(live):
     """The teacher asks for the head's whole grid (3 rows) and a student draws every row: the class's
-    forecast next to the real grid, shown, closed and revealed, each within 720 px with 20-px numbers
-    (with the panel's first style it ran 88 px past the screen)."""
+    forecast next to the real grid, shown and closed, each within 720 px with 20-px numbers (with the
+    panel's first style it ran 88 px past the screen)."""
     url, browser = live
     page = browser.new_context(viewport=PROJECTOR).new_page()
-    page.goto(f"{url}/class")
-    page.wait_for_selector(".st-key-live_start button", timeout=LOADED)
-    page.locator(".st-key-live_start button").click()
-    code = room_code(page)
-    page.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()
-    page.wait_for_function(SCREEN_SHOWN, arg=f"1 / {SCREENS} · ", timeout=LOADED)
-    for screen in (2, 3, 4):
-        next_screen(page, screen)
-    settled(page)
+    code = present_softmax_in_a_room(page, url)
     page.locator(".st-key-present_draw_grid label").click()
     settled(page)
     page.locator(".st-key-present_draw button").click()
