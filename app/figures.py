@@ -223,6 +223,16 @@ NUMBER_EM = {".": 0.32, ",": 0.32, " ": 0.32, "-": 0.4, "e": 0.6, MINUS: 0.84, "
 DIGIT_EM = 0.6  # any other character of a number (DejaVu's digits; Source Sans's are 0.5)
 
 
+def tallest_cells_within(make, cell_heights, budget: int):
+    """make(cell_max) for the tallest of cell_heights (tallest first) whose figure is at most
+    ``budget`` px tall; the shortest's if none is. make builds the figure with cells of that height."""
+    for cell_max in cell_heights:
+        fig = make(cell_max)
+        if fig["layout"]["height"] <= budget:
+            break
+    return fig
+
+
 def _style(large: bool | Style) -> Style:
     """NORMAL, LARGE, or a Style given as ``large`` (the presenter's, fitted to a 720-px screen)."""
     return large if isinstance(large, Style) else LARGE if large else NORMAL

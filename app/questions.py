@@ -24,7 +24,7 @@ import numpy as np
 import streamlit as st
 
 from app import forecast_figures, live
-from app.figures import LARGE, head_grids
+from app.figures import LARGE, head_grids, tallest_cells_within
 from app.live import in_room, is_teacher
 from app.safe import lit, md
 from app.widgets import chart
@@ -225,23 +225,19 @@ def class_forecast_view(where: str, question: DrawnForecast, tally, *, large: bo
     mean = np.asarray(tally.mean, dtype=float)  # [n_rows, n_k]
     st.markdown(forecast_words(mean, question.weights, question.query_labels, question.key_labels,
                                "The class"))  # first: on a projector the chart may run below the fold
+
     def figure(style):
         return forecast_figures.forecast_vs_real(
             mean, question.weights, question.query_labels, question.key_labels,
             forecast_title=f"The class's forecast ({tally.total})",
             real_title=f"Head {question.head + 1}'s softmax", large=style)
 
-    chart(projector_fitted(figure) if large else figure(False), key=f"{where}_forecast_chart")
-
-
-def projector_fitted(figure):
-    """figure(style) in the projector's style with the tallest cells that keep it within
-    FORECAST_CHART_PX (a whole grid's rows), else with the shortest."""
-    for cell_max in FORECAST_CELL_HEIGHTS:
-        fig = figure(replace(LARGE, cell_min=min(LARGE.cell_min, cell_max), cell_max=cell_max))
-        if fig["layout"]["height"] <= FORECAST_CHART_PX:
-            break
-    return fig
+    if not large:
+        chart(figure(False), key=f"{where}_forecast_chart")
+        return
+    chart(tallest_cells_within(  # a whole grid's rows: the tallest cells that fit FORECAST_CHART_PX
+        lambda cell_max: figure(replace(LARGE, cell_min=min(LARGE.cell_min, cell_max), cell_max=cell_max)),
+        FORECAST_CELL_HEIGHTS, FORECAST_CHART_PX), key=f"{where}_forecast_chart")
 
 
 def forecast_words(forecast, real, query_labels, key_labels, who: str) -> str:

@@ -102,9 +102,14 @@ def _luminance(colour: np.ndarray) -> float:
     return float(linear @ [0.2126, 0.7152, 0.0722])
 
 
+def contrast_on_white(colour: str) -> float:
+    """WCAG contrast ratio of a colour against white."""
+    return 1.05 / (_luminance(rgb(colour)) + 0.05)
+
+
 def test_chart_text_is_dark_enough_on_white():
     """Ticks, titles and legends of every chart are INK: 4.5:1 or more on white (WCAG 1.4.3)."""
-    assert 1.05 / (_luminance(rgb(INK)) + 0.05) >= 4.5
+    assert contrast_on_white(INK) >= 4.5
 
 
 @pytest.mark.parametrize("colour", [*HEAD_COLOURS, forecast_figures.ORANGE, forecast_figures.BLUE,
@@ -112,7 +117,7 @@ def test_chart_text_is_dark_enough_on_white():
 def test_every_head_and_forecast_bar_colour_stands_3_to_1_on_white(colour):
     """A head's bars, band outlines and lines, and a forecast's bars, are marks a reader needs: 3:1
     or more on white (WCAG 1.4.11)."""
-    assert 1.05 / (_luminance(rgb(colour)) + 0.05) >= 3.0
+    assert contrast_on_white(colour) >= 3.0
 
 
 PLOTLY_DARK_TEXT_FROM = 128  # plotly writes a cell's number dark when the cell's brightness is at least this

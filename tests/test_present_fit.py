@@ -125,6 +125,12 @@ def present_softmax_in_a_room(page, url: str) -> str:
     return code
 
 
+def show_the_answers(page, chart: str) -> None:
+    """The panel's "Show the answers" toggle, until its chart (by key) is drawn."""
+    page.locator(".st-key-room_show_answers label").click()
+    page.wait_for_selector(f".st-key-{chart} .js-plotly-plot", timeout=LOADED)
+
+
 def test_the_rooms_answer_panel_fits_too(projector, live):
     """The teacher of a room asks the softmax screen's forecast and a student answers it: the panel,
     the answers shown, Reveal, then the result and the room's answers one at a time, each within 720 px."""
@@ -140,8 +146,7 @@ def test_the_rooms_answer_panel_fits_too(projector, live):
     choice.click()
     student.locator("[data-testid='stFormSubmitButton'] button").click()
     page.wait_for_function("() => document.body.innerText.includes('1 of 1 answered')", timeout=LOADED)
-    page.locator(".st-key-room_show_answers label").click()
-    page.wait_for_selector(".st-key-room_answers_chart .js-plotly-plot", timeout=LOADED)
+    show_the_answers(page, "room_answers_chart")
     views["answers shown"] = measured(page, "room-answers")
     assert reveal(page)
     page.wait_for_selector(".st-key-present_room_view", timeout=LOADED)
@@ -150,8 +155,7 @@ def test_the_rooms_answer_panel_fits_too(projector, live):
     page.locator(".st-key-present_room_view button:has-text(\"The room's answers\")").click()
     page.wait_for_selector(".st-key-present_weights", state="detached", timeout=LOADED)
     if not page.locator(".st-key-room_answers_chart").count():  # the toggle is drawn anew after Reveal
-        page.locator(".st-key-room_show_answers label").click()
-        page.wait_for_selector(".st-key-room_answers_chart .js-plotly-plot", timeout=LOADED)
+        show_the_answers(page, "room_answers_chart")
     views["revealed: the room's answers"] = measured(page, "room-revealed-answers")
     page.screenshot(path=str(ARTIFACTS / "present-room-revealed.png"))
     no_error_on(page)
@@ -188,8 +192,7 @@ def test_the_class_forecast_of_a_whole_grid_fits_too(live):
     student.wait_for_selector(IDLE, timeout=LOADED)
     student.locator("[class*='st-key-forecast_send_'] button").click()
     page.wait_for_function("() => document.body.innerText.includes('1 of 1 answered')", timeout=LOADED)
-    page.locator(".st-key-room_show_answers label").click()
-    page.wait_for_selector(".st-key-room_forecast_chart .js-plotly-plot", timeout=LOADED)
+    show_the_answers(page, "room_forecast_chart")
     views = {"shown": measured(page, "grid-forecast-shown")}
     page.locator(".st-key-room_close button").click()
     page.wait_for_function("() => document.body.innerText.includes('answers closed')", timeout=LOADED)

@@ -495,11 +495,10 @@ class Draw:
 def fitted(builder: str, *args, budget: int, width: int = CHART_WIDTH, **kwargs):
     """A figure in the projector's style with the tallest cells (CELL_HEIGHTS) that keep it within
     ``budget`` px; the shortest cells if none does (the test of the presets says whether they fit)."""
-    for cell_max in CELL_HEIGHTS:
-        fig = figure(builder, *args, large=replace(PROJECTOR, cell_max=cell_max), width=width, **kwargs)
-        if fig["layout"]["height"] + TABLE_PX <= budget:
-            break
-    return fig
+    def with_cells(cell_max: int):
+        return figure(builder, *args, large=replace(PROJECTOR, cell_max=cell_max), width=width, **kwargs)
+
+    return figures.tallest_cells_within(with_cells, CELL_HEIGHTS, budget - TABLE_PX)
 
 
 def _tex_number(value: float) -> str:
