@@ -599,7 +599,7 @@ def remember_shown(current: Current, label: str) -> None:
     """At the end of a run: an edited setup on screen is what a deliberate opening would replace. Kept
     only up to UNDO_MAX_BYTES of arrays: the session's memory budget counts every copy."""
     setup = current.setup
-    small = setup is not None and sum(a.nbytes for a in setup.arrays().values()) <= UNDO_MAX_BYTES
+    small = setup is not None and result_cache.numpy_bytes(setup.arrays()) <= UNDO_MAX_BYTES
     st.session_state.shown_edits = (setup, label) if current.edited and small else None
 
 
