@@ -120,6 +120,41 @@ SCRIPT = """
       if (toolbarsInTabOrder) { el.removeAttribute("tabindex"); }
       else if (el.getAttribute("tabindex") !== "-1") { el.setAttribute("tabindex", "-1"); }
     }
+    keyTables();
+  };
+  // "Numbers as a table": Tab reaches a table's first cell, the arrow keys (Home, End) move from cell
+  // to cell, and each cell is named by its row, its column and its value.
+  const cellsOf = (row) => Array.from(row.querySelectorAll("td"));
+  const cellName = (cell) => {
+    const row = cell.parentElement.querySelector("th[scope='row']");
+    const column = cell.closest("table").querySelectorAll("thead tr > *")[cell.cellIndex];
+    return (row ? row.textContent + " → " : "") + (column ? column.textContent + ": " : "") + cell.textContent;
+  };
+  const MOVES = {ArrowRight: [0, 1], ArrowLeft: [0, -1], ArrowDown: [1, 0], ArrowUp: [-1, 0]};
+  const moveInTable = (event) => {
+    const cell = event.target.closest("td");
+    if (!cell || !(event.key in MOVES || event.key === "Home" || event.key === "End")) { return; }
+    const rows = Array.from(event.currentTarget.querySelectorAll("tbody tr"));
+    let r = rows.indexOf(cell.parentElement), c = cellsOf(cell.parentElement).indexOf(cell);
+    if (event.key in MOVES) { r += MOVES[event.key][0]; c += MOVES[event.key][1]; }
+    else { c = event.key === "Home" ? 0 : cellsOf(rows[r]).length - 1; }
+    event.preventDefault();
+    const next = rows[Math.max(0, Math.min(rows.length - 1, r))];
+    const target = next && cellsOf(next)[Math.max(0, Math.min(cellsOf(next).length - 1, c))];
+    if (!target || target === cell) { return; }
+    cell.tabIndex = -1;
+    target.tabIndex = 0;
+    target.focus();
+  };
+  const keyTables = () => {
+    for (const table of doc.querySelectorAll("table.chart-numbers:not([data-mha-keys])")) {
+      table.dataset.mhaKeys = "1";
+      table.querySelectorAll("tbody td").forEach((cell, i) => {
+        cell.tabIndex = i === 0 ? 0 : -1;
+        cell.setAttribute("aria-label", cellName(cell));
+      });
+      table.addEventListener("keydown", moveInTable);
+    }
   };
   let queued = false;
   new MutationObserver(() => {

@@ -10,6 +10,7 @@ import pytest
 
 from app import chart_text, figures
 from mha_core import all_scenarios
+from tests.a11y import assert_no_violations
 from tests.browser_env import ARTIFACTS, IDLE, require_browser
 
 WEIGHTS = ".st-key-chart_weights [data-testid='stPlotlyChart']"
@@ -80,3 +81,37 @@ def test_opening_the_table_shows_every_weight_in_a_table(page):
     assert head_summary(0) in box.inner_text()  # the summary is written out above the numbers
     box.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "chart-text-open-1280.png"))
+
+
+def test_the_arrow_keys_walk_the_table_and_each_cell_says_its_row_column_and_value(page):
+    """Issue 16: cells reachable with the arrow keys, the value announced (the cell's accessible name)."""
+    box = page.locator(NUMBERS)
+    if box.locator("table").count() == 0:
+        box.locator("summary").click()
+        box.locator("table").first.wait_for(timeout=TIMEOUT)
+    page.wait_for_selector(f"{NUMBERS} table[data-mha-keys]", timeout=TIMEOUT)
+    weights, tokens = DEFAULT.run().weights, DEFAULT.tokens
+
+    def name_of(query: int, key: int) -> str:
+        return f"{tokens[query]} → {tokens[key]}: {figures.hover_number(weights[0, query, key], near_one=True)}"
+
+    def focused() -> str:
+        return page.evaluate("document.activeElement.getAttribute('aria-label') || ''")
+
+    box.locator("summary").focus()
+    page.keyboard.press("Tab")  # the first head's table: one Tab stop, its first cell
+    assert focused() == name_of(0, 0)
+    page.keyboard.press("ArrowRight")
+    assert focused() == name_of(0, 1)
+    page.keyboard.press("ArrowDown")
+    assert focused() == name_of(1, 1)
+    page.keyboard.press("End")
+    assert focused() == name_of(1, len(tokens) - 1)
+    page.keyboard.press("ArrowRight")  # the edge holds
+    assert focused() == name_of(1, len(tokens) - 1)
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowUp")
+    assert focused() == name_of(0, 0)
+    cell = page.get_by_role("cell", name=name_of(0, 0), exact=True)
+    assert cell.count() == 1  # what a screen reader finds by role and name
+    assert_no_violations(page, "the workbench with a table of numbers walked by keyboard")
