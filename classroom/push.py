@@ -15,6 +15,7 @@ Streamlit-free: the caller gives it ``version_of(code)`` and ``rerun(session_id)
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 from classroom.store import NoSuchRoom, StoreError
 
+LOG = logging.getLogger(__name__)
 PUSH_SECONDS = 0.25  # how often the followed rooms' versions are read (the watch's own reuse age)
 REPUSH_SECONDS = 2.0  # a page asked to rerun that still shows an older version is asked again after this
 
@@ -71,7 +73,11 @@ class Pusher:
                 continue
             if self._clock() - follower.asked_at < REPUSH_SECONDS:
                 continue  # asked a moment ago; its run is on the way
-            answer = self._rerun(session_id)
+            try:
+                answer = self._rerun(session_id)
+            except Exception:  # noqa: BLE001 - one session's failure must not stop the others' push
+                LOG.exception("asking session %s to rerun failed", session_id)
+                continue
             if answer == SESSION_GONE:
                 self.forget(session_id)
             elif answer == RERUN_ASKED:
@@ -104,4 +110,4 @@ class Pusher:
             try:
                 self.tick()
             except Exception:  # noqa: BLE001 - the thread must outlive one bad tick; the polls remain
-                continue
+                LOG.exception("the push's tick failed")
