@@ -35,7 +35,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from app import push, state, widgets
+from app import state, widgets
 from app.safe import lit
 from app.views import labs, model
 from classroom.store import (
@@ -52,8 +52,7 @@ from classroom.store import (
 from classroom.watch import RoomWatch
 
 FOLLOWED_INPUTS = (*labs.FOLLOWED, *model.FOLLOWED)  # page inputs outside the setup, sent with it
-POLL_SECONDS = 2.0  # a follower's heartbeat, and its check of the room's version should the server's push
-# (app/push.py, a quarter second) be lost; two heartbeats fall in every FOLLOWER_TTL_SECONDS
+POLL_SECONDS = 1.0  # a follower checks the room's version this often (the page shows a change within 2 s)
 TEACHER_BEAT_SECONDS = 5.0  # the teacher's page says it is open this often (the room ends 15 min after)
 TOO_LARGE_FOR_THE_ROOM = ("The teacher's setup is too large to send to the class: this page shows the "
                           "default preset until the teacher shows a smaller one.")
@@ -408,12 +407,9 @@ def follow_before_build() -> None:
     """A follower's session takes the room's newest state before any widget is drawn."""
     ss = st.session_state
     if not widgets.following():
-        push.forget()
         return
     try:
-        version = watch().version(ss.room)
-        if version <= ss.get("applied_version", -1):
-            push.shown(ss.room, ss.applied_version)
+        if watch().version(ss.room) <= ss.get("applied_version", -1):
             return  # versions only grow; the state read below may be newer than the watch's version
         room = watch().state(ss.room)
     except NoSuchRoom:
@@ -436,7 +432,6 @@ def follow_before_build() -> None:
             ss.live_message = f"{ROOM_STATE_REFUSED}{'; '.join(refused)}."
     take_page_inputs(inputs)
     ss.room_inputs = widgets.sidebar_values()
-    push.shown(ss.room, room.version)  # the server reruns this page when the room moves past it
 
 
 def page_inputs() -> dict:

@@ -2,10 +2,9 @@
 
 import streamlit as st
 
-from app import live, phone_css, questions, state, streamlit_race, style, widgets
+from app import live, phone_css, questions, state, style, widgets
 from app.views import classroom, labs, model, present, quiz, textbook, workbench
 
-streamlit_race.install()  # a fragment's tick must not lose the page run just finished (app/streamlit_race.py)
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
 style.apply()  # contrast, focus ring, reduced motion, skip links (app/style.py)
 phone_css.phone_ui()  # a phone's stylesheet, and figures planned for its column (app/phone_css.py)

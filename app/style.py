@@ -128,7 +128,8 @@ SCRIPT = """
   const cellName = (cell) => {
     const row = cell.parentElement.querySelector("th[scope='row']");
     const column = cell.closest("table").querySelectorAll("thead tr > *")[cell.cellIndex];
-    return (row ? row.textContent + " → " : "") + (column ? column.textContent + ": " : "") + cell.textContent;
+    return (row ? row.textContent + " → " : "") + (column ? column.textContent + ": " : "")
+      + cell.textContent;
   };
   const MOVES = {ArrowRight: [0, 1], ArrowLeft: [0, -1], ArrowDown: [1, 0], ArrowUp: [-1, 0]};
   const moveInTable = (event) => {

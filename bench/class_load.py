@@ -465,7 +465,8 @@ async def lesson(urls: list[str], pids: list[int], store, args) -> dict:
         "panel_all": panel_all, "panel_changes": panel_during_changes,
         "panel_forecast": panel_during_forecast,
         "followers": followers, "change_cpu": change_cpu, "change_seconds": change_end - change0,
-        "change_whole_runs": sum(1 for s in students for r in s.runs if not r.fragment and change0 <= r.sent <= change_end),
+        "change_whole_runs": sum(1 for s in students for r in s.runs
+                                 if not r.fragment and change0 <= r.sent <= change_end),
     }
 
 
@@ -495,7 +496,8 @@ def report(r: dict, args, backend: str) -> str:
         ("of which: the poll that found it + the page's rerun (p50 / p95)",
          f"{pct(r['durations'], .5):.2f} s / {pct(r['durations'], .95):.2f} s"),
         ("server CPU per student per change (above the quiet rate)", f"{per_change * 1000:.1f} ms"),
-        ("whole-page runs per student per change", f"{r['change_whole_runs'] / max(1, r['opened'] * r['changes']):.2f}"),
+        ("whole-page runs per student per change",
+         f"{r['change_whole_runs'] / max(1, r['opened'] * r['changes']):.2f}"),
         ("changes missed (not shown before the next one)", str(r["missed"])),
         ("run errors / dropped sessions", f"{len(r['run_errors'])} / {len(r['dropped'])}"),
         (f"quiet {r['quiet_seconds']:.0f} s: fragment polls (p50 / p95)",

@@ -1,8 +1,7 @@
 """What one server process's followers ask the store, asked once for all of them.
 
-Every following page checks its room's version (the server's pusher, classroom/push.py, every
-quarter second for all of them; the page's own poll every two seconds) and says it is still there
-every few seconds. With a hundred students on one server that is a hundred reads and twenty-five writes a
+Every following page polls its room's version each second and says it is still there every few
+seconds. With a hundred students on one server that is a hundred reads and twenty-five writes a
 second, most of them the same question. ``RoomWatch`` answers the polls of a whole process from one
 read per room every ``max_age`` seconds, reads a changed room's state once for all of them, and
 sends its followers' heartbeats in one write per room every ``HEARTBEAT_SECONDS``. A change

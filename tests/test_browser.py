@@ -497,8 +497,15 @@ def seconds_until_shown(pages, act, selector: str) -> float:
         page.evaluate(WATCH_FOR, selector)
     acted = time.time()
     act()
-    for page in pages:
-        page.wait_for_function("() => window.mhaShownAt !== null", timeout=LOADED)
+    for index, page in enumerate(pages):
+        try:
+            page.wait_for_function("() => window.mhaShownAt !== null", timeout=LOADED)
+        except PlaywrightTimeout:
+            for other, shot in enumerate(pages):
+                shot.screenshot(path=str(ARTIFACTS / f"not-shown-{other}.png"))
+            sidebar = page.locator("[data-testid='stSidebar']").inner_text()[:300]
+            raise AssertionError(f"page {index} never showed {selector} (screenshots: "
+                                 f"artifacts/not-shown-*.png); its sidebar: {sidebar!r}") from None
     return max(page.evaluate("() => window.mhaShownAt") for page in pages) / 1000 - acted
 
 

@@ -93,7 +93,8 @@ def test_the_arrow_keys_walk_the_table_and_each_cell_says_its_row_column_and_val
     weights, tokens = DEFAULT.run().weights, DEFAULT.tokens
 
     def name_of(query: int, key: int) -> str:
-        return f"{tokens[query]} → {tokens[key]}: {figures.hover_number(weights[0, query, key], near_one=True)}"
+        value = figures.hover_number(weights[0, query, key], near_one=True)
+        return f"{tokens[query]} → {tokens[key]}: {value}"
 
     def focused() -> str:
         return page.evaluate("document.activeElement.getAttribute('aria-label') || ''")
