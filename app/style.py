@@ -125,12 +125,6 @@ SCRIPT = """
   // "Numbers as a table": Tab reaches a table's first cell, the arrow keys (Home, End) move from cell
   // to cell, and each cell is named by its row, its column and its value.
   const cellsOf = (row) => Array.from(row.querySelectorAll("td"));
-  const cellName = (cell) => {
-    const row = cell.parentElement.querySelector("th[scope='row']");
-    const column = cell.closest("table").querySelectorAll("thead tr > *")[cell.cellIndex];
-    return (row ? row.textContent + " → " : "") + (column ? column.textContent + ": " : "")
-      + cell.textContent;
-  };
   const MOVES = {ArrowRight: [0, 1], ArrowLeft: [0, -1], ArrowDown: [1, 0], ArrowUp: [-1, 0]};
   const moveInTable = (event) => {
     const cell = event.target.closest("td");
@@ -147,20 +141,41 @@ SCRIPT = """
     target.tabIndex = 0;
     target.focus();
   };
+  // Every update, not once per table: React keeps a table's elements across reruns and changes
+  // their text (a new sentence), so the names are written again wherever they no longer match.
   const keyTables = () => {
-    for (const table of doc.querySelectorAll("table.chart-numbers:not([data-mha-keys])")) {
-      table.dataset.mhaKeys = "1";
-      table.querySelectorAll("tbody td").forEach((cell, i) => {
-        cell.tabIndex = i === 0 ? 0 : -1;
-        cell.setAttribute("aria-label", cellName(cell));
-      });
-      table.addEventListener("keydown", moveInTable);
+    for (const table of doc.querySelectorAll("table.chart-numbers")) {
+      if (!table.dataset.mhaKeys) {
+        table.dataset.mhaKeys = "1";
+        table.addEventListener("keydown", moveInTable);
+      }
+      const columns = Array.from(table.querySelectorAll("thead tr > *"), th => th.textContent);
+      const cells = Array.from(table.querySelectorAll("tbody td"));
+      const stop = cells.find(cell => cell.tabIndex === 0) || cells[0];
+      for (const row of table.querySelectorAll("tbody tr")) {
+        const header = row.querySelector("th[scope='row']");
+        for (const cell of cellsOf(row)) {
+          const want = cell === stop ? 0 : -1;
+          if (cell.tabIndex !== want) { cell.tabIndex = want; }
+          const column = columns[cell.cellIndex];
+          const name = (header ? header.textContent + " → " : "")
+            + (column !== undefined ? column + ": " : "") + cell.textContent;
+          if (cell.getAttribute("aria-label") !== name) { cell.setAttribute("aria-label", name); }
+        }
+      }
     }
   };
   let queued = false;
-  new MutationObserver(() => {
-    if (!queued) { queued = true; requestAnimationFrame(() => { queued = false; update(); }); }
-  }).observe(doc.body, {childList: true, subtree: true});
+  // New elements, or a text React changed in place inside a table of numbers (a new value); not the
+  // text Plotly rewrites on every hover.
+  const matters = (m) => m.type === "childList"
+    || (m.target.parentElement && m.target.parentElement.closest("table.chart-numbers"));
+  new MutationObserver((mutations) => {
+    if (!queued && mutations.some(matters)) {
+      queued = true;
+      requestAnimationFrame(() => { queued = false; update(); });
+    }
+  }).observe(doc.body, {childList: true, subtree: true, characterData: true});
   update();
 })();
 </script>

@@ -12,6 +12,7 @@ from app import chart_text, figures
 from mha_core import all_scenarios
 from tests.a11y import assert_no_violations
 from tests.browser_env import ARTIFACTS, IDLE, require_browser
+from tests.test_browser import type_tokens
 
 WEIGHTS = ".st-key-chart_weights [data-testid='stPlotlyChart']"
 NUMBERS = ".st-key-chart_weights_numbers"
@@ -116,3 +117,9 @@ def test_the_arrow_keys_walk_the_table_and_each_cell_says_its_row_column_and_val
     cell = page.get_by_role("cell", name=name_of(0, 0), exact=True)
     assert cell.count() == 1  # what a screen reader finds by role and name
     assert_no_violations(page, "the workbench with a table of numbers walked by keyboard")
+    # React keeps the table's cells and changes their text: the names follow a new sentence.
+    type_tokens(page, "a dog ran")
+    first_cell = f"{NUMBERS} table tbody td"
+    page.wait_for_function("([cell, name]) => document.querySelector(cell).ariaLabel === name",
+                           arg=[first_cell, name_of(0, 0).replace(f"{tokens[0]} → {tokens[0]}", "a → a")],
+                           timeout=TIMEOUT)
