@@ -38,6 +38,21 @@ def settle(page, selector: str = WEIGHTS, timeout: float = 60_000) -> None:
     page.wait_for_selector(IDLE, timeout=timeout)
 
 
+def choose(page, label, tries: int = 3) -> None:
+    """Click a radio's label until its input is checked: a click that lands while the expander
+    above it is still opening, or while a run redraws the sidebar, can miss (CI saw it once)."""
+    for _ in range(tries):
+        label.click()
+        try:
+            label.locator("input").wait_for(state="attached", timeout=2_000)
+            page.wait_for_function("(el) => el.checked", arg=label.locator("input").element_handle(),
+                                   timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            page.wait_for_selector(IDLE, timeout=20_000)
+    raise AssertionError(f"the radio {label} was never checked after {tries} clicks")
+
+
 def picker(page) -> str:
     """What the preset picker shows."""
     return page.locator(".st-key-preset_picker input").input_value()
@@ -370,7 +385,7 @@ def test_every_chart_downloads_as_an_image_offline(live, tmp_path, image_format)
     page = open_page(browser, url)
     if image_format == "svg":
         page.get_by_text("Save or load this setup").click()
-        page.locator("label:has-text('SVG')").click()
+        choose(page, page.locator("label:has-text('SVG')"))
         page.wait_for_function("""() => {  // the rerun has redrawn the chart with the new option
             const gd = document.querySelector('.st-key-chart_weights .js-plotly-plot');
             return gd && gd._context && gd._context.toImageButtonOptions.format === 'svg'; }""",
