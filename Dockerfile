@@ -51,6 +51,7 @@ RUN --mount=type=secret,id=ca_bundle \
 # Only what the server runs; .dockerignore keeps everything else out of the build context.
 COPY .streamlit ./.streamlit
 COPY mha_core ./mha_core
+COPY course ./course
 COPY classroom ./classroom
 COPY app ./app
 

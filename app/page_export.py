@@ -20,8 +20,7 @@ from latex2mathml.converter import convert
 from app import chart_text, figures
 from app.result_cache import BytesLRU, setup_key
 from app.safe import html_text, script_json
-from app.steps import STEPS
-from mha_core import head_contributions, normalised_entropy, pairwise_disagreement
+from course.steps import STEPS
 from mha_core.analysis import FLAT_AT
 from mha_core.attention import MHAResult
 from mha_core.setup import Setup
@@ -88,13 +87,11 @@ def step_figures(setup: Setup, result: MHAResult, q_tokens, k_tokens, *, query: 
                                       for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))])
            for h in range(sizes.n_heads)]
     compared = [figures.query_bars(r.weights, query, k_tokens, head_names=heads)]
-    if sizes.n_heads > 1 and len(k_tokens) > 1:
-        compared += [figures.disagreement_heatmap(pairwise_disagreement(r.weights, query, "l2"), metric="l2",
-                                                  head_names=heads),
-                     figures.entropy_bars(normalised_entropy(r.weights[:, query, :]), head_names=heads,
-                                          flat_at=FLAT_AT)]
-    w_o = setup.w_o.astype(r.head_outputs.dtype, copy=False)
-    contributions = head_contributions(r.head_outputs, w_o)  # [h, n_q, d_model]
+    heads_compared = STEPS[6].derive(setup, r, {"focus_query": query, "metric": "l2"})
+    if heads_compared.comparable:
+        compared += [figures.disagreement_heatmap(heads_compared.distances, metric="l2", head_names=heads),
+                     figures.entropy_bars(heads_compared.entropy, head_names=heads, flat_at=FLAT_AT)]
+    contributions = STEPS[7].derive(setup, r, {}).per_head  # [h, n_q, d_model]
     return {
         1: embeddings,
         2: qkv,
@@ -136,10 +133,10 @@ def page_html(setup: Setup, *, title: str, query: int = 0) -> str:
     q_tokens = list(setup.tokens)
     k_tokens = list(setup.key_tokens)
     charts, sections = {}, []
-    for number, figs in step_figures(setup, result, q_tokens, k_tokens, query=query).items():
-        step = STEPS[number]
+    figures_of = step_figures(setup, result, q_tokens, k_tokens, query=query)
+    for number, step in STEPS.items():  # the course's registry is the only list of steps
         drawn = []
-        for fig in figs:
+        for fig in figures_of.get(number, []):
             chart_id = f"chart-{len(charts) + 1}"
             charts[chart_id] = fig.to_dict()
             drawn.append(chart_html(chart_id, fig))

@@ -142,7 +142,7 @@ def multi_head_attention(
     allowed = resolve_mask(mask, n_q, n_k)  # [n_q, n_k] bool or None
     multiplier = resolve_scale(scale, d_k, dtype)
 
-    # 1) Project the tokens into each head's query, key and value spaces.
+    # Step 2 of the course (course/steps.py): project the tokens into each head's query, key and value spaces.
     q = project(x, w_q)  # [h, n_q, d_k]
     k = project(x_kv, w_k)  # [h, n_k, d_k]
     v = project(x_kv, w_v)  # [h, n_k, d_v]
@@ -150,7 +150,7 @@ def multi_head_attention(
     k = _add_bias(k, check_bias("b_k", b_k, (h, d_k), dtype))
     v = _add_bias(v, check_bias("b_v", b_v, (h, d_v), dtype))
 
-    # 2) Score every query against every key, then scale.  scores, scaled and weights are views
+    # Steps 3 and 4: score every query against every key, then scale.  scores, scaled and weights are views
     #    of one block: one large allocation per call instead of three, which glibc's malloc keeps
     #    mapped between calls at mid sizes (n ~ 512) instead of handing it back to the OS and
     #    page-faulting it in again (that cost ~30% of a call at n = 512).
@@ -160,16 +160,16 @@ def multi_head_attention(
     np.multiply(scores, dtype.type(multiplier), out=scaled)
     bound = _check_no_overflow(q, k, v, scores, scaled, multiplier)  # >= every finite |scaled|
 
-    # 3) Mask: a blocked pair gets -inf, hence weight 0.
+    # Step 4: mask: a blocked pair gets -inf, hence weight 0.
     if allowed is not None:
         scaled += np.where(allowed, dtype.type(0), dtype.type(-np.inf))  # [n_q, n_k] on every head
 
-    # 4) Softmax over the keys, then blend the values.
+    # Steps 4 and 5: softmax over the keys, then blend the values.
     _attention_softmax(scaled, bound, out=weights)  # [h, n_q, n_k]
     heads = np.empty((n_q, h, d_v), dtype)  # each query's head outputs side by side, in head order
     head_outputs = np.matmul(weights, v, out=heads.transpose(1, 0, 2))  # [h, n_q, d_v] view
 
-    # 5) Concatenate the heads in head order (free: heads is laid out that way) and mix with W_O.
+    # Step 7: concatenate the heads in head order (free: heads is laid out that way) and mix with W_O.
     concat = heads.reshape(n_q, h * d_v)  # [n_q, h*d_v]
     with np.errstate(over="ignore", invalid="ignore"):  # checked just below, with a clear message
         output = concat @ w_o  # [n_q, d_model]

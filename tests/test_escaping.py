@@ -48,7 +48,7 @@ APP_MARKDOWN = {
     "chip_label": "questions: a forecast key's button, the key's label through lit, dots and a share",
     "read_only_grid": "widgets: a follower's grid, labels through lit and cells as numbers",
     "drill_lines": "workbench: LaTeX of one cell, positions and numbers only, never tokens",
-    "step_markdown": "workbench: a step's heading, formula, what and why from app/steps.py (the course's "
+    "step_markdown": "workbench: a step's heading, formula, what and why from course/steps.py (the course's "
                      "own Markdown); a formula or what given instead is checked at each call",
     "shown_label": "widgets: a preset's title (app text) or 'your setup'",
     "format_number": "figures: a float as text (digits, a sign, '.', 'e', '−'), for cells and captions",
@@ -65,12 +65,12 @@ APP_MARKDOWN_ATTRIBUTES = {
     "explanation": "mha_core.quiz.Question.explanation: its tokens go through mha_core.markup.literal",
     "solution": "classroom Question.solution as app/questions.py sends it: a quiz question's explanation "
                 "(mha_core.quiz, tokens through mha_core.markup.literal); a forecast's is JSON, never shown",
-    "formula": "app.steps.Step.formula: the course's LaTeX, a literal in app/steps.py",
+    "formula": "course.steps.Step.formula: the course's LaTeX, a literal in course/steps.py",
 }
 # Tables of the course's own text, whose entries' attributes are the app's Markdown.
 APP_TEXT_TABLES = {
-    "STEPS": "app/steps.py: each step's title, formula, what and why",
-    "SCREENS": "app/views/present.py: each presenter screen's title and step",
+    "STEPS": "course/steps.py: each step's title, formula, what and why",
+    "SCREENS": "course/steps.py: each presenter screen's title, step and why",
 }
 # Functions whose parameter is shown as Markdown: the parameter is checked at every call instead.
 WRAPPERS = {

@@ -11,7 +11,7 @@ import pytest
 
 from app import page_export
 from app.safe import chart_text
-from app.steps import STEPS
+from course.steps import STEPS
 from mha_core import LIMITS, all_scenarios
 from mha_core.setup import Setup
 

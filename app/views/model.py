@@ -17,8 +17,9 @@ from app.chart_text import of_concat, of_grids, of_head_view, of_model
 from app.figure_cache import figure
 from app.safe import lit
 from app.widgets import chart
-from mha_core import LIMITS, head_contributions, normalised_entropy, pairwise_disagreement
-from mha_core.analysis import FLAT_AT, attention_change, head_pattern, most_disagreeing_pair, sentence_cosine
+from mha_core import LIMITS, normalised_entropy
+from mha_core.analysis import FLAT_AT, attention_change, head_pattern, sentence_cosine
+from mha_core.derive import compare_heads, contributions_of
 from mha_core.pretrained import PIP_LINE, TRACE_SLOTS, ModelNotInstalled, Trace, load_minilm
 
 SENTENCES = {  # sentences that show known head behaviour
@@ -130,19 +131,19 @@ def layer_tab(trace: Trace, layer: int) -> None:
                  head_names=[f"{h}: {head_pattern(w)}" for h, w in zip(heads, r.weights, strict=True)]),
           key="model_weights")
     query = widgets.choice_ui(st, "query word piece", state.row_labels(trace.tokens), "model_query")
-    distances = pairwise_disagreement(r.weights, query, "l2")  # [h, h]
-    a, b, value = most_disagreeing_pair(distances)
-    entropy = normalised_entropy(r.weights[:, query, :])  # [h]
-    flat = [heads[i] for i in np.flatnonzero(entropy >= FLAT_AT)]
+    compared = compare_heads(r.weights, query, "l2")  # 12 heads, many keys: always comparable
+    a, b, value = compared.pair
+    flat = [heads[i] for i in compared.flat]
     st.markdown(f"For '{lit(trace.tokens[query])}': **{lit(heads[a])}** and **{lit(heads[b])}** disagree "
                 f"most (L2 {value:.3f})."
                 + (f" Flat (nothing to say): {lit(', '.join(flat))}." if flat else ""))
     left, right = st.columns(2)
     with left:
-        chart(figure("disagreement_heatmap", distances, metric="l2", head_names=heads),
+        chart(figure("disagreement_heatmap", compared.distances, metric="l2", head_names=heads),
               key="model_disagreement")
     with right:
-        chart(figure("entropy_bars", entropy, head_names=heads, flat_at=FLAT_AT), key="model_entropy")
+        chart(figure("entropy_bars", compared.entropy, head_names=heads, flat_at=FLAT_AT),
+              key="model_entropy")
     st.caption("The concatenation: one band per head, 12 × 32 = 384 columns")
     shown, note = picture_colours(r.concat, r.concat)
     chart(figure("concat_bands", shown, trace.tokens, r.n_heads, r.head_outputs.shape[2]),
@@ -150,7 +151,7 @@ def layer_tab(trace: Trace, layer: int) -> None:
     if note:
         st.caption(lit(note))
     setup = model().layer_setup(trace, layer)
-    contributions = head_contributions(r.head_outputs, setup.w_o)  # [h, n, 384]
+    contributions = contributions_of(setup, r).per_head  # [h, n, 384]
     st.caption("Each head's contribution head_i · W_O[rows of head i]; with b_O they add up to the output")
     shown, note = picture_colours(contributions[0], contributions)
     chart(figure("head_grids", shown, trace.tokens, figures.dims("d", 384), kind="signed",

@@ -7,7 +7,7 @@ generated from the live state) and show its result only after Reveal. The screen
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -17,11 +17,10 @@ from app import figures, questions, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current
-from app.steps import STEPS
 from app.views.workbench import LARGE_TYPE_CSS, _sub, drill_lines, sizes_line
 from app.widgets import Inputs, chart
-from mha_core import attention_flops, count_parameters, normalised_entropy, pairwise_disagreement
-from mha_core.analysis import FLAT_AT, most_disagreeing_pair
+from course.steps import SCREENS, STEPS
+from mha_core.derive import compare_heads, cost_of
 from mha_core.quiz import DrawnForecast, Question, drawn_forecast, forecast
 
 # Everything on a screen fits a projector's 1280 x 720 without scrolling (tests/test_present_fit.py):
@@ -61,27 +60,9 @@ SHOWN_TERMS = 3  # the largest terms of a weighted sum written out
 STEP_KEY = "present_step"
 TO_THE_TOP = "present_to_the_top"
 REVEALED = state.REVEALED  # (screen, question prompt) the room has seen the answer to
-SOFTMAX_SCREEN = 3  # the screen of the softmax weights: the room can draw a head's row there first
+# The screen of the softmax weights: the room can draw a head's row there first.
+SOFTMAX_SCREEN = next(i for i, screen in enumerate(SCREENS) if screen.key == "softmax")
 
-
-@dataclass(frozen=True)
-class Screen:
-    title: str
-    step: int  # the workbench step whose formula, what and why it shows (and whose forecast it asks)
-    idea: str | None = None  # the forecast asks about this idea instead (mha_core.quiz.IDEAS)
-
-
-SCREENS = (
-    Screen("A sentence is a stack of arrows", 1),
-    Screen("Three questions: Query, Key, Value", 2),
-    Screen("One head, one dot product: how much do I care?", 3),
-    Screen("Scale, then softmax: a fair split of attention", 4),
-    Screen("Weighted sum of values: the head's answer", 5),
-    Screen("Split into h heads: the same trick on narrow slices", 3, idea="heads"),
-    Screen("Do the heads disagree?", 6),
-    Screen("Concatenate, then one final mix W_O", 7),
-    Screen("What it costs: parameters and work", 7, idea="cost"),
-)
 
 # Arrow keys and a presentation clicker's Page Up/Down press Back and Next. Unlike
 # streamlit-shortcuts' listener (which calls preventDefault on every matching key before it looks
@@ -275,12 +256,6 @@ def ask(screen: int, question: Question, drawn: tuple[DrawnForecast | None, Draw
 
 
 
-SPLIT_WHY = ("Attention's cost grows like n² · d: h thin heads of width d_k cost what one head of width "
-             "h · d_k costs, but give h viewpoints. Different W_i per head force different questions.")
-COST_WHY = ("Each head has its own W_Q, W_K and W_V of d_model × d_k numbers; W_O maps the concatenation "
-            "back to d_model. With h · d_k = d_model, that is 4 · d_model² whatever h is.")
-
-
 class Draw:
     """Each screen's charts, large, for one head and one query at a time."""
 
@@ -294,26 +269,26 @@ class Draw:
     def screen(self, screen: int, *, above: int = 0) -> None:
         """Screen ``screen``'s charts in the room left by ``above`` px of other things above them."""
         self.room = CHARTS_PX - above
-        (self.arrows, self.qkv, self.dot_product, self.softmax, self.weighted_sum, self.split,
-         self.disagreement, self.concatenate, self.cost)[screen]()
+        getattr(self, SCREENS[screen].key)()  # each screen of the registry is drawn by its key
 
     def formula(self, screen: int) -> None:
         """The screen's formula, across the page (the cost screen's formula is its result)."""
-        step = SCREENS[screen].step
-        if screen == 3:
+        key = SCREENS[screen].key
+        if key == "softmax":
             st.latex(r"A_i = \operatorname{softmax}\!\left(" + self.setup.scaling.latex(self.sizes.d_k)
                      + r"\right)")
-        elif screen == 5:
+        elif key == "split":
             sz = self.sizes
             st.latex(rf"d_k = {sz.d_k:d},\quad h = {sz.n_heads:d},\quad "
                      rf"h \times d_k = {sz.n_heads * sz.d_k:d}")
-        elif screen != 8:
-            st.latex(STEPS[step].formula)
+        elif key != "cost":
+            st.latex(STEPS[SCREENS[screen].step].formula)
 
     def why(self, screen: int) -> None:
-        step = SCREENS[screen].step
-        why = SPLIT_WHY if screen == 5 else COST_WHY if screen == 8 else STEPS[step].why
-        st.markdown(f"**Why.** {why}")
+        if SCREENS[screen].why:  # the screen's own (the registry's text, like the step's)
+            st.markdown(f"**Why.** {SCREENS[screen].why}")
+        else:
+            st.markdown(f"**Why.** {STEPS[SCREENS[screen].step].why}")
 
     def pickers(self, query: bool = True) -> tuple[int, int]:
         """The head and (if asked) the query, in one row: (head, query or 0)."""
@@ -404,16 +379,14 @@ class Draw:
               key="present_head_output")
 
     def split(self):
-        sz = self.sizes
-        flops = attention_flops(sz.n_q, sz.n_k, sz.n_heads, sz.d_k, sz.d_v)
-        wide = attention_flops(sz.n_q, sz.n_k, 1, sz.n_heads * sz.d_k, sz.n_heads * sz.d_v)
+        sz, cost = self.sizes, cost_of(self.sizes)
         if sz.n_heads == 1:
-            st.markdown(f"**One head** of width {sz.d_k:d}: {flops:,} FLOPs. With h heads of width d_k / h "
-                        "the work would stay the same, with h viewpoints.")
+            st.markdown(f"**One head** of width {sz.d_k:d}: {cost.flops:,} FLOPs. With h heads of width "
+                        "d_k / h the work would stay the same, with h viewpoints.")
         else:
-            st.markdown(f"**Why narrow slices?** {sz.n_heads:d} heads of width {sz.d_k:d} cost {flops:,} "
-                        f"FLOPs; one head of width {sz.n_heads * sz.d_k:d} would cost {wide:,}. Same work, "
-                        f"{sz.n_heads:d} viewpoints.")
+            st.markdown(f"**Why narrow slices?** {sz.n_heads:d} heads of width {sz.d_k:d} cost "
+                        f"{cost.flops:,} FLOPs; one head of width {sz.n_heads * sz.d_k:d} would cost "
+                        f"{cost.one_wide_head_flops:,}. Same work, {sz.n_heads:d} viewpoints.")
         budget = self.room - 2 * CAPTION_PX
         heads = range(sz.n_heads)
         fig = self.all_heads(heads, budget)
@@ -439,12 +412,10 @@ class Draw:
 
     def disagreement(self):
         query = self.query(st)
-        many = len(self.heads) > 1 and len(self.k_tokens) > 1
-        if many:
-            distances = pairwise_disagreement(self.r.weights, query, "l2")  # [h, h]
-            a, b, value = most_disagreeing_pair(distances)
-            entropy = normalised_entropy(self.r.weights[:, query, :])  # [h]
-            flat = [self.heads[i] for i in np.flatnonzero(entropy >= FLAT_AT)]
+        compared = compare_heads(self.r.weights, query, "l2")
+        if compared.comparable:
+            a, b, value = compared.pair
+            flat = [self.heads[i] for i in compared.flat]
             st.markdown(f"Most apart for this query: **{lit(self.heads[a])}** and **{lit(self.heads[b])}**, "
                         f"L2 distance **{value:.3f}**." + (f" Flat (nothing to say): {lit(', '.join(flat))}."
                                                            if flat else ""))
@@ -476,20 +447,19 @@ class Draw:
         chart(pair, key="present_output")
 
     def cost(self):
-        sz = self.sizes
+        sz, cost = self.sizes, cost_of(self.sizes)
         h, d, d_k, d_v = sz.n_heads, sz.d_model, sz.d_k, sz.d_v
-        total = count_parameters(d, h, d_k, d_v)
+        total = cost.total
         st.latex(rf"\underbrace{{2 \cdot {h:d} \cdot {d:d} \cdot {d_k:d}}}_{{W^Q,\,W^K}} + "
                  rf"\underbrace{{{h:d} \cdot {d:d} \cdot {d_v:d}}}_{{W^V}} + "
                  rf"\underbrace{{{h * d_v:d} \cdot {d:d}}}_{{W^O}}"
                  rf" = {total:,}".replace(f"{total:,}", f"{total:,}".replace(",", "{,}")))
-        if h * d_k == d == h * d_v:
+        if cost.four_d_squared:
             st.markdown(f"With h · d_k = d_model that is **4 · {d:d}² = {4 * d * d:,}**, whatever h is: more "
                         "heads split the same parameters into more viewpoints.")
         st.markdown(sizes_line(sz))
-        flops = attention_flops(sz.n_q, sz.n_k, h, d_k, d_v)
-        st.markdown(f"**Work of attention** for {sz.n_q:d} × {sz.n_k:d} tokens: {flops:,} FLOPs (scores and "
-                    "blends of all heads); it grows with n², so long sentences cost most here.")
+        st.markdown(f"**Work of attention** for {sz.n_q:d} × {sz.n_k:d} tokens: {cost.flops:,} FLOPs "
+                    "(scores and blends of all heads); it grows with n², so long sentences cost most here.")
 
 
 def fitted(builder: str, *args, budget: int, width: int = CHART_WIDTH, **kwargs):

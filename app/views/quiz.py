@@ -15,8 +15,8 @@ from app import state
 from app.questions import ask_button
 from app.safe import lit
 from app.state import Current
-from app.steps import STEPS
 from app.views.workbench import drill_lines
+from course.steps import STEPS
 from mha_core.quiz import RECALL, Question, generate
 from mha_core.worksheet import worksheet_html
 

@@ -13,21 +13,12 @@ from app import figures, result_cache, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current
-from app.steps import STEPS
 from app.views import compare
 from app.widgets import Inputs, chart, following
-from mha_core import (
-    LIMITS,
-    attention_flops,
-    contribution_gap,
-    count_parameters,
-    head_contributions,
-    most_disagreeing_pair,
-    normalised_entropy,
-    pairwise_disagreement,
-    row_sum_deviation,
-)
+from course.steps import STEPS
+from mha_core import LIMITS, row_sum_deviation
 from mha_core.analysis import FLAT_AT, METRICS
+from mha_core.derive import compare_heads, cost_of
 from mha_core.setup import SPECS
 
 # Large type: the page's own text grows with the charts' (the grids' canvas keeps its size).
@@ -48,7 +39,7 @@ def step_header(number: int, formula: str | None = None, what: str | None = None
 
 
 def step_markdown(number: int, formula: str | None = None, what: str | None = None) -> str:
-    """A step's heading, formula and what/why: the course's own Markdown (app/steps.py), or the
+    """A step's heading, formula and what/why: the course's own Markdown (course/steps.py), or the
     formula and what given (the app's own too: tests/test_escaping.py checks every call)."""
     step = STEPS[number]
     return (f"### {number}. {step.title}\n\n$$\n{formula or step.formula}\n$$\n\n"
@@ -84,9 +75,8 @@ def render(current: Current, inputs: Inputs) -> None:
         st.error(f"The computation refused these inputs: {lit(current.error)}",
                  icon=":material/warning:")
     page = Page(current, inputs)
-    for draw in (page.embeddings, page.projections, page.raw_scores, page.softmax, page.head_outputs,
-                 page.heads_compared, page.concatenation, page.output):
-        draw()
+    for number in STEPS:  # the course's registry is the only list of steps
+        getattr(page, Page.DRAW[number])()
     page.drill_down()
 
 
@@ -108,18 +98,19 @@ def story(current: Current) -> None:
 def sizes_line(sizes) -> str:
     """Shapes and the parameter count of this block, per projection and in all."""
     h, d_model, d_k, d_v = sizes.n_heads, sizes.d_model, sizes.d_k, sizes.d_v
-    per_q = h * d_model * d_k
-    total = count_parameters(d_model, h, d_k, d_v)
-    with_bias = count_parameters(d_model, h, d_k, d_v, bias=True)
+    cost = cost_of(sizes)
     return (f"**Sizes:** {sizes.n_q} quer{'y' if sizes.n_q == 1 else 'ies'} × {sizes.n_k} "
             f"key{'' if sizes.n_k == 1 else 's'}, d_model = {d_model}, h = {h}, d_k = {d_k}, d_v = {d_v}.  \n"
-            f"**Parameters:** W_Q and W_K {per_q:,} each (h × d_model × d_k = {h} × {d_model} × {d_k}), "
-            f"W_V {h * d_model * d_v:,}, W_O {h * d_v * d_model:,}: **{total:,}** in all; with biases "
-            f"{with_bias:,}.")
+            f"**Parameters:** W_Q and W_K {cost.per_query_key:,} each (h × d_model × d_k = {h} × {d_model} × "
+            f"{d_k}), W_V {cost.per_value:,}, W_O {cost.per_output:,}: **{cost.total:,}** in all; "
+            f"with biases {cost.with_bias:,}.")
 
 
 class Page:
-    """The eight steps, drawn from one Setup and its MHAResult."""
+    """The course's steps (course/steps.py), drawn from one Setup and its MHAResult."""
+
+    DRAW = {1: "embeddings", 2: "projections", 3: "raw_scores", 4: "softmax", 5: "head_outputs",
+            6: "heads_compared", 7: "concatenation", 8: "output"}  # step number -> its drawing
 
     def __init__(self, current: Current, inputs: Inputs):
         self.current, self.inputs = current, inputs
@@ -190,13 +181,11 @@ class Page:
         step_header(3)
         if self.result is None:
             return waiting()
-        sz = self.sizes
-        flops = attention_flops(sz.n_q, sz.n_k, sz.n_heads, sz.d_k, sz.d_v)
-        one_wide_head = attention_flops(sz.n_q, sz.n_k, 1, sz.n_heads * sz.d_k, sz.n_heads * sz.d_v)
+        sz, cost = self.sizes, STEPS[3].derive(self.setup, self.result, {})
         st.caption(f"Each head's scores are [{sz.n_q:d} × {sz.n_k:d}] (queries × keys). Cost of all "
-                   f"{sz.n_heads:d} heads' scores and blends: {flops:,} FLOPs; one head of width "
-                   f"{sz.n_heads * sz.d_k:d} "
-                   f"would cost {one_wide_head:,}. Thin heads add viewpoints, not work.")
+                   f"{sz.n_heads:d} heads' scores and blends: {cost.flops:,} FLOPs; one head of width "
+                   f"{sz.n_heads * sz.d_k:d} would cost {cost.one_wide_head_flops:,}. Thin heads add "
+                   "viewpoints, not work.")
         grid(figure("head_grids", self.result.scores, self.q_tokens, self.k_tokens, kind="scores",
                     head_names=self._titled("S", self.result.scores), large=self.large), key="chart_scores")
 
@@ -302,14 +291,13 @@ class Page:
         grid(figure("concat_bands", r.concat, self.q_tokens, sz.n_heads, sz.d_v,
                     title=f"Concat(head_1, ..., head_h) {figures.shape_title('', r.concat.shape).strip()}: "
                           "one coloured band per head", large=self.large), key="chart_concat")
-        w_o = self.setup.w_o.astype(r.head_outputs.dtype, copy=False)  # float32 for a long sequence
-        contributions = head_contributions(r.head_outputs, w_o)  # [h, n_q, d_model]
+        derived = STEPS[7].derive(self.setup, r, {})
+        contributions = derived.per_head  # [h, n_q, d_model]
         st.caption("Each head's contribution head_i · W_O[rows of head i]; they add up to the output")
         grid(figure("head_grids", contributions, self.q_tokens, figures.dims("d", sz.d_model), kind="signed",
                     head_names=self._titled("C", contributions), cols_are_tokens=False, large=self.large),
              key="chart_contributions")
-        gap = contribution_gap(contributions, r.output, self.setup.b_o)
-        st.success(f"Check: the contributions sum to the output (largest difference {gap:.1e}).",
+        st.success(f"Check: the contributions sum to the output (largest difference {derived.gap:.1e}).",
                    icon=":material/check_circle:")
 
     def output(self):
@@ -357,23 +345,22 @@ def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
         st.caption("With one key every head puts all of its weight on it: the heads cannot disagree, and "
                    "every entropy is 0.")
         return
-    distances = pairwise_disagreement(r.weights, query, metric)  # [h, h]
-    a, b, value = most_disagreeing_pair(distances)
+    compared = compare_heads(r.weights, query, metric)
+    a, b, value = compared.pair
     if value == 0:
         st.markdown(f"For this query all {len(heads)} heads agree exactly ({METRIC_NAMES[metric]} "
                     "distance 0).")
     else:
         st.markdown(f"Largest disagreement for this query: **{lit(heads[a])}** vs **{lit(heads[b])}** = "
                     f"**{value:.3f}** ({METRIC_NAMES[metric]}).")
-    entropy = normalised_entropy(r.weights[:, query, :])  # [h]
     cols = st.columns(2)
     with cols[0]:
-        grid(figure("disagreement_heatmap", distances, metric=metric, head_names=heads, large=large),
+        grid(figure("disagreement_heatmap", compared.distances, metric=metric, head_names=heads, large=large),
              key="chart_disagreement")
     with cols[1]:
-        chart(figure("entropy_bars", entropy, head_names=heads, flat_at=FLAT_AT, large=large),
+        chart(figure("entropy_bars", compared.entropy, head_names=heads, flat_at=FLAT_AT, large=large),
               key="chart_entropy")
-    flat = [heads[i] for i in np.flatnonzero(entropy >= FLAT_AT)]
+    flat = [heads[i] for i in compared.flat]
     if flat:
         st.info(f"{lit(', '.join(flat))} {'is' if len(flat) == 1 else 'are'} flat for this query (nearly "
                 "uniform): such a head has nothing to say, which is not the same as disagreeing. Compare "

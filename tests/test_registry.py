@@ -1,0 +1,171 @@
+"""Issue 17: the course's steps are one registry (course/steps.py), and it is the only list.
+
+Each layout (the workbench, the presenter, the downloadable page) draws what the registry lists, in
+its order; what a step derives is computed once (mha_core/derive.py) and checked here against a
+naive loop. Adding a step touches three places (the registry, the workbench's drawing, the
+presenter's drawing): the last test adds one in those places only and finds it on every layout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import re
+from itertools import combinations
+
+import numpy as np
+import pytest
+import streamlit as st
+
+from app import page_export
+from app.views import present, workbench
+from course import steps as course_steps
+from course.steps import SCREENS, STEPS, Screen, Step
+from mha_core import all_scenarios
+from mha_core.derive import compare_heads, cost_of
+from tests.apptest_util import fresh_app, goto, pick_preset, texts
+
+CHAPTER_PRESETS = sorted(all_scenarios())
+
+
+def workbench_headings(at) -> list[tuple[int, str]]:
+    """The step headings on the workbench, in the page's order: (number, title)."""
+    found = (re.match(r"### (\d+)\. (.+?)\n", text) for text in texts(at.markdown))
+    return [(int(m[1]), m[2]) for m in found if m]
+
+
+def presenter_titles(at) -> list[str]:
+    """Next through every screen (revealing each forecast): the screen titles seen, in order."""
+    seen = []
+    while True:
+        title = next(text for text in texts(at.markdown) if text.startswith("### "))
+        seen.append(title.split(" · ", 1)[1])
+        if any(b.key == "present_reveal" for b in at.button):
+            at.button(key="present_reveal").click().run()
+        if at.button(key="present_next").disabled:
+            return seen
+        at.button(key="present_next").click().run()
+        assert not at.exception, seen
+
+
+def page_sections(page: str) -> list[tuple[int, str]]:
+    """The downloadable page's step sections, in its order: (number, title)."""
+    found = re.findall(r'<h2 id="step-(\d+)-title">\d+\. ([^<]+)</h2>', page)
+    return [(int(n), html.unescape(title)) for n, title in found]
+
+
+def registry_order() -> list[tuple[int, str]]:
+    return [(number, step.title) for number, step in STEPS.items()]
+
+
+def test_every_layout_draws_the_registry_s_steps_in_its_order():
+    at = fresh_app()
+    assert not at.exception
+    assert workbench_headings(at) == registry_order()
+    goto(at, "present")
+    assert presenter_titles(at) == [screen.title for screen in SCREENS]
+    setup = all_scenarios()["the_cat_sat_two_heads"].setup()
+    assert page_sections(page_export.page_html(setup, title="t")) == registry_order()
+
+
+def test_the_presenter_s_screens_are_the_registry_s_and_each_names_its_step():
+    assert present.SCREENS is SCREENS
+    assert [s.step for s in SCREENS] == sorted(s.step for s in SCREENS)  # the course's order
+    for number, step in STEPS.items():
+        assert all(screen.step == number for screen in step.screens)
+    for screen in SCREENS:
+        assert callable(getattr(present.Draw, screen.key, None)), screen.key
+    assert [n for n, step in STEPS.items() if not step.screens] == [8]  # the output: on the W_O screen
+    assert set(workbench.Page.DRAW) == set(STEPS)
+
+
+@pytest.mark.parametrize("key", CHAPTER_PRESETS)
+def test_what_step_6_derives_matches_a_naive_loop(key):
+    result = all_scenarios()[key].run()
+    h, n_q, n_k = result.weights.shape
+    for query in range(n_q):
+        compared = compare_heads(result.weights, query, "l2")
+        if h == 1 or n_k == 1:
+            assert not compared.comparable
+            continue
+        rows = result.weights[:, query, :].astype(float)  # [h, n_k]
+        naive = {(a, b): sum((rows[a, k] - rows[b, k]) ** 2 for k in range(n_k)) ** 0.5
+                 for a, b in combinations(range(h), 2)}
+        (a, b), value = max(naive.items(), key=lambda item: item[1])
+        assert compared.pair[2] == pytest.approx(value, abs=1e-12)
+        assert naive[compared.pair[:2]] == pytest.approx(value, abs=1e-12)  # a tie may name either pair
+        for head in range(h):
+            p = rows[head][rows[head] > 0]
+            entropy = -sum(x * np.log2(x) for x in p) / np.log2(n_k)
+            assert compared.entropy[head] == pytest.approx(entropy, abs=1e-9)
+            assert (head in compared.flat) == (entropy >= 0.95)
+
+
+@pytest.mark.parametrize("key", CHAPTER_PRESETS)
+def test_what_steps_7_and_3_derive_match_naive_loops(key):
+    setup = all_scenarios()[key].setup()
+    result = setup.run()
+    derived = STEPS[7].derive(setup, result, {})
+    h, n_q, d_v = result.head_outputs.shape
+    d_model = setup.w_o.shape[1]
+    for head in range(h):
+        for i in range(n_q):
+            for j in range(d_model):
+                naive = sum(result.head_outputs[head, i, c] * setup.w_o[head * d_v + c, j]
+                            for c in range(d_v))
+                assert derived.per_head[head, i, j] == pytest.approx(naive, rel=1e-9, abs=1e-9)
+    assert derived.gap <= 1e-9 * max(1.0, float(np.abs(result.output).max()))
+    cost = STEPS[3].derive(setup, result, {})
+    sz = setup.sizes
+    assert cost == cost_of(sz)
+    assert cost.total == (2 * sz.n_heads * sz.d_model * sz.d_k + sz.n_heads * sz.d_model * sz.d_v
+                          + sz.n_heads * sz.d_v * sz.d_model)
+    assert cost.four_d_squared == (cost.total == 4 * sz.d_model ** 2 and sz.n_heads * sz.d_k == sz.d_model)
+
+
+def test_example_i_costs_four_d_model_squared():
+    """Chapter 003, example I: d_model = 512, h = 8: 4 x 512^2 = 1,048,576 parameters."""
+    setup = all_scenarios()["ex_i_parameter_count"].setup()
+    cost = STEPS[3].derive(setup, setup.run(), {})
+    assert cost.total == 1_048_576 and cost.four_d_squared
+
+
+def test_each_derived_value_is_frozen():
+    setup = all_scenarios()["the_cat_sat_two_heads"].setup()
+    result = setup.run()
+    for number, step in STEPS.items():
+        if step.derive is None:
+            continue
+        derived = step.derive(setup, result, {"focus_query": 1})
+        assert dataclasses.is_dataclass(derived) and derived.__dataclass_params__.frozen, number
+
+
+def test_a_step_added_in_three_places_appears_on_every_layout(monkeypatch):
+    """The README's "Adding a step": one Step in course/steps.py (with its screen), one drawing on the
+    workbench (Page.DRAW and its method), one on the presenter (Draw.<screen key>). Nothing else."""
+    added = Step("A step added by a test", r"y = x", "What it does.", "Why it matters.",
+                 screens=(Screen("added_by_a_test", "A screen added by a test", step=9),))
+    monkeypatch.setitem(STEPS, 9, added)  # 1. the registry (SCREENS follows it: see below)
+    screens = tuple(screen for step in STEPS.values() for screen in step.screens)
+    monkeypatch.setattr(course_steps, "SCREENS", screens)
+    monkeypatch.setattr(present, "SCREENS", screens)  # the name present imported: as a restart re-reads it
+
+    def workbench_drawing(page):
+        workbench.step_header(9)
+        st.caption("drawn by the added step")
+
+    monkeypatch.setitem(workbench.Page.DRAW, 9, "added_by_a_test")  # 2. the workbench
+    monkeypatch.setattr(workbench.Page, "added_by_a_test", workbench_drawing, raising=False)
+    monkeypatch.setattr(present.Draw, "added_by_a_test",  # 3. the presenter
+                        lambda draw: st.caption("drawn by the added screen"), raising=False)
+
+    at = fresh_app()
+    assert not at.exception
+    assert workbench_headings(at)[-1] == (9, added.title)
+    assert "drawn by the added step" in texts(at.caption)
+    pick_preset(at, "the_cat_sat_two_heads")
+    goto(at, "present")
+    assert presenter_titles(at)[-1] == "A screen added by a test"
+    assert "drawn by the added screen" in texts(at.caption)
+    setup = all_scenarios()["the_cat_sat_two_heads"].setup()
+    assert page_sections(page_export.page_html(setup, title="t"))[-1] == (9, added.title)
