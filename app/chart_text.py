@@ -2,7 +2,7 @@
 the numbers as tables (built only when someone opens them).
 
 ``of_figure(fig)`` reads any figure the app draws (heatmap panels, bars, lines, histograms) from
-its spec: titles, axis labels, and the values themselves; ``mha_core.describe`` finds the facts,
+its spec: titles, axis labels, and the values themselves; ``course.describe`` finds the facts,
 this module only words them. Every sentence a person reads is a template below, in one place, so
 a translation can replace them. Labels come from users: they stay plain text here (an ARIA label
 and ``html_text`` in ``table_html`` show them literally).
@@ -20,7 +20,7 @@ import numpy as np
 
 from app.figures import format_number, hover_number
 from app.safe import html_text
-from mha_core import describe
+from course import describe
 from mha_core.analysis import head_pattern, normalised_entropy
 
 # --- Words (templates) -------------------------------------------------------------------------

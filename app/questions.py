@@ -4,10 +4,10 @@ without leaving the presenter.
 
 Every text from outside (prompts hold tokens, answers and labels are typed by students or read from
 a link) reaches the page through app/safe.py. A question's explanation is Markdown that
-mha_core.quiz wrote (tokens escaped there) and travels as the store's ``solution``; a drawn
+course.quiz wrote (tokens escaped there) and travels as the store's ``solution``; a drawn
 forecast's ``solution`` is JSON instead: the real rows and their labels, shown after reveal.
 
-Session keys: the teacher's ``asked`` (question id, the mha_core.quiz question asked) and
+Session keys: the teacher's ``asked`` (question id, the course.quiz question asked) and
 ``asked_screen`` (the presenter screen it was asked on, or None); the student's ``answered`` (the id
 of the question answered), ``sent_answers`` ({question id: the value sent}), ``pending_answer``
 (question id, value, nickname: pressed Send while the store was unreachable), ``room_question``
@@ -29,7 +29,7 @@ from app.live import in_room, is_teacher
 from app.safe import lit, md
 from app.widgets import chart
 from classroom.store import QuestionClosed, StoreError, StoreUnavailable, is_right
-from mha_core.quiz import (
+from course.quiz import (
     NUMBER_KINDS,
     DrawnForecast,
     chips_to_weights,
@@ -60,7 +60,7 @@ LOST = ("The class connection is lost: your answer was **not sent yet**. Press S
 
 def solution_of(question) -> str:
     """What students see after reveal besides the right answer: the explanation (Markdown written
-    by mha_core.quiz), or a forecast's real rows and labels as JSON."""
+    by course.quiz), or a forecast's real rows and labels as JSON."""
     if isinstance(question, DrawnForecast):
         return json.dumps({"real": json.loads(grid_json(question.weights)),
                            "queries": [label[:LABEL_CHARS] for label in question.query_labels],
@@ -70,7 +70,7 @@ def solution_of(question) -> str:
 
 
 def ask(question, screen: int | None = None) -> None:
-    """Send a quiz question (mha_core.quiz.Question) or a drawn forecast (DrawnForecast) to the
+    """Send a quiz question (course.quiz.Question) or a drawn forecast (DrawnForecast) to the
     room; the teacher keeps it to draw the answers and the real softmax."""
     ss = st.session_state
     forecast = isinstance(question, DrawnForecast)
@@ -520,7 +520,7 @@ def revealed_view(question, current) -> None:
         st.error(md("You answered **{}**: wrong. The right answer: **{}**", shown_answer(question.kind, mine),
                     correct), icon=":material/cancel:")
     if question.solution:
-        st.markdown(question.solution)  # mha_core.quiz's Markdown: its tokens are escaped there
+        st.markdown(question.solution)  # course.quiz's Markdown: its tokens are escaped there
     try:
         tally = room_tally(st.session_state.room, question.id)
     except StoreError:

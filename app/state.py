@@ -21,17 +21,8 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app import editors, figures, result_cache
-from mha_core import (
-    ARRAYS,
-    DEFAULT_SCENARIO,
-    LIMITS,
-    MHAResult,
-    Scaling,
-    Scenario,
-    Setup,
-    Sizes,
-    all_scenarios,
-)
+from course.scenarios import DEFAULT_SCENARIO, GENERATED, Scenario, all_scenarios, generated_setup
+from mha_core import ARRAYS, LIMITS, MHAResult, Scaling, Setup, Sizes
 from mha_core.codec import (
     ConfigError,
     settings_from_link,
@@ -41,7 +32,6 @@ from mha_core.codec import (
     setup_to_link,
 )
 from mha_core.init import fill
-from mha_core.scenarios import GENERATED, generated_setup
 from mha_core.setup import SPECS, covering, resized
 
 GENERATED_LABELS = {"random": "random (seeded)", "blank": "blank (zeros)"}

@@ -13,9 +13,9 @@ import streamlit as st
 
 from app import chart_text, editors, figures, page_export, state
 from app.safe import lit, md
+from course.export import setup_to_csv_zip, setup_to_script
 from mha_core import LIMITS, Scaling, Sizes, head_width
 from mha_core.codec import save_problem, setup_to_json
-from mha_core.export import setup_to_csv_zip, setup_to_script
 from mha_core.init import FILLS
 from mha_core.setup import SPECS, attention_size_problem, token_problem
 

@@ -21,7 +21,7 @@ The cases (issue 15, "What a hostile student did"; the figures before are the is
   that websocket, from a new one at the same address, and from another address.
 - ballot: one browser (one cookie) answers one question from 20 tabs; one address without cookies
   answers from 60 fresh sessions, then after the teacher locks the room from 10 more.
-- export: ``python -m mha_core.export`` on the issue's file name, and the script it prints run.
+- export: ``python -m course.export`` on the issue's file name, and the script it prints run.
 - markup: tokens from a ``?s=`` link and a nickname holding ``![i](http://127.0.0.1:<port>/p.png)
   **BOLD**``; Chromium opens every page, leads a room and asks, reveals; a local HTTP listener counts
   the requests it receives (target 0; a control fetch proves it counts).
@@ -275,14 +275,14 @@ async def ballot_stuffing(url: str, store) -> dict:
 
 
 def export_file_name() -> dict:
-    from mha_core import all_scenarios
+    from course.scenarios import all_scenarios
     from mha_core.codec import setup_to_json
     python = sys.executable
     with tempfile.TemporaryDirectory(prefix="abuse-export-") as tmp:
         work = Path(tmp)
         (work / ISSUE_FILE_NAME).write_text(setup_to_json(all_scenarios()["cat_chases_mouse"]))
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        made = subprocess.run([python, "-m", "mha_core.export", ISSUE_FILE_NAME], cwd=work, env=env,
+        made = subprocess.run([python, "-m", "course.export", ISSUE_FILE_NAME], cwd=work, env=env,
                               capture_output=True, text=True, timeout=120)
         (work / "script.py").write_text(made.stdout)
         ran = subprocess.run([python, "script.py"], cwd=work, env=env, capture_output=True, text=True,
@@ -330,7 +330,7 @@ def hostile_link(tokens: list[str]) -> str:
 
     import numpy as np
 
-    from mha_core import DEFAULT_SCENARIO, all_scenarios
+    from course.scenarios import DEFAULT_SCENARIO, all_scenarios
     from mha_core.codec import setup_from_document, setup_to_document, setup_to_link
 
     document = setup_to_document(all_scenarios()[DEFAULT_SCENARIO])

@@ -62,7 +62,7 @@ import numpy as np  # noqa: E402
 from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 from streamlit.util import calc_hash  # noqa: E402
 
-from mha_core import all_scenarios  # noqa: E402
+from course.scenarios import all_scenarios  # noqa: E402
 from tests.live_server import class_store, streamlit_server  # noqa: E402
 from tests.st_protocol import FollowerRun, FollowerSession, element_key  # noqa: E402
 

@@ -16,9 +16,9 @@ from streamlit.util import calc_hash
 
 from app.views.present import SCREENS
 from bench.page import median_rerun  # 20 reruns after two warm-up runs
-from mha_core import all_scenarios
-from mha_core.quiz import generate
-from mha_core.worksheet import worksheet_html
+from course.quiz import generate
+from course.scenarios import all_scenarios
+from course.worksheet import worksheet_html
 
 APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
 PRESETS = ("the_cat_sat_two_heads", "ex_h_cross_attention")

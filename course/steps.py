@@ -27,7 +27,7 @@ class Screen:
 
     key: str  # the presenter's drawing of it (Draw.<key>)
     title: str
-    idea: str | None = None  # the forecast asks about this idea instead of the step (mha_core.quiz.IDEAS)
+    idea: str | None = None  # the forecast asks about this idea instead of the step (course.quiz.IDEAS)
     why: str | None = None  # instead of the step's why
     step: int = 0  # the step it belongs to: set by the registry
 

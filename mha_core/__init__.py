@@ -16,12 +16,11 @@ from mha_core.analysis import (
 )
 from mha_core.attention import MHAResult, attention_bytes, multi_head_attention, project, softmax
 from mha_core.init import fill, random_matrix, random_weights, select_matrix
-from mha_core.scenarios import DEFAULT_SCENARIO, Scenario, all_scenarios
 from mha_core.setup import ARRAYS, LIMITS, Limits, Scaling, Setup, Sizes
 
 __all__ = [
-    "ARRAYS", "DEFAULT_SCENARIO", "LIMITS", "Limits", "MHAResult", "Scaling", "Scenario", "Setup", "Sizes",
-    "all_scenarios", "attention_bytes", "attention_flops", "contribution_gap", "count_parameters", "fill",
+    "ARRAYS", "LIMITS", "Limits", "MHAResult", "Scaling", "Setup", "Sizes",
+    "attention_bytes", "attention_flops", "contribution_gap", "count_parameters", "fill",
     "head_contributions", "head_width", "largest_change", "mha_flops", "most_disagreeing_pair",
     "multi_head_attention",
     "normalised_entropy", "pairwise_disagreement", "project", "random_matrix", "random_weights",

@@ -1,6 +1,6 @@
 """Outside text shown literally in Markdown and in plotly's labels: the one implementation.
 
-``app/safe.py`` is how the pages reach these; ``mha_core.quiz`` uses them directly for the
+``app/safe.py`` is how the pages reach these; ``course.quiz`` uses them directly for the
 Markdown of its explanations (the core imports no UI, and these are plain string functions).
 """
 

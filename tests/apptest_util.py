@@ -11,8 +11,7 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from app.editors import editor_key
-from mha_core import all_scenarios
-from mha_core.scenarios import GENERATED
+from course.scenarios import GENERATED, all_scenarios
 
 ENTRY = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
 

@@ -35,7 +35,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import ClientConnection, connect
 
-from mha_core import DEFAULT_SCENARIO, all_scenarios
+from course.scenarios import DEFAULT_SCENARIO, all_scenarios
 from tests.apptest_util import heatmap_values, unescaped
 
 FINISHED = {ForwardMsg.FINISHED_SUCCESSFULLY: "ok", ForwardMsg.FINISHED_WITH_COMPILE_ERROR: "compile error",

@@ -10,7 +10,7 @@ import zlib
 
 import numpy as np
 
-from mha_core import DEFAULT_SCENARIO, all_scenarios
+from course.scenarios import DEFAULT_SCENARIO, all_scenarios
 from mha_core.codec import FORMAT
 from tests.apptest_util import chart_specs, edit_cell, fresh_app, heatmap_values, open_address, shown
 

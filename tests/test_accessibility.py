@@ -357,10 +357,10 @@ def test_the_states_a_page_reaches_only_by_a_click_have_no_violation(live):
 
 
 def test_the_printed_worksheet_has_no_violation(live):
-    """The Quiz's worksheet is a page of its own (mha_core.worksheet): its tables, answer key and
+    """The Quiz's worksheet is a page of its own (course.worksheet): its tables, answer key and
     headings, as a browser opens the downloaded file."""
-    from mha_core import all_scenarios
-    from mha_core.worksheet import worksheet_html
+    from course.scenarios import all_scenarios
+    from course.worksheet import worksheet_html
 
     _, browser = live
     setup = all_scenarios()["the_cat_sat_two_heads"]

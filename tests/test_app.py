@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from mha_core import DEFAULT_SCENARIO, LIMITS, all_scenarios
+from course.scenarios import DEFAULT_SCENARIO, all_scenarios
+from mha_core import LIMITS
 from tests.apptest_util import (
     ENTRY,
     chart_specs,

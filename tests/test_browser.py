@@ -145,7 +145,7 @@ def upload(page, name: str, text: str) -> None:
 def test_loading_a_saved_setup_and_refusing_a_bad_one(browser_page):
     import json
 
-    from mha_core import all_scenarios
+    from course.scenarios import all_scenarios
     from mha_core.codec import setup_to_json
     page = browser_page
     before = page.evaluate(READ_WEIGHTS)

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from mha_core import all_scenarios, count_parameters, multi_head_attention, pairwise_disagreement, softmax
+from course.scenarios import all_scenarios
+from mha_core import count_parameters, multi_head_attention, pairwise_disagreement, softmax
 
 SCENARIOS = all_scenarios()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from app import chart_text, figures
-from mha_core import all_scenarios
+from course.scenarios import all_scenarios
 from tests.a11y import assert_no_violations
 from tests.browser_env import ARTIFACTS, IDLE, require_browser
 from tests.test_browser import type_tokens

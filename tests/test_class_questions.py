@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 from app import forecast_figures
 from classroom.store import Question as RoomQuestion
 from classroom.store import is_right
-from mha_core import all_scenarios
-from mha_core.quiz import (
+from course.quiz import (
     FORECAST_CELLS,
     chips_to_weights,
     drawn_forecast,
@@ -29,6 +28,7 @@ from mha_core.quiz import (
     room_answer,
     room_correct,
 )
+from course.scenarios import all_scenarios
 from mha_core.setup import Setup
 from tests.apptest_util import chart_specs, decode, goto, heatmap_values, open_address, texts
 from tests.strategies import random_setups

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mha_core import LIMITS, Scaling, Setup, all_scenarios
+from course.scenarios import all_scenarios
+from mha_core import LIMITS, Scaling, Setup
 from mha_core.codec import (
     FORMAT,
     ConfigError,

@@ -1,4 +1,4 @@
-"""mha_core.describe against naive loops: a matrix's extremes, each attention row's top key and
+"""course.describe against naive loops: a matrix's extremes, each attention row's top key and
 spread, which rows are flat, whether values are weights."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from mha_core import describe
+from course import describe
 from mha_core.analysis import FLAT_AT
 
 

@@ -62,9 +62,9 @@ APP_MARKDOWN = {
 }
 # Attributes that hold Markdown (or LaTeX) the app writes itself.
 APP_MARKDOWN_ATTRIBUTES = {
-    "explanation": "mha_core.quiz.Question.explanation: its tokens go through mha_core.markup.literal",
+    "explanation": "course.quiz.Question.explanation: its tokens go through mha_core.markup.literal",
     "solution": "classroom Question.solution as app/questions.py sends it: a quiz question's explanation "
-                "(mha_core.quiz, tokens through mha_core.markup.literal); a forecast's is JSON, never shown",
+                "(course.quiz, tokens through mha_core.markup.literal); a forecast's is JSON, never shown",
     "formula": "course.steps.Step.formula: the course's LaTeX, a literal in course/steps.py",
 }
 # Tables of the course's own text, whose entries' attributes are the app's Markdown.
@@ -546,7 +546,7 @@ def hostile_setup():
     """The default preset's numbers over six tokens that are each a piece of markup."""
     import numpy as np
 
-    from mha_core import DEFAULT_SCENARIO, all_scenarios
+    from course.scenarios import DEFAULT_SCENARIO, all_scenarios
     from mha_core.codec import setup_from_document, setup_to_document
 
     document = setup_to_document(all_scenarios()[DEFAULT_SCENARIO])
@@ -657,7 +657,7 @@ def test_the_worksheet_shows_hostile_tokens_and_title_as_text():
     tag but its own."""
     import re
 
-    from mha_core.worksheet import worksheet_html
+    from course.worksheet import worksheet_html
 
     setup = hostile_setup()
     sheet = worksheet_html(setup, setup.run(), title=HOSTILE_TEXT, seed=3)
@@ -681,8 +681,8 @@ def test_the_numbers_zip_never_starts_a_cell_with_a_formula():
 
     import numpy as np
 
+    from course.export import setup_to_csv_zip
     from mha_core.codec import setup_from_document, setup_to_document
-    from mha_core.export import setup_to_csv_zip
 
     document = setup_to_document(hostile_setup())
     document["tokens"] = FORMULA_TOKENS

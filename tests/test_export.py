@@ -15,9 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mha_core import Setup, all_scenarios
+from course.export import main, preset_script, setup_to_script
+from course.scenarios import all_scenarios
+from mha_core import Setup
 from mha_core.codec import setup_to_json
-from mha_core.export import main, preset_script, setup_to_script
 from tests.strategies import random_setups
 
 SCENARIOS = all_scenarios()
@@ -87,7 +88,7 @@ def test_the_csv_zip_holds_every_step_with_its_labels_and_exact_numbers(setup):
     import io
     import zipfile
 
-    from mha_core.export import setup_to_csv_zip
+    from course.export import setup_to_csv_zip
 
     archive = zipfile.ZipFile(io.BytesIO(setup_to_csv_zip(setup)))
     result, h = setup.run(), setup.sizes.n_heads

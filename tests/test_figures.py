@@ -18,7 +18,8 @@ from plotly.colors import get_colorscale, sample_colorscale, unlabel_rgb
 from plotly.offline import get_plotlyjs
 
 from app import figures
-from mha_core import all_scenarios, head_contributions, normalised_entropy, pairwise_disagreement
+from course.scenarios import all_scenarios
+from mha_core import head_contributions, normalised_entropy, pairwise_disagreement
 
 MINUS = "\u2212"
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from app import figure_cache
-from mha_core import LIMITS, all_scenarios
+from course.scenarios import all_scenarios
+from mha_core import LIMITS
 from mha_core.codec import setup_from_link
 from tests.apptest_util import (
     PRESET_TITLES,
@@ -435,7 +436,7 @@ def test_a_link_to_a_drill_down_cell_opens_the_drill_down_on_it():
 
 
 def test_reset_gives_back_the_random_preset_drawn_with_its_own_seed(at):
-    from mha_core.scenarios import generated_setup
+    from course.scenarios import generated_setup
     at.number_input(key="seed").set_value(7).run()
     pick_preset(at, "random")
     drawn = generated_setup("random", 7)

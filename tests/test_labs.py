@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app import lab_figures
-from mha_core import all_scenarios, attention_flops, count_parameters
-from mha_core.labs import (
+from course.labs import (
     MAX_KEYS,
     SCORE_PRESETS,
     WIDTHS,
@@ -27,6 +26,8 @@ from mha_core.labs import (
     score_row,
     top_weight,
 )
+from course.scenarios import all_scenarios
+from mha_core import attention_flops, count_parameters
 from tests.apptest_util import chart_specs, fresh_app, goto
 
 SCENARIOS = all_scenarios()

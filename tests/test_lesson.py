@@ -12,7 +12,8 @@ from hypothesis.extra.numpy import arrays
 
 from app import figures
 from app.views.present import SCREENS
-from mha_core import all_scenarios, count_parameters, largest_change
+from course.scenarios import all_scenarios
+from mha_core import count_parameters, largest_change
 from tests.apptest_util import (
     address,
     chart_specs,

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from app import live
 from classroom import MAX_STUDENTS_PER_ROOM
 from classroom.watch import VERSION_MAX_AGE
-from mha_core import all_scenarios
+from course.scenarios import all_scenarios
 from tests.apptest_util import (
     ENTRY,
     address,

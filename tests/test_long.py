@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from app import figures, result_cache
+from course.scenarios import generated_setup
 from mha_core import LIMITS, multi_head_attention
-from mha_core.scenarios import generated_setup
 from tests.apptest_util import chart_specs, fresh_app, heatmap_values, pick_preset, texts
 
 N = 80  # tokens: 80 x 80 per head is past the picture threshold (64 x 64)

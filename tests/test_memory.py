@@ -15,9 +15,9 @@ import pytest
 
 from app import result_cache
 from app.result_cache import RESULTS, SESSION_BUDGET_BYTES, numpy_bytes
+from course.scenarios import generated_setup
 from mha_core import LIMITS
 from mha_core.gate import Gate
-from mha_core.scenarios import generated_setup
 from tests.apptest_util import fresh_app, pick_preset, texts
 from tests.st_protocol import Run, Session
 

@@ -11,8 +11,9 @@ import pytest
 
 from app import page_export
 from app.safe import chart_text
+from course.scenarios import all_scenarios
 from course.steps import STEPS
-from mha_core import LIMITS, all_scenarios
+from mha_core import LIMITS
 from mha_core.setup import Setup
 
 SCENARIOS = all_scenarios()

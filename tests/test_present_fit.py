@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from mha_core import all_scenarios
+from course.scenarios import all_scenarios
 from tests.browser_env import IDLE
 from tests.test_browser import ARTIFACTS, no_error_on, room_code
 

@@ -10,8 +10,8 @@ import pytest
 
 from app import figures
 from app.views.present import SCREENS
-from mha_core import all_scenarios
-from mha_core.quiz import forecast
+from course.quiz import forecast
+from course.scenarios import all_scenarios
 from tests.apptest_util import chart_specs, open_address, shown
 
 SCENARIOS = all_scenarios()

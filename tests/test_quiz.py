@@ -11,9 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mha_core import DEFAULT_SCENARIO, Setup, all_scenarios
-from mha_core.analysis import most_disagreeing_pair, normalised_entropy, pairwise_disagreement
-from mha_core.quiz import (
+from course.quiz import (
     FLAT_AT,
     KINDS,
     RECALL,
@@ -26,7 +24,9 @@ from mha_core.quiz import (
     read_shape,
     relative_tolerance,
 )
-from mha_core.scenarios import GENERATED, generated_setup
+from course.scenarios import DEFAULT_SCENARIO, GENERATED, all_scenarios, generated_setup
+from mha_core import Setup
+from mha_core.analysis import most_disagreeing_pair, normalised_entropy, pairwise_disagreement
 from tests.apptest_util import fresh_app, goto, open_address, pick_preset, texts
 from tests.strategies import random_setups
 

@@ -8,10 +8,12 @@ presenter's drawing): the last test adds one in those places only and finds it o
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import html
 import re
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,12 +22,13 @@ import streamlit as st
 from app import page_export
 from app.views import present, workbench
 from course import steps as course_steps
+from course.scenarios import all_scenarios
 from course.steps import SCREENS, STEPS, Screen, Step
-from mha_core import all_scenarios
 from mha_core.derive import compare_heads, cost_of
 from tests.apptest_util import fresh_app, goto, pick_preset, texts
 
 CHAPTER_PRESETS = sorted(all_scenarios())
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def workbench_headings(at) -> list[tuple[int, str]]:
@@ -169,3 +172,26 @@ def test_a_step_added_in_three_places_appears_on_every_layout(monkeypatch):
     assert "drawn by the added screen" in texts(at.caption)
     setup = all_scenarios()["the_cat_sat_two_heads"].setup()
     assert page_sections(page_export.page_html(setup, title="t"))[-1] == (9, added.title)
+
+
+def imported_packages(package: str) -> dict[str, set[str]]:
+    """Each module of a package -> the top-level packages it imports (anywhere in the file)."""
+    found = {}
+    for path in sorted((ROOT / package).glob("*.py")):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+        found[path.name] = names
+    return found
+
+
+@pytest.mark.parametrize(("package", "never"), [
+    ("mha_core", {"course", "app", "classroom", "streamlit", "plotly", "pandas"}),  # the maths, no UI
+    ("course", {"app", "classroom", "streamlit", "plotly", "pandas"}),  # the course: maths and text, no UI
+])
+def test_each_layer_imports_only_the_layers_before_it(package, never):
+    wrong = {module: names & never for module, names in imported_packages(package).items() if names & never}
+    assert not wrong, wrong

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from course.scenarios import all_scenarios
 from mha_core import (
     ARRAYS,
     LIMITS,
     Scaling,
     Setup,
     Sizes,
-    all_scenarios,
     contribution_gap,
     head_contributions,
     most_disagreeing_pair,

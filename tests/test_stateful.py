@@ -56,10 +56,11 @@ from app.views.present import SCREENS, SOFTMAX_SCREEN, STEP_KEY
 from classroom.sqlite_store import SqliteStore
 from classroom.store import GUESS_BUCKET, HEARTBEAT_SECONDS, WRONG_CODES_PER_MINUTE, is_right
 from classroom.watch import RoomWatch
-from mha_core import LIMITS, all_scenarios
+from course.labs import SCORE_PRESETS
+from course.quiz import generate, read_shape
+from course.scenarios import all_scenarios
+from mha_core import LIMITS
 from mha_core.codec import ConfigError, setup_from_json, setup_from_link, setup_to_json
-from mha_core.labs import SCORE_PRESETS
-from mha_core.quiz import generate, read_shape
 from tests.apptest_util import (
     ENTRY,
     PRESET_TITLES,

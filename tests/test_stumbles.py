@@ -11,7 +11,7 @@ import pytest
 
 from app import figures
 from app.views.workbench import drill_lines
-from mha_core import all_scenarios
+from course.scenarios import all_scenarios
 from tests.apptest_util import chart_specs, fresh_app, pick_preset, shown
 
 SCENARIOS = all_scenarios()
@@ -159,7 +159,7 @@ def test_the_right_recall_choice_is_not_the_longest_more_than_a_fair_share():
     """Questions 1 to 5 had their right choice the longest and only explained one (up to 102 against
     19 characters): a student could answer without reading. Now it is the longest in at most one
     question in four, and no choice is much longer than another."""
-    from mha_core.quiz import RECALL
+    from course.quiz import RECALL
 
     worded = [q for q in RECALL if not all(c.isdigit() for c in q.choices)]  # 'd_k = ?': 8, 64, 512
     assert len(worded) >= 5

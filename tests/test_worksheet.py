@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mha_core import Setup, all_scenarios
-from mha_core.scenarios import generated_setup
-from mha_core.worksheet import DECIMALS, HAND_DOT_MAX, MAX_COLUMNS, number, worksheet_html
+from course.scenarios import all_scenarios, generated_setup
+from course.worksheet import DECIMALS, HAND_DOT_MAX, MAX_COLUMNS, number, worksheet_html
+from mha_core import Setup
 from tests.test_quiz import setups
 
 SCENARIOS = all_scenarios()

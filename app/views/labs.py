@@ -1,6 +1,6 @@
 """Labs: the score lab, the scaling lab, size and cost (chapter 001 examples C to I, chapter 004 step 6).
 
-Thin: widgets in, mha_core.labs computes, app.lab_figures draws. Every widget key starts with
+Thin: widgets in, course.labs computes, app.lab_figures draws. Every widget key starts with
 ``lab_``; the values are also kept in ``lab_saved``, because Streamlit forgets a widget's state
 on a run that does not draw it (another page), and nothing typed here should be lost.
 """
@@ -16,8 +16,7 @@ from app import lab_figures, state
 from app.figures import format_number, hover_number
 from app.safe import lit
 from app.widgets import chart
-from mha_core import head_width, mha_flops
-from mha_core.labs import (
+from course.labs import (
     PAIRS,
     SCORE_PRESETS,
     TEMPERATURE,
@@ -35,6 +34,7 @@ from mha_core.labs import (
     score_row,
     top_weight,
 )
+from mha_core import head_width, mha_flops
 from mha_core.setup import LIMITS, token_problem
 
 SAVED = "lab_saved"  # a plain session key (no widget): the labs' inputs across pages

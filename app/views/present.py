@@ -19,9 +19,9 @@ from app.safe import lit
 from app.state import Current
 from app.views.workbench import LARGE_TYPE_CSS, _sub, drill_lines, sizes_line
 from app.widgets import Inputs, chart
+from course.quiz import DrawnForecast, Question, drawn_forecast, forecast
 from course.steps import SCREENS, STEPS
 from mha_core.derive import compare_heads, cost_of
-from mha_core.quiz import DrawnForecast, Question, drawn_forecast, forecast
 
 # Everything on a screen fits a projector's 1280 x 720 without scrolling (tests/test_present_fit.py):
 # text of 20 px with tight lines, formulas of 24 px, little padding and small gaps between elements.

@@ -1,4 +1,4 @@
-"""Quiz: questions drawn from the live setup (mha_core.quiz), the chapters' Recall set, a worksheet.
+"""Quiz: questions drawn from the live setup (course.quiz), the chapters' Recall set, a worksheet.
 
 The page only draws. The quiz's seed is ``selections["quiz_seed"]`` (the link's ``quiz=<seed + 1>``),
 so everyone who opens one link gets the same questions; what this session answered lives in
@@ -16,9 +16,9 @@ from app.questions import ask_button
 from app.safe import lit
 from app.state import Current
 from app.views.workbench import drill_lines
+from course.quiz import RECALL, Question, generate
 from course.steps import STEPS
-from mha_core.quiz import RECALL, Question, generate
-from mha_core.worksheet import worksheet_html
+from course.worksheet import worksheet_html
 
 QUIZ_LENGTH = 10  # questions drawn at a time; "New question" past the last draws more
 SEEDS = 999  # a link counts the seed from 1 in at most three digits (state._apply_selections)

@@ -1,7 +1,7 @@
 """A Setup as a short Python script that needs only NumPy and computes every step in the course's order.
 
-    python -m mha_core.export --preset ex_a_single_head     # a preset
-    python -m mha_core.export attention-setup.json          # a file saved from the page
+    python -m course.export --preset ex_a_single_head     # a preset
+    python -m course.export attention-setup.json          # a file saved from the page
 
 The script rebuilds the exact inputs (tokens as comments, arrays as literals, or, for the
 512-wide presets, the seeded NumPy calls that drew them), then projects, scores, scales, masks,
@@ -128,7 +128,7 @@ def _trusted_recipe(recipe: str) -> str:
 
 @functools.cache
 def _preset_recipes() -> frozenset[str]:
-    from mha_core.scenarios import all_scenarios
+    from course.scenarios import all_scenarios
 
     return frozenset(s.recipe for s in all_scenarios().values() if s.recipe)
 
@@ -145,14 +145,14 @@ def _mask_line(setup: Setup) -> str:
 
 def preset_script(key: str) -> str:
     """The script for a preset of the course, by its key."""
-    from mha_core.scenarios import all_scenarios
+    from course.scenarios import all_scenarios
 
     scenario = all_scenarios()[key]
     return setup_to_script(scenario, title=scenario.title, recipe=scenario.recipe)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mha_core.export", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m course.export", description=__doc__.split("\n\n")[0])
     parser.add_argument("file", nargs="?", type=Path, help="a setup saved from the page (JSON)")
     parser.add_argument("--preset", help="a preset's key instead, e.g. ex_a_single_head")
     args = parser.parse_args(argv)
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give a saved setup file or --preset NAME (one of them)")
     try:
         if args.preset is not None:
-            from mha_core.scenarios import all_scenarios
+            from course.scenarios import all_scenarios
 
             if args.preset not in all_scenarios():
                 parser.error(f"no preset {args.preset!r}; the presets are {', '.join(all_scenarios())}")
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             sys.stdout.write(setup_to_script(setup_from_json(args.file.read_bytes()), title=args.file.name))
     except (OSError, ConfigError, ValueError) as error:
-        print(f"python -m mha_core.export: {error}", file=sys.stderr)
+        print(f"python -m course.export: {error}", file=sys.stderr)
         return 2
     return 0
 
