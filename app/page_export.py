@@ -20,7 +20,8 @@ from latex2mathml.converter import convert
 from app import chart_text, figures
 from app.result_cache import BytesLRU, setup_key
 from app.safe import html_text, script_json
-from course.steps import STEPS
+from course.i18n import ENGLISH
+from course.steps import STEPS, in_language
 from mha_core.analysis import FLAT_AT
 from mha_core.attention import MHAResult
 from mha_core.setup import Setup
@@ -127,14 +128,16 @@ def chart_html(chart_id: str, fig) -> str:
             f"{chart_text.table_html(about.tables())}</details></figcaption></figure>")
 
 
-def page_html(setup: Setup, *, title: str, query: int = 0) -> str:
-    """The whole page: a title, the sizes, and for each step its formula, what and why and charts."""
+def page_html(setup: Setup, *, title: str, query: int = 0, language: str = ENGLISH) -> str:
+    """The whole page: a title, the sizes, and for each step its formula, what and why and charts
+    (the course's texts in ``language``)."""
     result = setup.run()
     q_tokens = list(setup.tokens)
     k_tokens = list(setup.key_tokens)
     charts, sections = {}, []
     figures_of = step_figures(setup, result, q_tokens, k_tokens, query=query)
-    for number, step in STEPS.items():  # the course's registry is the only list of steps
+    steps, _ = in_language(language)
+    for number, step in steps.items():  # the course's registry is the only list of steps
         drawn = []
         for fig in figures_of.get(number, []):
             chart_id = f"chart-{len(charts) + 1}"
@@ -145,8 +148,8 @@ def page_html(setup: Setup, *, title: str, query: int = 0) -> str:
                         f"{mathml(step.formula)}<p><strong>What.</strong> {html_text(step.what)}</p>"
                         f"<p><strong>Why.</strong> {html_text(step.why)}</p>{''.join(drawn)}</section>")
     sizes = setup.sizes
-    skip = " · ".join(f'<a href="#step-{n}">{n}. {html_text(STEPS[n].title)}</a>' for n in STEPS)
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+    skip = " · ".join(f'<a href="#step-{n}">{n}. {html_text(step.title)}</a>' for n, step in steps.items())
+    return (f'<!DOCTYPE html><html lang="{language.replace("_", "-")}"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{html_text(title)}: multi-head attention, step by step</title>"
             f"<style>{PAGE_CSS}</style></head>"
@@ -168,13 +171,13 @@ _building = threading.Lock()  # one page at a time for the whole server: a click
 PAGES = BytesLRU(PAGES_BUDGET_BYTES)  # the pages built last, shared: the class clicking the same preset
 
 
-def page_for_download(setup: Setup, title: str) -> bytes:
-    """The page as the download button's deferred data: built once per setup and title, one build
-    at a time across the server."""
-    key = setup_key(setup) + title.encode()
+def page_for_download(setup: Setup, title: str, language: str = ENGLISH) -> bytes:
+    """The page as the download button's deferred data: built once per setup, title and language,
+    one build at a time across the server."""
+    key = setup_key(setup) + f"{language}\n{title}".encode()
     with _building:
         page = PAGES.get(key)
         if page is None:
-            page = page_html(setup, title=title).encode()
+            page = page_html(setup, title=title, language=language).encode()
             PAGES.put(key, page, len(page))
     return page

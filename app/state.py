@@ -20,7 +20,7 @@ import numpy as np
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from app import editors, figures, result_cache
+from app import editors, figures, i18n, result_cache
 from course.scenarios import DEFAULT_SCENARIO, GENERATED, Scenario, all_scenarios, generated_setup
 from mha_core import ARRAYS, LIMITS, MHAResult, Scaling, Setup, Sizes
 from mha_core.codec import (
@@ -180,7 +180,7 @@ def apply_link(params: dict) -> list[str]:
         refused += _apply_legacy_link(params)
     refused += _apply_selections(params)
     unread = [name for name in params if name not in ("s", *SELECTION_PARAMS, "preset", "tokens", "d_model",
-                                                      "heads", "seed", "room", "teacher", "me")]
+                                                      "heads", "seed", "room", "teacher", "me", "lang")]
     if unread:
         shown = ", ".join(repr(name[:20]) for name in unread[:5])
         refused.append(f"{len(unread)} parameter{'s' if len(unread) > 1 else ''} this app does not read "
@@ -233,6 +233,7 @@ def link_params(current: Current) -> tuple[dict[str, str], bool]:
     if ss.origin in GENERATED:
         params["seed"] = str(ss.origin_seed)  # so that the reopened page knows its preset unchanged
     params.update(selection_params())
+    params.update(i18n.address_params())  # the reader's chosen language, never a room's
     if ss.get("room"):
         params["room"] = ss.room  # a live class's code stays in the address (never the teacher's secret,
         # never the student's identity: that is a cookie, app/live.py student_secret)

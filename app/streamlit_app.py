@@ -2,18 +2,20 @@
 
 import streamlit as st
 
-from app import live, phone_css, questions, state, style, widgets
+from app import i18n, live, phone_css, questions, state, style, widgets
 from app.views import classroom, labs, model, present, quiz, textbook, workbench
 
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
 style.apply()  # contrast, focus ring, reduced motion, skip links (app/style.py)
 phone_css.phone_ui()  # a phone's stylesheet, and figures planned for its column (app/phone_css.py)
 state.init_state()
+st.session_state.link_notes += i18n.init_language()  # the reader's own, whatever a room shares
 state.follow_history()  # Back or Forward brought an earlier address: open it
 live.join_from_link()  # ?room=CODE
 live.follow_before_build()  # a follower takes the teacher's newest state first
 with live.follower_turn():  # a whole class reruns at once when the teacher changes something
     unseen = live.unseen_sidebar()  # a following student's inputs are the teacher's, not drawn
+    i18n.language_ui(st.sidebar)  # every reader's own, a following student's too
     room_slot = st.sidebar.container()  # the live class's box, first in the sidebar
     picker_slot = st.sidebar.container()  # filled last: its label says whether the page is edited
     inputs = widgets.sidebar_ui(unseen)  # shared by every page, so its state survives navigation

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import chart_text, editors, figures, page_export, state
+from app import chart_text, editors, figures, i18n, page_export, state
 from app.safe import lit, md
 from course.export import setup_to_csv_zip, setup_to_script
 from mha_core import LIMITS, Scaling, Sizes, head_width
@@ -415,8 +415,9 @@ def save_load_ui(current: state.Current) -> None:
     with st.sidebar.expander("Save or load this setup", expanded=False):
         problem = save_problem(setup)
         title = state.label_of(st.session_state.origin) + (" (edited)" if current.edited else "")
+        language = i18n.language()  # the button's data is built later, outside this run
         st.download_button("⬇ Download this page (HTML, opens offline)",
-                           data=lambda: page_export.page_for_download(setup, title),
+                           data=lambda: page_export.page_for_download(setup, title, language),
                            file_name="attention-step-by-step.html", mime="text/html", key="page_download",
                            on_click="ignore", disabled=current.result is None,
                            help="Every step for these inputs in one file: the charts (interactive), the "

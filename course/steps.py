@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from course.i18n import N_, translator
 from mha_core.attention import MHAResult
 from mha_core.derive import compare_heads, contributions_of, cost_of
 from mha_core.setup import Setup
@@ -49,64 +50,64 @@ def _comparison(setup: Setup, result: MHAResult, selections: Mapping[str, Any]):
     return compare_heads(result.weights, query, selections.get("metric", "l2"))
 
 
-SPLIT_WHY = ("Attention's cost grows like n² · d: h thin heads of width d_k cost what one head of width "
-             "h · d_k costs, but give h viewpoints. Different W_i per head force different questions.")
-COST_WHY = ("Each head has its own W_Q, W_K and W_V of d_model × d_k numbers; W_O maps the concatenation "
-            "back to d_model. With h · d_k = d_model, that is 4 · d_model² whatever h is.")
+SPLIT_WHY = (N_("Attention's cost grows like n² · d: h thin heads of width d_k cost what one head of width "
+                "h · d_k costs, but give h viewpoints. Different W_i per head force different questions."))
+COST_WHY = (N_("Each head has its own W_Q, W_K and W_V of d_model × d_k numbers; W_O maps the concatenation "
+                  "back to d_model. With h · d_k = d_model, that is 4 · d_model² whatever h is."))
 
 _STEPS = {
-    1: Step("A sentence is a grid: the embeddings X", r"X \in \mathbb{R}^{n \times d_{model}}",
-            "Each token is already a row of d_model numbers; stacked, they make a grid: rows = tokens, "
-            "columns = features.",
-            "Attention never sees letters. It sees this grid: everything downstream is reshaping it.",
-            screens=(Screen("arrows", "A sentence is a stack of arrows"),)),
-    2: Step("Three questions: Query, Key, Value (per head)",
+    1: Step(N_("A sentence is a grid: the embeddings X"), r"X \in \mathbb{R}^{n \times d_{model}}",
+            N_("Each token is already a row of d_model numbers; stacked, they make a grid: rows = tokens, "
+               "columns = features."),
+            N_("Attention never sees letters. It sees this grid: everything downstream is reshaping it."),
+            screens=(Screen("arrows", N_("A sentence is a stack of arrows")),)),
+    2: Step(N_("Three questions: Query, Key, Value (per head)"),
             r"Q_i = X W_i^Q,\quad K_i = X_{kv} W_i^K,\quad V_i = X_{kv} W_i^V",
-            "Each head multiplies the grid by its own three learned matrices (in self-attention "
-            "X_kv = X).",
-            "Each token has three jobs: ask 'what am I looking for?' (Q), advertise 'what do I offer?' "
-            "(K), carry its content (V). Different W_i per head force different questions.",
-            screens=(Screen("qkv", "Three questions: Query, Key, Value"),)),
-    3: Step("One dot product per pair: raw scores", r"S_i = Q_i K_i^{\top},\quad s_{jk} = q_j \cdot k_k",
-            "Compare every query row with every key row: multiply matching entries and add them up.",
-            "The dot product is large when two arrows point the same way and small or negative when they "
-            "point apart: the cheapest 'does this key answer this query?' meter.",
-            screens=(Screen("dot_product", "One head, one dot product: how much do I care?"),),
+            N_("Each head multiplies the grid by its own three learned matrices (in self-attention "
+               "X_kv = X)."),
+            N_("Each token has three jobs: ask 'what am I looking for?' (Q), advertise 'what do I offer?' "
+               "(K), carry its content (V). Different W_i per head force different questions."),
+            screens=(Screen("qkv", N_("Three questions: Query, Key, Value")),)),
+    3: Step(N_("One dot product per pair: raw scores"), r"S_i = Q_i K_i^{\top},\quad s_{jk} = q_j \cdot k_k",
+            N_("Compare every query row with every key row: multiply matching entries and add them up."),
+            N_("The dot product is large when two arrows point the same way and small or negative when they "
+               "point apart: the cheapest 'does this key answer this query?' meter."),
+            screens=(Screen("dot_product", N_("One head, one dot product: how much do I care?")),),
             derive=lambda setup, result, selections: cost_of(setup.sizes)),
-    4: Step("Scale, then softmax: a fair split of attention",
+    4: Step(N_("Scale, then softmax: a fair split of attention"),
             r"A_i = \operatorname{softmax}\!\left(\frac{Q_i K_i^{\top}}{\sqrt{d_k}}\right)",
-            "Divide every score by √d_k, then turn each row into positive weights that add up to 1.",
-            "Long rows make dot products large, and huge scores make softmax spike onto one token so "
-            "gradients die; dividing by √d_k keeps them in a healthy range. Softmax gives a soft blend, "
-            "not a hard pick, so the network can learn through it.",
-            screens=(Screen("softmax", "Scale, then softmax: a fair split of attention"),)),
-    5: Step("Weighted sum of values: each head's answer", r"\text{head}_i = A_i V_i",
-            "Row j of a head's output is a blend of all value rows, weighted by how much token j "
-            "attended to each.",
-            "Keys were only for matching; once we know how much to listen, we gather the content, which "
-            "lives in V. Splitting 'who to listen to' from 'what you hear' lets them be tuned apart.",
-            screens=(Screen("weighted_sum", "Weighted sum of values: the head's answer"),
-                     Screen("split", "Split into h heads: the same trick on narrow slices", idea="heads",
+            N_("Divide every score by √d_k, then turn each row into positive weights that add up to 1."),
+            N_("Long rows make dot products large, and huge scores make softmax spike onto one token so "
+               "gradients die; dividing by √d_k keeps them in a healthy range. Softmax gives a soft blend, "
+               "not a hard pick, so the network can learn through it."),
+            screens=(Screen("softmax", N_("Scale, then softmax: a fair split of attention")),)),
+    5: Step(N_("Weighted sum of values: each head's answer"), r"\text{head}_i = A_i V_i",
+            N_("Row j of a head's output is a blend of all value rows, weighted by how much token j "
+               "attended to each."),
+            N_("Keys were only for matching; once we know how much to listen, we gather the content, which "
+               "lives in V. Splitting 'who to listen to' from 'what you hear' lets them be tuned apart."),
+            screens=(Screen("weighted_sum", N_("Weighted sum of values: the head's answer")),
+                     Screen("split", N_("Split into h heads: the same trick on narrow slices"), idea="heads",
                             why=SPLIT_WHY))),
-    6: Step("Heads side by side: do they disagree?",
+    6: Step(N_("Heads side by side: do they disagree?"),
             r"D_{ab} = \lVert A_a[j,:] - A_b[j,:] \rVert_2",
-            "Pick a query token and lay every head's attention row next to the others; a number says how "
-            "far apart they are, and the entropy says whether a head has an opinion at all.",
-            "Each head learns its own view, so no single head does all the work. A flat (uniform) head "
-            "has nothing to say; that is not a disagreement.",
-            screens=(Screen("disagreement", "Do the heads disagree?"),), derive=_comparison),
-    7: Step("Concatenate, then one final mix W_O",
+            N_("Pick a query token and lay every head's attention row next to the others; a number says how "
+               "far apart they are, and the entropy says whether a head has an opinion at all."),
+            N_("Each head learns its own view, so no single head does all the work. A flat (uniform) head "
+               "has nothing to say; that is not a disagreement."),
+            screens=(Screen("disagreement", N_("Do the heads disagree?")),), derive=_comparison),
+    7: Step(N_("Concatenate, then one final mix W_O"),
             r"\text{MultiHead} = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W^O "
             r"= \textstyle\sum_i \text{head}_i\, W^O_{[i]}",
-            "Lay the h head outputs side by side, then multiply by one last learned matrix.",
-            "Averaging would blend the viewpoints into mush; concatenation keeps every head's answer "
-            "intact. W_O is the mixer that lets the lanes talk, and it snaps the width back to d_model.",
-            screens=(Screen("concatenate", "Concatenate, then one final mix W_O"),
-                     Screen("cost", "What it costs: parameters and work", idea="cost", why=COST_WHY)),
+            N_("Lay the h head outputs side by side, then multiply by one last learned matrix."),
+            N_("Averaging would blend the viewpoints into mush; concatenation keeps every head's answer "
+               "intact. W_O is the mixer that lets the lanes talk, and it snaps the width back to d_model."),
+            screens=(Screen("concatenate", N_("Concatenate, then one final mix W_O")),
+                     Screen("cost", N_("What it costs: parameters and work"), idea="cost", why=COST_WHY)),
             derive=lambda setup, result, selections: contributions_of(setup, result)),
-    8: Step("The output next to the input", r"\text{output} \in \mathbb{R}^{n \times d_{model}}",
-            "A grid the same shape as the one we started with.",
-            "Every token's row now carries what it gathered from the tokens it attended to."),
+    8: Step(N_("The output next to the input"), r"\text{output} \in \mathbb{R}^{n \times d_{model}}",
+            N_("A grid the same shape as the one we started with."),
+            N_("Every token's row now carries what it gathered from the tokens it attended to.")),
 }
 
 # Every step, by its number (1 to 8), each screen knowing its step.
@@ -115,3 +116,20 @@ STEPS: dict[int, Step] = {
     for number, step in _STEPS.items()}
 # The presenter's screens, in the course's order: screen i of the presenter is SCREENS[i].
 SCREENS: tuple[Screen, ...] = tuple(screen for step in STEPS.values() for screen in step.screens)
+
+
+def in_language(language: str) -> tuple[dict[int, Step], tuple[Screen, ...]]:
+    """STEPS and SCREENS with their titles, what and why in ``language`` (formulas are LaTeX)."""
+    return _in_language(language, STEPS, SCREENS)  # the registry as it is now (a test may add a step)
+
+
+def _in_language(language: str, steps: dict[int, Step], screens: tuple[Screen, ...]):
+    _ = translator(language)
+
+    def screen_in(screen: Screen) -> Screen:
+        return replace(screen, title=_(screen.title), why=_(screen.why) if screen.why else None)
+
+    translated = {number: replace(step, title=_(step.title), what=_(step.what), why=_(step.why),
+                                  screens=tuple(map(screen_in, step.screens)))
+                  for number, step in steps.items()}
+    return translated, tuple(map(screen_in, screens))

@@ -72,6 +72,14 @@ APP_TEXT_TABLES = {
     "STEPS": "course/steps.py: each step's title, formula, what and why",
     "SCREENS": "course/steps.py: each presenter screen's title, step and why",
 }
+# Calls whose result's attributes are the course's own text in the reader's language: the registry's
+# texts through the committed catalogues (tests/test_languages.py keeps their Markdown as the English).
+APP_TEXT_CALLS = {
+    "step": "app.i18n.step(n): step n of course/steps.py, translated",
+    "screen": "app.i18n.screen(i): presenter screen i of course/steps.py, translated",
+}
+# Translations of a message: as safe as the message translated, which is checked like any value.
+TRANSLATORS = {"t": "app.i18n.t(message): the app's own message in the reader's language"}
 # Functions whose parameter is shown as Markdown: the parameter is checked at every call instead.
 WRAPPERS = {
     "choice_ui": {"label": 1},  # (where, label, labels, name)
@@ -246,6 +254,8 @@ class _Checker(ast.NodeVisitor):
                 return None
             if name in APP_MARKDOWN:
                 return None
+            if name in TRANSLATORS and len(node.args) == 1:
+                return self._unsafe(node.args[0], mode=mode, seen=seen)
             if name == "replace" and isinstance(node.func, ast.Attribute) and \
                     all(self._unsafe(a, mode=mode, seen=seen) is None for a in node.args):
                 return self._unsafe(node.func.value, mode=mode, seen=seen)  # safe text, safe parts
@@ -267,6 +277,9 @@ class _Checker(ast.NodeVisitor):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Subscript) and \
                 _name(node.value.value) in APP_TEXT_TABLES:
             return None  # STEPS[n].why
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call) and \
+                _name(node.value.func) in APP_TEXT_CALLS:
+            return None  # i18n.step(n).why
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and \
                 _name(node.value.func) in APP_MARKDOWN:
             return None  # drill_lines(...)[0]

@@ -13,7 +13,7 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from app import figures, questions, state, widgets
+from app import figures, i18n, questions, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current
@@ -175,7 +175,7 @@ def header(screen: int) -> None:
     back, title, forward = st.columns([1, 6, 1], vertical_alignment="center")
     back.button("◀ Back", key="present_back", on_click=go, args=(-1,), disabled=screen == 0 or led,
                 use_container_width=True)
-    title.markdown(f"### {screen + 1} / {len(SCREENS)} · {SCREENS[screen].title}")
+    title.markdown(f"### {screen + 1} / {len(SCREENS)} · {i18n.screen(screen).title}")
     forward.button("Next ▶", key="present_next", on_click=go, args=(1,), type="primary",
                    disabled=screen == len(SCREENS) - 1 or led, use_container_width=True)
 
@@ -286,9 +286,9 @@ class Draw:
 
     def why(self, screen: int) -> None:
         if SCREENS[screen].why:  # the screen's own (the registry's text, like the step's)
-            st.markdown(f"**Why.** {SCREENS[screen].why}")
+            st.markdown(f"**Why.** {i18n.screen(screen).why}")
         else:
-            st.markdown(f"**Why.** {STEPS[SCREENS[screen].step].why}")
+            st.markdown(f"**Why.** {i18n.step(SCREENS[screen].step).why}")
 
     def pickers(self, query: bool = True) -> tuple[int, int]:
         """The head and (if asked) the query, in one row: (head, query or 0)."""

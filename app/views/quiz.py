@@ -11,13 +11,12 @@ import secrets
 
 import streamlit as st
 
-from app import state
+from app import i18n, state
 from app.questions import ask_button
 from app.safe import lit
 from app.state import Current
 from app.views.workbench import drill_lines
 from course.quiz import RECALL, Question, generate
-from course.steps import STEPS
 from course.worksheet import worksheet_html
 
 QUIZ_LENGTH = 10  # questions drawn at a time; "New question" past the last draws more
@@ -101,7 +100,7 @@ def _questions(current: Current, workbench_page, seed: int) -> None:
     position = index % len(questions)  # a tiny setup has fewer different questions: they come round again
     question = questions[position]
     ident = f"{round_}_{index}"
-    st.caption(f"Question {index + 1} · about step {question.step:d}: {STEPS[question.step].title}")
+    st.caption(f"Question {index + 1} · about step {question.step:d}: {i18n.step(question.step).title}")
     given = _ask(question, ident, f"**{lit(question.prompt)}**")
     if given is not None and ident not in ss.quiz_given:
         _count(question.check(given))
@@ -173,7 +172,7 @@ def _feedback(question: Question, given: str, workbench_page, first: str | None 
     elif first is not None:
         st.caption("This first answer is the one the score counts.")
     st.markdown(question.explanation)
-    st.page_link(workbench_page, label=f"Look at step {question.step:d}: {STEPS[question.step].title}",
+    st.page_link(workbench_page, label=f"Look at step {question.step:d}: {i18n.step(question.step).title}",
                  icon=":material/calculate:")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures, result_cache, state, widgets
+from app import figures, i18n, result_cache, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current
@@ -41,7 +41,7 @@ def step_header(number: int, formula: str | None = None, what: str | None = None
 def step_markdown(number: int, formula: str | None = None, what: str | None = None) -> str:
     """A step's heading, formula and what/why: the course's own Markdown (course/steps.py), or the
     formula and what given (the app's own too: tests/test_escaping.py checks every call)."""
-    step = STEPS[number]
+    step = i18n.step(number)
     return (f"### {number}. {step.title}\n\n$$\n{formula or step.formula}\n$$\n\n"
             f"**What.** {what or step.what}  \n**Why.** {step.why}")
 

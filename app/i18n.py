@@ -1,0 +1,69 @@
+"""The reader's language, per session: a room shares the teacher's state, never a language.
+
+It comes, in this order, from the sidebar's picker, a link's ``?lang=xx``, the browser's
+Accept-Language header, the deployer's ``MHA_LANGUAGE``, else English. The address carries
+``lang`` only once a reader chose it (the picker or a link), so a shared link opens in the
+language it names and otherwise in each reader's own.
+"""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from course import steps as course_steps
+from course.i18n import ENGLISH, LANGUAGES, known, translator
+from course.i18n import from_accept_language as browser_language
+from course.steps import Screen, Step
+
+LANGUAGE = "language"  # session key: the reader's language code
+CHOSEN = "language_chosen"  # session key: True once the picker or a link chose it (the address keeps it)
+PARAM = "lang"
+
+
+def init_language() -> list[str]:
+    """Once per session: the reader's language; a note for the link when its ``lang`` is unknown."""
+    ss = st.session_state
+    if LANGUAGE in ss:
+        return []
+    asked = st.query_params.get(PARAM)
+    from_link = known(asked)
+    ss[CHOSEN] = from_link is not None
+    ss[LANGUAGE] = (from_link or browser_language(st.context.headers.get("Accept-Language"))
+                    or known(os.environ.get("MHA_LANGUAGE")) or ENGLISH)
+    if asked and from_link is None:
+        return [f"the language {asked[:20]!r} (this course is written in {', '.join(LANGUAGES.values())})"]
+    return []
+
+
+def language() -> str:
+    return st.session_state.get(LANGUAGE, ENGLISH)
+
+
+def t(message: str) -> str:
+    """A message of the app's own (marked N_ where it is defined) in the reader's language."""
+    return translator(language())(message)
+
+
+def step(number: int) -> Step:
+    """Step ``number`` of the course's registry, its texts in the reader's language."""
+    return course_steps.in_language(language())[0][number]
+
+
+def screen(position: int) -> Screen:
+    """The presenter's screen at ``position``, its texts in the reader's language."""
+    return course_steps.in_language(language())[1][position]
+
+
+def address_params() -> dict[str, str]:
+    """``lang`` for the address once the reader chose it."""
+    return {PARAM: language()} if st.session_state.get(CHOSEN) else {}
+
+
+def language_ui(where) -> None:
+    """The picker: every language named in itself; the label also says "Language" for a lost reader."""
+    word = t("Language")
+    label = word if word == "Language" else f"{word} · Language"
+    where.selectbox(label, list(LANGUAGES), key=LANGUAGE, format_func=LANGUAGES.get,
+                    on_change=lambda: st.session_state.update({CHOSEN: True}))
