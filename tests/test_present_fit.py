@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from course.scenarios import all_scenarios
+from course.steps import in_language
 from tests.browser_env import IDLE
 from tests.test_browser import ARTIFACTS, no_error_on, room_code
 
@@ -86,28 +87,48 @@ def projector(live):  # the fixture of tests/conftest.py
     context.close()
 
 
-def test_every_screen_of_every_preset_fits_the_projector(projector):
-    url, page = projector
+def walk(page, url: str, presets, language: str | None = None) -> tuple[list, int]:
+    """Every screen of each preset, before and after Reveal: (what did not fit, views measured)."""
     failures, views = [], 0
-    for preset in all_scenarios():
-        page.goto(f"{url}/present?preset={preset}")
+    lang = f"&lang={language}" if language else ""
+    for preset in presets:
+        page.goto(f"{url}/present?preset={preset}{lang}")
         page.wait_for_selector(".st-key-present_next button", timeout=LOADED)
         page.wait_for_function(SCREEN_SHOWN, arg=f"1 / {SCREENS} · ", timeout=LOADED)
         for screen in range(1, SCREENS + 1):
-            seen = measured(page, f"{preset}-{screen}")
+            where = f"{preset}-{screen}" + (f"-{language}" if language else "")
+            seen = measured(page, where)
             assert seen["title"].startswith(f"{screen} / {SCREENS} · "), seen["title"]
             failures += [(preset, screen, "before Reveal", p) for p in seen["problems"]]
             views += 1
             if reveal(page):
-                seen = measured(page, f"{preset}-{screen}-revealed")
+                seen = measured(page, f"{where}-revealed")
                 failures += [(preset, screen, "after Reveal", p) for p in seen["problems"]]
                 views += 1
-            if preset == "the_cat_sat_two_heads":  # to look at: artifacts/present-<screen>.png
-                page.screenshot(path=str(ARTIFACTS / f"present-{screen}.png"))
+            if preset == "the_cat_sat_two_heads":  # to look at: artifacts/present-<screen>[-<lang>].png
+                suffix = f"-{language}" if language else ""
+                page.screenshot(path=str(ARTIFACTS / f"present-{screen}{suffix}.png"))
             no_error_on(page)
             if screen < SCREENS:
                 next_screen(page, screen + 1)
+    return failures, views
+
+
+def test_every_screen_of_every_preset_fits_the_projector(projector):
+    url, page = projector
+    failures, views = walk(page, url, all_scenarios())
     assert views >= len(all_scenarios()) * SCREENS
+    assert not failures, failures
+
+
+def test_the_screens_fit_in_german_the_longest_language(projector):
+    """Issue 17: German's longer titles and texts still fit 1280 x 720 (the chapter's two presets with
+    the most text on screen: the cat sat with two heads, and example I's parameter count)."""
+    url, page = projector
+    failures, views = walk(page, url, ["the_cat_sat_two_heads", "ex_i_parameter_count"], language="de")
+    title = page.evaluate("() => document.querySelector('h3').innerText")
+    assert title.endswith(in_language("de")[1][-1].title)  # the screens were German
+    assert views >= 2 * SCREENS
     assert not failures, failures
 
 

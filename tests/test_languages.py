@@ -1,0 +1,177 @@
+"""Issue 17, languages: the catalogues are complete and faithful, and each reader reads the course in
+their own language, a student following an English-speaking teacher's room too."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+from babel.messages.pofile import read_po
+
+from app import live
+from classroom.watch import VERSION_MAX_AGE
+from course.i18n import LANGUAGES, LOCALE_DIR, from_accept_language, known, number, translator
+from course.steps import SCREENS, STEPS, in_language
+from tests.apptest_util import address, fresh_app, goto, open_address, pick_preset, texts
+
+TRANSLATED = [code for code in LANGUAGES if code != "en"]
+# What a translation keeps exactly as the English has it: symbols, formulas' names, Markdown.
+FULL_WIDTH = str.maketrans("（）", "()")  # Chinese brackets around (Q), (K), (V)
+TECHNICAL = re.compile(r"√?[A-Za-z]+_[A-Za-z0-9]+²?|n²|\((?:Q|K|V)\)|\*\*|\$|\{[a-z_]*\}|\b\d+\b")
+
+
+def template() -> list[str]:
+    with open(LOCALE_DIR / "messages.pot", "rb") as file:
+        return sorted(m.id for m in read_po(file) if m.id)
+
+
+def catalogue(code: str):
+    with open(LOCALE_DIR / code / "LC_MESSAGES" / "messages.po", "rb") as file:
+        return read_po(file)
+
+
+def test_the_template_holds_every_message_of_the_registry():
+    messages = set(template())
+    for step in STEPS.values():
+        assert {step.title, step.what, step.why} <= messages, step.title
+    for screen in SCREENS:
+        assert screen.title in messages and (screen.why is None or screen.why in messages)
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_every_catalogue_translates_every_message_and_nothing_else(code):
+    po = catalogue(code)
+    assert sorted(m.id for m in po if m.id) == template()
+    for message in po:
+        if message.id:
+            assert message.string and not message.fuzzy, (code, message.id)
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_a_translation_keeps_its_message_s_symbols_numbers_and_markdown(code):
+    for message in catalogue(code):
+        if message.id:
+            english = sorted(TECHNICAL.findall(message.id))
+            written = message.string.translate(FULL_WIDTH)
+            assert sorted(TECHNICAL.findall(written)) == english, (code, message.id, message.string)
+
+
+def glossary_term(english: str) -> re.Pattern:
+    """An English term as a word, plural too; 'attention' not inside 'self-attention'."""
+    return re.compile(rf"(?<![-\w]){re.escape(english)}(?:s|es)?\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_each_language_uses_its_glossary_s_terms_in_every_message(code):
+    glossary = json.loads((LOCALE_DIR / code / "glossary.json").read_text())
+    assert {"attention", "head", "query", "key", "value", "softmax", "token"} <= set(glossary)
+    for message in catalogue(code):
+        for english, forms in glossary.items():
+            if message.id and glossary_term(english).search(message.id):
+                assert any(form.lower() in message.string.lower() for form in forms), \
+                    (code, english, message.string)
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_the_compiled_catalogue_is_the_committed_one(code):
+    """make compiles each .po whenever it is newer: a stale or missing .mo fails here."""
+    gettext = translator(code)
+    for message in catalogue(code):
+        if message.id:
+            assert gettext(message.id) == message.string, (code, message.id)
+
+
+def test_language_codes_from_links_and_browsers():
+    assert [known(c) for c in ("de", "de-CH", "fr_CA", "pt", "pt-PT", "zh-Hans-CN", "zh-CN", "es-419")] == [
+        "de", "de", "fr", "pt_BR", "pt_BR", "zh_CN", "zh_CN", "es"]
+    assert [known(c) for c in ("zh-TW", "zh-Hant", "xx", "", None, "de\n", "../../etc", "en-GB")] == [
+        None, None, None, None, None, "de", None, "en"]
+    assert from_accept_language("de-CH,de;q=0.9,en;q=0.8") == "de"
+    assert from_accept_language("en;q=0.5,fr;q=0.9") == "fr"  # by weight, not by position
+    assert from_accept_language("it-IT,ja;q=0.9,pt;q=0.8") == "pt_BR"  # the first one the course has
+    assert from_accept_language("it,ja") is None and from_accept_language(None) is None
+    assert from_accept_language("de;q=abc,fr") == "fr"
+
+
+def test_numbers_are_written_as_each_language_writes_them():
+    assert [number(0.6667, code) for code in ("en", "de", "fr", "zh_CN")] == ["0.67", "0,67", "0,67", "0.67"]
+    assert number(1_048_576, "en", 0) == "1,048,576" and number(1_048_576, "de", 0) == "1.048.576"
+    assert number(1_048_576, "fr", 0).replace("\u202f", " ") == "1 048 576"
+
+
+def step_headings(at) -> list[str]:
+    return [m[1] for m in (re.match(r"### \d+\. (.+?)\n", text) for text in texts(at.markdown)) if m]
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_a_link_s_language_shows_every_step_in_it_and_stays_in_the_address(code):
+    steps, screens = in_language(code)
+    at = open_address({"lang": code})
+    assert not at.exception
+    assert step_headings(at) == [step.title for step in steps.values()]
+    assert not set(step_headings(at)) & {step.title for step in STEPS.values()}  # no English title left
+    pick_preset(at, "ex_e_negative_score")
+    assert address(at)["lang"] == code  # a change of setup keeps the reader's language
+    goto(at, "present")
+    title = next(text for text in texts(at.markdown) if text.startswith("### "))
+    assert title.endswith(screens[0].title)
+
+
+def test_the_picker_changes_the_language_and_writes_it_in_the_address():
+    at = fresh_app()
+    assert "lang" not in address(at)  # nobody chose: each reader's own default
+    at.selectbox(key="language").set_value("fr").run()
+    assert not at.exception
+    assert step_headings(at)[0] == in_language("fr")[0][1].title
+    assert address(at)["lang"] == "fr"
+    assert at.selectbox(key="language").label == "Langue · Language"
+
+
+def test_an_unknown_language_in_a_link_is_said_and_the_page_is_english():
+    at = open_address({"lang": "<b>xx</b>"})
+    assert not at.exception
+    assert any("the language" in text and "xx" in text for text in texts(at.warning))
+    assert step_headings(at)[0] == STEPS[1].title
+
+
+def test_the_deployer_s_language_is_the_default(monkeypatch):
+    monkeypatch.setenv("MHA_LANGUAGE", "es")
+    at = fresh_app()
+    assert step_headings(at)[0] == in_language("es")[0][1].title
+    assert "lang" not in address(at)
+
+
+@pytest.fixture
+def embedded_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    live.store.clear()
+    live.watch.clear()
+    yield
+    live.store().close()
+    live.store.clear()
+    live.watch.clear()
+
+
+def test_a_student_reads_the_english_speaking_teacher_s_lesson_in_german(embedded_store):
+    teacher = fresh_app()
+    goto(teacher, "class")
+    teacher.button(key="live_start").click().run()
+    code = teacher.session_state["room"]
+    goto(teacher, "present")
+    teacher.button(key="present_next").click().run()
+    student = open_address({"room": code, "lang": "de"})
+    assert not student.exception
+    german = in_language("de")[1]
+    heading = next(text for text in texts(student.markdown) if text.startswith("### "))
+    assert heading == f"### 2 / {len(SCREENS)} · {german[1].title}"
+    teacher.button(key="present_next").click().run()
+    time.sleep(VERSION_MAX_AGE)  # the server's watch reads the room again
+    student.run()
+    heading = next(text for text in texts(student.markdown) if text.startswith("### "))
+    assert heading == f"### 3 / {len(SCREENS)} · {german[2].title}"  # the teacher's step, in German
+    teacher_heading = next(text for text in texts(teacher.markdown) if text.startswith("### "))
+    assert teacher_heading == f"### 3 / {len(SCREENS)} · {SCREENS[2].title}"  # the teacher's stays English
+    assert teacher.session_state["language"] == "en" and student.session_state["language"] == "de"
