@@ -21,11 +21,12 @@ import numpy as np
 from app.figures import format_number, hover_number
 from app.safe import html_text
 from course import describe
+from course.i18n import N_
 from mha_core.analysis import head_pattern, normalised_entropy
 
 # --- Words (templates) -------------------------------------------------------------------------
 
-TABLE_LABEL = "Numbers as a table"
+TABLE_LABEL = N_("Numbers as a table")
 QUOTED = "'{}'"
 PANEL_PREFIX = "{panel}: {text}"
 FOCUS = "{query} attends most to {key} ({value})"

@@ -20,7 +20,7 @@ from latex2mathml.converter import convert
 from app import chart_text, figures
 from app.result_cache import BytesLRU, setup_key
 from app.safe import html_text, script_json
-from course.i18n import ENGLISH
+from course.i18n import ENGLISH, translator
 from course.steps import STEPS, in_language
 from mha_core.analysis import FLAT_AT
 from mha_core.attention import MHAResult
@@ -117,14 +117,14 @@ def step_figures(setup: Setup, result: MHAResult, q_tokens, k_tokens, *, query: 
     }
 
 
-def chart_html(chart_id: str, fig) -> str:
+def chart_html(chart_id: str, fig, language: str = ENGLISH) -> str:
     """One chart: the figure named by its summary (its caption), and its numbers
     as tables on request (the same text alternative as on the page: app/chart_text.py)."""
     about = chart_text.of_figure(fig)
     summary = html_text(about.summary)
     return (f'<figure aria-labelledby="{chart_id}-summary"><div class="chart" id="{chart_id}"></div>'
             f'<figcaption><p id="{chart_id}-summary">{summary}</p>'
-            f"<details><summary>{html_text(chart_text.TABLE_LABEL)}</summary>"
+            f"<details><summary>{html_text(translator(language)(chart_text.TABLE_LABEL))}</summary>"
             f"{chart_text.table_html(about.tables())}</details></figcaption></figure>")
 
 
@@ -137,16 +137,18 @@ def page_html(setup: Setup, *, title: str, query: int = 0, language: str = ENGLI
     charts, sections = {}, []
     figures_of = step_figures(setup, result, q_tokens, k_tokens, query=query)
     steps, _ = in_language(language)
+    _ = translator(language)
+    what_word, why_word = html_text(_("What.")), html_text(_("Why."))
     for number, step in steps.items():  # the course's registry is the only list of steps
         drawn = []
         for fig in figures_of.get(number, []):
             chart_id = f"chart-{len(charts) + 1}"
             charts[chart_id] = fig.to_dict()
-            drawn.append(chart_html(chart_id, fig))
+            drawn.append(chart_html(chart_id, fig, language))
         sections.append(f'<section id="step-{number}" aria-labelledby="step-{number}-title">'
                         f'<h2 id="step-{number}-title">{number}. {html_text(step.title)}</h2>'
-                        f"{mathml(step.formula)}<p><strong>What.</strong> {html_text(step.what)}</p>"
-                        f"<p><strong>Why.</strong> {html_text(step.why)}</p>{''.join(drawn)}</section>")
+                        f"{mathml(step.formula)}<p><strong>{what_word}</strong> {html_text(step.what)}</p>"
+                        f"<p><strong>{why_word}</strong> {html_text(step.why)}</p>{''.join(drawn)}</section>")
     sizes = setup.sizes
     skip = " · ".join(f'<a href="#step-{n}">{n}. {html_text(step.title)}</a>' for n, step in steps.items())
     return (f'<!DOCTYPE html><html lang="{language.replace("_", "-")}"><head><meta charset="utf-8">'

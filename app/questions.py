@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import streamlit as st
 
-from app import forecast_figures, live
+from app import forecast_figures, i18n, live
 from app.figures import LARGE, head_grids, tallest_cells_within
 from app.live import in_room, is_teacher
 from app.safe import lit, md
@@ -169,7 +169,7 @@ def answers_view(where: str, *, large: bool, on_reveal=None) -> None:
     if status == "open":
         buttons.button("Close answers", key=f"{where}_close", icon=":material/lock:", on_click=act,
                        args=("close", question_id))
-    if status != "revealed" and buttons.button("Reveal", key=f"{where}_reveal", type="primary",
+    if status != "revealed" and buttons.button(i18n.t("Reveal"), key=f"{where}_reveal", type="primary",
                                                icon=":material/visibility:"):
         act("reveal", question_id)
         if on_reveal is not None:

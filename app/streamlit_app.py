@@ -29,17 +29,17 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
     live.sidebar_ui(room_slot, current)
 
     # Material icons come with Streamlit (emoji need a font the machine may lack).
-    workbench_page = st.Page(lambda: workbench.render(current, inputs), title="Workbench",
+    workbench_page = st.Page(lambda: workbench.render(current, inputs), title=i18n.t("Workbench"),
                              icon=":material/calculate:", url_path="workbench", default=True)
-    present_page = st.Page(lambda: present.render(current, inputs), title="Present",
+    present_page = st.Page(lambda: present.render(current, inputs), title=i18n.t("Present"),
                            icon=":material/slideshow:", url_path="present")
-    labs_page = st.Page(labs.render, title="Labs", icon=":material/science:", url_path="labs")
-    quiz_page = st.Page(lambda: quiz.render(current, workbench_page), title="Quiz", icon=":material/quiz:",
-                        url_path="quiz")
-    model_page = st.Page(lambda: model.render(workbench_page), title="Real model",
+    labs_page = st.Page(labs.render, title=i18n.t("Labs"), icon=":material/science:", url_path="labs")
+    quiz_page = st.Page(lambda: quiz.render(current, workbench_page), title=i18n.t("Quiz"),
+                        icon=":material/quiz:", url_path="quiz")
+    model_page = st.Page(lambda: model.render(workbench_page), title=i18n.t("Real model"),
                          icon=":material/psychology:", url_path="model")
-    class_page = st.Page(classroom.render, title="Class", icon=":material/groups:", url_path="class")
-    textbook_page = st.Page(lambda: textbook.render(workbench_page), title="Worked examples",
+    class_page = st.Page(classroom.render, title=i18n.t("Class"), icon=":material/groups:", url_path="class")
+    textbook_page = st.Page(lambda: textbook.render(workbench_page), title=i18n.t("Worked examples"),
                             icon=":material/menu_book:", url_path="examples")
     pages = [workbench_page, present_page, labs_page, quiz_page, model_page, class_page, textbook_page]
     page = st.navigation(pages)

@@ -78,8 +78,8 @@ def chart(fig, key: str, text: str | chart_text.ChartText | None = None) -> None
 
 def numbers_ui(about: chart_text.ChartText, key: str) -> None:
     """A chart's summary and numbers in a closed expander; its contents run only while it is open."""
-    with st.expander(lit(chart_text.TABLE_LABEL), key=f"{key}_numbers", on_change="rerun", type="compact",
-                     icon=":material/table:") as box:
+    with st.expander(lit(i18n.t(chart_text.TABLE_LABEL)), key=f"{key}_numbers", on_change="rerun",
+                     type="compact", icon=":material/table:") as box:
         if box.open:
             st.caption(lit(about.summary))
             st.markdown(chart_text.table_html(about.tables()), unsafe_allow_html=True)

@@ -173,10 +173,10 @@ def header(screen: int) -> None:
     the teacher: "Explore on my own" in the sidebar gives the buttons back)."""
     led = widgets.following()
     back, title, forward = st.columns([1, 6, 1], vertical_alignment="center")
-    back.button("◀ Back", key="present_back", on_click=go, args=(-1,), disabled=screen == 0 or led,
-                use_container_width=True)
+    back.button("◀ " + i18n.t("Back"), key="present_back", on_click=go, args=(-1,),
+                disabled=screen == 0 or led, use_container_width=True)
     title.markdown(f"### {screen + 1} / {len(SCREENS)} · {i18n.screen(screen).title}")
-    forward.button("Next ▶", key="present_next", on_click=go, args=(1,), type="primary",
+    forward.button(i18n.t("Next") + " ▶", key="present_next", on_click=go, args=(1,), type="primary",
                    disabled=screen == len(SCREENS) - 1 or led, use_container_width=True)
 
 
@@ -237,17 +237,19 @@ def ask(screen: int, question: Question, drawn: tuple[DrawnForecast | None, Draw
     led = widgets.following()  # the teacher's Reveal reveals it here too (app/live.py)
     revealed = st.session_state.get(REVEALED) == (screen, question.prompt) or (
         led and st.session_state.get("room_revealed") == screen)
+    forecast_word = i18n.t("Forecast.")
+    answer_word = i18n.t("Answer:")
     with st.container(border=True):
-        st.markdown(f"**Forecast.** {lit(question.prompt)}")
+        st.markdown(f"**{forecast_word}** {lit(question.prompt)}")
         if question.choices and not revealed:
             options = (f"**{lit(chr(65 + i))}** {lit(choice)}" for i, choice in enumerate(question.choices))
             st.markdown("  ·  ".join(options))
         if revealed:
-            st.markdown(f"**Answer:** {lit(question.answer_text)}")
+            st.markdown(f"**{answer_word}** {lit(question.answer_text)}")
             if question.explanation:
                 st.caption(question.explanation)
         else:
-            st.button("Reveal", key="present_reveal", on_click=reveal, args=(screen, question),
+            st.button(i18n.t("Reveal"), key="present_reveal", on_click=reveal, args=(screen, question),
                       type="primary", disabled=led)
             if question.kind != "chapter":  # generated from the live state: it can be marked
                 questions.ask_button(question, key="present_ask", screen=screen)
@@ -285,10 +287,11 @@ class Draw:
             st.latex(STEPS[SCREENS[screen].step].formula)
 
     def why(self, screen: int) -> None:
+        why_word = i18n.t("Why.")
         if SCREENS[screen].why:  # the screen's own (the registry's text, like the step's)
-            st.markdown(f"**Why.** {i18n.screen(screen).why}")
+            st.markdown(f"**{why_word}** {i18n.screen(screen).why}")
         else:
-            st.markdown(f"**Why.** {i18n.step(SCREENS[screen].step).why}")
+            st.markdown(f"**{why_word}** {i18n.step(SCREENS[screen].step).why}")
 
     def pickers(self, query: bool = True) -> tuple[int, int]:
         """The head and (if asked) the query, in one row: (head, query or 0)."""

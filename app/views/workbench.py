@@ -42,8 +42,10 @@ def step_markdown(number: int, formula: str | None = None, what: str | None = No
     """A step's heading, formula and what/why: the course's own Markdown (course/steps.py), or the
     formula and what given (the app's own too: tests/test_escaping.py checks every call)."""
     step = i18n.step(number)
+    what_word = i18n.t("What.")
+    why_word = i18n.t("Why.")
     return (f"### {number}. {step.title}\n\n$$\n{formula or step.formula}\n$$\n\n"
-            f"**What.** {what or step.what}  \n**Why.** {step.why}")
+            f"**{what_word}** {what or step.what}  \n**{why_word}** {step.why}")
 
 
 def grid(fig, *, key: str) -> None:
