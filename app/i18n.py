@@ -12,8 +12,9 @@ import os
 
 import streamlit as st
 
+from app.figures import FigureSpec
 from course import steps as course_steps
-from course.i18n import ENGLISH, LANGUAGES, known, translator
+from course.i18n import ENGLISH, LANGUAGES, known, localized_number_text, number_marks, translator
 from course.i18n import from_accept_language as browser_language
 from course.steps import Screen, Step
 
@@ -67,3 +68,34 @@ def language_ui(where) -> None:
     label = word if word == "Language" else f"{word} · Language"
     where.selectbox(label, list(LANGUAGES), key=LANGUAGE, format_func=LANGUAGES.get,
                     on_change=lambda: st.session_state.update({CHOSEN: True}))
+
+
+def localized_figure(fig):
+    """A figure's numbers as the reader's language writes them: the cells' text, the number at the end
+    of each hover text (never the labels before it: a token '3.14' stays as typed) and the axes'
+    own numbers (plotly's ``separators``). The figure given is shared and left unchanged."""
+    marks = number_marks(language())
+    if marks == (".", ",") or not isinstance(fig, FigureSpec):
+        return fig
+    spec = fig.to_dict()
+
+    def number_at_the_end(text: str) -> str:
+        labels, colon, value = text.rpartition(": ")
+        return labels + colon + localized_number_text(value, language())
+
+    data = []
+    for trace in spec["data"]:
+        changed = {}
+        if trace.get("texttemplate") == "%{text}" and trace.get("text") is not None:
+            changed["text"] = _each(trace["text"], lambda text: localized_number_text(text, language()))
+        if trace.get("hovertext") is not None:
+            changed["hovertext"] = _each(trace["hovertext"], number_at_the_end)
+        data.append({**trace, **changed} if changed else trace)
+    return FigureSpec({**spec, "data": data, "layout": {**spec["layout"], "separators": "".join(marks)}})
+
+
+def _each(texts, change):
+    """change() applied to every string of a list (of lists) of strings."""
+    if isinstance(texts, str):
+        return change(texts)
+    return [_each(item, change) for item in texts]

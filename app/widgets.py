@@ -70,9 +70,8 @@ def chart(fig, key: str, text: str | chart_text.ChartText | None = None) -> None
         options["scale"] = 2
     about = text if isinstance(text, chart_text.ChartText) else (
         chart_text.described(text, fig) if text else chart_text.of_figure(fig))
-    st.plotly_chart(fig, key=key, config={"displaylogo": False, "toImageButtonOptions": options,
-                                          "modeBarButtons": MODEBAR_BUTTONS},
-                    alt=about.summary)
+    config = {"displaylogo": False, "toImageButtonOptions": options, "modeBarButtons": MODEBAR_BUTTONS}
+    st.plotly_chart(i18n.localized_figure(fig), key=key, config=config, alt=about.summary)
     numbers_ui(about, key)
 
 

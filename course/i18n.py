@@ -9,12 +9,13 @@ committed ``*.po`` files by ``make`` and by the container build, never committed
 from __future__ import annotations
 
 import gettext
+import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 from babel import Locale, UnknownLocaleError
-from babel.numbers import format_decimal
+from babel.numbers import format_decimal, get_decimal_symbol, get_group_symbol
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 DOMAIN = "messages"
@@ -91,3 +92,21 @@ def number(value: float, language: str, decimals: int = 2) -> str:
     """A number as the language writes it: 0.67 / 0,67; 1,048,576 / 1.048.576 / 1 048 576."""
     pattern = "#,##0" + ("." + "0" * decimals if decimals > 0 else "")
     return format_decimal(value, format=pattern, locale=language, decimal_quantization=True)
+
+
+_MARK_BETWEEN_DIGITS = re.compile(r"(?<=\d)[.,](?=\d)")
+
+
+@cache
+def number_marks(language: str) -> tuple[str, str]:
+    """The language's decimal mark and thousands separator: ('.', ',') in English, (',', '.') in German."""
+    return get_decimal_symbol(language), get_group_symbol(language)
+
+
+def localized_number_text(text: str, language: str) -> str:
+    """Numbers written the English way inside ``text`` ('0.67', '1,048,576', '2.1e-9') written the
+    language's way ('0,67', '1.048.576', '2,1e-9'); the rest of the text is left as it is."""
+    decimal, group = number_marks(language)
+    if (decimal, group) == (".", ","):
+        return text
+    return _MARK_BETWEEN_DIGITS.sub(lambda mark: decimal if mark[0] == "." else group, text)

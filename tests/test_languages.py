@@ -12,9 +12,17 @@ from babel.messages.pofile import read_po
 
 from app import live
 from classroom.watch import VERSION_MAX_AGE
-from course.i18n import LANGUAGES, LOCALE_DIR, from_accept_language, known, number, translator
+from course.i18n import (
+    LANGUAGES,
+    LOCALE_DIR,
+    from_accept_language,
+    known,
+    localized_number_text,
+    number,
+    translator,
+)
 from course.steps import SCREENS, STEPS, in_language
-from tests.apptest_util import address, fresh_app, goto, open_address, pick_preset, texts
+from tests.apptest_util import address, chart_specs, fresh_app, goto, open_address, pick_preset, texts
 
 TRANSLATED = [code for code in LANGUAGES if code != "en"]
 # What a translation keeps exactly as the English has it: symbols, formulas' names, Markdown.
@@ -175,3 +183,30 @@ def test_a_student_reads_the_english_speaking_teacher_s_lesson_in_german(embedde
     teacher_heading = next(text for text in texts(teacher.markdown) if text.startswith("### "))
     assert teacher_heading == f"### 3 / {len(SCREENS)} · {SCREENS[2].title}"  # the teacher's stays English
     assert teacher.session_state["language"] == "en" and student.session_state["language"] == "de"
+
+
+def test_numbers_in_text_follow_the_language_and_labels_do_not():
+    assert localized_number_text("0.67", "de") == "0,67"
+    assert localized_number_text("1,048,576 and 2.1e-9", "es") == "1.048.576 and 2,1e-9"
+    assert localized_number_text("1 − 4.1e-9 (0.999999995878)", "pt_BR") == "1 − 4,1e-9 (0,999999995878)"
+    assert localized_number_text("1,048,576.5", "fr").replace("\u202f", " ") == "1 048 576,5"
+    assert localized_number_text("0.67, then 3", "zh_CN") == "0.67, then 3"
+
+
+def test_a_german_reader_s_charts_write_decimal_commas_on_cells_hover_and_axes():
+    """Cells and hover of the cat sat's weights in German: '0,67'; the labels before a hover's number
+    stay as typed (a token '3.14' is not a number to rewrite)."""
+    at = open_address({"lang": "de", "preset": "the_cat_sat_two_heads"})
+    english = fresh_app()
+    spec, english_spec = chart_specs(at)["chart_weights"], chart_specs(english)["chart_weights"]
+    assert spec["layout"]["separators"] == ",." and "separators" not in english_spec["layout"]
+    for trace, english_trace in zip(spec["data"], english_spec["data"], strict=True):
+        if english_trace.get("text"):
+            cells = [c for row in english_trace["text"] for c in row]
+            assert [c for row in trace["text"] for c in row] == [c.replace(".", ",") for c in cells]
+    hover = spec["data"][1]["hovertext"][2][1]  # head 2, query 'sat', key 'cat'
+    assert hover == "query sat, key cat: weight 0,6652"
+    at = open_address({"lang": "de", "preset": "the_cat_sat_two_heads"})
+    at.text_input(key="tokens_text").set_value("3.14 cat sat").run()
+    hover = chart_specs(at)["chart_weights"]["data"][1]["hovertext"][0][0]
+    assert hover.startswith("query 3.14, key 3.14: weight ") and "," in hover.rpartition(": ")[2]
