@@ -49,8 +49,9 @@ def _feed(digest, value) -> int:
     return len(text)
 
 
-def figure(builder: str, *args, **kwargs):
-    """figures.<builder>(*args, **kwargs), shared across reruns and sessions.
+def figure(builder: Callable[..., figures.FigureSpec], *args, **kwargs):
+    """builder(*args, **kwargs), a chart of app/figures.py (or another pure figure function), shared
+    across reruns and sessions.
 
     The figures are never modified after they are built (st.plotly_chart copies them).
     """
@@ -58,14 +59,14 @@ def figure(builder: str, *args, **kwargs):
     narrow = column_width()
     if narrow is not None and "width" in _parameters(builder):  # a phone: one head a row, larger cells
         kwargs = {**kwargs, "width": min(kwargs.get("width", narrow), narrow)}
-    digest = hashlib.blake2b(builder.encode(), digest_size=20)
+    digest = hashlib.blake2b(f"{builder.__module__}.{builder.__qualname__}".encode(), digest_size=20)
     cost = _feed(digest, args) + _feed(digest, kwargs)
     key = digest.digest()
     with _lock:
         if key in _entries:
             _entries.move_to_end(key)
             return _entries[key][0]
-    built = getattr(figures, builder)(*args, **kwargs)
+    built = builder(*args, **kwargs)
     cost = _spec_bytes(built.to_dict()) if isinstance(built, figures.FigureSpec) else 3 * cost
     with _lock:
         if key not in _entries and cost <= BUDGET_BYTES:
@@ -78,8 +79,8 @@ def figure(builder: str, *args, **kwargs):
 
 
 @functools.cache
-def _parameters(builder: str) -> tuple[str, ...]:
-    return tuple(inspect.signature(getattr(figures, builder)).parameters)
+def _parameters(builder: Callable) -> tuple[str, ...]:
+    return tuple(inspect.signature(builder).parameters)
 
 
 def _spec_bytes(value) -> int:

@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from app import figure_cache
+from app import figure_cache, figures
 from course.scenarios import all_scenarios
 from mha_core import LIMITS
 from mha_core.codec import setup_from_link
@@ -318,7 +318,7 @@ def test_the_figure_cache_is_bounded_by_bytes():
     figure_cache.clear()
     big = np.random.default_rng(0).normal(size=(24, 512))
     for i in range(40):  # 40 distinct large figures: far more than the budget
-        figure_cache.figure("matrix_heatmap", big + i, [f"t{j}" for j in range(24)],
+        figure_cache.figure(figures.matrix_heatmap, big + i, [f"t{j}" for j in range(24)],
                             [str(j) for j in range(512)])
     assert 0 < figure_cache.held_bytes() <= figure_cache.BUDGET_BYTES
 

@@ -109,16 +109,18 @@ def difference(pinned: Setup, a, current: Current) -> None:
     heads = [f"head {i + 1}" for i in range(b.n_heads)]
     for column, (name, result) in zip(st.columns(2), (("A", a), ("B", b)), strict=True):
         with column:
-            chart(figure("head_grids", result.weights, tokens, kv_tokens, kind="weights", mask=result.mask,
+            chart(figure(figures.head_grids, result.weights, tokens, kv_tokens, kind="weights",
+                         mask=result.mask,
                          head_names=[f"{name}: {h}" for h in heads], width=figures.HALF_WIDTH),
                   key=f"compare_weights_{name}")
     delta = b.weights - a.weights  # [h, n_q, n_k]
-    chart(figure("head_grids", delta, tokens, kv_tokens, kind="signed",
+    chart(figure(figures.head_grids, delta, tokens, kv_tokens, kind="signed",
                  head_names=[f"B − A: {h}" for h in heads]), key="compare_weights_delta")
     (row, column), out_before, out_after = largest_change(a.output, b.output)
     gap = float(np.max(np.abs(b.output - a.output)))
     st.markdown(f"**Output:** largest change at token '{lit(tokens[row])}', column {column + 1}: "
                 f"{figures.format_number(out_before)} → {figures.format_number(out_after)}"
                 + (" (the outputs are equal)" if gap == 0 else ""))
-    chart(figure("side_by_side", a.output, b.output, tokens, left_title="A: output", right_title="B: output"),
+    chart(figure(figures.side_by_side, a.output, b.output, tokens, left_title="A: output",
+                 right_title="B: output"),
           key="compare_output")

@@ -120,14 +120,14 @@ def overview_tab(trace: Trace, layer: int) -> None:
     w = weights[layer][head]
     st.markdown(f"**Layer {layer + 1}, head {head + 1}**: {lit(head_pattern(w))}, entropy "
                 f"{float(np.mean(normalised_entropy(w))):.2f}.")
-    chart(figure("head_grids", w[None], trace.tokens, trace.tokens, kind="weights",
+    chart(figure(figures.head_grids, w[None], trace.tokens, trace.tokens, kind="weights",
                  head_names=[f"layer {layer + 1}, head {head + 1}"]), key="model_one_head")
 
 
 def layer_tab(trace: Trace, layer: int) -> None:
     r = trace.attentions[layer]
     heads = [f"head {i + 1}" for i in range(r.n_heads)]
-    chart(figure("head_grids", r.weights, trace.tokens, trace.tokens, kind="weights",
+    chart(figure(figures.head_grids, r.weights, trace.tokens, trace.tokens, kind="weights",
                  head_names=[f"{h}: {head_pattern(w)}" for h, w in zip(heads, r.weights, strict=True)]),
           key="model_weights")
     query = widgets.choice_ui(st, "query word piece", state.row_labels(trace.tokens), "model_query")
@@ -139,14 +139,14 @@ def layer_tab(trace: Trace, layer: int) -> None:
                 + (f" Flat (nothing to say): {lit(', '.join(flat))}." if flat else ""))
     left, right = st.columns(2)
     with left:
-        chart(figure("disagreement_heatmap", compared.distances, metric="l2", head_names=heads),
+        chart(figure(figures.disagreement_heatmap, compared.distances, metric="l2", head_names=heads),
               key="model_disagreement")
     with right:
-        chart(figure("entropy_bars", compared.entropy, head_names=heads, flat_at=FLAT_AT),
+        chart(figure(figures.entropy_bars, compared.entropy, head_names=heads, flat_at=FLAT_AT),
               key="model_entropy")
     st.caption("The concatenation: one band per head, 12 × 32 = 384 columns")
     shown, note = picture_colours(r.concat, r.concat)
-    chart(figure("concat_bands", shown, trace.tokens, r.n_heads, r.head_outputs.shape[2]),
+    chart(figure(figures.concat_bands, shown, trace.tokens, r.n_heads, r.head_outputs.shape[2]),
           key="model_concat", text=of_concat(r.concat, trace.tokens, r.n_heads, r.head_outputs.shape[2]))
     if note:
         st.caption(lit(note))
@@ -154,7 +154,7 @@ def layer_tab(trace: Trace, layer: int) -> None:
     contributions = contributions_of(setup, r).per_head  # [h, n, 384]
     st.caption("Each head's contribution head_i · W_O[rows of head i]; with b_O they add up to the output")
     shown, note = picture_colours(contributions[0], contributions)
-    chart(figure("head_grids", shown, trace.tokens, figures.dims("d", 384), kind="signed",
+    chart(figure(figures.head_grids, shown, trace.tokens, figures.dims("d", 384), kind="signed",
                  head_names=heads, cols_are_tokens=False), key="model_contributions",
           text=of_grids(contributions, trace.tokens, figures.dims("d", 384), heads))
     if note:
@@ -223,11 +223,11 @@ def change_tab(loaded, trace: Trace, text: str, layer: int, workbench_page) -> N
                 f"cosine similarity before and after = **{cosine:.4f}**.")
     st.caption("Largest change of each head's weights (any cell), layer by layer: layers before the first "
                "zeroed head do not change.")
-    chart(figure("matrix_heatmap", change, [f"layer {i + 1}" for i in range(6)],
+    chart(figure(figures.matrix_heatmap, change, [f"layer {i + 1}" for i in range(6)],
                  [f"h{i + 1}" for i in range(12)], title="max |Δ weight|", width=figures.FULL_WIDTH),
           key="model_change")
     last = np.asarray(after.hidden_states[-1], dtype=float) - np.asarray(trace.hidden_states[-1], dtype=float)
-    chart(figure("matrix_heatmap", last, trace.tokens, figures.dims("d", last.shape[1]),
+    chart(figure(figures.matrix_heatmap, last, trace.tokens, figures.dims("d", last.shape[1]),
                  title="final hidden states: after − before", width=figures.FULL_WIDTH),
           key="model_hidden_delta")
 

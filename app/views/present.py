@@ -7,6 +7,7 @@ generated from the live state) and show its result only after Reveal. The screen
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
@@ -311,14 +312,14 @@ class Draw:
                                  default=default, label_visibility="collapsed")
 
     def one_head(self, values, head: int, kind: str, symbol: str, key: str, budget: int) -> None:
-        chart(fitted("head_grids", values[head:head + 1], self.q_tokens, self.k_tokens, budget=budget,
+        chart(fitted(figures.head_grids, values[head:head + 1], self.q_tokens, self.k_tokens, budget=budget,
                      kind=kind, mask=self.r.mask,
                      head_names=[figures.shape_title(f"{symbol} of head {head + 1}", values.shape[1:])]),
               key=key)
 
     def arrows(self):
         x = self.setup.x
-        chart(fitted("matrix_heatmap", x, self.q_tokens, figures.dims("d", self.sizes.d_model),
+        chart(fitted(figures.matrix_heatmap, x, self.q_tokens, figures.dims("d", self.sizes.d_model),
                      budget=self.room, title=figures.shape_title("X", x.shape)),
               key="present_x")
 
@@ -327,7 +328,7 @@ class Draw:
         r = self.r
         titles = [figures.shape_title(f"{name} of head {head + 1}", a[head].shape)
                   for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))]
-        chart(fitted("qkv_panels", r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
+        chart(fitted(figures.qkv_panels, r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
                      budget=self.room - SELECTORS_PX, titles=titles), key="present_qkv")
 
     def dot_product(self):
@@ -347,7 +348,7 @@ class Draw:
         room = self.room - SELECTORS_PX - WORKED_LINE_PX
         pair = (("scores", self.r.scaled, "scaled", "present_scaled"),
                 ("weights", self.r.weights, "A", "present_weights"))
-        stacked = [fitted("head_grids", values[head:head + 1], self.q_tokens, self.k_tokens,
+        stacked = [fitted(figures.head_grids, values[head:head + 1], self.q_tokens, self.k_tokens,
                           budget=room // 2, kind=kind, mask=self.r.mask,
                           head_names=[figures.shape_title(f"{symbol} of head {head + 1}", values.shape[1:])])
                    for kind, values, symbol, _ in pair]
@@ -357,7 +358,8 @@ class Draw:
             return
         for column, (kind, values, symbol, key_) in zip(st.columns(2), pair, strict=True):
             with column:
-                chart(fitted("head_grids", values[head:head + 1], self.q_tokens, self.k_tokens, budget=room,
+                chart(fitted(figures.head_grids, values[head:head + 1], self.q_tokens, self.k_tokens,
+                             budget=room,
                              kind=kind, mask=self.r.mask, width=CHART_WIDTH // 2,
                              head_names=[figures.shape_title(f"{symbol} of head {head + 1}",
                                                              values.shape[1:])]),
@@ -375,7 +377,8 @@ class Draw:
                    f"value rows by its weights ({shown_words}); V has {values.shape[0]:d} rows of "
                    f"{values.shape[1]:d}.")
         outputs = self.r.head_outputs
-        chart(fitted("head_grids", outputs[head:head + 1], self.q_tokens, figures.dims("v", self.sizes.d_v),
+        chart(fitted(figures.head_grids, outputs[head:head + 1], self.q_tokens, figures.dims("v",
+                     self.sizes.d_v),
                      budget=self.room - SELECTORS_PX - WORKED_LINE_PX - 2 * CAPTION_PX,
                      kind="signed", cols_are_tokens=False,
                      head_names=[figures.shape_title(f"head {head + 1}'s output", outputs.shape[1:])]),
@@ -400,7 +403,8 @@ class Draw:
 
     def all_heads(self, heads: range, budget: int):
         names = [figures.shape_title(f"A{_sub(i + 1)}", self.r.weights.shape[1:]) for i in heads]
-        return fitted("head_grids", self.r.weights[heads.start:heads.stop], self.q_tokens, self.k_tokens,
+        return fitted(figures.head_grids, self.r.weights[heads.start:heads.stop], self.q_tokens,
+                      self.k_tokens,
                       budget=budget, kind="weights", mask=self.r.mask, head_names=names)
 
     def head_page(self) -> range:
@@ -426,7 +430,7 @@ class Draw:
             st.markdown("With one head, or one key, there is nothing to disagree about.")
         rows = self.r.weights[:, query, :]  # [h, n_k]: one row per head, on the weights' one scale
         title = figures.shape_title(f"Query {query + 1} · {self.q_tokens[query]}", rows.shape)
-        chart(fitted("head_grids", rows[None], self.heads, self.k_tokens, kind="weights",
+        chart(fitted(figures.head_grids, rows[None], self.heads, self.k_tokens, kind="weights",
                      cols_are_tokens=False, budget=self.room - SELECTORS_PX - 2 * CAPTION_PX,
                      head_names=[title]),
               key="present_heads_row")
@@ -435,17 +439,17 @@ class Draw:
         """The concatenation, then the output next to the input X (one scale: they have one width)."""
         sz, r = self.sizes, self.r
         room = self.room - CAPTION_PX  # two charts' tables: a little more air than one
-        concat = fitted("concat_bands", r.concat, self.q_tokens, sz.n_heads, sz.d_v, budget=room // 2,
+        concat = fitted(figures.concat_bands, r.concat, self.q_tokens, sz.n_heads, sz.d_v, budget=room // 2,
                         title=f"Concat {figures.shape_title('', r.concat.shape).strip()}: one band per head")
         chart(concat, key="present_concat")
         budget = room - concat["layout"]["height"] - TABLE_PX
-        pair = fitted("side_by_side", r.output, self.setup.x, self.q_tokens, budget=budget,
+        pair = fitted(figures.side_by_side, r.output, self.setup.x, self.q_tokens, budget=budget,
                       left_title=figures.shape_title("output", r.output.shape),
                       right_title=figures.shape_title("input X", self.setup.x.shape))
         small = max(r.output.shape) <= figures.NUMBERS_UP_TO  # its numbers are drawn when they fit
         if small and "texttemplate" not in pair["data"][0]:  # side by side they do not: the output alone
             title = f"{figures.shape_title('output', r.output.shape)}: the input's shape (X: screen 1)"
-            pair = fitted("matrix_heatmap", r.output, self.q_tokens, figures.dims("d", sz.d_model),
+            pair = fitted(figures.matrix_heatmap, r.output, self.q_tokens, figures.dims("d", sz.d_model),
                           budget=budget, title=title)
         chart(pair, key="present_output")
 
@@ -465,7 +469,8 @@ class Draw:
                     "(scores and blends of all heads); it grows with n², so long sentences cost most here.")
 
 
-def fitted(builder: str, *args, budget: int, width: int = CHART_WIDTH, **kwargs):
+def fitted(builder: Callable[..., figures.FigureSpec], *args, budget: int, width: int = CHART_WIDTH,
+           **kwargs):
     """A figure in the projector's style with the tallest cells (CELL_HEIGHTS) that keep it within
     ``budget`` px; the shortest cells if none does (the test of the presets says whether they fit)."""
     def with_cells(cell_max: int):

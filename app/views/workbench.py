@@ -146,10 +146,10 @@ class Page:
         with right:
             if self.setup is not None:
                 x = self.setup.x
-                grid(figure("matrix_heatmap", x, self.q_tokens, figures.dims("d", self.sizes.d_model),
+                grid(figure(figures.matrix_heatmap, x, self.q_tokens, figures.dims("d", self.sizes.d_model),
                             title=figures.shape_title("X", x.shape), large=self.large), key="chart_x")
                 if self.setup.x_kv is not None:
-                    grid(figure("matrix_heatmap", self.setup.x_kv, self.k_tokens,
+                    grid(figure(figures.matrix_heatmap, self.setup.x_kv, self.k_tokens,
                                 figures.dims("d", self.sizes.d_model),
                                 title=figures.shape_title("X_kv", self.setup.x_kv.shape), large=self.large),
                          key="chart_x_kv")
@@ -176,7 +176,7 @@ class Page:
             r, n = self.result, head + 1
             titles = [figures.shape_title(f"{name}{_sub(n)}", a[head].shape)
                       for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))]
-            grid(figure("qkv_panels", r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
+            grid(figure(figures.qkv_panels, r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
                         titles=titles, large=self.large), key="chart_qkv")
 
     def raw_scores(self):
@@ -188,7 +188,7 @@ class Page:
                    f"{sz.n_heads:d} heads' scores and blends: {cost.flops:,} FLOPs; one head of width "
                    f"{sz.n_heads * sz.d_k:d} would cost {cost.one_wide_head_flops:,}. Thin heads add "
                    "viewpoints, not work.")
-        grid(figure("head_grids", self.result.scores, self.q_tokens, self.k_tokens, kind="scores",
+        grid(figure(figures.head_grids, self.result.scores, self.q_tokens, self.k_tokens, kind="scores",
                     head_names=self._titled("S", self.result.scores), large=self.large), key="chart_scores")
 
     def softmax(self):
@@ -213,10 +213,10 @@ class Page:
         st.caption(f"Scaled scores: {setup.scaling.describe(self.sizes.d_k)}"
                    + (f"; masked cells (mask: {mask_note}) are blank here and in the weights" if mask_note
                       else ""))
-        grid(figure("head_grids", r.scaled, self.q_tokens, self.k_tokens, kind="scores", mask=r.mask,
+        grid(figure(figures.head_grids, r.scaled, self.q_tokens, self.k_tokens, kind="scores", mask=r.mask,
                     head_names=self._titled("scaled", r.scaled), large=self.large), key="chart_scaled")
         st.caption("Attention weights A = softmax over each row (one colour scale 0 to 1 for all heads)")
-        grid(figure("head_grids", r.weights, self.q_tokens, self.k_tokens, kind="weights", mask=r.mask,
+        grid(figure(figures.head_grids, r.weights, self.q_tokens, self.k_tokens, kind="weights", mask=r.mask,
                     head_names=self._titled("A", r.weights), large=self.large), key="chart_weights")
         if r.weights[0].size > figures.IMAGE_FROM_CELLS:
             self._zoom(r)
@@ -240,7 +240,7 @@ class Page:
         k0 = int(key_column.number_input("keys from", 1, max(1, n_k - ZOOM + 1), key="zoom_key")) - 1
         rows, cols = slice(q0, q0 + ZOOM), slice(k0, k0 + ZOOM)
         window = r.weights[head:head + 1, rows, cols]  # [1, <= ZOOM, <= ZOOM]
-        chart(figure("head_grids", window, state.row_labels(self.q_tokens)[rows],
+        chart(figure(figures.head_grids, window, state.row_labels(self.q_tokens)[rows],
                      state.row_labels(self.k_tokens)[cols], kind="weights", large=self.large,
                      mask=r.mask[rows, cols] if r.mask is not None else None,
                      head_names=[figures.shape_title(f"A{_sub(head + 1)}, a window", window.shape[1:])]),
@@ -267,7 +267,8 @@ class Page:
         if self.result is None:
             return waiting()
         outputs = self.result.head_outputs
-        grid(figure("head_grids", outputs, self.q_tokens, figures.dims("v", self.sizes.d_v), kind="signed",
+        grid(figure(figures.head_grids, outputs, self.q_tokens, figures.dims("v", self.sizes.d_v),
+                    kind="signed",
                     head_names=self._titled("head", outputs), cols_are_tokens=False, large=self.large),
              key="chart_heads")
 
@@ -290,13 +291,14 @@ class Page:
         if self.result is None:
             return waiting()
         r = self.result
-        grid(figure("concat_bands", r.concat, self.q_tokens, sz.n_heads, sz.d_v,
+        grid(figure(figures.concat_bands, r.concat, self.q_tokens, sz.n_heads, sz.d_v,
                     title=f"Concat(head_1, ..., head_h) {figures.shape_title('', r.concat.shape).strip()}: "
                           "one coloured band per head", large=self.large), key="chart_concat")
         derived = STEPS[7].derive(self.setup, r, {})
         contributions = derived.per_head  # [h, n_q, d_model]
         st.caption("Each head's contribution head_i · W_O[rows of head i]; they add up to the output")
-        grid(figure("head_grids", contributions, self.q_tokens, figures.dims("d", sz.d_model), kind="signed",
+        grid(figure(figures.head_grids, contributions, self.q_tokens, figures.dims("d", sz.d_model),
+                    kind="signed",
                     head_names=self._titled("C", contributions), cols_are_tokens=False, large=self.large),
              key="chart_contributions")
         st.success(f"Check: the contributions sum to the output (largest difference {derived.gap:.1e}).",
@@ -307,7 +309,7 @@ class Page:
         if self.result is None:
             return waiting()
         x, out = self.setup.x, self.result.output
-        grid(figure("side_by_side", x, out, self.q_tokens,
+        grid(figure(figures.side_by_side, x, out, self.q_tokens,
                     left_title=figures.shape_title("input X", x.shape),
                     right_title=figures.shape_title("output", out.shape), large=self.large),
              key="chart_output")
@@ -339,7 +341,8 @@ def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
     query = widgets.choice_ui(left, "query token", state.row_labels(q_tokens), "focus_query")
     state.sync_selection_params()
     metric = right.selectbox("disagreement", METRICS, key="metric", format_func=METRIC_NAMES.get)
-    chart(figure("query_bars", r.weights, query, k_tokens, head_names=heads, large=large), key="chart_bars")
+    chart(figure(figures.query_bars, r.weights, query, k_tokens, head_names=heads, large=large),
+                 key="chart_bars")
     if len(heads) == 1:
         st.caption("With one head there is nothing to compare.")
         return
@@ -357,10 +360,11 @@ def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
                     f"**{value:.3f}** ({METRIC_NAMES[metric]}).")
     cols = st.columns(2)
     with cols[0]:
-        grid(figure("disagreement_heatmap", compared.distances, metric=metric, head_names=heads, large=large),
+        grid(figure(figures.disagreement_heatmap, compared.distances, metric=metric, head_names=heads,
+                    large=large),
              key="chart_disagreement")
     with cols[1]:
-        chart(figure("entropy_bars", compared.entropy, head_names=heads, flat_at=FLAT_AT, large=large),
+        chart(figure(figures.entropy_bars, compared.entropy, head_names=heads, flat_at=FLAT_AT, large=large),
               key="chart_entropy")
     flat = [heads[i] for i in compared.flat]
     if flat:
