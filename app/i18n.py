@@ -12,6 +12,7 @@ import os
 
 import streamlit as st
 
+from app import session_keys
 from app.figures import FigureSpec
 from course import steps as course_steps
 from course.i18n import ENGLISH, LANGUAGES, known, localized_number_text, number_marks, translator
@@ -21,6 +22,8 @@ from course.steps import Screen, Step
 LANGUAGE = "language"  # session key: the reader's language code
 CHOSEN = "language_chosen"  # session key: True once the picker or a link chose it (the address keeps it)
 PARAM = "lang"
+session_keys.register(session_keys.Key(LANGUAGE, "i18n", ENGLISH, address=PARAM),
+                      session_keys.Key(CHOSEN, "i18n", False))
 
 
 def init_language() -> list[str]:

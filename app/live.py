@@ -8,13 +8,7 @@ room, and it limits wrong codes and join rates per client address (client_addres
 the browser holding the ``mha_student`` cookie, whose secret never leaves that browser and this
 process (the store sees only its hash, student_id_of()).
 
-Session keys: ``room`` (code), ``teacher_secret`` (the teacher's session only), ``student_secret``
-(the browser's cookie, or a fresh one this session sets), ``student_id`` (its hash, the store's id),
-``following`` (a student shows the teacher's page), ``applied_version`` (the room version shown),
-``room_inputs`` (the sidebar's values while they are not drawn), ``room_revealed`` (the presenter
-screen the teacher revealed), ``published`` (what the teacher last sent), ``wrong_codes`` (when this
-session tried a wrong room code or teacher link), ``joined_from_link``, ``live_message``, ``door_wait``
-(a student the join rate turned away, waiting for their turn: DoorWait).
+Session keys: registered below (LIVE_KEYS, app/session_keys.py).
 """
 
 from __future__ import annotations
@@ -35,9 +29,8 @@ from pathlib import Path
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from app import state, widgets
+from app import session_keys, state, widgets
 from app.safe import lit
-from app.views import labs, model
 from classroom.store import (
     TOO_MANY_JOINS,
     NoSuchRoom,
@@ -51,7 +44,22 @@ from classroom.store import (
 )
 from classroom.watch import RoomWatch
 
-FOLLOWED_INPUTS = (*labs.FOLLOWED, *model.FOLLOWED)  # page inputs outside the setup, sent with it
+# This module's session keys. A follower receives what pages register as followed, never these.
+LIVE_KEYS = session_keys.register(*(session_keys.Key(name, "live") for name in (
+    "room",  # the room's code
+    "teacher_secret",  # the teacher's session only
+    "student_secret",  # the browser's cookie, or a fresh one this session sets
+    "student_id",  # its hash, the store's id
+    "following",  # a student shows the teacher's page
+    "applied_version",  # the room version shown
+    "room_inputs",  # the sidebar's values while they are not drawn
+    "room_revealed",  # the presenter screen the teacher revealed
+    "published",  # what the teacher last sent
+    "wrong_codes",  # when this session tried a wrong room code or teacher link
+    "joined_from_link", "live_message",
+    "door_wait",  # a student the join rate turned away, waiting for their turn: DoorWait
+)))
+
 POLL_SECONDS = 1.0  # a follower checks the room's version this often (the page shows a change within 2 s)
 TEACHER_BEAT_SECONDS = 5.0  # the teacher's page says it is open this often (the room ends 15 min after)
 TOO_LARGE_FOR_THE_ROOM = ("The teacher's setup is too large to send to the class: this page shows the "
@@ -438,13 +446,14 @@ def page_inputs() -> dict:
     """The teacher's inputs outside the setup (a lab's scores, the model's text and layer), for the
     room. Widget values: a run has them from its start, before the page draws anything."""
     ss = st.session_state
-    return {key: ss[key] for key in FOLLOWED_INPUTS if isinstance(ss.get(key), (str, int, float, bool))}
+    plain = (str, int, float, bool)
+    return {key: ss[key] for key in session_keys.followed() if isinstance(ss.get(key), plain)}
 
 
 def take_page_inputs(inputs: dict) -> None:
     """A follower's widgets take the teacher's values (only known keys, only plain values)."""
     for key, value in (inputs.items() if isinstance(inputs, dict) else ()):
-        if key in FOLLOWED_INPUTS and isinstance(value, (str, int, float, bool)):
+        if key in session_keys.followed() and isinstance(value, (str, int, float, bool)):
             st.session_state[key] = value
 
 

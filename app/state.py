@@ -423,9 +423,24 @@ class Current:
         return self.setup is None or self.base is None or not self.setup.same_inputs(self.base)
 
 
-def build(tokens, kv_tokens, sizes: Sizes | None, scaling: Scaling | None, mask_kind: str, seed: int,
-          errors: dict) -> Current:
+@dataclass(frozen=True)
+class Inputs:
+    """Everything the sidebar decided, as plain values."""
+
+    tokens: list[str]
+    kv_tokens: list[str]
+    sizes: Sizes | None  # None while a size is invalid
+    seed: int
+    scaling: Scaling | None
+    mask_kind: str
+    large: bool
+    errors: dict  # widget key -> message shown next to it
+
+
+def build(inputs: Inputs) -> Current:
     """Read every present array, check it, and make this run's Setup and result."""
+    tokens, kv_tokens, sizes, scaling = inputs.tokens, inputs.kv_tokens, inputs.sizes, inputs.scaling
+    mask_kind, seed, errors = inputs.mask_kind, inputs.seed, inputs.errors
     ss = st.session_state
     base = base_setup(ss.origin, ss.get("origin_seed", 0))
     if sizes is None or scaling is None:

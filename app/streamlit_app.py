@@ -19,8 +19,7 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
     room_slot = st.sidebar.container()  # the live class's box, first in the sidebar
     picker_slot = st.sidebar.container()  # filled last: its label says whether the page is edited
     inputs = widgets.sidebar_ui(unseen)  # shared by every page, so its state survives navigation
-    current = state.build(inputs.tokens, inputs.kv_tokens, inputs.sizes, inputs.scaling, inputs.mask_kind,
-                          inputs.seed, inputs.errors)
+    current = state.build(inputs)
     if unseen is None:
         widgets.picker_ui(picker_slot, current)
         if inputs.sizes is not None:

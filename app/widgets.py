@@ -7,12 +7,11 @@ tokens, another h), so the position is kept in ``selections`` and the widget onl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import streamlit as st
 
-from app import chart_text, editors, figures, i18n, page_export, state
+from app import chart_text, editors, figures, i18n, page_export, session_keys, state
 from app.safe import lit, md
+from app.state import Inputs
 from course.export import setup_to_csv_zip, setup_to_script
 from mha_core import LIMITS, Scaling, Sizes, head_width
 from mha_core.codec import save_problem, setup_to_json
@@ -23,20 +22,6 @@ SCALE_KINDS = {"sqrt": "1/√d_k (standard)", "none": "none (raw scores)",
                "sqrt_of": "1/√d for a d you choose", "multiply": "multiply by a number"}
 MASK_LABELS = {"none": "none", "causal": "causal (no peeking ahead)", "custom": "custom grid"}
 MODES = ("self-attention", "cross-attention")
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """Everything the sidebar decided, as plain values."""
-
-    tokens: list[str]
-    kv_tokens: list[str]
-    sizes: Sizes | None  # None while a size is invalid
-    seed: int
-    scaling: Scaling | None
-    mask_kind: str
-    large: bool
-    errors: dict  # widget key -> message shown next to it
 
 
 # Scrolls the page to its top, again a few times while it is drawn (charts arriving late could
@@ -128,6 +113,7 @@ def choice_ui(where, label: str, labels: list[str], name: str, *, default: int =
 SIDEBAR_KEYS = ("mode", "tokens_text", "kv_tokens_text", "d_model", "n_heads", "custom_head_width", "d_k",
                 "d_v", "seed", "scale_kind", "scale_sqrt_of", "scale_multiplier", "mask_kind", "use_bias",
                 "large_type")
+session_keys.register(*(session_keys.Key(name, "sidebar") for name in SIDEBAR_KEYS))
 
 
 def sidebar_values() -> dict:

@@ -195,3 +195,34 @@ def imported_packages(package: str) -> dict[str, set[str]]:
 def test_each_layer_imports_only_the_layers_before_it(package, never):
     wrong = {module: names & never for module, names in imported_packages(package).items() if names & never}
     assert not wrong, wrong
+
+
+def test_the_live_class_imports_no_page_and_sends_what_pages_register_as_followed():
+    """Issue 17: app/live.py took the labs' and the model page's key lists by importing them (an
+    arrow back up); the pages now register their keys and live reads the registry."""
+    from app import session_keys
+    from app.views import labs, model  # noqa: F401 (importing a page registers its keys, as the app does)
+
+    live_imports = imported_modules(ROOT / "app" / "live.py")
+    assert not {name for name in live_imports if name.startswith("app.views")}, live_imports
+    followed = set(session_keys.followed())
+    assert {"model_text", "pick_model_layer", "lab_gap", "lab_d_k"} <= followed
+    assert {key.owner for key in session_keys.REGISTRY.values() if key.followed} == {"labs", "model"}
+    assert not followed & {"room", "teacher_secret", "student_secret", "language"}  # never a follower's
+
+
+def test_a_session_key_belongs_to_one_owner():
+    from app import session_keys
+
+    with pytest.raises(ValueError, match="registered twice"):
+        session_keys.register(session_keys.Key("room", "another page"))
+
+
+def imported_modules(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return names

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from app import lab_figures, state
+from app import lab_figures, session_keys, state
 from app.figures import format_number, hover_number
 from app.safe import lit
 from app.widgets import chart
@@ -73,9 +73,11 @@ def _preset_texts(key: str) -> dict:
     return texts
 
 
-DEFAULTS = {**_preset_texts(SCORE_PRESETS[0]), "lab_gap": 20.0,  # example D's gap, the chapter's dot
-            "lab_d_k": 64, "lab_seed": 0, "lab_pairs": 2000, "lab_curve_keys": 8, **CHAPTER_SIZES}
-FOLLOWED = tuple(DEFAULTS)  # inputs a class following the teacher sees as the teacher set them (app/live.py)
+# The labs' inputs: a class following the teacher sees them as the teacher set them (app/live.py).
+session_keys.register(*(session_keys.Key(name, "labs", default, followed=True) for name, default in {
+    **_preset_texts(SCORE_PRESETS[0]), "lab_gap": 20.0,  # example D's gap, the chapter's dot
+    "lab_d_k": 64, "lab_seed": 0, "lab_pairs": 2000, "lab_curve_keys": 8, **CHAPTER_SIZES}.items()))
+DEFAULTS = session_keys.defaults("labs")
 
 
 def _restore() -> None:

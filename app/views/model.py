@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures, model_figures, phone_css, result_cache, state, widgets
+from app import figures, model_figures, phone_css, result_cache, session_keys, state, widgets
 from app.chart_text import of_concat, of_grids, of_head_view, of_model
 from app.figure_cache import figure
 from app.safe import lit
@@ -33,7 +33,9 @@ TRACES = result_cache.BytesLRU(TRACES_BUDGET_BYTES)
 QUEUED = (f"Queued: the server runs the model on {TRACE_SLOTS:d} text{'s' if TRACE_SLOTS > 1 else ''} at a "
           "time; yours starts when the one before it is done…")
 
-FOLLOWED = ("model_text", "pick_model_layer")  # inputs a following class sees as the teacher set them
+# The text and layer: a following class sees them as the teacher set them (app/live.py).
+session_keys.register(session_keys.Key("model_text", "model", followed=True),
+                      session_keys.Key("pick_model_layer", "model", followed=True))
 
 
 @st.cache_resource(show_spinner="Loading all-MiniLM-L6-v2 (once per server)…")

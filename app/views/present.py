@@ -17,9 +17,9 @@ import streamlit as st
 from app import figures, i18n, questions, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
-from app.state import Current
+from app.state import Current, Inputs
 from app.views.workbench import LARGE_TYPE_CSS, _sub, drill_lines, sizes_line
-from app.widgets import Inputs, chart
+from app.widgets import chart
 from course.quiz import DrawnForecast, Question, drawn_forecast, forecast
 from course.steps import SCREENS, STEPS
 from mha_core.derive import compare_heads, cost_of

@@ -12,9 +12,9 @@ import streamlit as st
 from app import figures, i18n, result_cache, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
-from app.state import Current
+from app.state import Current, Inputs
 from app.views import compare
-from app.widgets import Inputs, chart, following
+from app.widgets import chart, following
 from course.steps import STEPS
 from mha_core import LIMITS, row_sum_deviation
 from mha_core.analysis import FLAT_AT, METRICS

@@ -1,0 +1,41 @@
+"""The session-state keys the pages keep, in one registry: who owns each, its default, whether the
+address holds it, and whether a student following a room receives it from the teacher.
+
+A page registers what it adds when it is imported (app/streamlit_app.py imports every page before
+the first run); app/live.py reads ``followed()`` and imports no page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    owner: str  # the module that writes it
+    default: Any = None
+    followed: bool = False  # a following student's page takes the teacher's value (app/live.py)
+    address: str | None = None  # the link parameter that holds it, if any (app/state.py)
+
+
+REGISTRY: dict[str, Key] = {}
+
+
+def register(*keys: Key) -> tuple[Key, ...]:
+    """Add keys; a name is one key, owned by one module (registering it again changes nothing)."""
+    for key in keys:
+        known = REGISTRY.setdefault(key.name, key)
+        if known != key:
+            raise ValueError(f"session key {key.name!r} is registered twice: {known} and {key}")
+    return keys
+
+
+def followed() -> tuple[str, ...]:
+    """The keys a following student receives from the teacher's page (beyond the setup itself)."""
+    return tuple(name for name, key in REGISTRY.items() if key.followed)
+
+
+def defaults(owner: str) -> dict[str, Any]:
+    return {name: key.default for name, key in REGISTRY.items() if key.owner == owner}
