@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from course.steps import STEPS
 from mha_core.codec import ConfigError, setup_from_json
 from mha_core.setup import LIMITS, Setup
 
@@ -35,16 +36,19 @@ Shapes: {n_q} queries x {n_k} keys, d_model = {d_model}, h = {h}, d_k = {d_k}, d
 '''
 TITLE_CHARS = 200  # a title longer than this is cut (with "...") in the script's comment
 
-STEPS = '''
-# Step 2: project every token into each head's query, key and value spaces.
+SCRIPT_STEPS = '''
+# Step 2 · {step_2}
+# Project every token into each head's query, key and value spaces.
 q = x @ w_q{b_q}  # [h, n_q, d_k]
 k = x_kv @ w_k{b_k}  # [h, n_k, d_k]
 v = x_kv @ w_v{b_v}  # [h, n_k, d_v]
 
-# Step 3: one dot product per (query, key) pair.
+# Step 3 · {step_3}
+# One dot product per (query, key) pair.
 scores = q @ k.transpose(0, 2, 1)  # [h, n_q, n_k]
 
-# Step 4: scale, mask (a blocked pair gets -inf, hence weight 0), softmax over the keys.
+# Step 4 · {step_4}
+# Scale, mask (a blocked pair gets -inf, hence weight 0), softmax over the keys.
 scaled = scores * scale
 scaled = np.where(allowed, scaled, -np.inf)
 row_max = scaled.max(axis=-1, keepdims=True)
@@ -53,10 +57,12 @@ e = np.exp(scaled - row_max)  # subtracting the row's largest score leaves the s
 total = e.sum(axis=-1, keepdims=True)
 weights = e / np.where(total == 0, 1.0, total)  # [h, n_q, n_k]
 
-# Step 5: each head's answer is a blend of the values.
+# Step 5 · {step_5}
+# Each head's answer is a blend of the values.
 head_outputs = weights @ v  # [h, n_q, d_v]
 
-# Step 7: concatenate the heads side by side, then one final mix W_O.
+# Step 7 · {step_7}
+# Concatenate the heads side by side, then one final mix W_O.
 concat = head_outputs.transpose(1, 0, 2).reshape(len(x), -1)  # [n_q, h * d_v]
 output = concat @ w_o{b_o}  # [n_q, d_model]
 
@@ -92,7 +98,8 @@ def setup_to_script(setup: Setup, title: str = "your setup", recipe: str = "") -
     biases = {name: f" + {name}[:, None, :]" if getattr(setup, name) is not None else ""
               for name in ("b_q", "b_k", "b_v")}
     biases["b_o"] = " + b_o" if setup.b_o is not None else ""
-    parts.append(STEPS.format(**biases))
+    titles = {f"step_{n}": _printable(step.title) for n, step in STEPS.items()}  # the course's names
+    parts.append(SCRIPT_STEPS.format(**biases, **titles))
     return "".join(parts)
 
 

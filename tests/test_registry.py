@@ -226,3 +226,12 @@ def imported_modules(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
     return names
+
+
+def test_the_exported_script_names_each_step_as_the_registry_does():
+    from course.export import setup_to_script
+
+    script = setup_to_script(all_scenarios()["the_cat_sat_two_heads"].setup())
+    named = re.findall(r"^# Step (\d+) · (.+)$", script, flags=re.MULTILINE)
+    assert [int(n) for n, _ in named] == [2, 3, 4, 5, 7]  # the steps the script computes, in order
+    assert all(title == STEPS[int(n)].title for n, title in named)
