@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.figures import format_number, hover_number
+from app.numbers import format_number, hover_number
 from app.safe import html_text
 from course import describe
 from course.i18n import N_

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from app import figures
+from app import figure_spec
 
 BUDGET_BYTES = 64 * 2**20  # the figures of a few hundred classroom-size pages
 
@@ -49,7 +49,7 @@ def _feed(digest, value) -> int:
     return len(text)
 
 
-def figure(builder: Callable[..., figures.FigureSpec], *args, **kwargs):
+def figure(builder: Callable[..., figure_spec.FigureSpec], *args, **kwargs):
     """builder(*args, **kwargs), a chart of app/figures.py (or another pure figure function), shared
     across reruns and sessions.
 
@@ -67,7 +67,7 @@ def figure(builder: Callable[..., figures.FigureSpec], *args, **kwargs):
             _entries.move_to_end(key)
             return _entries[key][0]
     built = builder(*args, **kwargs)
-    cost = _spec_bytes(built.to_dict()) if isinstance(built, figures.FigureSpec) else 3 * cost
+    cost = _spec_bytes(built.to_dict()) if isinstance(built, figure_spec.FigureSpec) else 3 * cost
     with _lock:
         if key not in _entries and cost <= BUDGET_BYTES:
             _entries[key] = (built, cost)

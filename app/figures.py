@@ -30,16 +30,16 @@ import base64
 import html
 import math
 import re
-import struct
 import unicodedata
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
-from _plotly_utils.utils import to_typed_array_spec  # what go.Figure does to NumPy arrays
 from plotly.colors import get_colorscale
 
+from app.figure_spec import FigureSpec, figure_spec
+from app.numbers import MINUS, format_number, hover_number, scientific
+from app.pictures import block_means, colour_mapped, png_bytes
 from app.safe import chart_text
 
 # One colour a head, every one 3:1 or more on white (a mark a reader needs, WCAG 1.4.11) and every two
@@ -51,78 +51,9 @@ HEAD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000", "#962D69"
 # changes hue as well as lightness, so 0.25 and 0.33 (CIELAB distance 17.7, cividis 10.4) differ.
 WEIGHT_SCALE = get_colorscale("viridis")
 SIGNED_SCALE = get_colorscale("RdBu_r")  # blue < 0 < red
-# Every text on a chart: Streamlit's body text, 12.6:1 on white. st.plotly_chart's theme replaces a
-# figure's template with its own, whose ticks and axis titles are #808495 (3.7:1, under WCAG AA's 4.5:1);
-# colours set on the figure's own layout win over the template (see inked).
-INK = "#31333F"
 
 
 # --- Numbers ---------------------------------------------------------------------------------
-
-SCI_FROM = 1e4  # at or above this magnitude numbers are written in scientific notation
-MINUS = "\u2212"  # the minus sign of "1 − 4.1e-9"
-HOVER_DECIMALS = 4  # hover precision for ordinary numbers; trailing zeros go down to
-HOVER_MIN_DECIMALS = 2  # this many: 0.6698, 1.3395, 1.00, 29.99
-NEAR_ONE_DIGITS = 12  # significant digits of a weight that rounds to 1 at HOVER_DECIMALS
-
-
-def _sci(value: float, significant: int) -> str:
-    """2.1e-9 rather than 2.1e-09; 1.2e4 rather than 1.2e+04."""
-    mantissa, exponent = f"{value:.{max(significant, 1) - 1}e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
-def format_number(value: float, digits: int = 2, *, near_one: bool = False) -> str:
-    """A number as cell text: fixed `digits` decimals unless that would hide it.
-
-    0 -> "0.00"; 0.333 -> "0.33"; 2.06e-9 -> "2.1e-9" (nonzero but below half the last digit:
-    `digits` significant digits); 12345 -> "1.2e4"; NaN -> "" (a masked cell). With
-    ``near_one`` (weights) a value that would print as 1.00 but is not 1 -> "1 − 4.1e-9".
-    """
-    value = float(value)
-    if math.isnan(value):
-        return ""
-    if math.isinf(value):
-        return "∞" if value > 0 else MINUS + "∞"
-    if value == 0:
-        return f"{0:.{digits}f}"
-    smallest = 0.5 * 10.0 ** -digits  # anything closer to a round number prints as that number
-    if near_one and value != 1 and abs(value - 1) < smallest:
-        sign = MINUS if value < 1 else "+"
-        return f"1 {sign} {_sci(abs(value - 1), digits)}"
-    if abs(value) < smallest or abs(value) >= SCI_FROM:
-        return _sci(value, digits)
-    return f"{value:.{digits}f}"
-
-
-def hover_number(value: float, *, near_one: bool = False) -> str:
-    """A number for hover text, with more precision than the cell: 0.6698, 1.00, 29.99, 2.1e-9.
-
-    With ``near_one`` a weight that rounds to 1 but is not 1 shows both forms:
-    "1 − 4.1e-9 (0.999999995878)"; any other value that would read as a whole number but is not
-    shows both too: "30.00 (29.9999999382)".
-    """
-    value = float(value)
-    if value == 0:
-        return "0"
-    if not math.isfinite(value):
-        return format_number(value)  # "" for NaN (the caller says "masked"), ∞
-    smallest = 0.5 * 10.0 ** -HOVER_DECIMALS
-    if near_one and value != 1 and abs(value - 1) < smallest:
-        return f"{format_number(value, near_one=True)} ({value:.{NEAR_ONE_DIGITS}g})"
-    if abs(value) < smallest:
-        return format_number(value)  # as on the cell: 2.1e-9
-    if abs(value) >= SCI_FROM:
-        return _sci(value, HOVER_DECIMALS + 1)
-    text = f"{value:.{HOVER_DECIMALS}f}"
-    keep = len(text) - (HOVER_DECIMALS - HOVER_MIN_DECIMALS)  # up to the last decimal that always stays
-    text = text[:keep] + text[keep:].rstrip("0")
-    whole = round(value)
-    if float(text) == whole and f"{value:.{NEAR_ONE_DIGITS}g}" != f"{whole:d}":
-        return f"{text} ({value:.{NEAR_ONE_DIGITS}g})"  # 30.00 would claim exactly 30: 29.9999999382
-    return text
-
-
 def shape_title(name: str, shape: tuple[int, ...]) -> str:
     """A matrix's name and shape for a title: shape_title("Q₁", (3, 64)) -> "Q₁ [3 × 64]"."""
     return f"{name} [{' × '.join(str(int(n)) for n in shape)}]"
@@ -238,13 +169,13 @@ def _style(large: bool | Style) -> Style:
     return large if isinstance(large, Style) else LARGE if large else NORMAL
 
 
-def _text_px(text: str, font: float) -> float:
+def text_px(text: str, font: float) -> float:
     """Estimated pixel width of a label (escaped or not) at font size `font`."""
     raw = html.unescape(str(text))
     return font * sum(WIDE_CHAR_EM if unicodedata.east_asian_width(c) in ("W", "F") else CHAR_EM for c in raw)
 
 
-def _number_px(text: str, font: float) -> float:
+def number_px(text: str, font: float) -> float:
     """Estimated pixel width of a formatted number such as "-1.25" or "1 − 4.1e-9"."""
     return font * sum(NUMBER_EM.get(c, DIGIT_EM) for c in text)
 
@@ -255,11 +186,11 @@ def _wrap(title: str, font: float, width: float) -> tuple[str, int]:
     Lines break at spaces, never inside a bracketed shape such as "[3 × 64]".
     """
     words = re.findall(r"\[[^\]]*\]\S*|\S+", title)
-    if _text_px(title, font) <= width or len(words) < 2:
+    if text_px(title, font) <= width or len(words) < 2:
         return title, 1
     lines = [words[0]]
     for word in words[1:]:
-        if _text_px(f"{lines[-1]} {word}", font) <= width:
+        if text_px(f"{lines[-1]} {word}", font) <= width:
             lines[-1] += f" {word}"
         else:
             lines.append(word)
@@ -351,13 +282,13 @@ def _row_band(panel: _Panel, s: Style) -> float:
     """Pixels left of a panel for its row labels and y title (0 when it shows none)."""
     if not panel.row_labels:
         return 0.0
-    widest = max((_text_px(r, s.tick_font) for r in panel.rows), default=0.0)
+    widest = max((text_px(r, s.tick_font) for r in panel.rows), default=0.0)
     return widest + TICK_LEN + TICK_PAD + (s.tick_font + TICK_PAD if panel.y_title else 0)
 
 
 def _spill(label: str, cell_w: float, s: Style) -> float:
     """How far a horizontal tick label centred on an edge cell reaches past the panel's edge."""
-    return max(0.0, _text_px(label, s.tick_font) / 2 - cell_w / 2)
+    return max(0.0, text_px(label, s.tick_font) / 2 - cell_w / 2)
 
 
 def _x_ticks(panel: _Panel, width: float, s: Style) -> tuple[list, list, int, float]:
@@ -367,7 +298,7 @@ def _x_ticks(panel: _Panel, width: float, s: Style) -> tuple[list, list, int, fl
         return list(values), list(text), 0, s.tick_font + TICK_LEN + TICK_PAD
     n = len(panel.cols)
     cell_w = width * FIT_SLACK / n
-    sizes = [_text_px(c, s.tick_font) for c in panel.cols]
+    sizes = [text_px(c, s.tick_font) for c in panel.cols]
     side_by_side = all((a + b) / 2 + LABEL_AIR <= cell_w for a, b in zip(sizes, sizes[1:], strict=False))
     if n <= MAX_TICKS and side_by_side:
         positions, angle = list(range(n)), 0
@@ -397,7 +328,7 @@ def _wrapped(text: str) -> str:
 def _numbers_fit(texts: list[list[str]], cell_w: float, cell_h: float, s: Style) -> bool:
     """Every text (lines split at <br>) fits on its cell with some air."""
     lines = [line for row in texts for text in row for line in [text.split("<br>")]]
-    wide = max((_number_px(part, s.cell_font) for line in lines for part in line), default=0.0)
+    wide = max((number_px(part, s.cell_font) for line in lines for part in line), default=0.0)
     tall = max((len(line) for line in lines), default=1) * LINE_HEIGHT * s.cell_font
     return wide + CELL_TEXT_PAD <= cell_w * FIT_SLACK and tall + CELL_TEXT_PAD / 2 <= cell_h
 
@@ -438,7 +369,7 @@ def _plan(panels: list[_Panel], per_row: int, s: Style, width: int, *, title: st
         cell_h = min(max(slot / widest_grid, floor), s.cell_max)  # square-ish cells
         return cell_h, min(slot, widest_grid * cell_h * MAX_CELL_ASPECT)
 
-    bar = s.colorbar + _text_px("0" * COLORBAR_LABEL_CHARS, s.tick_font) + OUTER_MARGIN if colorbar else 0
+    bar = s.colorbar + text_px("0" * COLORBAR_LABEL_CHARS, s.tick_font) + OUTER_MARGIN if colorbar else 0
     gaps = [0.0] + [(s.panel_gap + band) / FIT_SLACK if band else s.panel_gap for band in bands[1:]]
     margin_l, margin_r = bands[0] + OUTER_MARGIN, bar + (COLORBAR_PAD if colorbar else OUTER_MARGIN)
     _, panel_w = panel_size(gaps, margin_l, margin_r)
@@ -516,67 +447,13 @@ def _plan(panels: list[_Panel], per_row: int, s: Style, width: int, *, title: st
                  min(plot_h - bar_top, COLORBAR_MAX), 1 - bar_top / plot_h)
 
 
-class FigureSpec(go.Figure):
-    """A figure kept as the plain spec it was built as: ``fig["data"]``, ``fig["layout"]`` and
-    ``to_dict()`` give that spec itself.
-
-    st.plotly_chart asks a figure only for ``to_dict()``; a go.Figure would build one object per
-    trace and axis (most of a build, for a 16-panel grid) and deep-copy it all again on every
-    run. So the constructor of go.Figure never runs here: this is a plotly figure to isinstance
-    checks and plotly.io, and a dict otherwise. Specs are never changed after they are built.
-    """
-
-    def __init__(self, spec: dict):  # deliberately not go.Figure.__init__ (see above)
-        object.__setattr__(self, "_spec", spec)
-
-    def to_dict(self) -> dict:
-        return self._spec
-
-    to_plotly_json = to_dict
-
-    def __getitem__(self, key: str):
-        return self._spec[key]
-
-
-def _figure(data: list[dict], layout: dict) -> FigureSpec:
-    """The spec as plotly.js reads it: NumPy arrays as base64 typed arrays (what go.Figure would
-    make of them; plain JSON lists are about twice the bytes), and an empty template, as
-    st.plotly_chart's theme styles the figure in the browser."""
-    for trace in data:
-        for name, value in trace.items():
-            if isinstance(value, np.ndarray):
-                trace[name] = to_typed_array_spec(value)
-    return FigureSpec({"data": data, "layout": inked({"template": {}, **layout})})
-
-
-def _inked_font(font: dict | None) -> dict:
-    return {**(font or {}), "color": INK}
-
-
-def inked(layout: dict) -> dict:
-    """A copy of ``layout`` with every text in INK: the figure's font (panel titles, colour bars and
-    annotations inherit it), each axis's tick labels and title, the legend and the hover labels. A layout
-    that names no axis gets plain ``xaxis``/``yaxis``, so the theme's grey reaches none."""
-    out = dict(layout, font=_inked_font(layout.get("font")))
-    for name in ("legend", "hoverlabel"):
-        out[name] = dict(layout.get(name) or {}, font=_inked_font((layout.get(name) or {}).get("font")))
-    for name in {*(k for k in layout if re.fullmatch(r"[xy]axis\d*", k))} or {"xaxis", "yaxis"}:
-        axis = dict(layout.get(name) or {})
-        title = axis.get("title") or {}
-        title = {"text": title} if isinstance(title, str) else dict(title)
-        axis.update(tickfont=_inked_font(axis.get("tickfont")),
-                    title=dict(title, font=_inked_font(title.get("font"))))
-        out[name] = axis
-    return out
-
-
 SHORT_SIGNIFICANT = 3  # a number too wide for its cell is written to this many figures: −17.34 as −17.3
 
 
 def _shorter_number(match: re.Match) -> str:
     text = match.group(0)
     if "e" in text:  # 4.6e-3 -> 5e-3
-        return _sci(float(text), 1)
+        return scientific(float(text), 1)
     whole, _, decimals = text.lstrip("-").partition(".")
     keep = max(0, min(len(decimals), SHORT_SIGNIFICANT - len(whole.lstrip("0") or "")))
     return f"{float(text):.{keep}f}" if keep < len(decimals) else text
@@ -600,55 +477,6 @@ def _numbers(panels: list[_Panel], plan: _Plan, s: Style) -> list[list[list[str]
         if all(_numbers_fit(t, w, h, s) for t, (w, h) in zip(texts, plan.cells, strict=True)):
             return texts
     return None
-
-
-def _rgb(colour: str) -> tuple[int, int, int]:
-    """'#21918c' or 'rgb(33, 145, 140)' as three bytes."""
-    if colour.startswith("#"):
-        return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
-    return tuple(int(float(part)) for part in colour[colour.index("(") + 1:colour.index(")")].split(",")[:3])
-
-
-def block_means(values: np.ndarray, factor: int) -> np.ndarray:
-    """The mean of each factor x factor block (edge blocks are smaller), NaN cells left out.
-
-    values [n_rows, n_cols] -> [ceil(n_rows / factor), ceil(n_cols / factor)]."""
-    n_rows, n_cols = values.shape
-    rows, cols = -(-n_rows // factor), -(-n_cols // factor)
-    padded = np.full((rows * factor, cols * factor), np.nan)
-    padded[:n_rows, :n_cols] = values
-    blocks = padded.reshape(rows, factor, cols, factor)  # [rows, factor, cols, factor]
-    valid = ~np.isnan(blocks)
-    counts = valid.sum(axis=(1, 3))  # [rows, cols]
-    sums = np.where(valid, blocks, 0.0).sum(axis=(1, 3))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-
-
-def colour_mapped(values: np.ndarray, zmin: float, zmax: float, colorscale) -> np.ndarray:
-    """values [r, c] -> RGBA bytes [r, c, 4] on a plotly colour scale; NaN is transparent."""
-    positions = np.array([float(stop) for stop, _ in colorscale])
-    colours = np.array([_rgb(colour) for _, colour in colorscale], dtype=float)  # [stops, 3]
-    span = zmax - zmin if zmax > zmin else 1.0
-    t = np.clip((np.nan_to_num(values, nan=zmin) - zmin) / span, 0.0, 1.0)  # [r, c]
-    rgba = np.empty(values.shape + (4,), dtype=np.uint8)
-    for channel in range(3):
-        rgba[..., channel] = np.round(np.interp(t, positions, colours[:, channel]))
-    rgba[..., 3] = np.where(np.isnan(values), 0, 255)
-    return rgba
-
-
-def png_bytes(rgba: np.ndarray) -> bytes:
-    """A PNG file of RGBA bytes [height, width, 4] (zlib from the standard library, no imaging package)."""
-    height, width, _ = rgba.shape
-    rows = np.concatenate([np.zeros((height, 1), dtype=np.uint8), rgba.reshape(height, width * 4)], axis=1)
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)  # 8-bit RGBA
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
-            + chunk(b"IEND", b""))
 
 
 def numbers_note(fig: go.Figure) -> str | None:
@@ -723,7 +551,7 @@ def _panel_figure(panels: list[_Panel], *, per_row: int, zmin: float, zmax: floa
                 trace["colorbar"].update(tickmode="array", tickvals=ends,
                                          ticktext=[f"{v:.2g}".replace("-", MINUS) for v in ends])
         data.append(trace)
-    return _figure(data, plan.layout)
+    return figure_spec(data, plan.layout)
 
 
 def _strings(values: np.ndarray, rows: list[str], cols: list[str], *, what: str, digits: int,
@@ -890,9 +718,9 @@ def concat_bands(concat, q_tokens, n_heads: int, d_v: int, *, title="", large: b
     cols = [f"h{head + 1}·{j + 1}" for head in range(n_heads) for j in range(d_v)]
     panel = _value_panel(concat, position_labels(q_tokens), cols)
     room = (width - _row_band(panel, s)) * FIT_SLACK
-    if len(cols) * (_text_px(cols[-1], s.tick_font) + TICK_SLOT_PAD) > room:  # per-column labels collide
+    if len(cols) * (text_px(cols[-1], s.tick_font) + TICK_SLOT_PAD) > room:  # per-column labels collide
         names = [f"head {head + 1}" for head in range(n_heads)]
-        keep = _tick_positions(n_heads, int(room // (_text_px(names[-1], s.tick_font) + TICK_SLOT_PAD)))
+        keep = _tick_positions(n_heads, int(room // (text_px(names[-1], s.tick_font) + TICK_SLOT_PAD)))
         panel.col_ticks = ([head * d_v + (d_v + 1) / 2 for head in keep], [names[head] for head in keep])
     bound = symmetric_range(concat)
     bands = [dict(type="rect", x0=head * d_v + 0.5, x1=(head + 1) * d_v + 0.5, y0=0.5,
@@ -909,7 +737,7 @@ def _bar_layout(s: Style, top: float = 0) -> dict:
     """Layout of a bar chart: plot height s.bar_height; `top` px above it for a legend or labels."""
     font = dict(size=s.tick_font)
     bottom = 2 * (s.tick_font + TICK_PAD) + TITLE_STANDOFF + OUTER_MARGIN  # tick labels, axis title
-    left = _text_px("0.8", s.tick_font) + s.tick_font + TITLE_STANDOFF + 2 * TICK_PAD  # ticks, axis title
+    left = text_px("0.8", s.tick_font) + s.tick_font + TITLE_STANDOFF + 2 * TICK_PAD  # ticks, axis title
     return dict(template={}, height=int(s.bar_height + top + bottom + OUTER_MARGIN),
                 margin=dict(l=int(left), r=OUTER_MARGIN, t=int(OUTER_MARGIN + top), b=int(bottom)),
                 font=font, hoverlabel=dict(font=font))
@@ -931,11 +759,11 @@ def query_bars(weights, query: int, k_tokens, *, head_names=None, large: bool = 
                            for key, w in zip(keys, weights[head, query].tolist(), strict=True)],
                  hovertemplate="%{hovertext}<extra></extra>")
             for head in range(h)]
-    item = max(_text_px(name, s.tick_font) for name in head_names) + LEGEND_ITEM
+    item = max(text_px(name, s.tick_font) for name in head_names) + LEGEND_ITEM
     legend_lines = math.ceil(h / max(1, int((width - 2 * OUTER_MARGIN) // item)))
     legend = legend_lines * (s.tick_font + TICK_PAD) + TICK_PAD
     layout = _bar_layout(s, top=legend)
-    widest = max((_text_px(c, s.tick_font) for c in cols), default=0.0)
+    widest = max((text_px(c, s.tick_font) for c in cols), default=0.0)
     room = (width - layout["margin"]["l"] - OUTER_MARGIN) * FIT_SLACK
     keep = _tick_positions(n_k, min(MAX_TICKS, int(room // (widest + TICK_SLOT_PAD))))
     font = dict(size=s.tick_font)
@@ -944,7 +772,7 @@ def query_bars(weights, query: int, k_tokens, *, head_names=None, large: bool = 
                             ticktext=[cols[p] for p in keep], tickfont=font,
                             title=dict(text="key", font=font)),
                   yaxis=dict(range=[0, 1], tickfont=font, title=dict(text="weight", font=font)))
-    return _figure(data, layout)
+    return figure_spec(data, layout)
 
 
 def disagreement_heatmap(distances, *, metric: str, head_names=None, large: bool = False,
@@ -976,7 +804,7 @@ def entropy_bars(normalised, *, head_names=None, flat_at: float, large: bool = F
                  textfont=font, cliponaxis=False,
                  hovertemplate="%{x}: entropy %{y:.3f} of the maximum<extra></extra>")]
     layout = _bar_layout(s, top=s.tick_font + TICK_PAD)
-    widest = max((_text_px(n, s.tick_font) for n in names), default=0.0)
+    widest = max((text_px(n, s.tick_font) for n in names), default=0.0)
     upright = h * (widest + TICK_SLOT_PAD) > (width - layout["margin"]["l"]) * FIT_SLACK
     if upright:  # head names would collide side by side
         layout["height"] += int(widest)
@@ -985,4 +813,4 @@ def entropy_bars(normalised, *, head_names=None, flat_at: float, large: bool = F
                   yaxis=dict(range=[0, 1.15], tickfont=font, title=dict(text="entropy / max", font=font)),
                   shapes=[dict(type="line", xref="paper", x0=0, x1=1, y0=flat_at, y1=flat_at,
                                line=dict(dash="dot"))])
-    return _figure(data, layout)
+    return figure_spec(data, layout)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.figures import FigureSpec, format_number, head_grids, hover_number, inked, plain
+from app.figure_spec import FigureSpec, inked
+from app.figures import head_grids, plain
+from app.numbers import format_number, hover_number
 
 BLUE, GREEN, GREY = "#0072B2", "#009E73", "#8C8C8C"  # Okabe-Ito: unmarked, right, wrong
 RIGHT_SIGN, WRONG_SIGN = "✓ ", "✗ "  # before a revealed answer's label: right and wrong, not by colour alone

@@ -13,7 +13,7 @@ import os
 import streamlit as st
 
 from app import session_keys
-from app.figures import FigureSpec
+from app.figure_spec import FigureSpec
 from course import steps as course_steps
 from course.i18n import ENGLISH, LANGUAGES, known, localized_number_text, number_marks, translator
 from course.i18n import from_accept_language as browser_language

@@ -11,7 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import format_number, hover_number, inked
+from app.figure_spec import inked
+from app.numbers import format_number, hover_number
 from app.safe import chart_text
 
 BLUE, VERMILLION, MARKER = "#0072B2", "#D55E00", "#CC79A7"

@@ -5,17 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.figures import (
-    FULL_WIDTH,
-    WEIGHT_SCALE,
-    FigureSpec,
-    _figure,
-    _number_px,
-    _text_px,
-    block_means,
-    format_number,
-    head_colour,
-)
+from app.figure_spec import FigureSpec, figure_spec
+from app.figures import FULL_WIDTH, WEIGHT_SCALE, head_colour, number_px, text_px
+from app.numbers import format_number
+from app.pictures import block_means
 from app.safe import chart_text
 
 THUMB_BLOCKS = 24  # a thumbnail shows at most this many blocks a side (block means beyond)
@@ -99,7 +92,7 @@ def model_view(weights: list[np.ndarray], labels: list[list[str]], *, width: int
             layout.setdefault("shapes", []).append(dict(
                 type="line", xref="paper", yref="paper", x0=0, x1=1, y0=1 - (first_row - gap / 2) / plot_h,
                 y1=1 - (first_row - gap / 2) / plot_h, line=dict(color=LAYER_RULE, width=1)))
-    return _figure(data, layout)
+    return figure_spec(data, layout)
 
 
 def _luminance(rgb) -> float:
@@ -185,19 +178,19 @@ def head_view(weights: np.ndarray, heads: list[int], tokens, *, query: int | Non
         data.append(dict(type="scatter", mode="text", x=[x] * n, y=list(range(n)), text=labels,
                          textposition="middle left" if side == "query" else "middle right",
                          textfont=dict(size=LINE_FONT), hoverinfo="skip", showlegend=False))
-    label_px = max(_text_px(label, LINE_FONT) for label in labels) + LABEL_PAD_PX
+    label_px = max(text_px(label, LINE_FONT) for label in labels) + LABEL_PAD_PX
     numbers = [] if query is None else key_numbers(weights[:, query, :], heads, label_px)
-    number_px = max((_number_px(note["text"], LINE_FONT) for note in numbers), default=0) + NUMBER_PAD_PX
-    right_px = label_px + (len(heads) * number_px if numbers else 0)
+    column_px = max((number_px(note["text"], LINE_FONT) for note in numbers), default=0) + NUMBER_PAD_PX
+    right_px = label_px + (len(heads) * column_px if numbers else 0)
     span_px = max(width - 16 - label_px - right_px, MIN_SPAN_PX)  # 16: the margins
     left, right = -label_px / span_px, 1 + right_px / span_px  # the 0..1 lines keep span_px
     for note in numbers:
-        note["xshift"] += (note.pop("column")) * number_px
+        note["xshift"] += (note.pop("column")) * column_px
     axis = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False)
     layout = dict(height=int(n * LINE_ROW_PX + 80), margin=dict(l=8, r=8, t=40, b=8),
                   xaxis=dict(axis, range=[left, right]), yaxis=dict(axis, autorange="reversed"),
                   legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"), annotations=numbers)
-    return _figure(data, layout)
+    return figure_spec(data, layout)
 
 
 def key_numbers(rows: np.ndarray, heads: list[int], label_px: float) -> list[dict]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import chart_text, editors, figures, i18n, page_export, session_keys, state
+from app import chart_text, editors, i18n, numbers, page_export, session_keys, state
 from app.safe import lit, md
 from app.state import Inputs
 from course.export import setup_to_csv_zip, setup_to_script
@@ -373,7 +373,7 @@ def read_only_grid(grid, rows: list[str], columns: list[str], boolean: bool = Fa
         if boolean:
             return "✓" if value else "·"
         text = editors.cell_text(value)
-        return text if len(text) <= 10 else figures.format_number(value, 4)
+        return text if len(text) <= 10 else numbers.format_number(value, 4)
 
     header = "| | " + " | ".join(lit(c) for c in columns) + " |"
     rule = "| --- |" + " ---: |" * len(columns)

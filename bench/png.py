@@ -16,7 +16,7 @@ import time
 import numpy as np
 from PIL import Image
 
-from app import figures
+from app import figures, pictures
 
 
 def pillow_png(rgba: np.ndarray, compress_level: int) -> bytes:
@@ -39,13 +39,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=200)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
-    encoders = {"hand-written (zlib 1)": figures.png_bytes,
+    encoders = {"hand-written (zlib 1)": pictures.png_bytes,
                 "Pillow, compress_level=1": lambda a: pillow_png(a, 1),
                 "Pillow, default (6)": lambda a: pillow_png(a, 6)}
     print(f"{'side':>5} | " + " | ".join(f"{name:>28}" for name in encoders))
     for side in (65, 128, figures.IMAGE_BLOCKS):
         weights = rng.dirichlet(np.ones(side), size=side)  # [side, side], rows summing to 1
-        rgba = figures.colour_mapped(weights, 0.0, 1.0, figures.WEIGHT_SCALE)
+        rgba = pictures.colour_mapped(weights, 0.0, 1.0, figures.WEIGHT_SCALE)
         cells = [timed(encode, rgba, args.repeats) for encode in encoders.values()]
         print(f"{side:>5} | " + " | ".join(f"{ms:>10.3f} ms {size:>10,d} B" for ms, size in cells))
 

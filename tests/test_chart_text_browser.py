@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from app import chart_text, figures
+from app import chart_text, numbers
 from course.scenarios import all_scenarios
 from tests.a11y import assert_no_violations
 from tests.browser_env import ARTIFACTS, IDLE, require_browser
@@ -76,7 +76,7 @@ def test_opening_the_table_shows_every_weight_in_a_table(page):
         for i, token in enumerate(tokens):
             assert rows.nth(i).locator("th").inner_text() == token
             cells = rows.nth(i).locator("td").all_inner_texts()
-            assert cells == [figures.hover_number(w, near_one=True) for w in weights[head, i].tolist()]
+            assert cells == [numbers.hover_number(w, near_one=True) for w in weights[head, i].tolist()]
     first_row = tables.first.get_by_role("row").nth(1)
     assert first_row.get_by_role("rowheader").inner_text() == tokens[0]
     assert head_summary(0) in box.inner_text()  # the summary is written out above the numbers
@@ -94,7 +94,7 @@ def test_the_arrow_keys_walk_the_table_and_each_cell_says_its_row_column_and_val
     weights, tokens = DEFAULT.run().weights, DEFAULT.tokens
 
     def name_of(query: int, key: int) -> str:
-        value = figures.hover_number(weights[0, query, key], near_one=True)
+        value = numbers.hover_number(weights[0, query, key], near_one=True)
         return f"{tokens[query]} → {tokens[key]}: {value}"
 
     def focused() -> str:

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from app import forecast_figures, lab_figures
-from app.figures import HEAD_COLOURS, INK, SIGNED_SCALE, WEIGHT_SCALE
+from app.figure_spec import INK
+from app.figures import HEAD_COLOURS, SIGNED_SCALE, WEIGHT_SCALE
 
 colorspacious = pytest.importorskip("colorspacious")  # requirements-dev.txt
 from plotly.colors import sample_colorscale  # noqa: E402

@@ -17,7 +17,7 @@ import pytest
 from plotly.colors import get_colorscale, sample_colorscale, unlabel_rgb
 from plotly.offline import get_plotlyjs
 
-from app import figures
+from app import figures, numbers, pictures
 from course.scenarios import all_scenarios
 from mha_core import head_contributions, normalised_entropy, pairwise_disagreement
 
@@ -349,7 +349,7 @@ def test_every_figure_passes_plotlys_validation():
     (float("nan"), 2, False, ""), (float("-inf"), 2, False, f"{MINUS}∞"),
 ])
 def test_format_number(value, digits, near_one, expected):
-    assert figures.format_number(value, digits, near_one=near_one) == expected
+    assert numbers.format_number(value, digits, near_one=near_one) == expected
 
 
 @pytest.mark.parametrize("value, near_one, expected", [
@@ -359,7 +359,7 @@ def test_format_number(value, digits, near_one, expected):
     (0.5, True, "0.50"), (123456.0, False, "1.2346e5"),
 ])
 def test_hover_number(value, near_one, expected):
-    assert figures.hover_number(value, near_one=near_one) == expected
+    assert numbers.hover_number(value, near_one=near_one) == expected
 
 
 def test_example_d_shows_tiny_and_near_one_weights_on_cells_and_in_hover():
@@ -631,7 +631,7 @@ def test_block_means_equal_a_loop_over_blocks():
     values = rng.random((37, 23))
     values[5, 7] = np.nan
     factor = 4
-    got = figures.block_means(values, factor)
+    got = pictures.block_means(values, factor)
     assert got.shape == (10, 6)
     for i in range(10):
         for j in range(6):
@@ -652,7 +652,7 @@ def test_a_large_grid_is_sent_as_images_whose_pixels_are_its_block_means():
     assert factor == math.ceil(600 / figures.IMAGE_BLOCKS)
     for head, trace in enumerate(images):
         pixels = _decoded_png(trace["source"])
-        expected = figures.colour_mapped(figures.block_means(weights[head], factor), 0.0, 1.0,
+        expected = pictures.colour_mapped(pictures.block_means(weights[head], factor), 0.0, 1.0,
                                          figures.WEIGHT_SCALE)
         np.testing.assert_array_equal(pixels, expected)
     bright = _decoded_png(images[1]["source"])[:, 0, :3].mean()
@@ -681,7 +681,7 @@ def test_the_pictures_png_decodes_in_pillow_to_the_same_pixels(shape):
 
     values = np.random.default_rng(1).normal(size=shape)
     values[0, 0] = np.nan  # a masked cell: transparent
-    rgba = figures.colour_mapped(values, -2.0, 2.0, figures.SIGNED_SCALE)  # [h, w, 4] uint8
-    decoded = np.asarray(Image.open(io.BytesIO(figures.png_bytes(rgba))).convert("RGBA"))
+    rgba = pictures.colour_mapped(values, -2.0, 2.0, figures.SIGNED_SCALE)  # [h, w, 4] uint8
+    decoded = np.asarray(Image.open(io.BytesIO(pictures.png_bytes(rgba))).convert("RGBA"))
     assert decoded.shape == rgba.shape and np.array_equal(decoded, rgba)
     assert decoded[0, 0, 3] == 0

@@ -13,7 +13,7 @@ import numpy as np
 import streamlit as st
 
 from app import lab_figures, session_keys, state
-from app.figures import format_number, hover_number
+from app.numbers import format_number, hover_number
 from app.safe import lit
 from app.widgets import chart
 from course.labs import (

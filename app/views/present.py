@@ -14,7 +14,7 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from app import figures, i18n, questions, state, widgets
+from app import figure_spec, figures, i18n, numbers, questions, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
@@ -469,7 +469,7 @@ class Draw:
                     "(scores and blends of all heads); it grows with n², so long sentences cost most here.")
 
 
-def fitted(builder: Callable[..., figures.FigureSpec], *args, budget: int, width: int = CHART_WIDTH,
+def fitted(builder: Callable[..., figure_spec.FigureSpec], *args, budget: int, width: int = CHART_WIDTH,
            **kwargs):
     """A figure in the projector's style with the tallest cells (CELL_HEIGHTS) that keep it within
     ``budget`` px; the shortest cells if none does (the test of the presets says whether they fit)."""
@@ -481,6 +481,6 @@ def fitted(builder: Callable[..., figures.FigureSpec], *args, budget: int, width
 
 def _tex_number(value: float) -> str:
     """A weight for LaTeX: '0.67', '2.1e-9', '(1 - 4.1e-9)' (bracketed: it multiplies a value)."""
-    text = figures.format_number(float(value), near_one=True).replace("−", "-")
+    text = numbers.format_number(float(value), near_one=True).replace("−", "-")
     text = text.replace("e-", r"\mathrm{e}{-}")
     return f"({text})" if " " in text else text

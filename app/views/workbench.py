@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures, i18n, result_cache, state, widgets
+from app import figures, i18n, numbers, result_cache, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
@@ -400,11 +400,11 @@ def _num(value: float, *, weight: bool = False) -> str:
         return r"-\infty" if value < 0 else r"\infty"
     value = float(value)
     if weight:
-        text = figures.hover_number(value, near_one=True)
+        text = numbers.hover_number(value, near_one=True)
     elif value == int(value) and abs(value) < 1e6:
         text = str(int(value))
     elif abs(value) < 1e-3 or abs(value) >= 1e5:
-        text = figures.format_number(value)
+        text = numbers.format_number(value)
     else:
         text = f"{value:.4g}"
     text = text.replace("−", "-").replace("e-", r"\mathrm{e}{-}").replace("e+", r"\mathrm{e}{+}")
