@@ -20,7 +20,7 @@ as fast as a 3 x 3 one. ``large=True`` scales fonts and cells up for a projector
 Figures are assembled as plain dicts and returned as a ``FigureSpec``, a go.Figure that is only
 its spec: plotly's validation, ``make_subplots`` and even go.Figure's constructor cost several
 times the build itself, and the page draws a dozen figures on every rerun.
-tests/test_figures.py checks the specs (and that they would pass validation), and draws
+tests/app/test_figures.py checks the specs (and that they would pass validation), and draws
 example H in Chromium.
 """
 

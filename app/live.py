@@ -78,7 +78,8 @@ STUDENT_ID_CHARS = 16
 
 WRONG_CODES_PER_SESSION = 10  # wrong room codes or teacher links one session may try ...
 WRONG_CODES_WINDOW = 60.0  # ... in this many seconds (the store also limits the client address)
-clock = time.monotonic  # seconds for this session's wrong-code limit (tests/test_stateful.py moves its own)
+# Seconds for this session's wrong-code limit (tests/app/test_stateful.py moves its own clock).
+clock = time.monotonic
 
 DOOR_WAIT_SECONDS = 120.0  # a student the join rate turned away tries again by themselves this long
 DOOR_TICK_SECONDS = 1.0  # the waiting page looks this often whether its turn has come (a clock read)

@@ -3,7 +3,7 @@ text are shown literally, never as Markdown, LaTeX or HTML.
 
 Every Markdown call of the app (st.markdown, caption, success/info/warning/error, toast, a widget's
 label, help and Markdown options) takes a string literal, a number with a format spec, or what one
-of these returns; tests/test_escaping.py reads app/ and refuses anything else.
+of these returns; tests/app/test_escaping.py reads app/ and refuses anything else.
 
 - ``md(template, *values)``: the app's own Markdown (a string literal) with every value escaped.
 - ``lit(value)``: one value escaped for Markdown (also ``format_func=lit`` for a radio's or a

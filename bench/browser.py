@@ -22,9 +22,9 @@ import time
 
 from playwright.sync_api import sync_playwright
 
+from tests.app.test_browser import CHROMIUM, FLAGS, IDLE, READ_WEIGHTS, WEIGHTS, click_cell
 from tests.browser_env import PHONE_AGENT
 from tests.live_server import ROOT, streamlit_server
-from tests.test_browser import CHROMIUM, FLAGS, IDLE, READ_WEIGHTS, WEIGHTS, click_cell
 
 ALL_PAINTED = """() => {
     const plots = document.querySelectorAll("[class*='st-key-chart_'] .js-plotly-plot");

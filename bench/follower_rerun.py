@@ -32,7 +32,7 @@ def main() -> None:
     os.environ["MHA_DATA_DIR"] = tempfile.mkdtemp()
     os.environ.pop("REDIS_URL", None)
     from tests.apptest_util import goto, open_address
-    from tests.test_live import rerun_after_a_poll, teacher_with_room
+    from tests.classroom.test_live import rerun_after_a_poll, teacher_with_room
 
     teacher, code = teacher_with_room()
     goto(teacher, "present")

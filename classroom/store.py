@@ -7,7 +7,7 @@ One interface, ``ClassroomStore``, and two backends: ``SqliteStore`` (the defaul
 the teacher's secret and build results; a backend implements only the ``_``-prefixed primitives,
 each of them one atomic step (a SQLite transaction, a Redis Lua script or MULTI/EXEC).
 
-The rules every backend keeps (``tests/test_store.py`` checks them on both):
+The rules every backend keeps (``tests/classroom/test_store.py`` checks them on both):
 
 * A room is a short code from ``CODE_ALPHABET`` (no 0/O/1/I/L) and a teacher secret that only
   ``create_room`` returns; the store keeps its SHA-256 only. Students need only the code, and no

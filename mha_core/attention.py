@@ -199,7 +199,7 @@ def attention_bytes(
     4 for float32; masked if a mask is given), so a size can be checked before calling.
 
     The returned arrays, the largest temporary and the call's Python objects; not the inputs or
-    their conversion.  tests/test_validation.py checks it against tracemalloc: never below the
+    their conversion.  tests/core/test_validation.py checks it against tracemalloc: never below the
     measured peak, and at most 10% above it from 100 KiB up.
     """
     sizes = dict(n_q=n_q, n_k=n_k, h=h, d_k=d_k, d_v=d_v, d_model=d_model, itemsize=itemsize)

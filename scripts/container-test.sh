@@ -7,14 +7,14 @@
 #   3. container 1, as deployed (port published on a free loopback port): /_stcore/health says ok,
 #      the image's own HEALTHCHECK passes, the server does not run as root, and headless Chromium
 #      renders the page (weights heatmap, no exception) -> artifacts/container.png;
-#   4. container 2, offline (--network none) with a Python audit hook (tests/container/netaudit):
+#   4. container 2, offline (--network none) with a Python audit hook (tests/deploy/container/netaudit):
 #      the same browser check through the container's network namespace, and no socket
 #      connect/sendto or name lookup outside loopback from any Python process in the container.
-#   5. a live class (issue 10): a Redis container (tests/container/redis.Containerfile, Debian's
+#   5. a live class (issue 10): a Redis container (tests/deploy/container/redis.Containerfile, Debian's
 #      redis-server on the same base) and two app containers with REDIS_URL pointing at it and a
 #      teacher key (MHA_TEACHER_KEY, given at run time: the image has none); the page refuses a
 #      wrong key, then a teacher's room started on app A with the right one is followed by a student
-#      on app B, and survives Redis being stopped for 10 s (tests/container/class_check.py).
+#      on app B, and survives Redis being stopped for 10 s (tests/deploy/container/class_check.py).
 #
 # Without podman, runc, root, Chromium or Playwright it prints why and exits 0 (skip), unless
 # REQUIRE_CONTAINER=1 (CI), where that is a failure. Podman quirks on this kind of machine (see
@@ -172,19 +172,19 @@ health=$("$PYTHON" -c 'import sys, urllib.request; print(urllib.request.urlopen(
 [[ $health == ok ]] || fail "$URL/_stcore/health answered '$health', not 'ok'"
 log "$URL/_stcore/health = $health; image HEALTHCHECK: healthy (after $(since "$t") s)"
 not_root "$WEB"
-"$PYTHON" tests/container/browser_check.py "$URL" "$ARTIFACTS/container.png" \
+"$PYTHON" tests/deploy/container/browser_check.py "$URL" "$ARTIFACTS/container.png" \
   || { podman logs "$WEB" >&2 || true; fail "browser check against $URL"; }
 log "page rendered in headless Chromium; screenshot: artifacts/container.png"
 quiet_podman rm --force --time 0 "$WEB" >/dev/null
 
 # ---- 4. offline, with every Python network call audited ----
 quiet_podman run --detach --name "$OFFLINE" "${PODMAN_FLAGS[@]}" --network none \
-    -v "$ROOT/tests/container/netaudit:/netaudit:ro" -e PYTHONPATH=/app:/netaudit "$IMAGE" >/dev/null
+    -v "$ROOT/tests/deploy/container/netaudit:/netaudit:ro" -e PYTHONPATH=/app:/netaudit "$IMAGE" >/dev/null
 wait_healthy "$OFFLINE" 60
 log "container $OFFLINE (--network none) healthy (checked from inside with the image's HEALTHCHECK)"
 pid=$(podman inspect --format '{{.State.Pid}}' "$OFFLINE")
 # The browser joins the container's network namespace, where only its loopback exists.
-nsenter --net="/proc/$pid/ns/net" -- "$PYTHON" tests/container/browser_check.py \
+nsenter --net="/proc/$pid/ns/net" -- "$PYTHON" tests/deploy/container/browser_check.py \
     http://127.0.0.1:8501 "$ARTIFACTS/container-offline.png" \
   || { podman logs "$OFFLINE" >&2 || true; fail "browser check inside the offline container's network"; }
 audit=$(podman logs "$OFFLINE" 2>&1)
@@ -207,7 +207,7 @@ t=$EPOCHREALTIME
 if ! podman image exists "$REDIS_IMAGE"; then
   log "building $REDIS_IMAGE (Debian's redis-server on $BASE_IMAGE)"
   podman build --format docker "${PODMAN_FLAGS[@]}" --network host --build-arg "BASE_IMAGE=$BASE_IMAGE" \
-      -f tests/container/redis.Containerfile -t "$REDIS_IMAGE" tests/container >"$ARTIFACTS/redis-build.log" 2>&1 \
+      -f tests/deploy/container/redis.Containerfile -t "$REDIS_IMAGE" tests/deploy/container >"$ARTIFACTS/redis-build.log" 2>&1 \
     || { tail -n 30 "$ARTIFACTS/redis-build.log" >&2; fail "building the Redis image failed"; }
 fi
 free_port() { "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -234,7 +234,7 @@ done
 wait_url "http://127.0.0.1:$port_a" 60
 wait_url "http://127.0.0.1:$port_b" 60
 log "Redis container on port $redis_port; app A on $port_a, app B on $port_b (REDIS_URL to the Redis container)"
-MHA_TEACHER_KEY=$TEACHER_KEY "$PYTHON" tests/container/class_check.py "http://127.0.0.1:$port_a" "http://127.0.0.1:$port_b" "$REDIS" \
+MHA_TEACHER_KEY=$TEACHER_KEY "$PYTHON" tests/deploy/container/class_check.py "http://127.0.0.1:$port_a" "http://127.0.0.1:$port_b" "$REDIS" \
     "$ARTIFACTS" >"$ARTIFACTS/container-class.json" \
   || { podman logs "$APP_A" 2>&1 | tail -n 20 >&2; podman logs "$APP_B" 2>&1 | tail -n 20 >&2;
        fail "the live class across two app containers and Redis"; }

@@ -1,4 +1,4 @@
-"""make fuzz: the stateful test of tests/test_stateful.py for a while, with a fresh seed.
+"""make fuzz: the stateful test of tests/app/test_stateful.py for a while, with a fresh seed.
 
     FUZZ_SECONDS=300 (default) how long to generate; FUZZ_SEED=N replays a seed it printed.
     FUZZ_SHRINK_SECONDS=900 (default) how long Hypothesis may then shrink a failure it found.
@@ -72,7 +72,7 @@ def main() -> int:
     steps = os.environ.get("STATEFUL_STEPS", "30")
     env = {**os.environ, "STATEFUL_EXAMPLES": "1000000", "STATEFUL_STEPS": steps,
            "FUZZ_DIR": str(notes)}
-    command = [sys.executable, "-m", "pytest", "tests/test_stateful.py::TestWorkbench", "-x", "-q",
+    command = [sys.executable, "-m", "pytest", "tests/app/test_stateful.py::TestWorkbench", "-x", "-q",
                "-p", "no:cacheprovider", f"--hypothesis-seed={seed}", "--hypothesis-show-statistics"]
     started = time.monotonic()
     process = subprocess.Popen(command, env=env)

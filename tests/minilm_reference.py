@@ -1,4 +1,4 @@
-"""transformers' BertModel on the same model folder, for tests/test_pretrained.py and bench/model.py.
+"""transformers' BertModel on the same model folder, for tests/core/test_pretrained.py and bench/model.py.
 
 Imports torch and transformers only when called, so that importing this module never needs them.
 """

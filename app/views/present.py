@@ -24,7 +24,7 @@ from course.quiz import DrawnForecast, Question, drawn_forecast, forecast
 from course.steps import SCREENS, STEPS
 from mha_core.derive import compare_heads, cost_of
 
-# Everything on a screen fits a projector's 1280 x 720 without scrolling (tests/test_present_fit.py):
+# Everything on a screen fits a projector's 1280 x 720 without scrolling (tests/app/test_present_fit.py):
 # text of 20 px with tight lines, formulas of 24 px, little padding and small gaps between elements.
 PRESENTER_CSS = """<style>
 /* Two invisible elements (this style, the keys' script) first, then the header row below the app's bar */

@@ -40,7 +40,7 @@ def step_header(number: int, formula: str | None = None, what: str | None = None
 
 def step_markdown(number: int, formula: str | None = None, what: str | None = None) -> str:
     """A step's heading, formula and what/why: the course's own Markdown (course/steps.py), or the
-    formula and what given (the app's own too: tests/test_escaping.py checks every call)."""
+    formula and what given (the app's own too: tests/app/test_escaping.py checks every call)."""
     step = i18n.step(number)
     what_word = i18n.t("What.")
     why_word = i18n.t("Why.")

@@ -1,6 +1,6 @@
 """Load the containerised app in headless Chromium and check it rendered; used by `make container-test`.
 
-    python tests/container/browser_check.py URL SCREENSHOT
+    python tests/deploy/container/browser_check.py URL SCREENSHOT
 
 Drives Debian's /usr/bin/chromium through Playwright (never `playwright install`). Waits for the
 first script run to finish, then fails (exit 1) when the attention-weights heatmap is missing, an

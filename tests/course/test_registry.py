@@ -28,7 +28,7 @@ from mha_core.derive import compare_heads, cost_of
 from tests.apptest_util import fresh_app, goto, pick_preset, texts
 
 CHAPTER_PRESETS = sorted(all_scenarios())
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def workbench_headings(at) -> list[tuple[int, str]]:

@@ -1,6 +1,6 @@
 """A live class across two app containers sharing one Redis container; used by `make container-test`.
 
-    python tests/container/class_check.py URL_A URL_B REDIS_CONTAINER ARTIFACTS_DIR
+    python tests/deploy/container/class_check.py URL_A URL_B REDIS_CONTAINER ARTIFACTS_DIR
 
 In headless Chromium (Debian's, through Playwright): a teacher starts a room on app A (with
 MHA_TEACHER_KEY in this script's environment, the apps' teacher key: a wrong key is refused next to

@@ -169,7 +169,7 @@ def test_runs_without_torch_or_a_hub():
     code = ("import sys, mha_core.pretrained as p; p.load_minilm().trace('Hello there.'); "
             "print(sorted(m for m in ('torch', 'transformers', 'huggingface_hub', 'httpx', 'requests') "
             "if m in sys.modules))")
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": root})
     assert done.stdout.strip() == "[]"

@@ -83,7 +83,7 @@ CELL_TEXT = """() => Array.from(document.querySelectorAll('.js-plotly-plot .heat
 
 def cell_text_stands_out(fill: str, stroke: str, paint_order: str, stroke_width: float) -> bool:
     """Plotly writes a cell's number in #444 or white by the cell's brightness (2.6:1 at worst): black
-    numbers (tests/test_colour_vision.py: 4.5:1 or more wherever plotly writes dark), or white ones in a
+    numbers (tests/app/test_colour_vision.py: 4.5:1 or more wherever plotly writes dark), or white ones in a
     black halo drawn under them."""
     black, white = "rgb(0, 0, 0)", "rgb(255, 255, 255)"
     return fill == black or (fill == white and stroke == black and paint_order.startswith("stroke")
@@ -131,7 +131,7 @@ def test_a_preset_has_no_violation(live):
 
 
 def test_a_long_sequence_has_no_violation(live):
-    """80 tokens: grids are pictures with a window of numbers (tests/test_long.py)."""
+    """80 tokens: grids are pictures with a window of numbers (tests/app/test_long.py)."""
     url, browser = live
     page = new_page(browser)
     page.goto(f"{url}/")

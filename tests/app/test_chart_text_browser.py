@@ -11,8 +11,8 @@ import pytest
 from app import chart_text, numbers
 from course.scenarios import all_scenarios
 from tests.a11y import assert_no_violations
+from tests.app.test_browser import type_tokens
 from tests.browser_env import ARTIFACTS, IDLE, require_browser
-from tests.test_browser import type_tokens
 
 WEIGHTS = ".st-key-chart_weights [data-testid='stPlotlyChart']"
 NUMBERS = ".st-key-chart_weights_numbers"

@@ -31,7 +31,7 @@ import yaml
 from tests.live_server import free_port
 from tests.redis_server import REDIS_SERVER
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 K8S_DIR = ROOT / "deploy" / "kubernetes"
 DOCS = ROOT / "docs" / "deploy.md"
 K8S_VERSION = "1.30.0"  # the oldest Kubernetes these manifests are written for

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from course.scenarios import all_scenarios, generated_setup
 from course.worksheet import DECIMALS, HAND_DOT_MAX, MAX_COLUMNS, number, worksheet_html
 from mha_core import Setup
-from tests.test_quiz import setups
+from tests.course.test_quiz import setups
 
 SCENARIOS = all_scenarios()
 ANSWER = re.compile(r'data-cell="(\w+) ([\d ]+)">([^<]+)<')

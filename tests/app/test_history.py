@@ -1,5 +1,5 @@
 """Issue 16, finding 2: opening an example over unsaved edits says so and offers Undo; each change of
-setup is one entry of the tab's history (Back in a real browser: tests/test_browser.py)."""
+setup is one entry of the tab's history (Back in a real browser: tests/app/test_browser.py)."""
 
 from __future__ import annotations
 

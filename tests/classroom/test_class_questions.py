@@ -31,12 +31,12 @@ from course.quiz import (
 from course.scenarios import all_scenarios
 from mha_core.setup import Setup
 from tests.apptest_util import chart_specs, decode, goto, heatmap_values, open_address, texts
-from tests.strategies import random_setups
-from tests.test_live import (  # noqa: F401 (fixtures)
+from tests.classroom.test_live import (  # noqa: F401 (fixtures)
     embedded_store,
     rerun_after_a_poll,
     teacher_with_room,
 )
+from tests.strategies import random_setups
 
 SCENARIOS = all_scenarios()
 ATTACK = ("![i](http://127.0.0.1:9/p.png)", "**BOLD**", "$x$", "<b>", ":red[x]")

@@ -11,8 +11,8 @@ import pytest
 
 from course.scenarios import all_scenarios
 from course.steps import in_language
+from tests.app.test_browser import ARTIFACTS, no_error_on, room_code
 from tests.browser_env import IDLE
-from tests.test_browser import ARTIFACTS, no_error_on, room_code
 
 PROJECTOR = {"width": 1280, "height": 720}
 SCREENS = 9

@@ -283,8 +283,8 @@ def test_a_full_room_says_so_and_the_page_still_works():
 
 def test_a_student_reconnecting_after_a_restart_is_the_same_student():
     """A server restart loses every session; the browser reconnects with its address and its
-    ``mha_student`` cookie (tests/test_class_door.py sends a real one), which AppTest cannot send: the
-    second session is given the same secret, as st.context.cookies would. Its answer counts once."""
+    ``mha_student`` cookie (tests/classroom/test_class_door.py sends a real one), which AppTest cannot
+    send: the second session is given the same secret, as st.context.cookies would. Its answer counts once."""
     teacher, code = teacher_with_room()
     question = live.store().ask(code, teacher.session_state["teacher_secret"], "Which head?", ["A", "B"])
     student = open_address({"room": code})
@@ -426,7 +426,7 @@ def test_a_room_state_the_page_refuses_is_said_to_the_follower():
     """A room state over a limit (written straight into the store) was refused and the follower shown
     the default preset without a word: follow_before_build dropped what apply_room_state refused."""
     teacher, code = teacher_with_room()
-    from tests.test_abuse_core import over_limit_link
+    from tests.app.test_abuse_core import over_limit_link
 
     live.store().set_state(code, teacher.session_state["teacher_secret"], page="", step=0,
                            setup_json=json.dumps({"s": over_limit_link()}), selections={})

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app"
 
 # --- The source check ---------------------------------------------------------------------------
@@ -73,7 +73,7 @@ APP_TEXT_TABLES = {
     "SCREENS": "course/steps.py: each presenter screen's title, step and why",
 }
 # Calls whose result's attributes are the course's own text in the reader's language: the registry's
-# texts through the committed catalogues (tests/test_languages.py keeps their Markdown as the English).
+# texts through the committed catalogues (tests/course/test_languages.py keeps their Markdown as the English).
 APP_TEXT_CALLS = {
     "step": "app.i18n.step(n): step n of course/steps.py, translated",
     "screen": "app.i18n.screen(i): presenter screen i of course/steps.py, translated",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_browser import (  # it skips this module too when there is no browser
+from tests.app.test_browser import (  # it skips this module too when there is no browser
     ARTIFACTS,
     READ_WEIGHTS,
     WEIGHTS,
@@ -29,7 +29,7 @@ def projector_page(browser, url: str):
 def edit_sat_d1(page, text: str) -> None:
     """Type into X's 'sat' row, column d1 of the default preset, until head A's weights move.
 
-    tests.test_browser's helper clicks the grid by position: the grid must be on screen first (a 720-px
+    tests.app.test_browser's helper clicks the grid by position: the grid must be on screen first (a 720-px
     window starts above it) and still (charts arriving above it move it), so a click that landed
     while it moved is tried again."""
     before = page.evaluate(READ_WEIGHTS)[0][2][0]
