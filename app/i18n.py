@@ -17,6 +17,7 @@ from app.figure_spec import FigureSpec
 from course import steps as course_steps
 from course.i18n import ENGLISH, LANGUAGES, known, localized_number_text, number_marks, translator
 from course.i18n import from_accept_language as browser_language
+from course.i18n import number as language_number
 from course.steps import Screen, Step
 
 LANGUAGE = "language"  # session key: the reader's language code
@@ -48,6 +49,11 @@ def language() -> str:
 def t(message: str) -> str:
     """A message of the app's own (marked N_ where it is defined) in the reader's language."""
     return translator(language())(message)
+
+
+def number(value: float, decimals: int = 0) -> str:
+    """A number as the reader's language writes it: 1,048,576 / 1.048.576; 0.813 / 0,813."""
+    return language_number(value, language(), decimals)
 
 
 def step(number: int) -> Step:

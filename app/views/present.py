@@ -92,7 +92,8 @@ def screen_number() -> int:
     selections = st.session_state.selections
     position = int(np.clip(selections.get(STEP_KEY, 0), 0, len(SCREENS) - 1))
     if position != selections.get(STEP_KEY, 0):
-        st.caption(f"The link asked for a step this lesson does not have; showing step {position + 1}.")
+        st.caption(i18n.t("The link asked for a step this lesson does not have; showing step {step}.")
+                   .format(step=f"{position + 1:d}"))
     selections[STEP_KEY] = position
     return position
 
@@ -135,8 +136,8 @@ def render(current: Current, inputs: Inputs) -> None:
     scenario = state.presets().get(current.base.origin) if current.base is not None else None
     lesson = scenario.lesson if scenario is not None and not current.edited else None
     if current.result is None or inputs.sizes is None:
-        st.warning("An input is at fault: fix the one with a warning sign on the workbench (nothing you "
-                   "typed is lost), and the lesson carries on here.", icon=":material/warning:")
+        st.warning(i18n.t("An input is at fault: fix the one with a warning sign on the workbench (nothing "
+                          "you typed is lost), and the lesson carries on here."), icon=":material/warning:")
         return
     draw = Draw(current, inputs)
     draw.formula(screen)
@@ -156,7 +157,7 @@ def render(current: Current, inputs: Inputs) -> None:
         elif revealed:
             draw.screen(screen, above=SELECTORS_PX if room else 0)
         else:
-            st.info("The result appears here after **Reveal**: first, let the room forecast.",
+            st.info(i18n.t("The result appears here after **Reveal**: first, let the room forecast."),
                     icon=":material/psychology_alt:")
 
 
@@ -186,16 +187,17 @@ def title_card(scenario, current: Current) -> None:
     lesson's point answers a forecast asked on its screen)."""
     with st.container(border=True):
         if scenario is None:
-            st.markdown("**Your own setup**: every number on these screens is computed from it.")
+            st.markdown(i18n.t("**Your own setup**: every number on these screens is computed from it."))
             return
         edited = widgets.whose_edit() if current.edited else ""
         st.markdown(f"**{lit(scenario.title)}**{lit(edited)}  \n{lit(scenario.story)}")
         lesson = scenario.lesson
         if lesson is not None and not current.edited:
             if lesson.forecast or lesson.screen > 1:
-                st.markdown(f"**What to look for:** on screen {lesson.screen:d}, after the room's forecast.")
+                st.markdown(i18n.t("**What to look for:** on screen {screen}, after the room's forecast.")
+                            .format(screen=f"{lesson.screen:d}"))
             else:
-                st.markdown(f"**What to look for:** {lit(lesson.look_for)}")
+                st.markdown(i18n.t("**What to look for:** {point}").format(point=lit(lesson.look_for)))
 
 
 def where_the_point_is(lesson, screen: int, *, shown: bool) -> None:
@@ -204,10 +206,11 @@ def where_the_point_is(lesson, screen: int, *, shown: bool) -> None:
         return
     if lesson.screen == screen + 1:
         if shown:
-            st.success(f"**The point is on this screen:** {lit(lesson.look_for)}",
+            st.success(i18n.t("**The point is on this screen:** {point}").format(point=lit(lesson.look_for)),
                        icon=":material/my_location:")
     elif screen > 0:
-        st.caption(f"This example's point appears on screen {lesson.screen:d}.")
+        st.caption(i18n.t("This example's point appears on screen {screen}.")
+                   .format(screen=f"{lesson.screen:d}"))
 
 
 def forecast_for(lesson, current: Current, screen: int) -> Question | None:
@@ -335,8 +338,11 @@ class Draw:
         head, query = self.pickers()
         key = int(np.argmax(self.r.scores[head, query]))  # the best-aligned key: a bright beam
         st.latex(drill_lines(self.r, head, query, key)[0])
-        st.caption(f"Query {query + 1} · {lit(self.q_tokens[query])} against key {key + 1} · "
-                   f"{lit(self.k_tokens[key])}, its highest score in head {head + 1}.")
+        against = i18n.t("Query {query} · {query_token} against key {key} · {key_token}, its highest score "
+                         "in head {head}.")
+        st.caption(against.format(query=f"{query + 1:d}", query_token=lit(self.q_tokens[query]),
+                                  key=f"{key + 1:d}", key_token=lit(self.k_tokens[key]),
+                                  head=f"{head + 1:d}"))
         self.one_head(self.r.scores, head, "scores", "S", "present_scores",
                       self.room - SELECTORS_PX - WORKED_LINE_PX - CAPTION_PX)
 
@@ -372,13 +378,15 @@ class Draw:
         terms = " + ".join(rf"{_tex_number(weights[k])}\,v_{{{k + 1}}}" for k in sorted(shown))
         more = r" + \dots" if len(weights) > len(shown) else ""
         st.latex(rf"\text{{head}}_{{{head + 1}}}[{query + 1}] = {terms}{more}")
-        shown_words = "the largest shown" if more else "all shown"
-        st.caption(f"Row {query + 1} · {lit(self.q_tokens[query])} of head {head + 1} blends the "
-                   f"value rows by its weights ({shown_words}); V has {values.shape[0]:d} rows of "
-                   f"{values.shape[1]:d}.")
+        blend = (i18n.t("Row {query} · {token} of head {head} blends the value rows by its weights (the "
+                        "largest shown); V has {rows} rows of {columns}.") if more else
+                 i18n.t("Row {query} · {token} of head {head} blends the value rows by its weights (all "
+                        "shown); V has {rows} rows of {columns}."))
+        st.caption(blend.format(query=f"{query + 1:d}", token=lit(self.q_tokens[query]), head=f"{head + 1:d}",
+                                rows=f"{values.shape[0]:d}", columns=f"{values.shape[1]:d}"))
         outputs = self.r.head_outputs
-        chart(fitted(figures.head_grids, outputs[head:head + 1], self.q_tokens, figures.dims("v",
-                     self.sizes.d_v),
+        chart(fitted(figures.head_grids, outputs[head:head + 1], self.q_tokens,
+                     figures.dims("v", self.sizes.d_v),
                      budget=self.room - SELECTORS_PX - WORKED_LINE_PX - 2 * CAPTION_PX,
                      kind="signed", cols_are_tokens=False,
                      head_names=[figures.shape_title(f"head {head + 1}'s output", outputs.shape[1:])]),
@@ -387,12 +395,15 @@ class Draw:
     def split(self):
         sz, cost = self.sizes, cost_of(self.sizes)
         if sz.n_heads == 1:
-            st.markdown(f"**One head** of width {sz.d_k:d}: {cost.flops:,} FLOPs. With h heads of width "
-                        "d_k / h the work would stay the same, with h viewpoints.")
+            st.markdown(i18n.t("**One head** of width {d_k}: {flops} FLOPs. With h heads of width d_k / h "
+                               "the work would stay the same, with h viewpoints.")
+                        .format(d_k=f"{sz.d_k:d}", flops=i18n.number(cost.flops)))
         else:
-            st.markdown(f"**Why narrow slices?** {sz.n_heads:d} heads of width {sz.d_k:d} cost "
-                        f"{cost.flops:,} FLOPs; one head of width {sz.n_heads * sz.d_k:d} would cost "
-                        f"{cost.one_wide_head_flops:,}. Same work, {sz.n_heads:d} viewpoints.")
+            st.markdown(i18n.t("**Why narrow slices?** {h} heads of width {d_k} cost {flops} FLOPs; one head "
+                               "of width {width} would cost {wide}. Same work, {h} viewpoints.")
+                        .format(h=f"{sz.n_heads:d}", d_k=f"{sz.d_k:d}", flops=i18n.number(cost.flops),
+                                width=f"{sz.n_heads * sz.d_k:d}",
+                                wide=i18n.number(cost.one_wide_head_flops)))
         budget = self.room - 2 * CAPTION_PX
         heads = range(sz.n_heads)
         fig = self.all_heads(heads, budget)
@@ -423,11 +434,12 @@ class Draw:
         if compared.comparable:
             a, b, value = compared.pair
             flat = [self.heads[i] for i in compared.flat]
-            st.markdown(f"Most apart for this query: **{lit(self.heads[a])}** and **{lit(self.heads[b])}**, "
-                        f"L2 distance **{value:.3f}**." + (f" Flat (nothing to say): {lit(', '.join(flat))}."
-                                                           if flat else ""))
+            apart = i18n.t("Most apart for this query: **{a}** and **{b}**, L2 distance **{distance}**.")
+            apart = apart.format(a=lit(self.heads[a]), b=lit(self.heads[b]), distance=i18n.number(value, 3))
+            flat_words = i18n.t("Flat (nothing to say): {heads}.").format(heads=lit(", ".join(flat)))
+            st.markdown(apart + (" " + flat_words if flat else ""))
         else:
-            st.markdown("With one head, or one key, there is nothing to disagree about.")
+            st.markdown(i18n.t("With one head, or one key, there is nothing to disagree about."))
         rows = self.r.weights[:, query, :]  # [h, n_k]: one row per head, on the weights' one scale
         title = figures.shape_title(f"Query {query + 1} · {self.q_tokens[query]}", rows.shape)
         chart(fitted(figures.head_grids, rows[None], self.heads, self.k_tokens, kind="weights",
@@ -462,11 +474,13 @@ class Draw:
                  rf"\underbrace{{{h * d_v:d} \cdot {d:d}}}_{{W^O}}"
                  rf" = {total:,}".replace(f"{total:,}", f"{total:,}".replace(",", "{,}")))
         if cost.four_d_squared:
-            st.markdown(f"With h · d_k = d_model that is **4 · {d:d}² = {4 * d * d:,}**, whatever h is: more "
-                        "heads split the same parameters into more viewpoints.")
+            st.markdown(i18n.t("With h · d_k = d_model that is **4 · {d}² = {total}**, whatever h is: more "
+                               "heads split the same parameters into more viewpoints.")
+                        .format(d=f"{d:d}", total=i18n.number(4 * d * d)))
         st.markdown(sizes_line(sz))
-        st.markdown(f"**Work of attention** for {sz.n_q:d} × {sz.n_k:d} tokens: {cost.flops:,} FLOPs "
-                    "(scores and blends of all heads); it grows with n², so long sentences cost most here.")
+        st.markdown(i18n.t("**Work of attention** for {n_q} × {n_k} tokens: {flops} FLOPs (scores and blends "
+                           "of all heads); it grows with n², so long sentences cost most here.")
+                    .format(n_q=f"{sz.n_q:d}", n_k=f"{sz.n_k:d}", flops=i18n.number(cost.flops)))
 
 
 def fitted(builder: Callable[..., figure_spec.FigureSpec], *args, budget: int, width: int = CHART_WIDTH,

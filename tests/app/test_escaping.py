@@ -59,6 +59,7 @@ APP_MARKDOWN = {
     "latex": "mha_core.Scaling.latex(d_k): the scaling as LaTeX from its kind and numbers",
     "describe": "mha_core.Scaling.describe(d_k): the scaling in words from its kind and numbers",
     "table_html": "chart_text: a chart's numbers as HTML tables, every label and cell through html_text",
+    "number": "i18n: a number as the reader's language writes it (digits, its marks, a sign)",
 }
 # Attributes that hold Markdown (or LaTeX) the app writes itself.
 APP_MARKDOWN_ATTRIBUTES = {
@@ -256,6 +257,9 @@ class _Checker(ast.NodeVisitor):
                 return None
             if name in TRANSLATORS and len(node.args) == 1:
                 return self._unsafe(node.args[0], mode=mode, seen=seen)
+            if name == "format" and isinstance(node.func, ast.Attribute):  # t("… {n} …").format(n=…)
+                parts = [node.func.value, *node.args, *(keyword.value for keyword in node.keywords)]
+                return next(filter(None, (self._unsafe(part, mode=mode, seen=seen) for part in parts)), None)
             if name == "replace" and isinstance(node.func, ast.Attribute) and \
                     all(self._unsafe(a, mode=mode, seen=seen) is None for a in node.args):
                 return self._unsafe(node.func.value, mode=mode, seen=seen)  # safe text, safe parts
