@@ -14,6 +14,23 @@ def rng():
 
 
 @pytest.fixture
+def embedded_store(tmp_path, monkeypatch):
+    """A live class on its own SQLite store under tmp_path (the store is one per process, so it is
+    opened anew) and no door setting (teacher key, client address header, Redis) unless a test sets it."""
+    from app import live
+
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
+    for name in ("MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE", "MHA_CLIENT_IP_HEADER", "REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    live.store.clear()
+    live.watch.clear()
+    yield tmp_path
+    live.store().close()
+    live.store.clear()
+    live.watch.clear()
+
+
+@pytest.fixture
 def redis_store(tmp_path, monkeypatch):
     """The live pages on a real redis-server (tests/redis_server.py) instead of SQLite; skipped
     without one unless REQUIRE_REDIS=1."""

@@ -43,21 +43,9 @@ from tests.st_protocol import FollowerSession, Session
 
 KEY = "correct horse battery staple"
 SHOUTING = "**B** ![i](http://127.0.0.1:9/p.png)$x$"  # a nickname a student might try (38 characters)
-DOOR_ENV = ("MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE", "MHA_CLIENT_IP_HEADER", "REDIS_URL")
 
 
-@pytest.fixture(autouse=True)
-def embedded_store(tmp_path, monkeypatch):
-    """Every test its own SQLite store and no door settings unless it sets them."""
-    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
-    for name in DOOR_ENV:
-        monkeypatch.delenv(name, raising=False)
-    live.store.clear()
-    live.watch.clear()
-    yield tmp_path
-    live.store().close()
-    live.store.clear()
-    live.watch.clear()
+pytestmark = pytest.mark.usefixtures("embedded_store")  # every test its own store (tests/conftest.py)
 
 
 # --- helpers ---------------------------------------------------------------------------------------

@@ -38,17 +38,7 @@ from tests.st_protocol import Run, Session, element_key
 SCENARIOS = all_scenarios()
 
 
-@pytest.fixture(autouse=True)
-def embedded_store(tmp_path, monkeypatch):
-    """Every test gets its own SQLite store (the store is one per process, so it is opened anew)."""
-    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
-    monkeypatch.delenv("REDIS_URL", raising=False)
-    live.store.clear()
-    live.watch.clear()
-    yield
-    live.store().close()
-    live.store.clear()
-    live.watch.clear()
+pytestmark = pytest.mark.usefixtures("embedded_store")  # every test its own store (tests/conftest.py)
 
 
 def rerun_after_a_poll(student) -> None:

@@ -10,7 +10,6 @@ import time
 import pytest
 from babel.messages.pofile import read_po
 
-from app import live
 from classroom.watch import VERSION_MAX_AGE
 from course.i18n import (
     LANGUAGES,
@@ -151,18 +150,6 @@ def test_the_deployer_s_language_is_the_default(monkeypatch):
     at = fresh_app()
     assert step_headings(at)[0] == in_language("es")[0][1].title
     assert "lang" not in address(at)
-
-
-@pytest.fixture
-def embedded_store(tmp_path, monkeypatch):
-    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
-    monkeypatch.delenv("REDIS_URL", raising=False)
-    live.store.clear()
-    live.watch.clear()
-    yield
-    live.store().close()
-    live.store.clear()
-    live.watch.clear()
 
 
 def test_a_student_reads_the_english_speaking_teacher_s_lesson_in_german(embedded_store):
