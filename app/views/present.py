@@ -365,8 +365,7 @@ class Draw:
         for column, (kind, values, symbol, key_) in zip(st.columns(2), pair, strict=True):
             with column:
                 chart(fitted(figures.head_grids, values[head:head + 1], self.q_tokens, self.k_tokens,
-                             budget=room,
-                             kind=kind, mask=self.r.mask, width=CHART_WIDTH // 2,
+                             budget=room, kind=kind, mask=self.r.mask, width=CHART_WIDTH // 2,
                              head_names=[figures.shape_title(f"{symbol} of head {head + 1}",
                                                              values.shape[1:])]),
                       key=key_)
@@ -415,8 +414,7 @@ class Draw:
     def all_heads(self, heads: range, budget: int):
         names = [figures.shape_title(f"A{_sub(i + 1)}", self.r.weights.shape[1:]) for i in heads]
         return fitted(figures.head_grids, self.r.weights[heads.start:heads.stop], self.q_tokens,
-                      self.k_tokens,
-                      budget=budget, kind="weights", mask=self.r.mask, head_names=names)
+                      self.k_tokens, budget=budget, kind="weights", mask=self.r.mask, head_names=names)
 
     def head_page(self) -> range:
         """A pager over the heads, MAX_PER_ROW at a time: the heads shown."""
