@@ -6,10 +6,11 @@ from app import i18n, live, phone_css, questions, state, style, widgets
 from app.views import classroom, labs, model, present, quiz, textbook, workbench
 
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
-style.apply()  # contrast, focus ring, reduced motion, skip links (app/style.py)
+language_notes = i18n.init_language()  # the reader's own, whatever a room shares
+style.apply(i18n.language())  # contrast, focus ring, reduced motion, skip links, lang (app/style.py)
 phone_css.phone_ui()  # a phone's stylesheet, and figures planned for its column (app/phone_css.py)
 state.init_state()
-st.session_state.link_notes += i18n.init_language()  # the reader's own, whatever a room shares
+st.session_state.link_notes += language_notes
 state.follow_history()  # Back or Forward brought an earlier address: open it
 live.join_from_link()  # ?room=CODE
 live.follow_before_build()  # a follower takes the teacher's newest state first

@@ -13,6 +13,8 @@ Others may append rules to CSS; keep each with a comment saying what it is for.
 
 from __future__ import annotations
 
+import json
+
 import streamlit as st
 
 FOCUS = "#1A56DB"  # the focus ring: 6.1:1 on white, 3:1 or more against every panel colour it meets
@@ -62,7 +64,7 @@ input:focus-visible, textarea:focus-visible {{ outline-offset: 0 !important; }}
 .st-key-kv_tokens_text [data-testid="InputInstructions"] > span:last-child {{ display: none; }}
 
 /* The element that carries SCRIPT takes no room. */
-.st-key-mha_style {{ display: none; }}
+.st-key-mha_style, .st-key-mha_cell_opener_box {{ display: none; }}
 
 /* Reduced motion (WCAG 2.3.3): no animation, transition or smooth scrolling when the system asks. */
 @media (prefers-reduced-motion: reduce) {{
@@ -182,8 +184,11 @@ SCRIPT = """
 """
 
 
-def apply() -> None:
+def apply(language: str) -> None:
     """The global CSS and the keyboard helpers' script, once per run (Streamlit keeps an unchanged
-    element as it is, so the script runs once per tab)."""
+    element as it is, so the script runs once per tab), and the page's language for screen readers
+    and hyphenation (WCAG 3.1.1): ``language`` is one of course.i18n.LANGUAGES, never outside text."""
     with st.container(key="mha_style"):
         st.html(CSS + SCRIPT, unsafe_allow_javascript=True)
+        st.html(f"<script>document.documentElement.lang = {json.dumps(language.replace('_', '-'))};</script>",
+                unsafe_allow_javascript=True)

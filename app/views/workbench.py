@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures, i18n, numbers, result_cache, state, widgets
+from app import cell_opener, figures, i18n, numbers, result_cache, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
@@ -317,6 +317,7 @@ class Page:
     def drill_down(self):
         if self.result is None:
             return
+        cell_opener.cell_opener_ui()  # Enter on a cell of the scores' or weights' tables opens it here
         # A toggle rather than an expander: a collapsed expander still builds its contents every run.
         if st.toggle("🔍 Drill down: one (query, key) cell of one head, with the live numbers",
                      key="drill_open"):
@@ -377,6 +378,11 @@ def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
 def drill_down(key: bytes, q_tokens, k_tokens, heads) -> None:
     """The drill-down reruns alone when its head, query or key changes."""
     r = shared_result(key)
+    with st.container(key="drill_down"):  # where a cell opened from a table puts the focus
+        drill_down_body(r, q_tokens, k_tokens, heads)
+
+
+def drill_down_body(r, q_tokens, k_tokens, heads) -> None:
     cols = st.columns(3)
     head = widgets.choice_ui(cols[0], "head", heads, "drill_head")
     query = widgets.choice_ui(cols[1], "query", state.row_labels(q_tokens), "drill_query")

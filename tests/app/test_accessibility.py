@@ -130,6 +130,20 @@ def test_a_preset_has_no_violation(live):
     page.context.close()
 
 
+@pytest.mark.parametrize("path", ["/?lang=de", "/present?lang=zh_CN"])
+def test_a_page_in_another_language_says_so_and_has_no_violation(live, path):
+    """Issue 17: the page's language is the reader's (WCAG 3.1.1: a screen reader pronounces German
+    as German), and the translated page passes axe as the English one does."""
+    url, browser = live
+    page = new_page(browser)
+    page.goto(f"{url}{path}")
+    settle(page, ".js-plotly-plot")
+    expected = "de" if "lang=de" in path else "zh-CN"
+    page.wait_for_function("(code) => document.documentElement.lang === code", arg=expected, timeout=LOADED)
+    assert_accessible(page, f"{path} in {expected}")
+    page.context.close()
+
+
 def test_a_long_sequence_has_no_violation(live):
     """80 tokens: grids are pictures with a window of numbers (tests/app/test_long.py)."""
     url, browser = live

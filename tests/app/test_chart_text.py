@@ -400,3 +400,15 @@ def test_numbered_columns_between_the_ticks_keep_their_names():
     fig = figures.matrix_heatmap(values, ["le", "chat"], figures.dims("d", 300), title="X")
     assert "d217" not in fig["layout"]["xaxis"]["ticktext"]
     assert chart_text.of_figure(fig).summary.startswith("X: largest 3.00 at 'chat', 'd217', smallest 0.00")
+
+
+def test_a_cell_opened_from_the_browser_is_three_small_integers_or_nothing():
+    """What the cell opener's JavaScript sends is checked before it touches a selection: a scripted
+    page may send anything (issue 15's rule: every route in is bounded)."""
+    from app.cell_opener import MOST_POSITIONS, cell_of
+
+    assert cell_of({"head": 1, "query": 2, "key": 0}) == (1, 2, 0)
+    for sent in (None, "1.2.0", [1, 2, 0], {"head": 1, "query": 2}, {"head": -1, "query": 0, "key": 0},
+                 {"head": True, "query": 0, "key": 0}, {"head": 1.0, "query": 0, "key": 0},
+                 {"head": MOST_POSITIONS, "query": 0, "key": 0}, {"head": "1", "query": 0, "key": 0}):
+        assert cell_of(sent) is None, sent

@@ -123,3 +123,36 @@ def test_the_arrow_keys_walk_the_table_and_each_cell_says_its_row_column_and_val
     page.wait_for_function("([cell, name]) => document.querySelector(cell).ariaLabel === name",
                            arg=[first_cell, name_of(0, 0).replace(f"{tokens[0]} → {tokens[0]}", "a → a")],
                            timeout=TIMEOUT)
+
+
+def test_enter_on_a_table_cell_opens_the_drill_down_there_and_gives_it_the_focus(live):
+    """Issue 16: a heatmap cell that can be opened is opened from the keyboard: Enter on head 2's
+    cell 'sat → cat' in the weights' table opens the drill-down on head 2, query 'sat', key 'cat',
+    and the focus lands on it, named by the cell it came from."""
+    url, browser = live
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    tab = context.new_page()
+    tab.goto(url)
+    settle(tab)
+    box = tab.locator(NUMBERS)
+    box.locator("summary").click()
+    tab.wait_for_selector(f"{NUMBERS} table[data-mha-keys]", timeout=TIMEOUT)
+    box.locator("summary").focus()
+    tab.keyboard.press("Tab")  # head 1's table
+    tab.keyboard.press("Tab")  # head 2's table: one Tab stop each
+    for key in ("ArrowDown", "ArrowDown", "ArrowRight"):  # row 'sat', column 'cat'
+        tab.keyboard.press(key)
+    opened = tab.evaluate("document.activeElement.getAttribute('aria-label')")
+    assert opened.startswith("sat → cat: 0.66"), opened
+    tab.keyboard.press("Enter")
+    tab.wait_for_function("() => document.activeElement.classList.contains('st-key-drill_down')",
+                          timeout=TIMEOUT)
+    label = tab.evaluate("document.activeElement.getAttribute('aria-label')")
+    assert label == f"Drill-down of head 2: {opened}"
+    pickers = [tab.locator(f".st-key-pick_drill_{name} input").input_value()
+               for name in ("head", "query", "key")]
+    assert ["head 2" in pickers[0], "sat" in pickers[1], "cat" in pickers[2]] == [True, True, True], pickers
+    weight = numbers.hover_number(DEFAULT.run().weights[1, 2, 1], near_one=True)
+    assert weight in tab.locator(".st-key-drill_down .katex").last.inner_text()
+    assert_no_violations(tab, "the drill-down opened from a table cell")
+    context.close()
