@@ -66,6 +66,13 @@ def screen(position: int) -> Screen:
     return course_steps.in_language(language())[1][position]
 
 
+def labels(mapping: dict[str, str]):
+    """A format_func for options whose labels are app text marked N_ (a constant dict): each label in
+    the reader's language."""
+    translate = translator(language())  # this run's language, whenever the label is asked for
+    return lambda option: translate(mapping[option])
+
+
 def address_params() -> dict[str, str]:
     """``lang`` for the address once the reader chose it."""
     return {PARAM: language()} if st.session_state.get(CHOSEN) else {}

@@ -13,15 +13,17 @@ from app import chart_text, editors, i18n, numbers, page_export, session_keys, s
 from app.safe import lit, md
 from app.state import Inputs
 from course.export import setup_to_csv_zip, setup_to_script
+from course.i18n import N_
 from mha_core import LIMITS, Scaling, Sizes, head_width
 from mha_core.codec import save_problem, setup_to_json
 from mha_core.init import FILLS
 from mha_core.setup import SPECS, attention_size_problem, token_problem
 
-SCALE_KINDS = {"sqrt": "1/√d_k (standard)", "none": "none (raw scores)",
-               "sqrt_of": "1/√d for a d you choose", "multiply": "multiply by a number"}
-MASK_LABELS = {"none": "none", "causal": "causal (no peeking ahead)", "custom": "custom grid"}
-MODES = ("self-attention", "cross-attention")
+SCALE_KINDS = {"sqrt": N_("1/√d_k (standard)"), "none": N_("none (raw scores)"),
+               "sqrt_of": N_("1/√d for a d you choose"), "multiply": N_("multiply by a number")}
+MASK_LABELS = {"none": N_("none"), "causal": N_("causal (no peeking ahead)"), "custom": N_("custom grid")}
+MODE_LABELS = {"self-attention": N_("self-attention"), "cross-attention": N_("cross-attention")}
+MODES = tuple(MODE_LABELS)
 
 
 # Scrolls the page to its top, again a few times while it is drawn (charts arriving late could
@@ -165,18 +167,20 @@ def sidebar_ui(sb=None) -> Inputs:
     message per input at fault."""
     sb = st.sidebar if sb is None else sb
     errors: dict[str, str] = {}
-    mode = sb.radio("Attention", MODES, key="mode", horizontal=True)
+    mode = sb.radio(i18n.t("Attention"), MODES, key="mode", horizontal=True,
+                    format_func=i18n.labels(MODE_LABELS))
     cross = mode == "cross-attention"
-    tokens = _tokens_ui(sb, "Tokens (queries)", "tokens_text", errors)
-    kv_tokens = _tokens_ui(sb, "Tokens (keys and values)", "kv_tokens_text", errors) if cross else tokens
+    tokens = _tokens_ui(sb, i18n.t("Tokens (queries)"), "tokens_text", errors)
+    kv_tokens = (_tokens_ui(sb, i18n.t("Tokens (keys and values)"), "kv_tokens_text", errors) if cross
+                 else tokens)
     d_model = int(sb.number_input("d_model", 1, LIMITS.d_model, key="d_model", step=1))
-    n_heads = int(sb.number_input("heads h", 1, LIMITS.n_heads, key="n_heads", step=1))
+    n_heads = int(sb.number_input(i18n.t("heads h"), 1, LIMITS.n_heads, key="n_heads", step=1))
     too_big = attention_size_problem(n_heads, len(tokens), len(kv_tokens)) if tokens and kv_tokens else None
     if too_big:
         errors["attention_size"] = too_big
         sb.error(lit(too_big), icon=":material/warning:")
     d_k = d_v = None
-    if sb.checkbox("set d_k and d_v myself", key="custom_head_width"):
+    if sb.checkbox(i18n.t("set d_k and d_v myself"), key="custom_head_width"):
         d_k = int(sb.number_input("d_k", 1, LIMITS.d_head, key="d_k", step=1))
         d_v = int(sb.number_input("d_v", 1, LIMITS.d_head, key="d_v", step=1))
     else:
@@ -185,17 +189,18 @@ def sidebar_ui(sb=None) -> Inputs:
             if d_k > LIMITS.d_head:
                 errors["n_heads"] = f"d_k = {d_k} is over the limit {LIMITS.d_head}: use more heads."
             else:
-                sb.caption(f"d_k = d_v = d_model / h = {d_k:d}")
+                sb.caption(i18n.t("d_k = d_v = d_model / h = {d_k}").format(d_k=f"{d_k:d}"))
         except ValueError as error:
             errors["n_heads"] = str(error)
         if "n_heads" in errors:
             sb.error(lit(errors["n_heads"]), icon=":material/warning:")
     seed = _seed_ui(sb)
     scaling = _scaling_ui(sb, errors)
-    mask_kind = sb.selectbox("Mask", list(MASK_LABELS), key="mask_kind", format_func=MASK_LABELS.get)
-    use_bias = sb.checkbox("biases b_Q, b_K, b_V, b_O", key="use_bias")
-    large = sb.toggle("large type (projector)", key="large_type",
-                      help="Bigger numbers, labels and cells, for the back of a room.")
+    mask_kind = sb.selectbox(i18n.t("Mask"), list(MASK_LABELS), key="mask_kind",
+                             format_func=i18n.labels(MASK_LABELS))
+    use_bias = sb.checkbox(i18n.t("biases b_Q, b_K, b_V, b_O"), key="use_bias")
+    large = sb.toggle(i18n.t("large type (projector)"), key="large_type",
+                      help=i18n.t("Bigger numbers, labels and cells, for the back of a room."))
     sizes = None
     if not errors:
         sizes = Sizes(n_q=len(tokens), n_k=len(kv_tokens), d_model=d_model, n_heads=n_heads, d_k=d_k, d_v=d_v,
@@ -207,8 +212,9 @@ def _tokens_ui(sb, label: str, key: str, errors: dict) -> list[str]:
     # max_chars also makes the server keep no more of what a client sends; its "30/41984" counter under
     # the box is hidden (app/style.py).
     text = sb.text_input(label, key=key, max_chars=LIMITS.token_text,
-                         help=f"Separated by spaces; repeats are fine. Up to {LIMITS.tokens:d} tokens of "
-                              f"{LIMITS.token_chars:d} characters.")
+                         help=i18n.t("Separated by spaces; repeats are fine. Up to {tokens} tokens of "
+                                     "{chars} characters.").format(tokens=f"{LIMITS.tokens:d}",
+                                                                   chars=f"{LIMITS.token_chars:d}"))
     tokens = str(text)[:LIMITS.token_text + 1].split()  # a client can send more than max_chars
     problem = token_problem(tokens, "query tokens" if key == "tokens_text" else "key/value tokens")
     if len(str(text)) > LIMITS.token_text:
@@ -226,27 +232,28 @@ def _seed_ui(sb) -> int:
         st.session_state.seed = secrets.randbelow(10_000)
 
     left, right = sb.columns([3, 2], vertical_alignment="bottom")
-    seed = left.number_input("random seed", 0, 1_000_000, key="seed", step=1,
-                             help="Fills new cells and the 'fill a matrix' helper; the same seed gives the "
-                                  "same numbers.")
-    right.button("🎲 re-roll", on_click=reroll, help="A new seed for the random fills.")
+    seed = left.number_input(i18n.t("random seed"), 0, 1_000_000, key="seed", step=1,
+                             help=i18n.t("Fills new cells and the 'fill a matrix' helper; the same seed "
+                                         "gives the same numbers."))
+    right.button("🎲 " + i18n.t("re-roll"), on_click=reroll, help=i18n.t("A new seed for the random fills."))
     return int(seed)
 
 
 def _scaling_ui(sb, errors: dict) -> Scaling | None:
-    kind = sb.selectbox("Scaling", list(SCALE_KINDS), key="scale_kind", format_func=SCALE_KINDS.get,
-                        help="Chapter 001, example F: without 1/√d_k large scores make softmax nearly "
-                             "one-hot.")
+    kind = sb.selectbox(i18n.t("Scaling"), list(SCALE_KINDS), key="scale_kind",
+                        format_func=i18n.labels(SCALE_KINDS),
+                        help=i18n.t("Chapter 001, example F: without 1/√d_k large scores make softmax nearly "
+                                    "one-hot."))
     value = None
     if kind == "sqrt_of":
         low, high = LIMITS.sqrt_of
         st.session_state.setdefault("scale_sqrt_of", 64)
-        value = int(sb.number_input("d in 1/√d", low, high, key="scale_sqrt_of", step=1))
+        value = int(sb.number_input(i18n.t("d in 1/√d"), low, high, key="scale_sqrt_of", step=1))
     elif kind == "multiply":
         low, high = LIMITS.multiplier
         st.session_state.setdefault("scale_multiplier", 1.0)
-        value = float(sb.number_input("multiply the scores by", low, high, key="scale_multiplier", step=0.1,
-                                      format="%g"))
+        value = float(sb.number_input(i18n.t("multiply the scores by"), low, high, key="scale_multiplier",
+                                      step=0.1, format="%g"))
     try:
         return Scaling(kind, value)
     except ValueError as error:
@@ -255,7 +262,7 @@ def _scaling_ui(sb, errors: dict) -> Scaling | None:
         return None
 
 
-EDITED_NOTE = "✎ **Edited**: the numbers on the page differ from the preset's."
+EDITED_NOTE = N_("✎ **Edited**: the numbers on the page differ from the preset's.")
 
 
 def picker_ui(slot, current: state.Current) -> None:
@@ -270,11 +277,11 @@ def picker_ui(slot, current: state.Current) -> None:
     shown = shown_label(current)
     options = ([shown] if shown not in titles.values() else []) + list(titles.values())
     ss.preset_picker = shown
-    slot.selectbox("Preset", options, key="preset_picker", on_change=_picked, args=(titles,),
-                   help="Every worked example of the course, or a random or blank start. Picking the one "
-                        "shown again resets it.")
+    slot.selectbox(i18n.t("Preset"), options, key="preset_picker", on_change=_picked, args=(titles,),
+                   help=i18n.t("Every worked example of the course, or a random or blank start. Picking the "
+                               "one shown again resets it."))
     if current.edited:  # the box cuts its label's end, "(edited)", at the sidebar's width: say it here
-        slot.caption(EDITED_NOTE)
+        slot.caption(i18n.t(EDITED_NOTE))
     if current.edited and origin in titles:
         slot.button(f"↺ Reset to {lit(titles[origin])}", key="reset", on_click=state.open_over_edits,
                     args=(state.load_preset, origin),

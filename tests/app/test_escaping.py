@@ -11,6 +11,7 @@ lands.
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +81,8 @@ APP_TEXT_CALLS = {
     "screen": "app.i18n.screen(i): presenter screen i of course/steps.py, translated",
 }
 # Translations of a message: as safe as the message translated, which is checked like any value.
-TRANSLATORS = {"t": "app.i18n.t(message): the app's own message in the reader's language"}
+TRANSLATORS = {"t": "app.i18n.t(message): the app's own message in the reader's language",
+               "N_": "course.i18n.N_(message): marks a message for the catalogues, returns it unchanged"}
 # Functions whose parameter is shown as Markdown: the parameter is checked at every call instead.
 WRAPPERS = {
     "choice_ui": {"label": 1},  # (where, label, labels, name)
@@ -130,9 +132,18 @@ def _module_constants(tree: ast.Module) -> set[str]:
     return {name for name in literal if counts[name] == 1}
 
 
+class _Unmarked(ast.NodeTransformer):
+    """N_("text") as "text": a message marked for the catalogues is still a literal."""
+
+    def visit_Call(self, node: ast.Call):  # noqa: N802 (ast's name)
+        if _name(node.func) == "N_" and len(node.args) == 1 and not node.keywords:
+            return self.visit(node.args[0])
+        return self.generic_visit(node)
+
+
 def _is_literal(node: ast.expr) -> bool:
     try:
-        ast.literal_eval(node)
+        ast.literal_eval(_Unmarked().visit(copy.deepcopy(node)))
         return True
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False
@@ -206,9 +217,12 @@ class _Checker(ast.NodeVisitor):
                                                  "format_func=safe.lit")
 
     def _trusted_format(self, node: ast.expr) -> bool:
-        """safe.lit, str.upper, or CONSTANT_DICT.get (the app's own labels)."""
+        """safe.lit, str.upper, CONSTANT_DICT.get (the app's own labels) or i18n.labels(CONSTANT_DICT)
+        (those labels in the reader's language)."""
         if _name(node) in ESCAPERS | {"upper", "lower", "title"}:
             return True
+        if isinstance(node, ast.Call) and _name(node.func) == "labels" and len(node.args) == 1:
+            return isinstance(node.args[0], ast.Name) and node.args[0].id in self.constants
         return (isinstance(node, ast.Attribute) and node.attr == "get" and isinstance(node.value, ast.Name)
                 and node.value.id in self.constants)
 
