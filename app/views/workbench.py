@@ -15,6 +15,7 @@ from app.safe import lit
 from app.state import Current, Inputs
 from app.views import compare
 from app.widgets import chart, following
+from course.i18n import N_
 from course.steps import STEPS
 from mha_core import LIMITS, row_sum_deviation
 from mha_core.analysis import FLAT_AT, METRICS
@@ -30,7 +31,7 @@ LARGE_TYPE_CSS = """<style>
 [data-testid="stMain"] .katex { font-size: 1.5em; }
 </style>"""
 ZOOM = 12  # positions a side of the zoomed window of a long sequence's weights
-METRIC_NAMES = {"l2": "L2 (Euclidean)", "js": "Jensen-Shannon", "tv": "total variation"}
+METRIC_NAMES = {"l2": N_("L2 (Euclidean)"), "js": N_("Jensen-Shannon"), "tv": N_("total variation")}
 
 
 def step_header(number: int, formula: str | None = None, what: str | None = None) -> None:
@@ -57,15 +58,16 @@ def grid(fig, *, key: str) -> None:
 
 
 def waiting() -> None:
-    st.info("Waiting for valid input: fix the input with a warning sign and this step comes back.")
+    st.info(i18n.t("Waiting for valid input: fix the input with a warning sign and this step comes back."))
 
 
 def render(current: Current, inputs: Inputs) -> None:
     for message in st.session_state.get("link_notes", []):
-        st.warning(f"Ignored from the link: {lit(message)}", icon=":material/warning:")
+        st.warning(i18n.t("Ignored from the link: {what}").format(what=lit(message)),
+                   icon=":material/warning:")
     if inputs.sizes is None:
-        st.warning("Fix the setting with a warning sign in the sidebar; nothing you typed in the grids is "
-                   "lost.")
+        st.warning(i18n.t("Fix the setting with a warning sign in the sidebar; nothing you typed in the "
+                          "grids is lost."))
         return
     if inputs.large:
         st.html(LARGE_TYPE_CSS)
@@ -74,7 +76,7 @@ def render(current: Current, inputs: Inputs) -> None:
     for note in current.notes:
         st.info(lit(note), icon=":material/add_circle:")
     if current.error:
-        st.error(f"The computation refused these inputs: {lit(current.error)}",
+        st.error(i18n.t("The computation refused these inputs: {error}").format(error=lit(current.error)),
                  icon=":material/warning:")
     page = Page(current, inputs)
     for number in STEPS:  # the course's registry is the only list of steps
@@ -92,7 +94,8 @@ def story(current: Current) -> None:
             st.markdown(f"**{lit(scenario.title)}**{lit(edited)} · {lit(scenario.source)}")
             st.caption(lit(scenario.story))
             if scenario.lesson is not None:
-                st.markdown(f"**What to look for:** {lit(scenario.lesson.look_for)}")
+                point = lit(scenario.lesson.look_for)
+                st.markdown(i18n.t("**What to look for:** {point}").format(point=point))
     if current.setup is not None:
         st.markdown(sizes_line(current.setup.sizes))
 
@@ -135,12 +138,14 @@ class Page:
         left, right = st.columns(2)
         with left:
             editable = max(self.sizes.n_q, self.sizes.d_model) <= LIMITS.editable and not following()
-            st.caption(f"X [{self.sizes.n_q:d} × {self.sizes.d_model:d}]: one row per query token"
-                       + (" (edit any cell)" if editable else ""))
+            rows = (i18n.t("X [{rows} × {columns}]: one row per query token (edit any cell)") if editable
+                    else i18n.t("X [{rows} × {columns}]: one row per query token"))
+            st.caption(rows.format(rows=f"{self.sizes.n_q:d}", columns=f"{self.sizes.d_model:d}"))
             self.editor("x")
             self.problem("x")
             if self.sizes.cross:
-                st.caption(f"X_kv [{self.sizes.n_k:d} × {self.sizes.d_model:d}]: the key/value side")
+                st.caption(i18n.t("X_kv [{rows} × {columns}]: the key/value side")
+                           .format(rows=f"{self.sizes.n_k:d}", columns=f"{self.sizes.d_model:d}"))
                 self.editor("x_kv")
                 self.problem("x_kv")
         with right:
@@ -184,10 +189,12 @@ class Page:
         if self.result is None:
             return waiting()
         sz, cost = self.sizes, STEPS[3].derive(self.setup, self.result, {})
-        st.caption(f"Each head's scores are [{sz.n_q:d} × {sz.n_k:d}] (queries × keys). Cost of all "
-                   f"{sz.n_heads:d} heads' scores and blends: {cost.flops:,} FLOPs; one head of width "
-                   f"{sz.n_heads * sz.d_k:d} would cost {cost.one_wide_head_flops:,}. Thin heads add "
-                   "viewpoints, not work.")
+        st.caption(i18n.t("Each head's scores are [{n_q} × {n_k}] (queries × keys). Cost of all {h} heads' "
+                          "scores and blends: {flops} FLOPs; one head of width {width} would cost {wide}. "
+                          "Thin heads add viewpoints, not work.")
+                   .format(n_q=f"{sz.n_q:d}", n_k=f"{sz.n_k:d}", h=f"{sz.n_heads:d}",
+                           flops=i18n.number(cost.flops), width=f"{sz.n_heads * sz.d_k:d}",
+                           wide=i18n.number(cost.one_wide_head_flops)))
         grid(figure(figures.head_grids, self.result.scores, self.q_tokens, self.k_tokens, kind="scores",
                     head_names=self._titled("S", self.result.scores), large=self.large), key="chart_scores")
 
@@ -200,8 +207,8 @@ class Page:
                       if masked else r"\right)"))
         what = None
         if setup is not None and setup.scaling.kind != "sqrt":
-            what = (f"Scale every score (here: {setup.scaling.describe(self.sizes.d_k)}), then turn each "
-                    "row into positive weights that add up to 1.")
+            what = (i18n.t("Scale every score (here: {scaling}), then turn each row into positive weights "
+                           "that add up to 1.").format(scaling=setup.scaling.describe(self.sizes.d_k)))
         step_header(4, formula, what)
         if self.inputs.mask_kind == "custom":
             self._mask_editor()
@@ -215,17 +222,20 @@ class Page:
                       else ""))
         grid(figure(figures.head_grids, r.scaled, self.q_tokens, self.k_tokens, kind="scores", mask=r.mask,
                     head_names=self._titled("scaled", r.scaled), large=self.large), key="chart_scaled")
-        st.caption("Attention weights A = softmax over each row (one colour scale 0 to 1 for all heads)")
+        st.caption(i18n.t("Attention weights A = softmax over each row (one colour scale 0 to 1 for all "
+                          "heads)"))
         grid(figure(figures.head_grids, r.weights, self.q_tokens, self.k_tokens, kind="weights", mask=r.mask,
                     head_names=self._titled("A", r.weights), large=self.large), key="chart_weights")
         if r.weights[0].size > figures.IMAGE_FROM_CELLS:
             self._zoom(r)
         deviation = row_sum_deviation(r.weights)
         blocked = int(np.sum(~r.mask.any(axis=1))) if r.mask is not None else 0  # rows with no key
-        check = f"Check: every row sums to 1 (largest deviation {deviation:.1e})."
+        check = i18n.t("Check: every row sums to 1 (largest deviation {deviation}).").format(
+            deviation=f"{deviation:.1e}")
         if blocked:
-            check = (f"Check: every row that may attend to a key sums to 1 (largest deviation "
-                     f"{deviation:.1e}); {blocked:d} fully masked row(s) attend to nothing (all 0).")
+            check = i18n.t("Check: every row that may attend to a key sums to 1 (largest deviation "
+                           "{deviation}); {blocked} fully masked row(s) attend to nothing (all 0).").format(
+                deviation=f"{deviation:.1e}", blocked=f"{blocked:d}")
         st.success(check, icon=":material/check_circle:")
 
     def _zoom(self, r) -> None:
@@ -251,7 +261,7 @@ class Page:
         return figures.head_titles(symbol, values)
 
     def _mask_editor(self):
-        st.caption("Mask: tick the (query, key) pairs that may attend")
+        st.caption(i18n.t("Mask: tick the (query, key) pairs that may attend"))
         self.editor(state.MASK, boolean=True)
         if self.setup is None or not isinstance(self.setup.mask, np.ndarray):
             return
@@ -281,7 +291,8 @@ class Page:
     def concatenation(self):
         step_header(7)
         sz = self.sizes
-        st.caption(f"W_O [{sz.n_heads * sz.d_v:d} × {sz.d_model:d}]: row band i mixes head i's output")
+        st.caption(i18n.t("W_O [{rows} × {columns}]: row band i mixes head i's output")
+                   .format(rows=f"{sz.n_heads * sz.d_v:d}", columns=f"{sz.d_model:d}"))
         self.editor("w_o")
         self.problem("w_o")
         if sz.bias:
@@ -296,13 +307,13 @@ class Page:
                           "one coloured band per head", large=self.large), key="chart_concat")
         derived = STEPS[7].derive(self.setup, r, {})
         contributions = derived.per_head  # [h, n_q, d_model]
-        st.caption("Each head's contribution head_i · W_O[rows of head i]; they add up to the output")
+        st.caption(i18n.t("Each head's contribution head_i · W_O[rows of head i]; they add up to the output"))
         grid(figure(figures.head_grids, contributions, self.q_tokens, figures.dims("d", sz.d_model),
-                    kind="signed",
-                    head_names=self._titled("C", contributions), cols_are_tokens=False, large=self.large),
+                    kind="signed", head_names=self._titled("C", contributions), cols_are_tokens=False,
+                    large=self.large),
              key="chart_contributions")
-        st.success(f"Check: the contributions sum to the output (largest difference {derived.gap:.1e}).",
-                   icon=":material/check_circle:")
+        st.success(i18n.t("Check: the contributions sum to the output (largest difference {gap}).")
+                   .format(gap=f"{derived.gap:.1e}"), icon=":material/check_circle:")
 
     def output(self):
         step_header(8)
@@ -319,7 +330,7 @@ class Page:
             return
         cell_opener.cell_opener_ui()  # Enter on a cell of the scores' or weights' tables opens it here
         # A toggle rather than an expander: a collapsed expander still builds its contents every run.
-        if st.toggle("🔍 Drill down: one (query, key) cell of one head, with the live numbers",
+        if st.toggle("🔍 " + i18n.t("Drill down: one (query, key) cell of one head, with the live numbers"),
                      key="drill_open"):
             drill_down(st.session_state.result_key, self.q_tokens, self.k_tokens, self.heads)
 
@@ -341,37 +352,45 @@ def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
     left, right = st.columns([2, 1])
     query = widgets.choice_ui(left, "query token", state.row_labels(q_tokens), "focus_query")
     state.sync_selection_params()
-    metric = right.selectbox("disagreement", METRICS, key="metric", format_func=METRIC_NAMES.get)
+    metric = right.selectbox(i18n.t("disagreement"), METRICS, key="metric",
+                             format_func=i18n.labels(METRIC_NAMES))
     chart(figure(figures.query_bars, r.weights, query, k_tokens, head_names=heads, large=large),
-                 key="chart_bars")
+          key="chart_bars")
     if len(heads) == 1:
-        st.caption("With one head there is nothing to compare.")
+        st.caption(i18n.t("With one head there is nothing to compare."))
         return
     if len(k_tokens) == 1:
-        st.caption("With one key every head puts all of its weight on it: the heads cannot disagree, and "
-                   "every entropy is 0.")
+        st.caption(i18n.t("With one key every head puts all of its weight on it: the heads cannot "
+                          "disagree, and every entropy is 0."))
         return
+    metric_name = i18n.labels(METRIC_NAMES)(metric)
     compared = compare_heads(r.weights, query, metric)
     a, b, value = compared.pair
     if value == 0:
-        st.markdown(f"For this query all {len(heads)} heads agree exactly ({METRIC_NAMES[metric]} "
-                    "distance 0).")
+        st.markdown(i18n.t("For this query all {n} heads agree exactly ({metric} distance 0).")
+                    .format(n=f"{len(heads):d}", metric=lit(metric_name)))
     else:
-        st.markdown(f"Largest disagreement for this query: **{lit(heads[a])}** vs **{lit(heads[b])}** = "
-                    f"**{value:.3f}** ({METRIC_NAMES[metric]}).")
+        st.markdown(i18n.t("Largest disagreement for this query: **{a}** vs **{b}** = **{value}** "
+                           "({metric}).")
+                    .format(a=lit(heads[a]), b=lit(heads[b]), value=i18n.number(value, 3),
+                            metric=lit(metric_name)))
     cols = st.columns(2)
     with cols[0]:
         grid(figure(figures.disagreement_heatmap, compared.distances, metric=metric, head_names=heads,
-                    large=large),
-             key="chart_disagreement")
+                    large=large), key="chart_disagreement")
     with cols[1]:
         chart(figure(figures.entropy_bars, compared.entropy, head_names=heads, flat_at=FLAT_AT, large=large),
               key="chart_entropy")
     flat = [heads[i] for i in compared.flat]
     if flat:
-        st.info(f"{lit(', '.join(flat))} {'is' if len(flat) == 1 else 'are'} flat for this query (nearly "
-                "uniform): such a head has nothing to say, which is not the same as disagreeing. Compare "
-                "heads that both have an opinion.", icon=":material/lightbulb:")
+        flat_words = (i18n.t("{heads} is flat for this query (nearly uniform): such a head has nothing to "
+                             "say, which is not the same as disagreeing. Compare heads that both have an "
+                             "opinion.")
+                      if len(flat) == 1 else
+                      i18n.t("{heads} are flat for this query (nearly uniform): such a head has nothing to "
+                             "say, which is not the same as disagreeing. Compare heads that both have an "
+                             "opinion."))
+        st.info(flat_words.format(heads=lit(", ".join(flat))), icon=":material/lightbulb:")
 
 
 @st.fragment
@@ -389,9 +408,9 @@ def drill_down_body(r, q_tokens, k_tokens, heads) -> None:
     key = widgets.choice_ui(cols[2], "key", state.row_labels(k_tokens), "drill_key")
     for line in drill_lines(r, head, query, key):
         st.latex(line)
-    st.caption("The core computes exactly this fraction. When a score is large enough for e^s to overflow, "
-               "it first subtracts the row's largest score from every score, which leaves the fraction "
-               "unchanged.")
+    st.caption(i18n.t("The core computes exactly this fraction. When a score is large enough for e^s to "
+                      "overflow, it first subtracts the row's largest score from every score, which leaves "
+                      "the fraction unchanged."))
     state.sync_selection_params()
 
 
