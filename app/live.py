@@ -29,7 +29,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from app import session_keys, state, widgets
+from app import i18n, session_keys, state, widgets
 from app.safe import lit
 from classroom.store import (
     TOO_MANY_JOINS,
@@ -556,13 +556,14 @@ def sidebar_ui(slot, current) -> None:
     box = slot.container(border=True)
     if widgets.following():
         shown = lit(widgets.shown_label(current))
-        box.markdown(f"**Room {lit(ss.room)}** · following the teacher: {shown}")
-        box.caption("To change anything yourself, explore on your own; the teacher's state is kept.")
-        box.button("Explore on my own", key="live_explore", on_click=explore)
+        box.markdown(i18n.t("**Room {room}** · following the teacher: {shown}").format(room=lit(ss.room),
+                                                                                      shown=shown))
+        box.caption(i18n.t("To change anything yourself, explore on your own; the teacher's state is kept."))
+        box.button(i18n.t("Explore on my own"), key="live_explore", on_click=explore)
         poll()
     else:
-        box.markdown(f"**Room {lit(ss.room)}** · exploring on your own")
-        box.button("Follow again", key="live_follow", on_click=follow_again)
+        box.markdown(i18n.t("**Room {room}** · exploring on your own").format(room=lit(ss.room)))
+        box.button(i18n.t("Follow again"), key="live_follow", on_click=follow_again)
 
 
 @st.fragment(run_every=TEACHER_BEAT_SECONDS)
@@ -619,7 +620,7 @@ def poll() -> None:
     except NotInRoom:  # removed, or a store that forgot the room's members: the door says which
         changed = rejoin()
     except StoreUnavailable:
-        st.warning("The class connection is lost; this page follows again by itself when it is back.",
+        st.warning(i18n.t("The class connection is lost; this page follows again by itself when it is back."),
                    icon=":material/wifi_off:")
         return
     if changed:

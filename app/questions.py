@@ -29,6 +29,7 @@ from app.live import in_room, is_teacher
 from app.safe import lit, md
 from app.widgets import chart
 from classroom.store import QuestionClosed, StoreError, StoreUnavailable, is_right
+from course.i18n import N_
 from course.quiz import (
     NUMBER_KINDS,
     DrawnForecast,
@@ -51,8 +52,8 @@ SOLUTION_CHARS = 2_000  # classroom.store's limit on a question's solution
 LABEL_CHARS = 40  # a label kept in a forecast's solution
 PHONE_WIDTH = 360  # px: a student's own forecast grid is planned for a phone's column (wider ones stretch it)
 STATUS_WORDS = {"open": "open", "closed": "closed", "revealed": "revealed"}
-LOST = ("The class connection is lost: your answer was **not sent yet**. Press Send again, or leave "
-        "this page open: it is sent by itself when the connection is back.")
+LOST = N_("The class connection is lost: your answer was **not sent yet**. Press Send again, or leave "
+           "this page open: it is sent by itself when the connection is back.")
 
 
 # --- The teacher asks ------------------------------------------------------------------------------
@@ -300,22 +301,22 @@ def student_question_ui(current=None) -> None:
     ss = st.session_state
     if ss.get("pending_answer", (question.id,))[0] != question.id:  # the teacher moved on meanwhile
         ss.pop("pending_answer")
-        st.warning("Your answer to the previous question never reached the room: it was not counted.",
+        st.warning(i18n.t("Your answer to the previous question never reached the room: it was not counted."),
                    icon=":material/wifi_off:")
     send_pending(question.id)
     with st.container(border=True):
-        st.markdown(md("**Your teacher asks:** {}", question.prompt))
+        st.markdown(md(i18n.t("**Your teacher asks:** {}"), question.prompt))
         if status == "revealed" and not stale:
             revealed_view(question, current)
             return
         if ss.get("answered") == question.id or my_value(question.id) is not None:
-            st.info("Your answer is in. The answer appears here when your teacher reveals it.",
+            st.info(i18n.t("Your answer is in. The answer appears here when your teacher reveals it."),
                     icon=":material/how_to_reg:")
             if question.kind == FORECAST:
                 sent_forecast_view(question, current)
             return
         if status == "closed":
-            st.info("Answers are closed: the answer appears here when your teacher reveals it.",
+            st.info(i18n.t("Answers are closed: the answer appears here when your teacher reveals it."),
                     icon=":material/lock:")
             return
         if question.kind == FORECAST:
@@ -323,7 +324,7 @@ def student_question_ui(current=None) -> None:
         else:
             answer_form(question)
         if ss.get("pending_answer", (None,))[0] == question.id:
-            st.warning(LOST, icon=":material/wifi_off:")
+            st.warning(i18n.t(LOST), icon=":material/wifi_off:")
             resend()
 
 
@@ -344,12 +345,13 @@ def my_value(question_id: str) -> str | None:
 def answer_form(question) -> None:
     with st.form(f"live_answer_{question.id}"):
         if question.choices:
-            value = st.radio("Your answer", question.choices, index=None, key="live_value", format_func=lit)
+            value = st.radio(i18n.t("Your answer"), question.choices, index=None, key="live_value",
+                             format_func=lit)
         else:
-            value = st.text_input("Your answer", key="live_value", max_chars=60)
-        nickname = st.text_input("Nickname (optional; only your teacher sees it)", key="live_nickname",
-                                 max_chars=40)
-        sent = st.form_submit_button("Send", type="primary")
+            value = st.text_input(i18n.t("Your answer"), key="live_value", max_chars=60)
+        nickname = st.text_input(i18n.t("Nickname (optional; only your teacher sees it)"),
+                                 key="live_nickname", max_chars=40)
+        sent = st.form_submit_button(i18n.t("Send"), type="primary")
     if sent:
         send_answer(question, value, nickname)
 
@@ -357,7 +359,7 @@ def answer_form(question) -> None:
 def send_answer(question, value, nickname: str) -> None:
     """Check what was typed, then send it; kept to send again if the store cannot be reached."""
     if value is None or not str(value).strip():
-        st.warning("Choose or type an answer first.")
+        st.warning(i18n.t("Choose or type an answer first."))
         return
     try:
         value = room_answer(question.kind, value, question.choices) if question.kind != FORECAST else value
@@ -382,7 +384,7 @@ def send_pending(question_id: str) -> bool:
         return False  # kept: the form says so and sends it again
     except QuestionClosed:  # said here, next to the form: the room's box is drawn before this
         ss.pop("pending_answer", None)
-        st.warning("Answers closed before your answer reached the room: it was not counted.",
+        st.warning(i18n.t("Answers closed before your answer reached the room: it was not counted."),
                    icon=":material/lock:")
         return False
     except StoreError as error:
@@ -394,7 +396,8 @@ def send_pending(question_id: str) -> bool:
     ss.setdefault("sent_answers", {})[question_id] = value
     if not counted:  # this student answered before (say, before the server restarted)
         ss.sent_answers.pop(question_id)  # the store's is the one counted: read it when needed
-        ss.live_message = "You had already answered this question: your first answer is the one counted."
+        ss.live_message = i18n.t("You had already answered this question: your first answer is the one "
+                                 "counted.")
     return True
 
 

@@ -172,6 +172,22 @@ def test_a_student_reads_the_english_speaking_teacher_s_lesson_in_german(embedde
     teacher_heading = next(text for text in texts(teacher.markdown) if text.startswith("### "))
     assert teacher_heading == f"### 3 / {len(SCREENS)} · {SCREENS[2].title}"  # the teacher's stays English
     assert teacher.session_state["language"] == "en" and student.session_state["language"] == "de"
+    assert any(text.startswith(f"**Raum {code}** · du folgst der Lehrkraft: ")
+               for text in texts(student.sidebar.markdown))
+    teacher.button(key="present_ask").click().run()  # the teacher asks the room screen 3's forecast
+    question_id, _ = teacher.session_state["asked"]
+    time.sleep(VERSION_MAX_AGE)
+    student.run()
+    assert any(text.startswith("**Deine Lehrkraft fragt:** ") for text in texts(student.markdown))
+    answer = student.radio(key="live_value") if student.radio else student.text_input(key="live_value")
+    assert answer.label == "Deine Antwort"
+    if student.radio:
+        answer.set_value(answer.options[0])
+    else:
+        answer.input("3")
+    student.button(key=f"FormSubmitter:live_answer_{question_id}-Senden").click().run()
+    assert not student.exception
+    assert any(text.startswith("Deine Antwort ist angekommen.") for text in texts(student.info))
 
 
 def test_numbers_in_text_follow_the_language_and_labels_do_not():
