@@ -31,12 +31,10 @@ from course.quiz import (
 from course.scenarios import all_scenarios
 from mha_core.setup import Setup
 from tests.apptest_util import chart_specs, decode, goto, heatmap_values, open_address, texts
-from tests.classroom.test_live import (  # noqa: F401 (fixtures)
-    embedded_store,
-    rerun_after_a_poll,
-    teacher_with_room,
-)
+from tests.classroom.test_live import rerun_after_a_poll, teacher_with_room
 from tests.strategies import random_setups
+
+pytestmark = pytest.mark.usefixtures("embedded_store")  # every test its own store (tests/conftest.py)
 
 SCENARIOS = all_scenarios()
 ATTACK = ("![i](http://127.0.0.1:9/p.png)", "**BOLD**", "$x$", "<b>", ":red[x]")
