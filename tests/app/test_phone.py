@@ -123,6 +123,23 @@ def test_every_page_fits_a_phone_with_targets_for_a_thumb(live):
     context.close()
 
 
+@pytest.mark.parametrize("path", ["/?lang=de", "/present?lang=de", "/?lang=fr&room=NONE"])
+def test_a_page_in_german_or_french_still_fits_a_phone(live, path):
+    """Issue 17: German, the longest language, and French (with a room link's door) keep the phone's
+    layout: no sideways scrolling, no squeezed control, thumb-sized targets."""
+    url, browser = live
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    page.goto(url + path)
+    settle(page)
+    no_error_on(page)
+    page.wait_for_function("(code) => document.documentElement.lang === code",  # set once the page runs
+                           arg="fr" if "lang=fr" in path else "de", timeout=LOADED)
+    assert_fits_a_phone(page, path)
+    page.screenshot(path=str(ARTIFACTS / f"phone-{path.strip('/?').replace('=', '-').replace('&', '-')}.png"))
+    context.close()
+
+
 PANELS = """(key) => {
   const el = document.querySelector(`.st-key-${key} .js-plotly-plot`);
   if (!el) return null;
