@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures, numbers, result_cache, state
+from app import figures, i18n, numbers, result_cache, state
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current
@@ -56,10 +56,11 @@ def render(current: Current) -> None:
         buttons(current)
         return
     with st.container(border=True):
-        st.markdown(f"**A** (pinned): {lit(label(pinned))} · **B**: the page as it is now")
-        st.button("Unpin A", key="compare_unpin", on_click=unpin)
+        pinned_label = lit(label(pinned))
+        st.markdown(i18n.t("**A** (pinned): {a} · **B**: the page as it is now").format(a=pinned_label))
+        st.button(i18n.t("Unpin A"), key="compare_unpin", on_click=unpin)
         if current.result is None:
-            st.info("B is waiting for valid input.")
+            st.info(i18n.t("B is waiting for valid input."))
             return
         difference(pinned, state.shared_run(pinned)[1], current)
 
@@ -68,7 +69,7 @@ def buttons(current: Current) -> None:
     left, right = st.columns(2)
     pinned_bytes = result_cache.numpy_bytes(current.setup.arrays())  # a copy of every input
     fits = 2 * pinned_bytes <= result_cache.SESSION_BUDGET_BYTES  # the inputs and their pinned copy
-    left.button("Pin as A, then change anything to compare", key="compare_pin", on_click=request_pin,
+    left.button(i18n.t("Pin as A, then change anything to compare"), key="compare_pin", on_click=request_pin,
                 icon=":material/push_pin:", use_container_width=True, disabled=not fits)
     if not fits:
         budget = result_cache.SESSION_BUDGET_BYTES // 2**20

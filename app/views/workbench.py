@@ -102,13 +102,17 @@ def story(current: Current) -> None:
 
 def sizes_line(sizes) -> str:
     """Shapes and the parameter count of this block, per projection and in all."""
-    h, d_model, d_k, d_v = sizes.n_heads, sizes.d_model, sizes.d_k, sizes.d_v
-    cost = cost_of(sizes)
-    return (f"**Sizes:** {sizes.n_q} quer{'y' if sizes.n_q == 1 else 'ies'} × {sizes.n_k} "
-            f"key{'' if sizes.n_k == 1 else 's'}, d_model = {d_model}, h = {h}, d_k = {d_k}, d_v = {d_v}.  \n"
-            f"**Parameters:** W_Q and W_K {cost.per_query_key:,} each (h × d_model × d_k = {h} × {d_model} × "
-            f"{d_k}), W_V {cost.per_value:,}, W_O {cost.per_output:,}: **{cost.total:,}** in all; "
-            f"with biases {cost.with_bias:,}.")
+    cost, number = cost_of(sizes), i18n.number
+    shapes = dict(d_model=f"{sizes.d_model:d}", h=f"{sizes.n_heads:d}", d_k=f"{sizes.d_k:d}",
+                  d_v=f"{sizes.d_v:d}")
+    sizes_words = i18n.t("**Sizes:** {n_q} × {n_k} (queries × keys), d_model = {d_model}, h = {h}, "
+                         "d_k = {d_k}, d_v = {d_v}.").format(n_q=f"{sizes.n_q:d}", n_k=f"{sizes.n_k:d}",
+                                                             **shapes)
+    parameters = i18n.t("**Parameters:** W_Q and W_K {wq} each (h × d_model × d_k = {h} × {d_model} × "
+                        "{d_k}), W_V {wv}, W_O {wo}: **{total}** in all; with biases {with_bias}.").format(
+        wq=number(cost.per_query_key), wv=number(cost.per_value), wo=number(cost.per_output),
+        total=number(cost.total), with_bias=number(cost.with_bias), **shapes)
+    return f"{sizes_words}  \n{parameters}"
 
 
 class Page:
