@@ -167,6 +167,20 @@ SCRIPT = """
       }
     }
   };
+  // The presenter (app/views/present.py): the arrow keys and a clicker's Page Up/Down press Back and
+  // Next. Listening here, once per tab, no key is lost while a screen's elements are being replaced.
+  // Keys typed into a field, or walking a table of numbers, are left alone.
+  doc.addEventListener("keydown", (event) => {
+    const target = event.target;
+    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) { return; }
+    const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(target && target.tagName);
+    if (typing || (target && target.isContentEditable)) { return; }
+    if (target && target.closest && target.closest("table.chart-numbers")) { return; }
+    const which = {ArrowRight: "present_next", PageDown: "present_next",
+                   ArrowLeft: "present_back", PageUp: "present_back"}[event.key];
+    const button = which && doc.querySelector(`.st-key-${which} button`);
+    if (button && !button.disabled) { event.preventDefault(); button.click(); }
+  });
   let queued = false;
   // New elements, or a text React changed in place inside a table of numbers (a new value); not the
   // text Plotly rewrites on every hover.

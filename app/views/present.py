@@ -27,7 +27,7 @@ from mha_core.derive import compare_heads, cost_of
 # Everything on a screen fits a projector's 1280 x 720 without scrolling (tests/app/test_present_fit.py):
 # text of 20 px with tight lines, formulas of 24 px, little padding and small gaps between elements.
 PRESENTER_CSS = """<style>
-/* Two invisible elements (this style, the keys' script) first, then the header row below the app's bar */
+/* Two invisible elements (this style, the scroll frame) first, then the header row below the app's bar */
 [data-testid="stMain"] .block-container { padding-top: 2.85rem; padding-bottom: 0.5rem; }
 [data-testid="stMain"] [data-testid="stVerticalBlock"] { gap: 0.55rem; }
 [data-testid="stMain"] h3 { padding: 0; font-size: 1.8rem; line-height: 1.2; }
@@ -63,28 +63,6 @@ TO_THE_TOP = "present_to_the_top"
 REVEALED = state.REVEALED  # (screen, question prompt) the room has seen the answer to
 # The screen of the softmax weights: the room can draw a head's row there first.
 SOFTMAX_SCREEN = next(i for i, screen in enumerate(SCREENS) if screen.key == "softmax")
-
-
-# Arrow keys and a presentation clicker's Page Up/Down press Back and Next. Unlike
-# streamlit-shortcuts' listener (which calls preventDefault on every matching key before it looks
-# for the button), this one leaves keys typed into a field alone and does nothing on other pages.
-KEYS_SCRIPT = """<script>
-const doc = window.parent.document;
-const pressed = (event) => {
-  const target = event.target;
-  if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
-  const typing = ['INPUT', 'TEXTAREA', 'SELECT'].includes(target && target.tagName);
-  if (typing || (target && target.isContentEditable)) return;
-  const which = {ArrowRight: 'present_next', PageDown: 'present_next',
-                 ArrowLeft: 'present_back', PageUp: 'present_back'}[event.key];
-  const button = which && doc.querySelector(`.st-key-${which} button`);
-  if (button && !button.disabled) { event.preventDefault(); button.click(); }
-};
-// One listener, owned by the newest frame: a removed frame's listener would stop working.
-if (window.parent.__presenterKeys) doc.removeEventListener('keydown', window.parent.__presenterKeys);
-window.parent.__presenterKeys = pressed;
-doc.addEventListener('keydown', pressed);
-</script>"""
 
 
 def screen_number() -> int:
@@ -132,7 +110,7 @@ def render(current: Current, inputs: Inputs) -> None:
     header(screen)
     new_screen = st.session_state.pop(TO_THE_TOP, False)
     scroll = f"{widgets.SCROLL_TO_TOP}<!-- screen {screen} -->" if new_screen else ""  # one iframe per screen
-    st.iframe(KEYS_SCRIPT + scroll, height=1)
+    st.iframe(scroll or "<!-- the arrow keys: app/style.py -->", height=1)  # the screen's place kept
     scenario = state.presets().get(current.base.origin) if current.base is not None else None
     lesson = scenario.lesson if scenario is not None and not current.edited else None
     if current.result is None or inputs.sizes is None:

@@ -153,7 +153,7 @@ def test_a_long_sequence_has_no_violation(live):
     box = page.locator("input[aria-label*='Tokens (queries)' i]")
     box.fill(" ".join(f"w{i}" for i in range(80)))
     box.press("Enter")
-    page.wait_for_function("() => document.body.innerText.includes('80 queries')", timeout=LOADED)
+    page.wait_for_function("() => document.body.innerText.includes('80 × 80 (queries × keys)')", timeout=LOADED)
     settle(page, ".st-key-chart_weights .js-plotly-plot")
     assert_accessible(page, "a long sequence")
     page.context.close()
