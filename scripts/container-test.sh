@@ -200,6 +200,13 @@ t = load_minilm().trace('the cat sat on the mat'); print('MODEL', len(t.tokens),
 grep -q '^MODEL 8 6$' <<<"$model" || { echo "$model" >&2; fail "the model's trace is not 8 word pieces x 6 layers"; }
 if grep '^NETAUDIT outbound' <<<"$model" >&2; then fail "loading the model tried to reach the network"; fi
 log "offline: the pretrained model loads and traces a sentence (8 word pieces, 6 layers)"
+# The course's languages (issue 17): the image compiled every committed catalogue at build time.
+languages=$(podman exec "$OFFLINE" /opt/venv/bin/python -c "from course.i18n import LANGUAGES, catalogue_compiled, translator
+print('LANGUAGES', all(catalogue_compiled(c) for c in LANGUAGES if c != 'en'), translator('de')('Attention'))" 2>&1) \
+  || { echo "$languages" >&2; fail "the course's languages do not load in the container"; }
+grep -q '^LANGUAGES True Aufmerksamkeit$' <<<"$languages" \
+  || { echo "$languages" >&2; fail "a language's catalogue is not compiled in the image"; }
+log "offline: every language's catalogue is compiled in the image (German: Attention = Aufmerksamkeit)"
 quiet_podman rm --force --time 0 "$OFFLINE" >/dev/null
 
 # ---- 5. a live class: two app containers sharing one Redis container ----
