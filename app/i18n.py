@@ -82,8 +82,12 @@ def language_ui(where) -> None:
     """The picker: every language named in itself; the label also says "Language" for a lost reader."""
     word = t("Language")
     label = word if word == "Language" else f"{word} · Language"
-    where.selectbox(label, list(LANGUAGES), key=LANGUAGE, format_func=LANGUAGES.get,
-                    on_change=lambda: st.session_state.update({CHOSEN: True}))
+    where.selectbox(label, list(LANGUAGES), key=LANGUAGE, format_func=LANGUAGES.get, on_change=_chosen)
+
+
+def _chosen() -> None:
+    """The reader picked a language: from now on the address carries it."""
+    st.session_state[CHOSEN] = True
 
 
 def localized_figure(fig):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from course.i18n import N_, translator
@@ -118,12 +120,14 @@ STEPS: dict[int, Step] = {
 SCREENS: tuple[Screen, ...] = tuple(screen for step in STEPS.values() for screen in step.screens)
 
 
-def in_language(language: str) -> tuple[dict[int, Step], tuple[Screen, ...]]:
-    """STEPS and SCREENS with their titles, what and why in ``language`` (formulas are LaTeX)."""
-    return _in_language(language, STEPS, SCREENS)  # the registry as it is now (a test may add a step)
+def in_language(language: str) -> tuple[Mapping[int, Step], tuple[Screen, ...]]:
+    """STEPS and SCREENS with their titles, what and why in ``language`` (formulas are LaTeX); built
+    once per language and registry (a test may add a step), not on every call of every run."""
+    return _in_language(language, tuple(STEPS.items()), SCREENS)
 
 
-def _in_language(language: str, steps: dict[int, Step], screens: tuple[Screen, ...]):
+@lru_cache(maxsize=32)
+def _in_language(language: str, steps: tuple[tuple[int, Step], ...], screens: tuple[Screen, ...]):
     _ = translator(language)
 
     def screen_in(screen: Screen) -> Screen:
@@ -131,5 +135,5 @@ def _in_language(language: str, steps: dict[int, Step], screens: tuple[Screen, .
 
     translated = {number: replace(step, title=_(step.title), what=_(step.what), why=_(step.why),
                                   screens=tuple(map(screen_in, step.screens)))
-                  for number, step in steps.items()}
-    return translated, tuple(map(screen_in, screens))
+                  for number, step in steps}
+    return MappingProxyType(translated), tuple(map(screen_in, screens))  # shared: read-only
