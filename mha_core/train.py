@@ -151,8 +151,8 @@ class Model:
             cache = {}
             attn_in, cache["norm_attn"] = self._norm(x, f"{layer}.norm_attn")  # [B, T, D]
             cache["attn_in"] = attn_in
-            cache["results"] = [self._attention(seq, layer) for seq in attn_in]  # B x MHAResult
-            x = x + np.stack([r.output for r in cache["results"]])  # residual [B, T, D]
+            cache["attn"] = self._attention(attn_in, layer)
+            x = x + cache["attn"]["output"]  # residual [B, T, D]
             if c.mlp:
                 mlp_in, cache["norm_mlp"] = self._norm(x, f"{layer}.norm_mlp")
                 pre = mlp_in @ p[f"{layer}.w_in"] + p[f"{layer}.b_in"]  # [B, T, 4D]
@@ -169,11 +169,20 @@ class Model:
             return x, None
         return _norm_forward(x, self.params[f"{name}.gain"], self.params[f"{name}.bias"])
 
-    def _attention(self, x: np.ndarray, layer: int) -> MHAResult:  # x [T, D]
-        p = self.params
-        return multi_head_attention(x, p[f"{layer}.w_q"], p[f"{layer}.w_k"], p[f"{layer}.w_v"],
-                                    p[f"{layer}.w_o"], mask="causal", scale=self.config.scaling,
-                                    max_bytes=None)
+    def _attention(self, x: np.ndarray, layer: int) -> dict[str, np.ndarray]:
+        """multi_head_attention's steps for a whole batch x [B, T, D] at once, causal (``trace`` runs
+        the core itself on one sequence, and the tests hold the two equal)."""
+        p, c = self.params, self.config
+        q, k, v = (x[:, None] @ p[f"{layer}.{name}"][None] for name in ("w_q", "w_k", "w_v"))  # [B, h, T, dk]
+        scaled = (q @ k.transpose(0, 1, 3, 2)) * c.scale  # [B, h, T, T]
+        length = x.shape[1]
+        scaled[..., np.triu(np.ones((length, length), dtype=bool), 1)] = -np.inf  # no later token
+        weights = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
+        weights /= weights.sum(axis=-1, keepdims=True)
+        heads = weights @ v  # [B, h, T, dk]
+        concat = heads.transpose(0, 2, 1, 3).reshape(x.shape[0], length, -1)  # [B, T, h·dk]
+        return {"q": q, "k": k, "v": v, "weights": weights, "concat": concat,
+                "output": concat @ p[f"{layer}.w_o"]}
 
     # --- loss and backward -------------------------------------------------------------------------
 
@@ -201,17 +210,17 @@ class Model:
         dlogits[:, :-1] = dpred * (scored[..., None] / count)
         grads = {name: np.zeros_like(value) for name, value in p.items()}
         # logits = final @ unembed
-        grads["unembed"] = np.einsum("btd,btv->dv", final, dlogits)
+        grads["unembed"] = _flat(final).T @ _flat(dlogits)
         dx = dlogits @ p["unembed"].T  # [B, T, D]
         dx = self._norm_back(dx, "final", final_cache, grads)
         for layer in reversed(range(c.layers)):
             cache = layers[layer]
             if c.mlp:
                 # x = x + relu(mlp_in @ w_in + b_in) @ w_out + b_out
-                grads[f"{layer}.w_out"] = np.einsum("btf,btd->fd", cache["hidden"], dx)
+                grads[f"{layer}.w_out"] = _flat(cache["hidden"]).T @ _flat(dx)
                 grads[f"{layer}.b_out"] = dx.sum(axis=(0, 1))
                 dpre = (dx @ p[f"{layer}.w_out"].T) * (cache["pre"] > 0)  # [B, T, 4D]
-                grads[f"{layer}.w_in"] = np.einsum("btd,btf->df", cache["mlp_in"], dpre)
+                grads[f"{layer}.w_in"] = _flat(cache["mlp_in"]).T @ _flat(dpre)
                 grads[f"{layer}.b_in"] = dpre.sum(axis=(0, 1))
                 dx = dx + self._norm_back(dpre @ p[f"{layer}.w_in"].T, f"{layer}.norm_mlp",
                                           cache["norm_mlp"], grads)
@@ -234,13 +243,10 @@ class Model:
         """The backward of Concat(head_1 … head_h) W_O, head_i = softmax(scale · Q_i K_i^T + mask) V_i,
         Q_i = x W_Q,i (K, V alike), for the batch: dout [B, T, D] -> d attn_in [B, T, D]."""
         p, c = self.params, self.config
-        results = cache["results"]
         x = cache["attn_in"]  # [B, T, D]
-        q, k, v = (np.stack([getattr(r, name) for r in results]) for name in ("q", "k", "v"))  # [B, h, T, dk]
-        weights = np.stack([r.weights for r in results])  # [B, h, T, T]
-        concat = np.stack([r.concat for r in results])  # [B, T, h·dk]
+        q, k, v, weights = (cache["attn"][name] for name in ("q", "k", "v", "weights"))  # [B, h, T, dk|T]
         # output = concat @ w_o
-        grads[f"{layer}.w_o"] = np.einsum("btc,btd->cd", concat, dout)
+        grads[f"{layer}.w_o"] = _flat(cache["attn"]["concat"]).T @ _flat(dout)
         dconcat = dout @ p[f"{layer}.w_o"].T  # [B, T, h·dk]
         dheads = dconcat.reshape(*dconcat.shape[:2], c.heads, c.d_k).transpose(0, 2, 1, 3)  # [B, h, T, dk]
         # head = weights @ v
@@ -255,8 +261,9 @@ class Model:
         dx = np.zeros_like(x)
         for name, d in (("w_q", dq), ("w_k", dk), ("w_v", dv)):
             # q = x @ w_q (per head)
-            grads[f"{layer}.{name}"] = np.einsum("btd,bhte->hde", x, d)
-            dx += np.einsum("bhte,hde->btd", d, p[f"{layer}.{name}"])
+            by_head = d.transpose(1, 0, 2, 3).reshape(c.heads, -1, c.d_k)  # [h, B·T, dk]
+            grads[f"{layer}.{name}"] = _flat(x).T @ by_head  # [h, D, dk]
+            dx += (d @ p[f"{layer}.{name}"].transpose(0, 2, 1)).sum(axis=1)  # [B, T, D]
         return dx
 
     # --- reading a trained model -------------------------------------------------------------------
@@ -264,7 +271,11 @@ class Model:
     def trace(self, tokens) -> list[MHAResult]:
         """One sequence tokens [T]: each layer's attention result, causal, in layer order."""
         _, (layers, _, _) = self._forward(np.asarray(tokens)[None, :])
-        return [cache["results"][0] for cache in layers]
+        weights = [[self.params[f"{layer}.{name}"] for name in ("w_q", "w_k", "w_v", "w_o")]
+                   for layer in range(self.config.layers)]
+        return [multi_head_attention(cache["attn_in"][0], *weights[layer], mask="causal",
+                                     scale=self.config.scaling, max_bytes=None)
+                for layer, cache in enumerate(layers)]
 
     def logits(self, tokens) -> np.ndarray:  # tokens [T] -> [T, V]
         return self._forward(np.asarray(tokens)[None, :])[0][0]
@@ -291,6 +302,10 @@ class Model:
 
     def copy(self) -> Model:
         return Model(self.config, {name: value.copy() for name, value in self.params.items()})
+
+
+def _flat(a: np.ndarray) -> np.ndarray:  # [B, T, n] -> [B·T, n]
+    return a.reshape(-1, a.shape[-1])
 
 
 def _norm_names(config: Config) -> list[str]:
