@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from mha_core.train import Config, Model, batches
+from tests.torch_reference import torch_decoder_loss
 
 if os.environ.get("REQUIRE_TORCH") == "1":
     import torch
@@ -28,42 +29,12 @@ CONFIGS = [
 ]
 
 
-def torch_loss(config: Config, params: dict, tokens: np.ndarray, scored: np.ndarray):
-    p = {name: torch.tensor(value, requires_grad=True) for name, value in params.items()}
-    ids = torch.tensor(tokens)
-    batch, length = ids.shape
-    x = p["embed"][ids] + p["position"][:length]
-
-    def norm(x, name):
-        if not config.layer_norm:
-            return x
-        return torch.nn.functional.layer_norm(x, (config.d_model,), p[f"{name}.gain"], p[f"{name}.bias"],
-                                              eps=1e-5)
-
-    for layer in range(config.layers):
-        inp = norm(x, f"{layer}.norm_attn")
-        q, k, v = (torch.einsum("btd,hde->bhte", inp, p[f"{layer}.{name}"]) for name in ("w_q", "w_k", "w_v"))
-        heads = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=config.scale)
-        x = x + heads.transpose(1, 2).reshape(batch, length, -1) @ p[f"{layer}.w_o"]
-        if config.mlp:
-            inp = norm(x, f"{layer}.norm_mlp")
-            x = x + torch.relu(inp @ p[f"{layer}.w_in"] + p[f"{layer}.b_in"]) @ p[f"{layer}.w_out"] \
-                + p[f"{layer}.b_out"]
-    logits = norm(x, "final") @ p["unembed"]
-    each = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, config.vocab), ids[:, 1:].reshape(-1),
-                                             reduction="none")
-    mask = torch.tensor(scored.reshape(-1), dtype=torch.float64)
-    loss = (each * mask).sum() / mask.sum()
-    loss.backward()
-    return float(loss.detach()), {name: tensor.grad.numpy() for name, tensor in p.items()}
-
-
 @pytest.mark.parametrize("config", CONFIGS, ids=["default", "mlp-norm-3-layers", "unscaled-sort"])
 def test_loss_and_every_gradient_match_torch_autograd(config):
     model = Model.init(config)
     batch = batches(config, np.random.default_rng(7))
     loss, grads = model.loss_and_grads(batch.tokens, batch.scored)
-    expected_loss, expected = torch_loss(config, model.params, batch.tokens, batch.scored)
+    expected_loss, expected = torch_decoder_loss(config, model.params, batch.tokens, batch.scored)
     assert loss == pytest.approx(expected_loss, rel=1e-12)
     for name, grad in grads.items():
         np.testing.assert_allclose(grad, expected[name], rtol=1e-9, atol=1e-12, err_msg=name)
@@ -77,7 +48,7 @@ def test_a_trained_model_still_matches_torch():
     model = train(config).checkpoints[-1][1]
     batch = batches(replace(config, batch=4), np.random.default_rng(8))
     loss, grads = model.loss_and_grads(batch.tokens, batch.scored)
-    expected_loss, expected = torch_loss(config, model.params, batch.tokens, batch.scored)
+    expected_loss, expected = torch_decoder_loss(config, model.params, batch.tokens, batch.scored)
     assert loss == pytest.approx(expected_loss, rel=1e-12)
     for name, grad in grads.items():
         np.testing.assert_allclose(grad, expected[name], rtol=1e-9, atol=1e-12, err_msg=name)
