@@ -26,8 +26,15 @@ def _any_width() -> int | None:
     return None
 
 
+def _english() -> str:
+    return "en"
+
+
 # The width a phone's column plans figures for, or None; app.phone_css sets it (it reads the session).
 column_width: Callable[[], int | None] = _any_width
+# The reader's language; app.i18n sets it (it reads the session). A builder that takes ``language`` and
+# is not given one is given this, before the key is made: one reader's words never reach another's page.
+reader_language: Callable[[], str] = _english
 _lock = threading.Lock()
 _entries: OrderedDict[bytes, tuple[object, int]] = OrderedDict()
 _total = 0
@@ -59,6 +66,8 @@ def figure(builder: Callable[..., figure_spec.FigureSpec], *args, **kwargs):
     narrow = column_width()
     if narrow is not None and "width" in _parameters(builder):  # a phone: one head a row, larger cells
         kwargs = {**kwargs, "width": min(kwargs.get("width", narrow), narrow)}
+    if "language" not in kwargs and "language" in _parameters(builder):
+        kwargs = {**kwargs, "language": reader_language()}
     digest = hashlib.blake2b(f"{builder.__module__}.{builder.__qualname__}".encode(), digest_size=20)
     cost = _feed(digest, args) + _feed(digest, kwargs)
     key = digest.digest()

@@ -41,6 +41,7 @@ from app.figure_spec import FigureSpec, figure_spec
 from app.numbers import MINUS, format_number, hover_number, scientific
 from app.pictures import block_means, colour_mapped, png_bytes
 from app.safe import chart_text
+from course.i18n import ENGLISH, N_, translator
 
 # One colour a head, every one 3:1 or more on white (a mark a reader needs, WCAG 1.4.11) and every two
 # 11.7 or more apart (CAM02-UCS) as typical, protanopic, deuteranopic and tritanopic eyes see them:
@@ -51,6 +52,33 @@ HEAD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000", "#962D69"
 # changes hue as well as lightness, so 0.25 and 0.33 (CIELAB distance 17.7, cividis 10.4) differ.
 WEIGHT_SCALE = get_colorscale("viridis")
 SIGNED_SCALE = get_colorscale("RdBu_r")  # blue < 0 < red
+
+# --- Words -------------------------------------------------------------------------------------
+# Every word a builder writes on a chart, marked for the catalogues. A builder takes ``language`` (part
+# of app/figure_cache.py's key, which gives it the reader's) and writes its words in it; the hover
+# templates are the same messages with plotly's %{...} in the places of the values.
+HEAD = N_("head {number}")
+QUERY_AXIS, KEY_AXIS = N_("query"), N_("key")
+WEIGHT_AXIS = N_("weight")
+ATTENTION_HOVER = N_("query {query}, key {key}: {value}")
+COLUMN_HOVER = N_("{row}, column {column}: {value}")
+HEAD_KEY_HOVER = N_("{head}, key {key}: {value}")
+PICTURE_HOVER = N_("row {row}, column {column}")
+BLOCK_HOVER = N_("row around {row}, column {column}")
+WEIGHT = N_("weight {number}")
+SCORE = N_("score {number}")
+VALUE = N_("value {number}")
+DISTANCE = N_("distance {number}")
+MASKED = N_("masked")
+FLAT = N_("flat")
+ENTROPY_HOVER = N_("{head}: entropy {number} of the maximum")
+ENTROPY_AXIS = N_("entropy / max")
+PLOTLY_Z = "%{z:.3g}"  # plotly writes the cell's value here (with the layout's separators)
+
+
+def head_names_in(language: str, h: int) -> list[str]:
+    """'head 1', 'head 2', ... in ``language``: the heads' names when the caller gives none."""
+    return [translator(language)(HEAD).format(number=i + 1) for i in range(h)]
 
 
 # --- Numbers ---------------------------------------------------------------------------------
@@ -266,7 +294,7 @@ class _Panel:
     row_labels: bool = True  # False: a panel to the left shows the same rows
     texts: list[list[str]] | None = None  # cell numbers (small grids only)
     hovers: list[list[str]] | None = None  # per-cell hover text (small grids only)
-    big_hover: str = "%{y}, column %{x}: %{z:.3g}"  # hover template when there are no strings
+    big_hover: str = "%{y}, column %{x}: %{z:.3g}"  # hover template when there are no strings (English)
     col_ticks: tuple[list[float], list[str]] | None = None  # own x ticks (1-based positions, text)
 
     @property
@@ -479,36 +507,52 @@ def _numbers(panels: list[_Panel], plan: _Plan, s: Style) -> list[list[list[str]
     return None
 
 
-def numbers_note(fig: go.Figure) -> str | None:
+NOTE_PICTURE = N_("No numbers on these cells: each grid is drawn as a picture (too many cells to print).")
+NOTE_NO_ROOM = N_("No numbers on these cells: at this size they do not all fit. Hover a cell for its value, "
+                  "or open 'Numbers as a table'.")
+NOTE_LARGE = N_("No numbers on these cells: a grid with more than {count} rows or columns is drawn "
+                "without them. Hover a cell for its value, or open 'Numbers as a table'.")
+
+
+def figure_language(fig) -> str:
+    """The language a figure's words are written in (a builder given one records it in the layout's
+    ``meta``; English figures carry none, as before)."""
+    meta = fig["layout"].get("meta") if hasattr(fig, "__getitem__") else None
+    return meta.get("language", ENGLISH) if isinstance(meta, dict) else ENGLISH
+
+
+def numbers_note(fig: go.Figure, language: str | None = None) -> str | None:
     """Why a grid's cells carry no numbers (None when they do, or when it is no grid), for a caption
-    next to the chart: a figure prints all its numbers or none, so a reader must be told."""
+    next to the chart: a figure prints all its numbers or none, so a reader must be told. In
+    ``language``, by default the figure's own."""
     traces = [trace for trace in fig["data"] if trace["type"] in ("heatmap", "image")]
     if not traces or any("text" in trace for trace in traces):
         return None
+    _ = translator(language or figure_language(fig))
     if any(trace["type"] == "image" for trace in traces):
-        return "No numbers on these cells: each grid is drawn as a picture (too many cells to print)."
+        return _(NOTE_PICTURE)
     if any("hovertext" in trace for trace in traces):
-        return ("No numbers on these cells: at this size they do not all fit. Hover a cell for its value, "
-                "or open 'Numbers as a table'.")
-    return (f"No numbers on these cells: a grid with more than {NUMBERS_UP_TO} rows or columns is drawn "
-            "without them. Hover a cell for its value, or open 'Numbers as a table'.")
+        return _(NOTE_NO_ROOM)
+    return _(NOTE_LARGE).format(count=NUMBERS_UP_TO)
 
 
-def _image_trace(values: np.ndarray, zmin: float, zmax: float, colorscale, suffix: str) -> dict:
+def _image_trace(values: np.ndarray, zmin: float, zmax: float, colorscale, suffix: str,
+                 language: str = ENGLISH) -> dict:
     """One panel as an image: block means (at most IMAGE_BLOCKS a side) coloured here."""
     factor = max(1, math.ceil(max(values.shape) / IMAGE_BLOCKS))
     shown = block_means(values, factor) if factor > 1 else values
     source = "data:image/png;base64," + base64.b64encode(png_bytes(colour_mapped(shown, zmin, zmax,
                                                                                  colorscale))).decode()
     centre = 1 + (factor - 1) / 2  # the first block's middle, in positions counted from 1
-    where = "around %{y:.0f}, column %{x:.0f}" if factor > 1 else "%{y:.0f}, column %{x:.0f}"
+    where = translator(language)(BLOCK_HOVER if factor > 1 else PICTURE_HOVER)
     return dict(type="image", source=source, x0=centre, dx=factor, y0=centre, dy=factor,
                 xaxis=f"x{suffix}", yaxis=f"y{suffix}",
-                hovertemplate=f"row {where}<extra></extra>")
+                hovertemplate=where.format(row="%{y:.0f}", column="%{x:.0f}") + "<extra></extra>")
 
 
 def _panel_figure(panels: list[_Panel], *, per_row: int, zmin: float, zmax: float, colorscale, s: Style,
-                  width: int, title: str = "", colorbar: bool = True, shapes=None) -> FigureSpec:
+                  width: int, title: str = "", colorbar: bool = True, shapes=None,
+                  language: str = ENGLISH) -> FigureSpec:
     """One heatmap trace per panel on a shared colour range; one colour bar by the first row."""
     plan = _plan(panels, per_row, s, width, title=title, colorbar=colorbar)
     numbers = _numbers(panels, plan, s)
@@ -521,7 +565,7 @@ def _panel_figure(panels: list[_Panel], *, per_row: int, zmin: float, zmax: floa
         suffix = str(index + 1) if index else ""
         bar_only = False
         if p.values.size > IMAGE_FROM_CELLS:  # numbers could not be read anyway; an image is far smaller
-            data.append(_image_trace(p.values, zmin, zmax, colorscale, suffix))
+            data.append(_image_trace(p.values, zmin, zmax, colorscale, suffix, language))
             n_rows, n_cols = p.shape
             plan.layout[f"xaxis{suffix}"]["range"] = [0.5, n_cols + 0.5]
             plan.layout[f"yaxis{suffix}"].update(range=[n_rows + 0.5, 0.5], autorange=False,
@@ -551,45 +595,59 @@ def _panel_figure(panels: list[_Panel], *, per_row: int, zmin: float, zmax: floa
                 trace["colorbar"].update(tickmode="array", tickvals=ends,
                                          ticktext=[f"{v:.2g}".replace("-", MINUS) for v in ends])
         data.append(trace)
-    return figure_spec(data, plan.layout)
+    return figure_spec(data, _recorded(plan.layout, language))
+
+
+def _recorded(layout: dict, language: str) -> dict:
+    """The layout with the language of its words in ``meta`` (read by numbers_note); English: as it was."""
+    return layout if language == ENGLISH else {**layout, "meta": {"language": language}}
 
 
 def _strings(values: np.ndarray, rows: list[str], cols: list[str], *, what: str, digits: int,
-             near_one: bool, attention: bool) -> tuple[list | None, list | None]:
+             near_one: bool, attention: bool, language: str = ENGLISH) -> tuple[list | None, list | None]:
     """Cell numbers and hover lines of a small grid (None, None for a large one). values [r, c].
 
     Hover: "query the, key cat: weight 0.6698" for attention grids, "le, q3: 0.1234" otherwise;
-    a NaN cell is "masked" (blank on the cell).
+    a NaN cell is "masked" (blank on the cell). ``what``: the value's message ("weight {number}"),
+    or "" for the number alone.
     """
     if max(values.shape) > NUMBERS_UP_TO:
         return None, None
+    _ = translator(language)
     rows, cols = _hover_labels(rows), _hover_labels(cols)
-    lead = f"{what} " if what else ""
+    cell = _(ATTENTION_HOVER) if attention else "{query}, {key}: {value}"
+    value, masked = (_(what) if what else "{number}"), _(MASKED)
     texts, hovers = [], []
     for r, line in zip(rows, values.tolist(), strict=True):
         texts.append([format_number(v, digits, near_one=near_one) for v in line])
-        hovers.append([(f"query {r}, key {c}: " if attention else f"{r}, {c}: ")
-                       + ("masked" if math.isnan(v) else lead + hover_number(v, near_one=near_one))
+        hovers.append([cell.format(query=r, key=c, value=masked if math.isnan(v)
+                                   else value.format(number=hover_number(v, near_one=near_one)))
                        for c, v in zip(cols, line, strict=True)])
     return texts, hovers
 
 
+def _column_hover(what: str, language: str) -> str:
+    """A large grid's hover template: "%{y}, column %{x}: weight %{z:.3g}"."""
+    _ = translator(language)
+    value = _(what).format(number=PLOTLY_Z) if what else PLOTLY_Z
+    return _(COLUMN_HOVER).format(row="%{y}", column="%{x}", value=value)
+
+
 def _value_panel(values, rows: list[str], cols: list[str], *, title="", digits=2, row_labels=True,
-                 what="", near_one=False) -> _Panel:
+                 what="", near_one=False, language: str = ENGLISH) -> _Panel:
     """A signed-value grid (embeddings, projections, outputs) as a panel. values [n_rows, n_cols]."""
     values = np.asarray(values, dtype=float)  # [n_rows, n_cols]
     texts, hovers = _strings(values, rows, cols, what=what, digits=digits, near_one=near_one,
-                             attention=False)
-    lead = f"{what} " if what else ""
+                             attention=False, language=language)
     return _Panel(values, rows, cols, title=title, row_labels=row_labels, texts=texts, hovers=hovers,
-                  big_hover=f"%{{y}}, column %{{x}}: {lead}%{{z:.3g}}")
+                  big_hover=_column_hover(what, language))
 
 
 # --- Public builders -------------------------------------------------------------------------
 
 
 def matrix_heatmap(values, row_labels, col_labels, *, title="", digits=2, large: bool = False,
-                   width: int = HALF_WIDTH) -> FigureSpec:
+                   width: int = HALF_WIDTH, language: str = ENGLISH) -> FigureSpec:
     """A labelled matrix (embeddings, projections, outputs): signed values, red-blue centred at 0.
 
     values [n_rows, n_cols]; `width` is the column width the figure is planned for (px).
@@ -597,21 +655,21 @@ def matrix_heatmap(values, row_labels, col_labels, *, title="", digits=2, large:
     values = np.asarray(values, dtype=float)  # [n_rows, n_cols]
     rows, cols = position_labels(row_labels), position_labels(col_labels)
     bound = symmetric_range(values)
-    panel = _value_panel(values, rows, cols, digits=digits)
+    panel = _value_panel(values, rows, cols, digits=digits, language=language)
     return _panel_figure([panel], per_row=1, zmin=-bound, zmax=bound, colorscale=SIGNED_SCALE,
-                         s=_style(large), width=width, title=title)
+                         s=_style(large), width=width, title=title, language=language)
 
 
-KINDS = {  # kind -> (word in the hover, colours); weights on a fixed 0..1 range
-    "weights": ("weight", WEIGHT_SCALE),
-    "scores": ("score", SIGNED_SCALE),
+KINDS = {  # kind -> (the value's message in the hover, colours); weights on a fixed 0..1 range
+    "weights": (WEIGHT, WEIGHT_SCALE),
+    "scores": (SCORE, SIGNED_SCALE),
     "signed": ("", SIGNED_SCALE),
 }
 
 
 def head_grids(values, row_tokens, col_labels, *, kind: str, head_names=None, title="",
                cols_are_tokens: bool = True, mask=None, large: bool = False,
-               width: int = FULL_WIDTH) -> FigureSpec:
+               width: int = FULL_WIDTH, language: str = ENGLISH) -> FigureSpec:
     """One panel per head, all on one colour scale, in rows of at most four. values [h, n_rows, n_cols].
 
     kind "weights": 0..1 on viridis; "scores" or "signed": red-blue centred at 0, one range
@@ -628,7 +686,7 @@ def head_grids(values, row_tokens, col_labels, *, kind: str, head_names=None, ti
     if mask is not None:
         values[:, ~np.broadcast_to(np.asarray(mask, dtype=bool), values.shape[1:])] = np.nan
     h = values.shape[0]
-    head_names = list(head_names or [f"head {i + 1}" for i in range(h)])
+    head_names = list(head_names or head_names_in(language, h))
     what, scale = KINDS[kind]
     if kind == "weights":
         zmin, zmax = 0.0, 1.0
@@ -636,14 +694,16 @@ def head_grids(values, row_tokens, col_labels, *, kind: str, head_names=None, ti
         bound = symmetric_range(values)
         zmin, zmax = -bound, bound
     rows, cols = position_labels(row_tokens), position_labels(col_labels)
+    _ = translator(language)
     if cols_are_tokens:
-        big_hover = f"query %{{y}}, key %{{x}}: {what or 'value'} %{{z:.3g}}"
+        big_hover = _(ATTENTION_HOVER).format(query="%{y}", key="%{x}",
+                                              value=_(what or VALUE).format(number=PLOTLY_Z))
     else:
-        big_hover = "%{y}, column %{x}: " + (f"{what} " if what else "") + "%{z:.3g}"
+        big_hover = _column_hover(what, language)
     strings = [_strings(values[head], rows, cols, what=what, digits=2, near_one=kind == "weights",
-                        attention=cols_are_tokens) for head in range(h)]
+                        attention=cols_are_tokens, language=language) for head in range(h)]
     s = _style(large)
-    x_title, y_title = ("key", "query") if cols_are_tokens else ("", "")
+    x_title, y_title = (_(KEY_AXIS), _(QUERY_AXIS)) if cols_are_tokens else ("", "")
 
     def panels(per_row: int) -> list[_Panel]:
         first = [head % per_row == 0 for head in range(h)]  # titles and row labels once per row
@@ -665,11 +725,11 @@ def head_grids(values, row_tokens, col_labels, *, kind: str, head_names=None, ti
                 per_row = balanced
                 break
     return _panel_figure(panels(per_row), per_row=per_row, zmin=zmin, zmax=zmax, colorscale=scale, s=s,
-                         width=width, title=title)
+                         width=width, title=title, language=language)
 
 
 def qkv_panels(q, k, v, q_tokens, k_tokens, *, titles=None, large: bool = False,
-               width: int = FULL_WIDTH) -> FigureSpec:
+               width: int = FULL_WIDTH, language: str = ENGLISH) -> FigureSpec:
     """One head's Q [n_q, d_k], K [n_k, d_k] and V [n_k, d_v] side by side, one signed scale.
 
     Q shows the query tokens; K shows the key tokens only when they differ (cross-attention);
@@ -681,15 +741,15 @@ def qkv_panels(q, k, v, q_tokens, k_tokens, *, titles=None, large: bool = False,
     titles = titles or [shape_title(name, m.shape) for name, m in zip("QKV", (q, k, v), strict=True)]
     per_row = max(1, min(3, int(width // MIN_PANEL_SLOT)))  # a phone's column: one a row, each labelled
     parts = ((q, q_rows, "q", True), (k, k_rows, "k", own_keys or per_row < 3), (v, k_rows, "v", per_row < 3))
-    panels = [_value_panel(m, rows, dims(prefix, m.shape[1]), title=name, row_labels=show)
+    panels = [_value_panel(m, rows, dims(prefix, m.shape[1]), title=name, row_labels=show, language=language)
               for name, (m, rows, prefix, show) in zip(titles, parts, strict=True)]
     bound = symmetric_range(np.concatenate([q.ravel(), k.ravel(), v.ravel()]))
     return _panel_figure(panels, per_row=per_row, zmin=-bound, zmax=bound, colorscale=SIGNED_SCALE,
-                         s=_style(large), width=width)
+                         s=_style(large), width=width, language=language)
 
 
 def side_by_side(left, right, row_labels, *, left_title, right_title, large: bool = False,
-                 width: int = FULL_WIDTH) -> FigureSpec:
+                 width: int = FULL_WIDTH, language: str = ENGLISH) -> FigureSpec:
     """Two matrices with the same rows, e.g. the output next to the input, on one shared scale.
 
     left [n, d_left], right [n, d_right]; the rows are labelled once, on the left panel.
@@ -698,17 +758,18 @@ def side_by_side(left, right, row_labels, *, left_title, right_title, large: boo
     rows = position_labels(row_labels)
     bound = symmetric_range(np.concatenate([m.ravel() for m in pair]))
     per_row = max(1, min(2, int(width // MIN_PANEL_SLOT)))  # a phone's column: one a row, each labelled
-    panels = [_value_panel(m, rows, dims("d", m.shape[1]), title=name, row_labels=i == 0 or per_row < 2)
+    panels = [_value_panel(m, rows, dims("d", m.shape[1]), title=name, row_labels=i == 0 or per_row < 2,
+                           language=language)
               for i, (m, name) in enumerate(zip(pair, (left_title, right_title), strict=True))]
     return _panel_figure(panels, per_row=per_row, zmin=-bound, zmax=bound, colorscale=SIGNED_SCALE,
-                         s=_style(large), width=width)
+                         s=_style(large), width=width, language=language)
 
 
 BAND_LINE = 3  # px: outline of each head's band in the concatenation
 
 
 def concat_bands(concat, q_tokens, n_heads: int, d_v: int, *, title="", large: bool = False,
-                 width: int = FULL_WIDTH) -> FigureSpec:
+                 width: int = FULL_WIDTH, language: str = ENGLISH) -> FigureSpec:
     """The concatenation [n_q, h*d_v] with each head's band outlined in its colour.
 
     Columns are labelled h1·1, h1·2, ... while they fit, else one label per band ("head 3").
@@ -716,10 +777,10 @@ def concat_bands(concat, q_tokens, n_heads: int, d_v: int, *, title="", large: b
     concat = np.asarray(concat, dtype=float)  # [n_q, h * d_v]
     s = _style(large)
     cols = [f"h{head + 1}·{j + 1}" for head in range(n_heads) for j in range(d_v)]
-    panel = _value_panel(concat, position_labels(q_tokens), cols)
+    panel = _value_panel(concat, position_labels(q_tokens), cols, language=language)
     room = (width - _row_band(panel, s)) * FIT_SLACK
     if len(cols) * (text_px(cols[-1], s.tick_font) + TICK_SLOT_PAD) > room:  # per-column labels collide
-        names = [f"head {head + 1}" for head in range(n_heads)]
+        names = head_names_in(language, n_heads)
         keep = _tick_positions(n_heads, int(room // (text_px(names[-1], s.tick_font) + TICK_SLOT_PAD)))
         panel.col_ticks = ([head * d_v + (d_v + 1) / 2 for head in keep], [names[head] for head in keep])
     bound = symmetric_range(concat)
@@ -727,7 +788,7 @@ def concat_bands(concat, q_tokens, n_heads: int, d_v: int, *, title="", large: b
                   y1=concat.shape[0] + 0.5, line=dict(color=head_colour(head), width=BAND_LINE))
              for head in range(n_heads)]
     return _panel_figure([panel], per_row=1, zmin=-bound, zmax=bound, colorscale=SIGNED_SCALE, s=s,
-                         width=width, title=title, shapes=bands)
+                         width=width, title=title, shapes=bands, language=language)
 
 
 LEGEND_ITEM = 40  # px of a legend entry besides its text (symbol and spacing)
@@ -744,18 +805,21 @@ def _bar_layout(s: Style, top: float = 0) -> dict:
 
 
 def query_bars(weights, query: int, k_tokens, *, head_names=None, large: bool = False,
-               width: int = FULL_WIDTH) -> FigureSpec:
+               width: int = FULL_WIDTH, language: str = ENGLISH) -> FigureSpec:
     """Every head's attention row for one query as grouped bars. weights [h, n_q, n_k]."""
     weights = np.asarray(weights, dtype=float)  # [h, n_q, n_k]
     h, _, n_k = weights.shape
     s = _style(large)
-    head_names = position_labels(head_names or [f"head {i + 1}" for i in range(h)])
+    head_names = position_labels(head_names or head_names_in(language, h))
+    _ = translator(language)
+    hover, weight = _(HEAD_KEY_HOVER), _(WEIGHT)
     cols = position_labels(k_tokens)
     keys = _hover_labels(cols)
     positions = np.arange(1, n_k + 1, dtype=np.int32)  # [n_k], 1-based like the heatmaps
     data = [dict(type="bar", x=positions, y=weights[head, query].astype(np.float32),
                  name=head_names[head], marker=dict(color=head_colour(head), pattern=head_pattern(head)),
-                 hovertext=[f"{head_names[head]}, key {key}: weight {hover_number(w, near_one=True)}"
+                 hovertext=[hover.format(head=head_names[head], key=key,
+                                         value=weight.format(number=hover_number(w, near_one=True)))
                            for key, w in zip(keys, weights[head, query].tolist(), strict=True)],
                  hovertemplate="%{hovertext}<extra></extra>")
             for head in range(h)]
@@ -770,39 +834,41 @@ def query_bars(weights, query: int, k_tokens, *, head_names=None, large: bool = 
     layout.update(barmode="group", legend=dict(orientation="h", x=0, y=1, yanchor="bottom", font=font),
                   xaxis=dict(tickmode="array", tickvals=[p + 1 for p in keep],
                             ticktext=[cols[p] for p in keep], tickfont=font,
-                            title=dict(text="key", font=font)),
-                  yaxis=dict(range=[0, 1], tickfont=font, title=dict(text="weight", font=font)))
-    return figure_spec(data, layout)
+                            title=dict(text=_(KEY_AXIS), font=font)),
+                  yaxis=dict(range=[0, 1], tickfont=font, title=dict(text=_(WEIGHT_AXIS), font=font)))
+    return figure_spec(data, _recorded(layout, language))
 
 
 def disagreement_heatmap(distances, *, metric: str, head_names=None, large: bool = False,
-                         width: int = HALF_WIDTH) -> FigureSpec:
+                         width: int = HALF_WIDTH, language: str = ENGLISH) -> FigureSpec:
     """The head x head distance matrix for one query. distances [h, h]; 0 to the metric's maximum."""
     distances = np.asarray(distances, dtype=float)  # [h, h]
     h = distances.shape[0]
-    names = position_labels(head_names or [f"head {i + 1}" for i in range(h)])
+    names = position_labels(head_names or head_names_in(language, h))
     top = {"l2": float(np.sqrt(2.0)), "js": 1.0, "tv": 1.0}[metric]
-    texts, hovers = _strings(distances, names, names, what="distance", digits=3, near_one=False,
-                             attention=False)
+    texts, hovers = _strings(distances, names, names, what=DISTANCE, digits=3, near_one=False,
+                             attention=False, language=language)
+    distance = translator(language)(DISTANCE).format(number=PLOTLY_Z)
     panel = _Panel(distances, names, names, texts=texts, hovers=hovers,
-                   big_hover="%{y}, %{x}: distance %{z:.3g}")
+                   big_hover=f"%{{y}}, %{{x}}: {distance}")
     return _panel_figure([panel], per_row=1, zmin=0.0, zmax=top, colorscale=WEIGHT_SCALE, s=_style(large),
-                         width=width)
+                         width=width, language=language)
 
 
 def entropy_bars(normalised, *, head_names=None, flat_at: float, large: bool = False,
-                 width: int = HALF_WIDTH) -> FigureSpec:
+                 width: int = HALF_WIDTH, language: str = ENGLISH) -> FigureSpec:
     """Each head's normalised entropy for the chosen query; bars at or past flat_at say 'flat'."""
     normalised = np.asarray(normalised, dtype=float)  # [h]
     h = normalised.shape[0]
     s = _style(large)
-    names = position_labels(head_names or [f"head {i + 1}" for i in range(h)])
+    names = position_labels(head_names or head_names_in(language, h))
+    _ = translator(language)
     font = dict(size=s.tick_font)
     data = [dict(type="bar", x=names, y=normalised.astype(np.float32),
                  marker=dict(color=[head_colour(i) for i in range(h)]),
-                 text=["flat" if value >= flat_at else "" for value in normalised], textposition="outside",
+                 text=[_(FLAT) if value >= flat_at else "" for value in normalised], textposition="outside",
                  textfont=font, cliponaxis=False,
-                 hovertemplate="%{x}: entropy %{y:.3f} of the maximum<extra></extra>")]
+                 hovertemplate=_(ENTROPY_HOVER).format(head="%{x}", number="%{y:.3f}") + "<extra></extra>")]
     layout = _bar_layout(s, top=s.tick_font + TICK_PAD)
     widest = max((text_px(n, s.tick_font) for n in names), default=0.0)
     upright = h * (widest + TICK_SLOT_PAD) > (width - layout["margin"]["l"]) * FIT_SLACK
@@ -810,7 +876,7 @@ def entropy_bars(normalised, *, head_names=None, flat_at: float, large: bool = F
         layout["height"] += int(widest)
         layout["margin"]["b"] += int(widest)
     layout.update(xaxis=dict(tickfont=font, tickangle=-90 if upright else 0),
-                  yaxis=dict(range=[0, 1.15], tickfont=font, title=dict(text="entropy / max", font=font)),
+                  yaxis=dict(range=[0, 1.15], tickfont=font, title=dict(text=_(ENTROPY_AXIS), font=font)),
                   shapes=[dict(type="line", xref="paper", x0=0, x1=1, y0=flat_at, y1=flat_at,
                                line=dict(dash="dot"))])
-    return figure_spec(data, layout)
+    return figure_spec(data, _recorded(layout, language))

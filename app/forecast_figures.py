@@ -13,6 +13,7 @@ import numpy as np
 from app.figure_spec import FigureSpec, inked
 from app.figures import head_grids, plain
 from app.numbers import format_number, hover_number
+from course.i18n import ENGLISH, N_, translator
 
 BLUE, GREEN, GREY = "#0072B2", "#009E73", "#8C8C8C"  # Okabe-Ito: unmarked, right, wrong
 RIGHT_SIGN, WRONG_SIGN = "✓ ", "✗ "  # before a revealed answer's label: right and wrong, not by colour alone
@@ -22,6 +23,9 @@ FONT_PX = {False: 14, True: 22}
 AXIS_PAD = 70  # px below and above the bars: the top axis's ticks, air
 SHARE_FONT_PX = 16  # a student's own forecast bars (phone): labels and numbers read at arm's length
 SHARE_LABEL_CHARS = 16  # a key's label beside its bar: the left margin stays under half a phone
+# The words of these charts, marked for the catalogues and written in the ``language`` a builder is given.
+ANSWERS_AXIS, WEIGHT_AXIS = N_("answers"), N_("weight")
+MINE, REAL = N_("Your forecast"), N_("The head's softmax")
 
 
 def _cut(label: str, chars: int = LABEL_CHARS) -> str:
@@ -35,7 +39,7 @@ def count_text(count: int, total: int) -> str:
     return f"{count} · {share:.0%}"
 
 
-def answer_bars(labels, counts, *, right=None, large: bool = False) -> FigureSpec:
+def answer_bars(labels, counts, *, right=None, large: bool = False, language: str = ENGLISH) -> FigureSpec:
     """The room's answers as horizontal bars, the count and share written on each.
 
     labels [n] (answers as given), counts [n]; right None (not revealed: every bar blue) or [n] of
@@ -62,29 +66,32 @@ def answer_bars(labels, counts, *, right=None, large: bool = False) -> FigureSpe
                   showlegend=False,
                   bargap=0.25, yaxis=dict(tickmode="array", tickvals=positions.tolist(), ticktext=shown,
                                           autorange="reversed", tickfont=font),
-                  xaxis=dict(range=[0, top * 1.35], title=dict(text="answers", font=font), tickfont=font,
+                  xaxis=dict(range=[0, top * 1.35],
+                             title=dict(text=translator(language)(ANSWERS_AXIS), font=font), tickfont=font,
                              dtick=max(1, int(np.ceil(top / 5)))))
     return FigureSpec(dict(data=data, layout=inked(layout)))
 
 
 def forecast_vs_real(forecast, real, query_labels, key_labels, *, forecast_title: str, real_title: str,
-                     large: bool = False, width: int = 900) -> FigureSpec:
+                     large: bool = False, width: int = 900, language: str = ENGLISH) -> FigureSpec:
     """A forecast next to the real softmax, as two weight heatmaps on one 0..1 scale, numbers on
     the cells. forecast, real [n_rows, n_k]; query_labels [n_rows], key_labels [n_k]."""
     pair = np.stack([np.asarray(forecast, dtype=float), np.asarray(real, dtype=float)])  # [2, n_rows, n_k]
     return head_grids(pair, list(query_labels), list(key_labels), kind="weights", large=large, width=width,
-                      head_names=[forecast_title, real_title])
+                      head_names=[forecast_title, real_title], language=language)
 
 
 ORANGE = "#C38700"  # Okabe-Ito's orange darkened to 3:1 on white (WCAG 1.4.11): the student's own forecast
 PAIR_BAR_PX = 56  # one key's two bars on a phone
 
 
-def mine_vs_real_bars(mine, real, key_labels, *, mine_name: str = "Your forecast",
-                      real_name: str = "The head's softmax") -> FigureSpec:
+def mine_vs_real_bars(mine, real, key_labels, *, mine_name: str | None = None, real_name: str | None = None,
+                      language: str = ENGLISH) -> FigureSpec:
     """One row's forecast next to the real weights, as two bars per key with their numbers: read on a
     phone where two heatmaps side by side would be too small. mine, real [n_k]; mine may be NaN
-    (not drawn: those bars are left out)."""
+    (not drawn: those bars are left out). The bars' names are MINE and REAL unless given."""
+    _ = translator(language)
+    mine_name, real_name = mine_name or _(MINE), real_name or _(REAL)
     mine, real = np.asarray(mine, dtype=float), np.asarray(real, dtype=float)  # [n_k], [n_k]
     n = real.size
     positions = np.arange(1, n + 1)
@@ -107,5 +114,5 @@ def mine_vs_real_bars(mine, real, key_labels, *, mine_name: str = "Your forecast
                   yaxis=dict(tickmode="array", tickvals=positions.tolist(), ticktext=labels,
                              autorange="reversed", tickfont=font),
                   xaxis=dict(range=[0, 1.25], tickvals=[0, 0.5, 1], tickfont=font,
-                             title=dict(text="weight", font=font)))
+                             title=dict(text=_(WEIGHT_AXIS), font=font)))
     return FigureSpec(dict(data=data, layout=inked(layout)))

@@ -12,7 +12,7 @@ import os
 
 import streamlit as st
 
-from app import session_keys
+from app import figure_cache, session_keys
 from app.figure_spec import FigureSpec
 from course import steps as course_steps
 from course.i18n import ENGLISH, LANGUAGES, known, localized_number_text, number_marks, translator
@@ -44,6 +44,9 @@ def init_language() -> list[str]:
 
 def language() -> str:
     return st.session_state.get(LANGUAGE, ENGLISH)
+
+
+figure_cache.reader_language = language  # a cached figure is in its reader's language, part of its key
 
 
 def t(message: str) -> str:

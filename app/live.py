@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import math
 import os
 import re
 import secrets
@@ -43,6 +44,7 @@ from classroom.store import (
     open_store,
 )
 from classroom.watch import RoomWatch
+from course.i18n import N_
 
 # This module's session keys. A follower receives what pages register as followed, never these.
 LIVE_KEYS = session_keys.register(*(session_keys.Key(name, "live") for name in (
@@ -62,9 +64,10 @@ LIVE_KEYS = session_keys.register(*(session_keys.Key(name, "live") for name in (
 
 POLL_SECONDS = 1.0  # a follower checks the room's version this often (the page shows a change within 2 s)
 TEACHER_BEAT_SECONDS = 5.0  # the teacher's page says it is open this often (the room ends 15 min after)
-TOO_LARGE_FOR_THE_ROOM = ("The teacher's setup is too large to send to the class: this page shows the "
-                          "default preset until the teacher shows a smaller one.")
-ROOM_STATE_REFUSED = "The teacher's setup could not be shown: "  # + what state.apply_room_state refused
+TOO_LARGE_FOR_THE_ROOM = N_("The teacher's setup is too large to send to the class: this page shows the "
+                            "default preset until the teacher shows a smaller one.")
+# {refused}: what state.apply_room_state refused
+ROOM_STATE_REFUSED = N_("The teacher's setup could not be shown: {refused}.")
 ROOM_PARAMS = ("room", "teacher", "me")  # link parameters of a live class; "me" is read no more, only dropped
 
 TEACHER_KEY_ENV, TEACHER_KEY_FILE_ENV = "MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE"
@@ -83,9 +86,10 @@ clock = time.monotonic
 
 DOOR_WAIT_SECONDS = 120.0  # a student the join rate turned away tries again by themselves this long
 DOOR_TICK_SECONDS = 1.0  # the waiting page looks this often whether its turn has come (a clock read)
-WAITING_AT_THE_DOOR = "Many students are joining from your network: you are let in in a few seconds…"
-DOOR_WAIT_OVER = ("Many students are joining from your network and your turn did not come within two "
-                  "minutes: join with the box on the Class page.")
+WAITING_AT_THE_DOOR = N_("Many students are joining from your network: you are let in in a few seconds…")
+DOOR_WAIT_OVER = N_("Many students are joining from your network and your turn did not come within two "
+                    "minutes: join with the box on the Class page.")
+CONNECTION_FAILED = N_("The class connection failed: {error}")
 
 
 @st.cache_resource
@@ -174,8 +178,8 @@ def teacher_key() -> str | None:
     except (OSError, UnicodeError):
         key = ""
     if not key:
-        raise TeacherKeyError("This server's teacher key cannot be read, so no room can be started: tell "
-                              "whoever runs it (MHA_TEACHER_KEY_FILE).")
+        raise TeacherKeyError(i18n.t("This server's teacher key cannot be read, so no room can be started: "
+                                     "tell whoever runs it (MHA_TEACHER_KEY_FILE)."))
     return key
 
 
@@ -187,12 +191,12 @@ def check_teacher_key(typed: str) -> None:
     if key is None:
         return
     if not typed.strip():  # nothing tried, nothing counted
-        raise TeacherKeyError("Type the teacher key first: this server asks for it to start a room.")
+        raise TeacherKeyError(i18n.t("Type the teacher key first: this server asks for it to start a room."))
     client = client_address()
     store().refuse_if_guessing(client=client)
     if not hmac.compare_digest(typed.strip().encode(), key.encode()):
         store().wrong_guess(client=client)
-        raise TeacherKeyError("That is not this server's teacher key.")
+        raise TeacherKeyError(i18n.t("That is not this server's teacher key."))
 
 
 def new_student_secret() -> str:
@@ -252,8 +256,12 @@ def note_wrong_code() -> None:
 
 
 def session_too_soon() -> str | None:
+    """The refusal after too many codes in this tab, worded as the store's TooSoon words it."""
     wait = wrong_code_wait()
-    return str(TooSoon("Too many room codes tried in this tab", wait)) if wait > 0 else None
+    if wait <= 0:
+        return None
+    seconds = max(1, math.ceil(wait - 1e-6))  # as TooSoon rounds: 12.000000000000002 s is "12 s"
+    return i18n.t("Too many room codes tried in this tab: try again in {seconds} s.").format(seconds=seconds)
 
 
 def join_room(code: str, nickname: str = "", *, via: str = "link") -> str | None:
@@ -269,7 +277,7 @@ def join_room(code: str, nickname: str = "", *, via: str = "link") -> str | None
     try:
         enter_room(code, nickname)
     except StoreUnavailable as error:
-        return f"The class connection failed: {error}"
+        return i18n.t(CONNECTION_FAILED).format(error=error)
     except StoreError as error:  # NoSuchRoom, TooSoon, Removed, RoomLocked, LimitReached (full), InvalidInput
         if not is_join_rate(error):
             return str(error)
@@ -312,12 +320,12 @@ def knock(wait: DoorWait) -> bool:
         enter_room(wait.code, wait.nickname)
     except StoreUnavailable:
         wait.knock_at = clock() + DOOR_TICK_SECONDS  # keep waiting for the store too
-        return stop_waiting(wait, DOOR_WAIT_OVER) if clock() >= wait.give_up_at else False
+        return stop_waiting(wait, i18n.t(DOOR_WAIT_OVER)) if clock() >= wait.give_up_at else False
     except StoreError as error:
         if not is_join_rate(error):
             return stop_waiting(wait, str(error))
         if clock() + error.retry_after > wait.give_up_at:
-            return stop_waiting(wait, DOOR_WAIT_OVER)
+            return stop_waiting(wait, i18n.t(DOOR_WAIT_OVER))
         wait.knock_at = clock() + error.retry_after
         return False
     ss.pop("door_wait", None)
@@ -349,7 +357,7 @@ def door_wait_ui() -> None:
     if clock() >= wait.knock_at and knock(wait):
         st.rerun(scope="app")
     if wait.via == "link":
-        st.info(lit(WAITING_AT_THE_DOOR), icon=":material/hourglass_top:")
+        st.info(lit(i18n.t(WAITING_AT_THE_DOOR)), icon=":material/hourglass_top:")
 
 
 def enter_room(code: str, nickname: str = "") -> None:
@@ -379,12 +387,13 @@ def lead_from_link(code: str, secret: str) -> str | None:
         store().check_teacher(code, secret, client=client_address())
     except NotTheTeacher:
         note_wrong_code()
-        return join_room(code) or "That teacher link is not valid for this room: you joined as a student."
+        return join_room(code) or i18n.t("That teacher link is not valid for this room: you joined as a "
+                                         "student.")
     except NoSuchRoom as error:
         note_wrong_code()
         return str(error)
     except StoreUnavailable as error:
-        return f"The class connection failed: {error}"
+        return i18n.t(CONNECTION_FAILED).format(error=error)
     except StoreError as error:  # TooSoon
         return str(error)
     stop_following()
@@ -422,10 +431,10 @@ def follow_before_build() -> None:
             return  # versions only grow; the state read below may be newer than the watch's version
         room = watch().state(ss.room)
     except NoSuchRoom:
-        leave("The room has ended.")
+        leave(i18n.t("The room has ended."))
         return
     except StoreUnavailable:
-        ss.live_message = "The class connection is lost; this page will follow again when it is back."
+        ss.live_message = i18n.t("The class connection is lost; this page will follow again when it is back.")
         return
     ss.applied_version = room.version
     ss.room_page = room.page  # "" is the default page (the workbench)
@@ -436,9 +445,9 @@ def follow_before_build() -> None:
         params = {**json.loads(room.setup_json), **{k: str(v) for k, v in selections.items()}}
         refused = state.apply_room_state(params)  # the whole state, as a fresh page would take it
         if not {"s", "preset", "setup"} & set(params):
-            ss.live_message = TOO_LARGE_FOR_THE_ROOM
+            ss.live_message = i18n.t(TOO_LARGE_FOR_THE_ROOM)
         elif refused:
-            ss.live_message = f"{ROOM_STATE_REFUSED}{'; '.join(refused)}."
+            ss.live_message = i18n.t(ROOM_STATE_REFUSED).format(refused="; ".join(refused))
     take_page_inputs(inputs)
     ss.room_inputs = widgets.sidebar_values()
 
@@ -484,8 +493,9 @@ def leave(message: str) -> None:
 def room_gone() -> None:
     """The teacher's room is not in the store any more (ended elsewhere, left without its teacher for
     15 minutes, or a Redis that came back empty): say so instead of 'you lead it'."""
-    leave(f"Room {st.session_state.room} no longer exists (it was ended, its teacher was away for 15 "
-          "minutes, or the class store lost it). Start a new room on the Class page.")
+    leave(i18n.t("Room {room} no longer exists (it was ended, its teacher was away for 15 minutes, or the "
+                 "class store lost it). Start a new room on the Class page.").format(
+        room=st.session_state.room))
 
 
 def publish(current, page_path: str) -> None:
@@ -527,7 +537,8 @@ def send(page_path: str, setup_json: str, selections: dict) -> None:
     except (NoSuchRoom, NotTheTeacher):  # NotTheTeacher: the code now belongs to another room
         room_gone()
     except StoreError as error:
-        st.sidebar.warning(f"Could not update the room: {lit(error)}", icon=":material/wifi_off:")
+        st.sidebar.warning(i18n.t("Could not update the room: {error}").format(error=lit(error)),
+                           icon=":material/wifi_off:")
 
 
 def go_to_room_page(pages: dict, shown: str) -> None:
@@ -582,11 +593,12 @@ def teacher_box() -> None:
         st.rerun(scope="app")
     except StoreError:
         with st.container(border=True):
-            st.markdown(f"**Room {lit(ss.room)}** · you lead it")
-            st.caption("The class connection is lost; the room goes on when it is back.")
+            st.markdown(i18n.t("**Room {room}** · you lead it").format(room=lit(ss.room)))
+            st.caption(i18n.t("The class connection is lost; the room goes on when it is back."))
         return
     with st.container(border=True):
-        st.markdown(f"**Room {lit(ss.room)}** · you lead it · {count:d} following")
+        st.markdown(i18n.t("**Room {room}** · you lead it · {count} following").format(room=lit(ss.room),
+                                                                                      count=int(count)))
 
 
 def followers() -> int:

@@ -10,6 +10,7 @@ from app.figures import FULL_WIDTH, WEIGHT_SCALE, head_colour, number_px, text_p
 from app.numbers import format_number
 from app.pictures import block_means
 from app.safe import chart_text
+from course.i18n import ENGLISH, N_, translator
 
 THUMB_BLOCKS = 24  # a thumbnail shows at most this many blocks a side (block means beyond)
 THUMB_PX = 64  # px: one thumbnail's side
@@ -20,7 +21,7 @@ LAYER_LABEL_PX = 60  # px left of each row of thumbnails for "layer 3"
 LAYER_GAP = 14  # px between layers whose heads wrap, for the rule
 LAYER_RULE = "#767676"  # the line between layers whose heads wrap (4.5:1 on white)
 LABELS_WHERE = "above"  # the model view writes each head's label above its thumbnail
-OVERVIEW_CAPTION = ("Every head of every layer, layer 1 at the top (heads 1 to 12 in reading order). Above "
+OVERVIEW_CAPTION = N_("Every head of every layer, layer 1 at the top (heads 1 to 12 in reading order). Above "
                     "each head: its entropy (1 = uniform) and a guess at its pattern (previous or next word "
                     "piece, itself, the [CLS] or [SEP] sink, broad, mixed). Pick a head below to open it.")
 LINE_ROW_PX = 22  # px per word piece in the head view
@@ -35,6 +36,12 @@ LABEL_OFFSET = 0.02  # of the lines' length: between a line's end and its word p
 LABEL_PAD_PX = 12  # px beside the widest word piece
 NUMBER_PAD_PX = 10  # px between two heads' numbers after a key
 MIN_SPAN_PX = 120  # px: the lines never get shorter than this, however many numbers
+# The words of these figures, marked for the catalogues and written in the ``language`` a builder is given.
+LAYER = N_("layer {number}")
+LAYER_HEAD = N_("layer {layer}, head {head}")
+HEAD = N_("head {number}")
+SATURATED = N_("Colours saturate at ±{limit}, which {share} of the values lie within; the largest, "
+               "{largest}, would otherwise leave every other cell white.")
 
 
 def thumbnail(weights: np.ndarray) -> np.ndarray:
@@ -46,11 +53,13 @@ def thumbnail(weights: np.ndarray) -> np.ndarray:
 THUMB_MIN_PX = 52  # px: thumbnails shrink to this before a layer's heads wrap into more rows
 
 
-def model_view(weights: list[np.ndarray], labels: list[list[str]], *, width: int = FULL_WIDTH) -> FigureSpec:
+def model_view(weights: list[np.ndarray], labels: list[list[str]], *, width: int = FULL_WIDTH,
+               language: str = ENGLISH) -> FigureSpec:
     """Every head of every layer as a small heatmap, one band per layer (its heads wrap into more
     rows on a narrow column, a phone's: four a row): weights[layer] [h, n, n], labels[layer][head] a
     short plain text, lines split at "\n" (entropy, pattern), written above each thumbnail. Weights on
     one 0..1 scale. `width`: the column's width in px."""
+    _ = translator(language)
     n_layers, n_heads = len(weights), weights[0].shape[0]
     per_row = max(1, min(n_heads, (width - LAYER_LABEL_PX) // (THUMB_MIN_PX + THUMB_GAP)))
     rows_per_layer = -(-n_heads // per_row)
@@ -70,7 +79,8 @@ def model_view(weights: list[np.ndarray], labels: list[list[str]], *, width: int
             data.append(dict(type="heatmap", z=small.astype(np.float32), zmin=0, zmax=1,
                              colorscale=WEIGHT_SCALE,
                              showscale=False, xaxis=f"x{suffix}", yaxis=f"y{suffix}",
-                             hovertemplate=f"layer {layer + 1}, head {head + 1}<extra></extra>"))
+                             hovertemplate=_(LAYER_HEAD).format(layer=layer + 1, head=head + 1)
+                             + "<extra></extra>"))
             row, column = layer * rows_per_layer + head // per_row, head % per_row
             x0 = column / per_row
             top = 1 - (row * band + layer * gap + THUMB_TITLE) / plot_h
@@ -85,7 +95,8 @@ def model_view(weights: list[np.ndarray], labels: list[list[str]], *, width: int
                 xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=THUMB_FONT)))
         first_row = layer * (rows_per_layer * band + gap)  # px from the top
         layout["annotations"].append(dict(
-            text=f"layer {layer + 1}", x=0, xref="paper", xanchor="right", xshift=-6, showarrow=False,
+            text=_(LAYER).format(number=layer + 1), x=0, xref="paper", xanchor="right", xshift=-6,
+            showarrow=False,
             y=1 - (first_row + (rows_per_layer * band + THUMB_TITLE) / 2) / plot_h, yref="paper",
             font=dict(size=12)))
         if rows_per_layer > 1 and layer:  # wrapped heads: a rule between layers
@@ -125,7 +136,7 @@ SATURATE_PERCENTILE = 99.9  # a picture's colours saturate at this percentile of
 SATURATE_RATIO = 4.0  # the largest value is more than this many times it (one outlier whitens the rest)
 
 
-def saturated(values: np.ndarray) -> tuple[np.ndarray, str | None]:
+def saturated(values: np.ndarray, language: str = ENGLISH) -> tuple[np.ndarray, str | None]:
     """Values for a picture's colours: clipped to ± the SATURATE_PERCENTILE of |values| when a few
     outliers (BERT's large dimensions) are SATURATE_RATIO times larger and would leave every other
     cell white, with a sentence that says so; else the values as they are and None."""
@@ -136,8 +147,8 @@ def saturated(values: np.ndarray) -> tuple[np.ndarray, str | None]:
     limit, largest = float(np.percentile(magnitude, SATURATE_PERCENTILE)), float(magnitude.max())
     if limit <= 0 or largest <= SATURATE_RATIO * limit:
         return values, None
-    note = (f"Colours saturate at ±{limit:.2f}, which {SATURATE_PERCENTILE:g}% of the values lie within; "
-            f"the largest, {largest:.2f}, would otherwise leave every other cell white.")
+    note = translator(language)(SATURATED).format(limit=f"{limit:.2f}", share=f"{SATURATE_PERCENTILE:g}%",
+                                                  largest=f"{largest:.2f}")
     return np.clip(values, -limit, limit), note
 
 
@@ -146,7 +157,7 @@ def _bucket(weight: float) -> int:
 
 
 def head_view(weights: np.ndarray, heads: list[int], tokens, *, query: int | None = None,
-              width: int = FULL_WIDTH) -> FigureSpec:
+              width: int = FULL_WIDTH, language: str = ENGLISH) -> FigureSpec:
     """Lines from each query word piece (left) to the keys (right), one colour per head, thicker
     for larger weights. weights [h, n, n] of one layer; heads: the ones drawn; query: only its lines,
     and after each key every drawn head's weight, one column per head in the head's colour.
@@ -172,7 +183,8 @@ def head_view(weights: np.ndarray, heads: list[int], tokens, *, query: int | Non
             if paths[bucket]:
                 data.append(dict(type="scatter", mode="lines", x=paths[bucket], y=ys[bucket],
                                  line=dict(color=colour, width=line_px), opacity=LINE_OPACITY,
-                                 hoverinfo="skip", name=f"head {head + 1}", legendgroup=f"head {head + 1}",
+                                 hoverinfo="skip", name=translator(language)(HEAD).format(number=head + 1),
+                                 legendgroup=f"head {head + 1}",
                                  showlegend=bucket == max(b for b, p in enumerate(paths) if p)))
     for side, x in (("query", -LABEL_OFFSET), ("key", 1 + LABEL_OFFSET)):
         data.append(dict(type="scatter", mode="text", x=[x] * n, y=list(range(n)), text=labels,

@@ -73,10 +73,12 @@ def mathml(latex: str) -> str:
     return convert(latex, display="block")
 
 
-def step_figures(setup: Setup, result: MHAResult, q_tokens, k_tokens, *, query: int = 0) -> dict[int, list]:
+def step_figures(setup: Setup, result: MHAResult, q_tokens, k_tokens, *, query: int = 0,
+                 language: str = ENGLISH) -> dict[int, list]:
     """The figures the workbench draws under each step, for the first head and the given query."""
     sizes = setup.sizes
-    heads = [f"head {i + 1}" for i in range(sizes.n_heads)]
+    _ = translator(language)
+    heads = [_("head {number}").format(number=i + 1) for i in range(sizes.n_heads)]
     r = result
     embeddings = [figures.matrix_heatmap(setup.x, q_tokens, figures.dims("d", sizes.d_model),
                                          title=figures.shape_title("X", setup.x.shape))]
@@ -135,7 +137,7 @@ def page_html(setup: Setup, *, title: str, query: int = 0, language: str = ENGLI
     q_tokens = list(setup.tokens)
     k_tokens = list(setup.key_tokens)
     charts, sections = {}, []
-    figures_of = step_figures(setup, result, q_tokens, k_tokens, query=query)
+    figures_of = step_figures(setup, result, q_tokens, k_tokens, query=query, language=language)
     steps, _ = in_language(language)
     _ = translator(language)
     what_word, why_word = html_text(_("What.")), html_text(_("Why."))
@@ -150,17 +152,20 @@ def page_html(setup: Setup, *, title: str, query: int = 0, language: str = ENGLI
                         f"{mathml(step.formula)}<p><strong>{what_word}</strong> {html_text(step.what)}</p>"
                         f"<p><strong>{why_word}</strong> {html_text(step.why)}</p>{''.join(drawn)}</section>")
     sizes = setup.sizes
+    page_title = html_text(_("{title}: multi-head attention, step by step")).format(title=html_text(title))
+    # The course's own sentence (its catalogues' plain text, no markup), as the English literal was.
+    no_charts = _("This browser cannot unpack the charts; every chart's numbers are in its table.")
+    steps_label = html_text(_("Steps"))
     skip = " · ".join(f'<a href="#step-{n}">{n}. {html_text(step.title)}</a>' for n, step in steps.items())
     return (f'<!DOCTYPE html><html lang="{language.replace("_", "-")}"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{html_text(title)}: multi-head attention, step by step</title>"
+            f"<title>{page_title}</title>"
             f"<style>{PAGE_CSS}</style></head>"
             f"<body><header><h1>{html_text(title)}</h1>"
             f"<p>{html_text(' '.join(q_tokens))} · {sizes.n_q} × {sizes.n_k}, d_model = {sizes.d_model}, "
             f"h = {sizes.n_heads}, d_k = {sizes.d_k}, d_v = {sizes.d_v}</p>"
-            f'<nav aria-label="Steps">{skip}</nav>'
-            '<p id="charts-note" class="note" hidden>This browser cannot unpack the charts; every chart\'s '
-            "numbers are in its table.</p></header><main>"
+            f'<nav aria-label="{steps_label}">{skip}</nav>'
+            f'<p id="charts-note" class="note" hidden>{no_charts}</p></header><main>'
             f"{''.join(sections)}</main>"
             f'<script type="application/json" id="charts">{script_json(charts)}</script>'
             f'<script type="text/plain" id="plotly-gz">{plotly_packed()}</script>'

@@ -29,7 +29,7 @@ from app.live import in_room, is_teacher
 from app.safe import lit, md
 from app.widgets import chart
 from classroom.store import QuestionClosed, StoreError, StoreUnavailable, is_right
-from course.i18n import N_
+from course.i18n import N_, localized_number_text
 from course.quiz import (
     NUMBER_KINDS,
     DrawnForecast,
@@ -51,7 +51,17 @@ RESEND_SECONDS = 2.0  # an answer pressed while the store was away is tried agai
 SOLUTION_CHARS = 2_000  # classroom.store's limit on a question's solution
 LABEL_CHARS = 40  # a label kept in a forecast's solution
 PHONE_WIDTH = 360  # px: a student's own forecast grid is planned for a phone's column (wider ones stretch it)
-STATUS_WORDS = {"open": "open", "closed": "closed", "revealed": "revealed"}
+STATUS_WORDS = {"open": N_("answers open"), "closed": N_("answers closed"),
+                "revealed": N_("answers revealed")}
+# course.quiz.distance_words' English, marked here: shown in the reader's language.
+CLOSENESS = {"very close": N_("very close"), "close": N_("close"), "partly right": N_("partly right"),
+             "far off": N_("far off")}
+CLASS_FORECAST = N_("The class is **{closeness}**: total variation distance {distance} (0 is the same, 1 "
+                    "nothing in common).")
+OWN_FORECAST = N_("Your forecast is **{closeness}**: total variation distance {distance} (0 is the same, 1 "
+                  "nothing in common).")
+REAL_SOFTMAX = N_("Head {number}'s softmax")
+YOUR_FORECAST = N_("Your forecast")
 LOST = N_("The class connection is lost: your answer was **not sent yet**. Press Send again, or leave "
            "this page open: it is sent by itself when the connection is back.")
 
@@ -81,17 +91,18 @@ def ask(question, screen: int | None = None) -> None:
             solution=solution_of(question), correct="" if forecast else room_correct(question),
             tolerance=question.tolerance, grid=question.grid if forecast else (0, 0))
     except StoreError as error:  # said in the room's box, and here (the presenter hides the sidebar)
-        ss.live_message = f"Could not ask the room: {error}"
-        st.toast(md("Could not ask the room: {}", error), icon=":material/wifi_off:")
+        ss.live_message = i18n.t("Could not ask the room: {error}").format(error=error)
+        st.toast(md(i18n.t("Could not ask the room: {error}"), error=error), icon=":material/wifi_off:")
         return
     ss.asked, ss.asked_screen = (asked.id, question), screen
-    st.toast("Asked the room: the answers arrive next to the question.", icon=":material/groups:")
+    st.toast(i18n.t("Asked the room: the answers arrive next to the question."), icon=":material/groups:")
 
 
 def ask_button(question, key: str, screen: int | None = None) -> None:
     """'Ask the room', drawn for the teacher of a room only."""
     if in_room() and is_teacher():
-        st.button("Ask the room", key=key, on_click=ask, args=(question, screen), icon=":material/groups:")
+        st.button(i18n.t("Ask the room"), key=key, on_click=ask, args=(question, screen),
+                  icon=":material/groups:")
 
 
 def draw_button(forecast: DrawnForecast | None, grid: DrawnForecast | None, screen: int) -> None:
@@ -99,9 +110,9 @@ def draw_button(forecast: DrawnForecast | None, grid: DrawnForecast | None, scre
     if not (in_room() and is_teacher()) or forecast is None:
         return
     whole = grid is not None and st.checkbox(
-        "The head's whole grid", key="present_draw_grid",
-        help="Every query's row (up to 36 cells): more to draw, for a small setup.")
-    st.button("Ask the room to draw a forecast", key="present_draw", on_click=ask,
+        i18n.t("The head's whole grid"), key="present_draw_grid",
+        help=i18n.t("Every query's row (up to 36 cells): more to draw, for a small setup."))
+    st.button(i18n.t("Ask the room to draw a forecast"), key="present_draw", on_click=ask,
               args=(grid if whole else forecast, screen), icon=":material/draw:")
 
 
@@ -119,8 +130,9 @@ def reveal_asked(screen: int) -> None:
     try:
         live.store().reveal(ss.room, ss.teacher_secret, ss.asked[0])
     except StoreError as error:
-        ss.live_message = f"Could not reveal the answers to the room: {error}"
-        st.toast(md("Could not reveal the answers to the room: {}", error), icon=":material/wifi_off:")
+        ss.live_message = i18n.t("Could not reveal the answers to the room: {error}").format(error=error)
+        st.toast(md(i18n.t("Could not reveal the answers to the room: {error}"), error=error),
+                 icon=":material/wifi_off:")
 
 
 @st.fragment(run_every=PANEL_SECONDS)
@@ -135,14 +147,16 @@ def answers_panel() -> None:
     """The Class page's panel: the open question's answers as they arrive; Close, Reveal; the CSV."""
     ss = st.session_state
     if ss.get("asked") is None:
-        st.caption("Ask the room from a forecast on the Present page or from a question on the Quiz page.")
+        st.caption(i18n.t("Ask the room from a forecast on the Present page or from a question on the Quiz "
+                          "page."))
     else:
         answers_view("live", large=False)
     try:
         data = live.store().answers_csv(ss.room, ss.teacher_secret)
     except StoreError:
         return
-    st.download_button("Download the room's answers (CSV)", data=data, mime="text/csv", key="live_csv",
+    st.download_button(i18n.t("Download the room's answers (CSV)"), data=data, mime="text/csv",
+                       key="live_csv",
                        file_name=f"room-{ss.room}-answers.csv", on_click="ignore")
 
 
@@ -155,20 +169,27 @@ def answers_view(where: str, *, large: bool, on_reveal=None) -> None:
         tally = live.store().tally(ss.room, question_id)
         following = live.store().followers(ss.room)
     except StoreError as error:
-        st.warning(md("The answers cannot be read now: {}", error), icon=":material/wifi_off:")
+        st.warning(md(i18n.t("The answers cannot be read now: {error}"), error=error),
+                   icon=":material/wifi_off:")
         return
     status = tally.status
+    status_words = i18n.t(STATUS_WORDS[status]) if status in STATUS_WORDS else status  # stored: "answers …"
     if large:  # projected: the count in large type
-        st.markdown(md("#### {} of {} answered · answers {}", tally.total, max(following, tally.total),
-                       STATUS_WORDS.get(status, status)))
-    else:
-        marked = tally.right is not None and tally.total
-        right = f", **{tally.right / tally.total:.0%}** right" if marked else ""
-        st.markdown(md("**Asked:** {}", question.prompt) + f"  \n**{tally.total:d}** answers ({following:d} "
-                    f"following){right} · answers {STATUS_WORDS.get(status, status)}")
+        st.markdown(md(i18n.t("#### {answered} of {following} answered · {status}"), answered=tally.total,
+                       following=max(following, tally.total), status=status_words))
+    else:  # '**17** answers (23 following), **65%** right · answers open' (the share once marked)
+        if tally.right is not None and tally.total:
+            count = i18n.t("**{total}** answers ({following} following), **{share}** right · "
+                           "{status}").format(total=f"{tally.total:d}", following=f"{following:d}",
+                                              share=f"{tally.right / tally.total:.0%}",
+                                              status=lit(status_words))
+        else:
+            count = i18n.t("**{total}** answers ({following} following) · {status}").format(
+                total=f"{tally.total:d}", following=f"{following:d}", status=lit(status_words))
+        st.markdown(md(i18n.t("**Asked:** {prompt}"), prompt=question.prompt) + "  \n" + count)
     buttons = st.container(horizontal=True)
     if status == "open":
-        buttons.button("Close answers", key=f"{where}_close", icon=":material/lock:", on_click=act,
+        buttons.button(i18n.t("Close answers"), key=f"{where}_close", icon=":material/lock:", on_click=act,
                        args=("close", question_id))
     if status != "revealed" and buttons.button(i18n.t("Reveal"), key=f"{where}_reveal", type="primary",
                                                icon=":material/visibility:"):
@@ -178,7 +199,7 @@ def answers_view(where: str, *, large: bool, on_reveal=None) -> None:
         st.rerun(scope="app")
     forecast = isinstance(question, DrawnForecast)
     automatic = forecast and status != "open"  # a forecast's average once closed; other answers on demand
-    shown = buttons.toggle("Show the answers", key=f"{where}_show_answers") or automatic
+    shown = buttons.toggle(i18n.t("Show the answers"), key=f"{where}_show_answers") or automatic
     if not shown:
         return
     if forecast:
@@ -193,21 +214,22 @@ def act(step: str, question_id: str) -> None:
     try:
         getattr(live.store(), step)(ss.room, ss.teacher_secret, question_id)
     except StoreError as error:
-        ss.live_message = f"The room did not take it: {error}"
-        st.toast(md("The room did not take it: {}", error), icon=":material/wifi_off:")
+        ss.live_message = i18n.t("The room did not take it: {error}").format(error=error)
+        st.toast(md(i18n.t("The room did not take it: {error}"), error=error), icon=":material/wifi_off:")
 
 
 def distribution(where: str, tally, *, large: bool, marked: bool) -> None:
     """The answers as bars with their counts and shares; right ones green once revealed."""
     if not tally.total:
-        st.caption("No answers yet.")
+        st.caption(i18n.t("No answers yet."))
         return
     labels, counts = list(tally.counts), list(tally.counts.values())
     right = [is_right(tally.question, value) for value in labels] if marked else None
     chart(forecast_figures.answer_bars(labels, counts, right=right, large=large),
           key=f"{where}_answers_chart")
     if marked and tally.right is not None:
-        st.markdown(md("**{} of {}** right (first answers count).", tally.right, tally.total))
+        st.markdown(md(i18n.t("**{right} of {total}** right (first answers count)."), right=tally.right,
+                       total=tally.total))
 
 
 # The class's forecast on the presenter, under the count, the buttons and the sentence: the
@@ -221,17 +243,17 @@ def class_forecast_view(where: str, question: DrawnForecast, tally, *, large: bo
     """The class's average forecast as a heatmap next to the real softmax, how far apart they are,
     and the key where the class was most wrong."""
     if tally.mean is None:
-        st.caption("No forecasts yet.")
+        st.caption(i18n.t("No forecasts yet."))
         return
     mean = np.asarray(tally.mean, dtype=float)  # [n_rows, n_k]
     st.markdown(forecast_words(mean, question.weights, question.query_labels, question.key_labels,
-                               "The class"))  # first: on a projector the chart may run below the fold
+                               CLASS_FORECAST))  # first: on a projector the chart may run below the fold
 
     def figure(style):
         return forecast_figures.forecast_vs_real(
             mean, question.weights, question.query_labels, question.key_labels,
-            forecast_title=f"The class's forecast ({tally.total})",
-            real_title=f"Head {question.head + 1}'s softmax", large=style)
+            forecast_title=i18n.t("The class's forecast ({count})").format(count=tally.total),
+            real_title=i18n.t(REAL_SOFTMAX).format(number=question.head + 1), large=style)
 
     if not large:
         chart(figure(False), key=f"{where}_forecast_chart")
@@ -241,16 +263,24 @@ def class_forecast_view(where: str, question: DrawnForecast, tally, *, large: bo
         FORECAST_CELL_HEIGHTS, FORECAST_CHART_PX), key=f"{where}_forecast_chart")
 
 
-def forecast_words(forecast, real, query_labels, key_labels, who: str) -> str:
+def forecast_words(forecast, real, query_labels, key_labels, sentence: str) -> str:
     """'The class is close: total variation 0.18 (0 is the same, 1 nothing in common). Most wrong:
-    key “3 · sat” for query “2 · cat”, 0.40 where the head gives 0.05.'"""
+    key “3 · sat” for query “2 · cat”, 0.40 where the head gives 0.05.' sentence: CLASS_FORECAST or
+    OWN_FORECAST, the first sentence's message."""
     distance = forecast_distance(forecast, real)
     row, key, _ = most_wrong_cell(forecast, real)
     forecast, real = np.asarray(forecast), np.asarray(real)
-    return md("{} is **{}**: total variation distance {} (0 is the same, 1 nothing in common). "
-              "Most wrong: key **{}** for query {}, {} where the head gives {}.",
-              who, distance_words(distance), f"{distance:.2f}", key_labels[key], query_labels[row],
-              f"{forecast[row, key]:.2f}", f"{real[row, key]:.2f}")
+    closeness = distance_words(distance)
+    return (md(i18n.t(sentence), closeness=i18n.t(CLOSENESS.get(closeness, closeness)),
+               distance=decimals(distance)) + " "
+            + md(i18n.t("Most wrong: key **{key}** for query {query}, {given} where the head gives {real}."),
+                 key=key_labels[key], query=query_labels[row], given=decimals(forecast[row, key]),
+                 real=decimals(real[row, key])))
+
+
+def decimals(value: float) -> str:
+    """A share to two decimals as the reader's language writes it (0.40, 0,40), rounded as Python does."""
+    return localized_number_text(f"{value:.2f}", i18n.language())
 
 
 # --- The student answers ---------------------------------------------------------------------------
@@ -273,8 +303,9 @@ def forecast_labels(grid: tuple[int, int], current) -> Labels:
         keys = tuple(f"{i + 1} · {t}" for i, t in enumerate(setup.key_tokens))
         queries = tuple(f"{i + 1} · {t}" for i, t in enumerate(setup.tokens)) if rows > 1 else ("",)
         return Labels(queries, keys)
-    return Labels(tuple(f"query {i + 1}" for i in range(rows)) if rows > 1 else ("",),
-                  tuple(f"key {j + 1}" for j in range(cols)))
+    query, key = i18n.t("query {number}"), i18n.t("key {number}")
+    return Labels(tuple(query.format(number=i + 1) for i in range(rows)) if rows > 1 else ("",),
+                  tuple(key.format(number=j + 1) for j in range(cols)))
 
 
 def room_question():
@@ -364,7 +395,8 @@ def send_answer(question, value, nickname: str) -> None:
     try:
         value = room_answer(question.kind, value, question.choices) if question.kind != FORECAST else value
     except ValueError as error:
-        st.warning(md("That cannot be read as an answer ({}). Try again.", error), icon=":material/edit:")
+        st.warning(md(i18n.t("That cannot be read as an answer ({error}). Try again."), error=error),
+                   icon=":material/edit:")
         return
     st.session_state.pending_answer = (question.id, value, nickname or "")
     if send_pending(question.id):
@@ -389,7 +421,7 @@ def send_pending(question_id: str) -> bool:
         return False
     except StoreError as error:
         ss.pop("pending_answer", None)
-        st.warning(md("Your answer could not be taken: {}", error))
+        st.warning(md(i18n.t("Your answer could not be taken: {error}"), error=error))
         return False
     ss.pop("pending_answer", None)
     ss.answered = question_id
@@ -462,11 +494,12 @@ def forecast_form(question, labels: Labels) -> None:
     chips = ss.setdefault(key, [[0] * cols for _ in range(rows)])
     row = 0
     if rows > 1:
-        row = st.selectbox("Query", range(rows), key=f"forecast_row_{question.id}",
+        row = st.selectbox(i18n.t("Query"), range(rows), key=f"forecast_row_{question.id}",
                            format_func=lambda r: short(labels.queries[r]))  # labels that never change
     shares = chips_to_weights(chips)  # [rows, cols]
     left = CHIPS - sum(chips[row])
-    st.markdown(md("Tap a key to give it a chip: {} chips share out 1.0. **{}** left.", CHIPS, left))
+    st.markdown(md(i18n.t("Tap a key to give it a chip: {chips} chips share out 1.0. **{left}** left."),
+                   chips=CHIPS, left=left))
     for col in range(cols):
         st.button(chip_label(labels.keys[col], chips[row][col], shares[row, col]),
                   key=f"chip_add_{question.id}_{row}_{col}", on_click=add_chip, args=(key, row, col, 1),
@@ -474,21 +507,21 @@ def forecast_form(question, labels: Labels) -> None:
     if left < CHIPS:  # something to take back
         picker = take_picker_key(question.id, row, chips[row])
         keys = [short(label) for label in labels.keys]  # distinct: each starts with its position
-        st.pills("Take a chip back from", keys, key=picker, format_func=lit, on_change=take_chip,
+        st.pills(i18n.t("Take a chip back from"), keys, key=picker, format_func=lit, on_change=take_chip,
                  args=(key, row, picker, keys, list(chips[row])))
-        st.button("Clear this row", key=f"chip_clear_{question.id}_{row}", on_click=clear_chips,
+        st.button(i18n.t("Clear this row"), key=f"chip_clear_{question.id}_{row}", on_click=clear_chips,
                   args=(key, row))
     empty = [labels.queries[r] for r in range(rows) if not sum(chips[r])]
     nickname = ss.get("nickname", "")  # given at the door: not asked again
     if not nickname and (len(empty) < rows or ss.get("live_nickname")):  # drawing, or typed (then kept)
-        nickname = st.text_input("Nickname (optional; only your teacher sees it)", key="live_nickname",
-                                 max_chars=40)
+        nickname = st.text_input(i18n.t("Nickname (optional; only your teacher sees it)"),
+                                 key="live_nickname", max_chars=40)
     if empty and rows > 1:
-        st.caption(md("Rows without a chip yet: {}", ", ".join(empty)))
-    if st.button("Send", key=f"forecast_send_{question.id}", type="primary", disabled=bool(empty)):
+        st.caption(md(i18n.t("Rows without a chip yet: {rows}"), rows=", ".join(empty)))
+    if st.button(i18n.t("Send"), key=f"forecast_send_{question.id}", type="primary", disabled=bool(empty)):
         send_answer(question, grid_json(shares), nickname)
     if ss.get("pending_answer", (None,))[0] == question.id:
-        st.warning(LOST, icon=":material/wifi_off:")
+        st.warning(i18n.t(LOST), icon=":material/wifi_off:")
 
 
 def sent_forecast_view(question, current) -> None:
@@ -499,8 +532,9 @@ def sent_forecast_view(question, current) -> None:
     if drawn is None:
         return
     labels = forecast_labels(question.grid, current)
-    chart(head_grids(drawn[None], [q or "query" for q in labels.queries], list(labels.keys), kind="weights",
-                     width=PHONE_WIDTH, head_names=["Your forecast"]), key="sent_forecast")
+    query = i18n.t("query")
+    chart(head_grids(drawn[None], [q or query for q in labels.queries], list(labels.keys), kind="weights",
+                     width=PHONE_WIDTH, head_names=[i18n.t(YOUR_FORECAST)]), key="sent_forecast")
 
 
 # --- After the reveal ------------------------------------------------------------------------------
@@ -515,13 +549,14 @@ def revealed_view(question, current) -> None:
         return
     correct = shown_answer(question.kind, question.correct)
     if mine is None:
-        st.info(md("You did not answer this one. The right answer: **{}**", correct), icon=":material/info:")
+        st.info(md(i18n.t("You did not answer this one. The right answer: **{correct}**"), correct=correct),
+                icon=":material/info:")
     elif is_right(question, mine):
-        st.success(md("You answered **{}**: right.", shown_answer(question.kind, mine)),
+        st.success(md(i18n.t("You answered **{answer}**: right."), answer=shown_answer(question.kind, mine)),
                    icon=":material/check_circle:")
     else:
-        st.error(md("You answered **{}**: wrong. The right answer: **{}**", shown_answer(question.kind, mine),
-                    correct), icon=":material/cancel:")
+        st.error(md(i18n.t("You answered **{answer}**: wrong. The right answer: **{correct}**"),
+                    answer=shown_answer(question.kind, mine), correct=correct), icon=":material/cancel:")
     if question.solution:
         st.markdown(question.solution)  # course.quiz's Markdown: its tokens are escaped there
     try:
@@ -559,21 +594,22 @@ def own_forecast_view(question, mine: str | None) -> None:
         real = np.asarray(solution["real"], dtype=float)  # [rows, cols]
         queries, keys = list(solution["queries"]), list(solution["keys"])
     except (ValueError, KeyError, TypeError):
-        st.caption("The real weights did not come with the reveal.")
+        st.caption(i18n.t("The real weights did not come with the reveal."))
         return
     drawn = read_grid(mine, question.grid) if mine is not None else None
     if drawn is None:
-        st.info("You did not draw this one. Here is the real softmax.", icon=":material/info:")
+        st.info(i18n.t("You did not draw this one. Here is the real softmax."), icon=":material/info:")
         drawn = np.full_like(real, np.nan)
-    shown_queries = [q or "query" for q in queries]
+    query = i18n.t("query")
+    shown_queries = [q or query for q in queries]
     head = int(solution.get("head", 0)) + 1
     if mine is not None and np.isfinite(drawn).all():
-        st.markdown(forecast_words(drawn, real, shown_queries, keys, "Your forecast"))
+        st.markdown(forecast_words(drawn, real, shown_queries, keys, OWN_FORECAST))
+    yours, real_name = i18n.t(YOUR_FORECAST), i18n.t(REAL_SOFTMAX).format(number=head)
     if real.shape[0] == 1:  # one row: bars a phone shows large
-        figure = forecast_figures.mine_vs_real_bars(drawn[0], real[0], keys,
-                                                    real_name=f"Head {head}'s softmax")
+        figure = forecast_figures.mine_vs_real_bars(drawn[0], real[0], keys, mine_name=yours,
+                                                    real_name=real_name)
     else:
-        figure = forecast_figures.forecast_vs_real(drawn, real, shown_queries, keys,
-                                                   forecast_title="Your forecast",
-                                                   real_title=f"Head {head}'s softmax", width=PHONE_WIDTH)
+        figure = forecast_figures.forecast_vs_real(drawn, real, shown_queries, keys, forecast_title=yours,
+                                                   real_title=real_name, width=PHONE_WIDTH)
     chart(figure, key="own_forecast")

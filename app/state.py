@@ -21,6 +21,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app import editors, figures, i18n, result_cache
+from course.i18n import N_
 from course.scenarios import DEFAULT_SCENARIO, GENERATED, Scenario, all_scenarios, generated_setup
 from mha_core import ARRAYS, LIMITS, MHAResult, Scaling, Setup, Sizes
 from mha_core.codec import (
@@ -34,8 +35,8 @@ from mha_core.codec import (
 from mha_core.init import fill
 from mha_core.setup import SPECS, covering, resized
 
-GENERATED_LABELS = {"random": "random (seeded)", "blank": "blank (zeros)"}
-YOUR_SETUP = "your setup"
+GENERATED_LABELS = {"random": N_("random (seeded)"), "blank": N_("blank (zeros)")}
+YOUR_SETUP = N_("your setup")
 MASK = "mask"  # the custom mask's editor: 0/1 in work, bool in the Setup
 REVEALED = "present_revealed"  # the presenter's (screen, question prompt) whose answer the room has seen
 SELECTION_PARAMS = {  # link parameter -> the selections it holds, counted from 1 in the link
@@ -51,8 +52,9 @@ def presets() -> dict[str, Scenario]:
 
 
 def label_of(origin: str) -> str:
+    """The name of what the page started from, in the reader's language."""
     scenario = presets().get(origin)
-    return scenario.title if scenario else GENERATED_LABELS.get(origin, YOUR_SETUP)
+    return i18n.t(scenario.title if scenario else GENERATED_LABELS.get(origin, YOUR_SETUP))
 
 
 def base_setup(origin: str, seed: int) -> Setup | None:
@@ -147,7 +149,7 @@ def apply_room_state(params: dict) -> list[str]:
         try:
             setup = setup_from_json(document)
         except ConfigError as error:
-            return [*notes, f"the room's setup ({error})"]
+            return [*notes, i18n.t("the room's setup ({error})").format(error=error)]
         known = setup.origin in presets() or setup.origin in GENERATED
         load_setup(setup if known else setup.with_origin("link"))
     return notes
@@ -175,16 +177,19 @@ def apply_link(params: dict) -> list[str]:
             load_setup(setup if setup.origin in presets() or setup.origin in GENERATED
                        else setup.with_origin("link"))
         except ConfigError as error:
-            refused.append(f"the page's state ({error}); the default preset is shown instead")
+            refused.append(i18n.t("the page's state ({error}); the default preset is shown instead")
+                           .format(error=error))
     else:
         refused += _apply_legacy_link(params)
     refused += _apply_selections(params)
     unread = [name for name in params if name not in ("s", *SELECTION_PARAMS, "preset", "tokens", "d_model",
                                                       "heads", "seed", "room", "teacher", "me", "lang")]
     if unread:
-        shown = ", ".join(repr(name[:20]) for name in unread[:5])
-        refused.append(f"{len(unread)} parameter{'s' if len(unread) > 1 else ''} this app does not read "
-                       f"({shown}{', …' if len(unread) > 5 else ''})")
+        names = ", ".join(repr(name[:20]) for name in unread[:5]) + (", …" if len(unread) > 5 else "")
+        refused.append(i18n.t("1 parameter this app does not read ({names})").format(names=names)
+                       if len(unread) == 1 else
+                       i18n.t("{count} parameters this app does not read ({names})").format(
+                           count=f"{len(unread):d}", names=names))
     return refused
 
 
@@ -216,7 +221,8 @@ def _apply_selections(params: dict) -> list[str]:
             continue
         parts = str(_last(params[param])).split(".")
         if len(parts) != len(keys) or not all(p.isascii() and p.isdigit() and len(p) < 4 for p in parts):
-            refused.append(f"link parameter {param}: expected {len(keys)} whole number(s)")
+            refused.append(i18n.t("link parameter {param}: expected {count} whole number(s)").format(
+                param=param, count=f"{len(keys):d}"))
             continue
         for key, part in zip(keys, parts, strict=True):
             st.session_state.selections[key] = int(part) - 1  # the link counts from 1
@@ -296,15 +302,22 @@ def conform(sizes: Sizes, mask_kind: str, seed: int) -> list[str]:
         if new_cells and base is not None:
             grown[_label(name)] = new_cells
     forgotten = _forget_beyond_budget()
-    notes = [f"The values cut from {', '.join(forgotten)} are not remembered at these sizes (with them this "
-             f"session would keep more than {result_cache.SESSION_BUDGET_BYTES // 2**20} MiB): a larger size "
-             "fills them anew."] if forgotten else []
+    budget = f"{result_cache.SESSION_BUDGET_BYTES // 2**20:d}"
+    notes = [i18n.t("The values cut from {arrays} are not remembered at these sizes (with them this session "
+                    "would keep more than {mib} MiB): a larger size fills them anew.").format(
+        arrays=", ".join(forgotten), mib=budget)] if forgotten else []
     if not grown:
         return notes
-    what = {"random": f"random numbers (seed {seed})", "zeros": "zeros"}[ss.fill_kind_new]
-    cells = ", ".join(f"{label} {count:,}" for label, count in grown.items())
-    return [f"New cells ({cells}) are filled with {what}, biases with zeros and a custom mask with ticks; "
-            "values cut by a smaller size come back when the size does.", *notes]
+    cells = ", ".join(f"{label} {i18n.number(count)}" for label, count in grown.items())
+    return [i18n.t(NEW_CELLS[ss.fill_kind_new]).format(cells=cells, seed=f"{seed:d}"), *notes]
+
+
+NEW_CELLS = {  # the note on the cells a larger size adds, by what fills them
+    "random": N_("New cells ({cells}) are filled with random numbers (seed {seed}), biases with zeros and a "
+                 "custom mask with ticks; values cut by a smaller size come back when the size does."),
+    "zeros": N_("New cells ({cells}) are filled with zeros, biases with zeros and a custom mask with ticks; "
+                "values cut by a smaller size come back when the size does."),
+}
 
 
 def _forget_beyond_budget() -> list[str]:
@@ -484,9 +497,9 @@ def computed(setup: Setup) -> MHAResult:
 def shared_run(setup: Setup) -> tuple[bytes, MHAResult]:
     """setup.run() through the server's result cache: (its key, the result)."""
     key = result_cache.setup_key(setup)
+    waiting = i18n.t("Another session is computing this same setup; it is shared when done…")
     result = result_cache.RESULTS.get_or_make(
-        key, lambda: _run(setup), result_cache.numpy_bytes,
-        lambda: st.spinner("Another session is computing this same setup; it is shared when done…"))
+        key, lambda: _run(setup), result_cache.numpy_bytes, lambda: st.spinner(waiting))
     return key, result
 
 
@@ -495,10 +508,14 @@ def _run(setup: Setup) -> MHAResult:
     if sizes.n_heads * sizes.n_q * sizes.n_k < SPINNER_FROM:
         return setup.run()
     slots = result_cache.LONG_RUNS.slots
-    queued = (f"Queued: the server computes {slots:d} long sequence{'s' if slots > 1 else ''} at a time; "
-              "yours starts when one is free…")
+    queued = (i18n.t("Queued: the server computes {count} long sequences at a time; yours starts when one is "
+                     "free…") if slots > 1 else
+              i18n.t("Queued: the server computes 1 long sequence at a time; yours starts when one is free…")
+              ).format(count=f"{slots:d}")
+    computing = i18n.t("Computing {h} heads over {n_q} × {n_k} tokens…").format(
+        h=f"{sizes.n_heads:d}", n_q=f"{sizes.n_q:d}", n_k=f"{sizes.n_k:d}")
     with result_cache.LONG_RUNS.turn(lambda: st.spinner(queued)):
-        with st.spinner(f"Computing {sizes.n_heads:d} heads over {sizes.n_q:d} × {sizes.n_k:d} tokens…"):
+        with st.spinner(computing):
             return setup.run()
 
 
@@ -527,17 +544,33 @@ def cell_message(name: str, current: Read, tokens, kv_tokens, sizes: Sizes) -> s
     """One message naming the first cell at fault (and how many there are)."""
     label = SPECS[name].label
     if not current.bad:
-        return (f"{label}: {current.ignored} edit(s) named a cell this grid does not have and were "
-                "ignored; the grid's other cells keep their values.")
+        return i18n.t("{label}: {count} edit(s) named a cell this grid does not have and were ignored; the "
+                      "grid's other cells keep their values.").format(label=label,
+                                                                       count=f"{current.ignored:d}")
     head, cell = current.bad[0]
     rows, columns = grid_labels(name, tokens, kv_tokens, sizes)
     row = rows[cell.row] if cell.row < len(rows) else str(cell.row + 1)
-    where = f"{label} of head {head + 1}" if head is not None else label
-    more = f" ({len(current.bad)} cells in all)" if len(current.bad) > 1 else ""
     column = columns[cell.col] if cell.col < len(columns) else str(cell.col + 1)
-    return (f"{where}, row {row}, column {column}: {cell.reason}{more}. Type a number such "
-            "as 0.5, -2 or 1e-3; the other inputs keep their values and the steps below come back once "
-            "it is fixed.")
+    message = BAD_CELL[head is not None, len(current.bad) > 1]
+    return i18n.t(message).format(label=label, head=f"{(head or 0) + 1:d}", row=row, column=column,
+                                  reason=cell.reason, count=f"{len(current.bad):d}")
+
+
+BAD_CELL = {  # (a head's grid?, more than one cell at fault?) -> the message naming the first one
+    (False, False): N_(
+        "{label}, row {row}, column {column}: {reason}. Type a number such as 0.5, -2 or 1e-3; the other "
+        "inputs keep their values and the steps below come back once it is fixed."),
+    (True, False): N_(
+        "{label} of head {head}, row {row}, column {column}: {reason}. Type a number such as 0.5, -2 or "
+        "1e-3; the other inputs keep their values and the steps below come back once it is fixed."),
+    (False, True): N_(
+        "{label}, row {row}, column {column}: {reason} ({count} cells in all). Type a number such as 0.5, "
+        "-2 or 1e-3; the other inputs keep their values and the steps below come back once it is fixed."),
+    (True, True): N_(
+        "{label} of head {head}, row {row}, column {column}: {reason} ({count} cells in all). Type a number "
+        "such as 0.5, -2 or 1e-3; the other inputs keep their values and the steps below come back once it "
+        "is fixed."),
+}
 
 
 
@@ -547,10 +580,17 @@ def sync_url(current: Current) -> None:
         return  # an input is at fault: the address keeps the last good state
     params, complete = link_params(current)
     if not complete:
-        opens = "its preset" if "preset" in params else "the default preset"
-        st.sidebar.caption(f"This setup is too large for a link: the address opens {opens}. Use "
-                           "'Save or load this setup' to keep all of it.")
+        note = TOO_LARGE_FOR_A_LINK["preset" in params]
+        st.sidebar.caption(i18n.t(note))
     _set_address(params)
+
+
+TOO_LARGE_FOR_A_LINK = {  # does the link name the preset?
+    True: N_("This setup is too large for a link: the address opens its preset. Use 'Save or load this "
+             "setup' to keep all of it."),
+    False: N_("This setup is too large for a link: the address opens the default preset. Use 'Save or load "
+              "this setup' to keep all of it."),
+}
 
 
 def _set_address(params: dict[str, str]) -> None:

@@ -24,6 +24,7 @@ SCALE_KINDS = {"sqrt": N_("1/√d_k (standard)"), "none": N_("none (raw scores)"
 MASK_LABELS = {"none": N_("none"), "causal": N_("causal (no peeking ahead)"), "custom": N_("custom grid")}
 MODE_LABELS = {"self-attention": N_("self-attention"), "cross-attention": N_("cross-attention")}
 MODES = tuple(MODE_LABELS)
+FILL_LABELS = {"random": N_("random"), "identity": N_("identity"), "zeros": N_("zeros")}  # mha_core's FILLS
 
 
 # Scrolls the page to its top, again a few times while it is drawn (charts arriving late could
@@ -55,8 +56,9 @@ def chart(fig, key: str, text: str | chart_text.ChartText | None = None) -> None
     options = {"format": image_format, "filename": key.removeprefix("chart_")}
     if image_format == "png":
         options["scale"] = 2
+    language = i18n.language()  # the summary and tables in the reader's language, whoever built the figure
     about = text if isinstance(text, chart_text.ChartText) else (
-        chart_text.described(text, fig) if text else chart_text.of_figure(fig))
+        chart_text.described(text, fig, language) if text else chart_text.of_figure(fig, language))
     config = {"displaylogo": False, "toImageButtonOptions": options, "modeBarButtons": MODEBAR_BUTTONS}
     st.plotly_chart(i18n.localized_figure(fig), key=key, config=config, alt=about.summary)
     numbers_ui(about, key)
@@ -77,12 +79,18 @@ def following() -> bool:
     return bool(st.session_state.get("following"))
 
 
-def whose_edit(numbers: str = "the numbers") -> str:
+WHOSE_EDIT = {  # (the numbers below?, following a room?) -> whose numbers an edited preset shows
+    (False, False): N_("(edited: the numbers are yours, not the chapter's)"),
+    (False, True): N_("(edited by your teacher: the numbers are the teacher's, not the chapter's)"),
+    (True, False): N_("(edited: the numbers below are yours, not the chapter's)"),
+    (True, True): N_("(edited by your teacher: the numbers below are the teacher's, not the chapter's)"),
+}
+
+
+def whose_edit(below: bool = False) -> str:
     """' (edited: the numbers are yours, not the chapter's)'; a student following a room is told
     they are the teacher's."""
-    if following():
-        return f" (edited by your teacher: {numbers} are the teacher's, not the chapter's)"
-    return f" (edited: {numbers} are yours, not the chapter's)"
+    return " " + i18n.t(WHOSE_EDIT[below, following()])
 
 
 def choice_ui(where, label: str, labels: list[str], name: str, *, default: int = 0,
@@ -187,7 +195,8 @@ def sidebar_ui(sb=None) -> Inputs:
         try:
             d_k = d_v = head_width(d_model, n_heads)
             if d_k > LIMITS.d_head:
-                errors["n_heads"] = f"d_k = {d_k} is over the limit {LIMITS.d_head}: use more heads."
+                errors["n_heads"] = i18n.t("d_k = {d_k} is over the limit {limit}: use more heads.").format(
+                    d_k=f"{d_k:d}", limit=f"{LIMITS.d_head:d}")
             else:
                 sb.caption(i18n.t("d_k = d_v = d_model / h = {d_k}").format(d_k=f"{d_k:d}"))
         except ValueError as error:
@@ -218,7 +227,8 @@ def _tokens_ui(sb, label: str, key: str, errors: dict) -> list[str]:
     tokens = str(text)[:LIMITS.token_text + 1].split()  # a client can send more than max_chars
     problem = token_problem(tokens, "query tokens" if key == "tokens_text" else "key/value tokens")
     if len(str(text)) > LIMITS.token_text:
-        problem = f"{len(str(text)):,} characters is over the limit of {LIMITS.token_text:,}."
+        problem = i18n.t("{count} characters is over the limit of {limit}.").format(
+            count=i18n.number(len(str(text))), limit=i18n.number(LIMITS.token_text))
     if problem:
         errors[key] = problem
         sb.error(lit(problem), icon=":material/warning:")
@@ -273,34 +283,48 @@ def picker_ui(slot, current: state.Current) -> None:
     """
     ss = st.session_state
     origin = ss.origin
-    titles = preset_titles()
-    shown = shown_label(current)
+    titles = preset_titles()  # the options are the English titles, each shown in the reader's language
+    shown = _shown_option(current)
     options = ([shown] if shown not in titles.values() else []) + list(titles.values())
+    words = {option: option for option in options}  # each label in this run's language, whenever asked for
+    if shown not in titles.values():
+        words[shown] = shown_label(current)  # 'A: ... (edited)' or 'your setup', already translated
     ss.preset_picker = shown
     slot.selectbox(i18n.t("Preset"), options, key="preset_picker", on_change=_picked, args=(titles,),
+                   format_func=i18n.labels(words),
                    help=i18n.t("Every worked example of the course, or a random or blank start. Picking the "
                                "one shown again resets it."))
     if current.edited:  # the box cuts its label's end, "(edited)", at the sidebar's width: say it here
         slot.caption(i18n.t(EDITED_NOTE))
     if current.edited and origin in titles:
-        slot.button(f"↺ Reset to {lit(titles[origin])}", key="reset", on_click=state.open_over_edits,
-                    args=(state.load_preset, origin),
-                    help="Undo every change since the preset was loaded.")
+        slot.button(i18n.t("↺ Reset to {title}").format(title=lit(i18n.t(titles[origin]))), key="reset",
+                    on_click=state.open_over_edits, args=(state.load_preset, origin),
+                    help=i18n.t("Undo every change since the preset was loaded."))
 
 
 def preset_titles() -> dict[str, str]:
+    """Every preset's title by key, in English (marked N_ where each is defined)."""
     titles = {key: scenario.title for key, scenario in state.presets().items()}
     titles.update(state.GENERATED_LABELS)
     return titles
 
 
+def _shown_option(current: state.Current) -> str:
+    """The picker's option for what the page shows, in English: a title, 'A: ... (edited)', 'your setup'."""
+    title = preset_titles().get(st.session_state.origin)
+    if not current.edited:
+        return title or state.YOUR_SETUP
+    return f"{title} (edited)" if title else state.YOUR_SETUP
+
+
 def shown_label(current: state.Current) -> str:
-    """What the page shows: 'A: single head', 'A: single head (edited)' or 'your setup'."""
+    """What the page shows, in the reader's language: 'A: single head', 'A: single head (edited)' or
+    'your setup'."""
     origin = st.session_state.origin
     if not current.edited:
         return state.label_of(origin)
     title = preset_titles().get(origin)
-    return f"{title} (edited)" if title else state.YOUR_SETUP
+    return i18n.t("{title} (edited)").format(title=i18n.t(title)) if title else i18n.t(state.YOUR_SETUP)
 
 
 def _picked(titles: dict) -> None:
@@ -319,23 +343,26 @@ def undo_ui(current: state.Current) -> None:
         return
     _, replaced = undo
     with st.container(border=True, horizontal=True, vertical_alignment="center"):
-        st.markdown(md("Opened **{}** over your edited setup ({}).", shown_label(current), replaced))
-        st.button("Undo: bring my edits back", key="undo_opening", icon=":material/undo:",
+        st.markdown(md(i18n.t("Opened **{}** over your edited setup ({})."), shown_label(current), replaced))
+        st.button(i18n.t("Undo: bring my edits back"), key="undo_opening", icon=":material/undo:",
                   on_click=state.undo_opening)
 
 
 def fill_ui(sizes: Sizes, seed: int) -> None:
     """Fill a chosen array (or one head of it) with random, identity/select or zeros."""
-    with st.sidebar.expander("Fill a matrix", expanded=False):
+    with st.sidebar.expander(i18n.t("Fill a matrix"), expanded=False):
         targets = [spec.name for spec in sizes.present() if not spec.name.startswith("b_")]
-        target = st.selectbox("matrix", targets, key="fill_target", format_func=lambda n: SPECS[n].label)
+        target = st.selectbox(i18n.t("matrix"), targets, key="fill_target",
+                              format_func=lambda n: SPECS[n].label)
         head = None
         if SPECS[target].per_head:
-            heads = ["all heads"] + [f"head {i + 1}" for i in range(sizes.n_heads)]
-            head = choice_ui(st, "which head", heads, "fill_head") - 1
+            heads = [i18n.t("all heads")] + [i18n.t("head {number}").format(number=f"{i + 1:d}")
+                                             for i in range(sizes.n_heads)]
+            head = choice_ui(st, i18n.t("which head"), heads, "fill_head") - 1
             head = None if head < 0 else head
-        kind = st.radio("with", FILLS, key="fill_kind", horizontal=True, format_func=lit)
-        st.button("Fill", key="fill_go", on_click=state.fill_array, args=(target, kind, seed, head))
+        kind = st.radio(i18n.t("with"), FILLS, key="fill_kind", horizontal=True,
+                        format_func=i18n.labels(FILL_LABELS))
+        st.button(i18n.t("Fill"), key="fill_go", on_click=state.fill_array, args=(target, kind, seed, head))
 
 
 def editor_ui(name: str, rows: list[str], columns: list[str], *, head: int | None = None,
@@ -404,45 +431,47 @@ def _frame(key: str, grid, rows: list[str], boolean: bool):
 def save_load_ui(current: state.Current) -> None:
     """Download the current setup as JSON; upload one back."""
     setup = current.setup  # the downloads' callables keep this, never the result (app/result_cache.py)
-    with st.sidebar.expander("Save or load this setup", expanded=False):
+    with st.sidebar.expander(i18n.t("Save or load this setup"), expanded=False):
         problem = save_problem(setup)
-        title = state.label_of(st.session_state.origin) + (" (edited)" if current.edited else "")
+        title = state.label_of(st.session_state.origin)
+        title = i18n.t("{title} (edited)").format(title=title) if current.edited else title
         language = i18n.language()  # the button's data is built later, outside this run
-        st.download_button("⬇ Download this page (HTML, opens offline)",
+        st.download_button(i18n.t("⬇ Download this page (HTML, opens offline)"),
                            data=lambda: page_export.page_for_download(setup, title, language),
                            file_name="attention-step-by-step.html", mime="text/html", key="page_download",
                            on_click="ignore", disabled=current.result is None,
-                           help="Every step for these inputs in one file: the charts (interactive), the "
-                                "formulas, the text and each chart's numbers as a table. Opens in a "
-                                "browser with no network, for a learning platform or a student at home.")
-        st.download_button("⬇ Download as JSON", data=lambda: setup_to_json(setup),
+                           help=i18n.t("Every step for these inputs in one file: the charts (interactive), "
+                                       "the formulas, the text and each chart's numbers as a table. Opens in "
+                                       "a browser with no network, for a learning platform or a student at "
+                                       "home."))
+        st.download_button(i18n.t("⬇ Download as JSON"), data=lambda: setup_to_json(setup),
                            file_name="attention-setup.json", mime="application/json", key="setup_download",
                            on_click="ignore", disabled=problem is not None)
         if problem:
-            st.caption(f"Cannot save now: {lit(problem)}.")
+            st.caption(i18n.t("Cannot save now: {problem}.").format(problem=lit(problem)))
         recipe = getattr(current.base, "recipe", "") if not current.edited else ""
         # The data is made on click, outside this run: it may use only what it is given here.
-        st.download_button("⬇ Download as Python (NumPy only)",
+        st.download_button(i18n.t("⬇ Download as Python (NumPy only)"),
                            data=lambda: setup_to_script(setup, title=title, recipe=recipe),
                            file_name="attention_step_by_step.py", mime="text/x-python", key="script_download",
                            on_click="ignore", disabled=problem is not None and not recipe,
-                           help="A short script that rebuilds these exact inputs and computes every step "
-                                "with plain NumPy, printing the weights and the output.")
-        st.download_button("⬇ Download all numbers (CSV files, ZIP)",
+                           help=i18n.t("A short script that rebuilds these exact inputs and computes every "
+                                       "step with plain NumPy, printing the weights and the output."))
+        st.download_button(i18n.t("⬇ Download all numbers (CSV files, ZIP)"),
                            data=lambda: setup_to_csv_zip(setup), file_name="attention-numbers.zip",
                            mime="application/zip", key="numbers_download", on_click="ignore",
                            disabled=problem is not None or current.result is None,
-                           help="One CSV file per matrix and step (X, each head's W, Q, K, V, scores, "
-                                "scaled scores, weights and output, the concatenation, W_O, the output), "
-                                "with the tokens as row and column labels.")
-        st.radio("Charts download as (the camera on each chart)", IMAGE_FORMATS, key="image_format",
+                           help=i18n.t("One CSV file per matrix and step (X, each head's W, Q, K, V, scores, "
+                                       "scaled scores, weights and output, the concatenation, W_O, the "
+                                       "output), with the tokens as row and column labels."))
+        st.radio(i18n.t("Charts download as (the camera on each chart)"), IMAGE_FORMATS, key="image_format",
                  horizontal=True, format_func=str.upper)
-        st.file_uploader("Load a saved setup", type=["json"], key="setup_file",
+        st.file_uploader(i18n.t("Load a saved setup"), type=["json"], key="setup_file",
                          max_upload_size=LIMITS.file_bytes // 1_000_000, on_change=_uploaded)
         message = st.session_state.get("load_message")
         if message:
-            st.error(f"Could not load {lit(message)}. Nothing on the page was changed.",
-                     icon=":material/warning:")
+            st.error(i18n.t("Could not load {what}. Nothing on the page was changed.")
+                     .format(what=lit(message)), icon=":material/warning:")
 
 
 def _uploaded() -> None:

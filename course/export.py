@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from course.steps import STEPS
+from course.i18n import ENGLISH, LANGUAGES, N_, translator
+from course.steps import in_language
 from mha_core.codec import ConfigError, setup_from_json
 from mha_core.setup import LIMITS, Setup
 
@@ -26,81 +27,111 @@ from mha_core.setup import LIMITS, Setup
 # except through ``_inert``: a docstring or string literal could be closed by the text, and the
 # first two lines could declare the file's encoding ("# coding: unicode_escape" turns "\n" in a
 # comment into a real line), so outside text appears only in comments from the third line on,
-# escaped to printable ASCII.
-HEADER = '''"""Multi-head attention, step by step (exported from the multi-head attention workbench).
+# escaped to printable ASCII. The script's own words are in the reader's language (the catalogues,
+# course/locale): each is one line, written through ``_own`` (no line break, backslash or quote).
+HEADER = '''"""{about}
 
-Needs only NumPy: python this_file.py
-Shapes: {n_q} queries x {n_k} keys, d_model = {d_model}, h = {h}, d_k = {d_k}, d_v = {d_v}.
+{needs}
+{shapes}
 """
 
 '''
+ABOUT = N_("Multi-head attention, step by step (exported from the multi-head attention workbench).")
+NEEDS = N_("Needs only NumPy: python this_file.py")
+SHAPES = N_("Shapes: {n_q} queries x {n_k} keys, d_model = {d_model}, h = {h}, d_k = {d_k}, d_v = {d_v}.")
 TITLE_CHARS = 200  # a title longer than this is cut (with "...") in the script's comment
 
 SCRIPT_STEPS = '''
-# Step 2 · {step_2}
-# Project every token into each head's query, key and value spaces.
+# {step_2}
+# {project}
 q = x @ w_q{b_q}  # [h, n_q, d_k]
 k = x_kv @ w_k{b_k}  # [h, n_k, d_k]
 v = x_kv @ w_v{b_v}  # [h, n_k, d_v]
 
-# Step 3 · {step_3}
-# One dot product per (query, key) pair.
+# {step_3}
+# {dot}
 scores = q @ k.transpose(0, 2, 1)  # [h, n_q, n_k]
 
-# Step 4 · {step_4}
-# Scale, mask (a blocked pair gets -inf, hence weight 0), softmax over the keys.
+# {step_4}
+# {softmax}
 scaled = scores * scale
 scaled = np.where(allowed, scaled, -np.inf)
 row_max = scaled.max(axis=-1, keepdims=True)
-row_max[np.isinf(row_max)] = 0.0  # a row that may attend to nothing stays all zeros
-e = np.exp(scaled - row_max)  # subtracting the row's largest score leaves the softmax unchanged
+row_max[np.isinf(row_max)] = 0.0  # {zeros}
+e = np.exp(scaled - row_max)  # {unchanged}
 total = e.sum(axis=-1, keepdims=True)
 weights = e / np.where(total == 0, 1.0, total)  # [h, n_q, n_k]
 
-# Step 5 · {step_5}
-# Each head's answer is a blend of the values.
+# {step_5}
+# {blend}
 head_outputs = weights @ v  # [h, n_q, d_v]
 
-# Step 7 · {step_7}
-# Concatenate the heads side by side, then one final mix W_O.
+# {step_7}
+# {concat}
 concat = head_outputs.transpose(1, 0, 2).reshape(len(x), -1)  # [n_q, h * d_v]
 output = concat @ w_o{b_o}  # [n_q, d_model]
 
 print("weights =", weights.tolist())
 print("output =", output.tolist())
 '''
+# The comments of SCRIPT_STEPS, each one line.
+STEP_COMMENTS = {
+    "project": N_("Project every token into each head's query, key and value spaces."),
+    "dot": N_("One dot product per (query, key) pair."),
+    "softmax": N_("Scale, mask (a blocked pair gets -inf, hence weight 0), softmax over the keys."),
+    "zeros": N_("a row that may attend to nothing stays all zeros"),
+    "unchanged": N_("subtracting the row's largest score leaves the softmax unchanged"),
+    "blend": N_("Each head's answer is a blend of the values."),
+    "concat": N_("Concatenate the heads side by side, then one final mix W_O."),
+}
 
 
-def setup_to_script(setup: Setup, title: str = "your setup", recipe: str = "") -> str:
-    """The script's text. recipe: a preset's own NumPy statements that rebuild the arrays instead of
-    literals (no other code is written into a script: see _trusted_recipe).
+def setup_to_script(setup: Setup, title: str = "your setup", recipe: str = "",
+                    language: str = ENGLISH) -> str:
+    """The script's text, its comments and header in ``language``. recipe: a preset's own NumPy
+    statements that rebuild the arrays instead of literals (no other code is written into a script:
+    see _trusted_recipe).
 
     Outside text (title, tokens) is inert in the script whatever its characters: each is written
     only as an escaped comment (see _inert)."""
+    _ = translator(language)
     sizes = setup.sizes
     recipe = _trusted_recipe(recipe)
     if not recipe and setup.number_count() > LIMITS.save_numbers:
         raise ValueError(f"{setup.number_count():,} numbers is too many to write out as literals (limit "
                          f"{LIMITS.save_numbers:,})")
-    parts = [HEADER.format(n_q=sizes.n_q, n_k=sizes.n_k, d_model=sizes.d_model, h=sizes.n_heads,
-                           d_k=sizes.d_k, d_v=sizes.d_v),
-             f"# Setup: {_inert(_cut(title))}\n\nimport numpy as np\n\n"]
-    parts.append(_tokens_comment("Queries", setup.tokens))
+    shapes = _(SHAPES).format(n_q=sizes.n_q, n_k=sizes.n_k, d_model=sizes.d_model, h=sizes.n_heads,
+                              d_k=sizes.d_k, d_v=sizes.d_v)
+    parts = [HEADER.format(about=_own(_(ABOUT)), needs=_own(_(NEEDS)), shapes=_own(shapes)),
+             "# " + _own(_("Setup: {title}")).format(title=_inert(_cut(title)))
+             + "\n\nimport numpy as np\n\n"]
+    parts.append(_tokens_comment(_("Queries, one row each:"), setup.tokens))
     if setup.kv_tokens is not None:
-        parts.append(_tokens_comment("Keys and values", setup.kv_tokens))
+        parts.append(_tokens_comment(_("Keys and values, one row each:"), setup.kv_tokens))
     parts.append(recipe or "".join(f"{name} = np.array({value.tolist()!r})  # {list(value.shape)}\n"
                                    for name, value in setup.arrays().items()))
     if setup.x_kv is None:
-        parts.append("x_kv = x  # self-attention: keys and values come from the same tokens\n")
+        same = _own(_("self-attention: keys and values come from the same tokens"))
+        parts.append(f"x_kv = x  # {same}\n")
     parts.append(f"scale = {setup.scaling.multiplier(sizes.d_k)!r}  # "
                  f"{_printable(setup.scaling.describe(sizes.d_k), keep='√×')}\n")
-    parts.append(_mask_line(setup))
+    parts.append(_mask_line(setup, _))
     biases = {name: f" + {name}[:, None, :]" if getattr(setup, name) is not None else ""
               for name in ("b_q", "b_k", "b_v")}
     biases["b_o"] = " + b_o" if setup.b_o is not None else ""
-    titles = {f"step_{n}": _printable(step.title) for n, step in STEPS.items()}  # the course's names
-    parts.append(SCRIPT_STEPS.format(**biases, **titles))
+    steps, _screens = in_language(language)  # the course's names
+    titles = {f"step_{n}": _own(_("Step {number} · {title}").format(number=n, title=step.title))
+              for n, step in steps.items()}
+    comments = {name: _own(_(comment)) for name, comment in STEP_COMMENTS.items()}
+    parts.append(SCRIPT_STEPS.format(**biases, **titles, **comments))
     return "".join(parts)
+
+
+def _own(text: str) -> str:
+    """The script's own words (English or a catalogue's) as they may stand in a comment or in the
+    header's docstring: printable characters of any language kept, any other character (a line
+    break, a control), a backslash and a double quote written as their escapes."""
+    return "".join(c if c.isprintable() and c not in '\\"' else ascii(c)[1:-1] for c in text)
 
 
 def _inert(text) -> str:
@@ -120,9 +151,9 @@ def _cut(title) -> str:
     return title if len(title) <= TITLE_CHARS else title[:TITLE_CHARS] + "..."
 
 
-def _tokens_comment(what: str, tokens) -> str:
+def _tokens_comment(heading: str, tokens) -> str:
     lines = "".join(f"#   {i + 1}: {_inert(token)}\n" for i, token in enumerate(tokens))
-    return f"# {what}, one row each:\n{lines}"
+    return f"# {_own(heading)}\n{lines}"
 
 
 def _trusted_recipe(recipe: str) -> str:
@@ -140,28 +171,33 @@ def _preset_recipes() -> frozenset[str]:
     return frozenset(s.recipe for s in all_scenarios().values() if s.recipe)
 
 
-def _mask_line(setup: Setup) -> str:
+def _mask_line(setup: Setup, _=str) -> str:
     n_q, n_k = setup.sizes.n_q, setup.sizes.n_k
     if setup.mask_kind == "custom":
         grid = np.asarray(setup.mask, dtype=bool).tolist()
-        return f"allowed = np.array({grid!r})  # [n_q, n_k], True: may attend\n"
+        comment = _own(_("True: may attend"))
+        return f"allowed = np.array({grid!r})  # [n_q, n_k], {comment}\n"
     if setup.mask_kind == "causal":
-        return f"allowed = np.tril(np.ones(({n_q}, {n_k}), dtype=bool))  # causal: no peeking ahead\n"
-    return f"allowed = np.ones(({n_q}, {n_k}), dtype=bool)  # no mask: every query sees every key\n"
+        comment = _own(_("causal: no peeking ahead"))
+        return f"allowed = np.tril(np.ones(({n_q}, {n_k}), dtype=bool))  # {comment}\n"
+    comment = _own(_("no mask: every query sees every key"))
+    return f"allowed = np.ones(({n_q}, {n_k}), dtype=bool)  # {comment}\n"
 
 
-def preset_script(key: str) -> str:
+def preset_script(key: str, language: str = ENGLISH) -> str:
     """The script for a preset of the course, by its key."""
     from course.scenarios import all_scenarios
 
     scenario = all_scenarios()[key]
-    return setup_to_script(scenario, title=scenario.title, recipe=scenario.recipe)
+    return setup_to_script(scenario, title=scenario.title, recipe=scenario.recipe, language=language)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course.export", description=__doc__.split("\n\n")[0])
     parser.add_argument("file", nargs="?", type=Path, help="a setup saved from the page (JSON)")
     parser.add_argument("--preset", help="a preset's key instead, e.g. ex_a_single_head")
+    parser.add_argument("--language", default=ENGLISH, choices=list(LANGUAGES),
+                        help="the language of the script's comments (default: en)")
     args = parser.parse_args(argv)
     if (args.file is None) == (args.preset is None):
         parser.error("give a saved setup file or --preset NAME (one of them)")
@@ -171,9 +207,10 @@ def main(argv: list[str] | None = None) -> int:
 
             if args.preset not in all_scenarios():
                 parser.error(f"no preset {args.preset!r}; the presets are {', '.join(all_scenarios())}")
-            sys.stdout.write(preset_script(args.preset))
+            sys.stdout.write(preset_script(args.preset, args.language))
         else:
-            sys.stdout.write(setup_to_script(setup_from_json(args.file.read_bytes()), title=args.file.name))
+            sys.stdout.write(setup_to_script(setup_from_json(args.file.read_bytes()), title=args.file.name,
+                                             language=args.language))
     except (OSError, ConfigError, ValueError) as error:
         print(f"python -m course.export: {error}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from course.i18n import N_, translator
 from mha_core.analysis import attention_flops, count_parameters
 from mha_core.attention import softmax
 from mha_core.setup import Setup, parse_number
@@ -25,25 +26,31 @@ SCORE_PRESETS = ("ex_c_equal_scores", "ex_d_one_huge_score", "ex_e_negative_scor
 MAX_KEYS = 24  # keys of one query: a bar chart and its numbers stay readable
 TEMPERATURE = (0.05, 20.0)  # below 0.05 every row is one-hot already; above 20 nearly flat
 SEPARATORS = re.compile(r"[,;\s]+")  # "2, 2, 2", "2;2;2" and "2 2 2" all read as three numbers
+LISTS = (N_("scores"), N_("values"))  # what the score lab's boxes hold, as its messages name them
 
 
-def parse_numbers(text: str, what: str = "scores") -> np.ndarray:  # "2, 2, 2" -> [3]
+def parse_numbers(text: str, what: str = "scores", language: str = "en") -> np.ndarray:  # "2, 2, 2" -> [3]
     """A typed list of numbers; a ValueError naming the item at fault and how to fix it.
 
     Items are separated by commas, semicolons or spaces (so decimals take a point: 1.5), and
     each is read by ``parse_number`` (ASCII digits, at most ±1e6).
     """
+    _ = translator(language)
+    named = _(what)  # "scores" or "values" (LISTS) in the reader's language
     items = [item for item in SEPARATORS.split(str(text).strip()) if item]
     if not items:
-        raise ValueError(f"Type at least one number for the {what}, separated by commas (e.g. 2, 2, 2).")
+        raise ValueError(_("Type at least one number for the {what}, separated by commas (e.g. 2, 2, 2).")
+                         .format(what=named))
     if len(items) > MAX_KEYS:
-        raise ValueError(f"{len(items)} {what} is more than the {MAX_KEYS} this lab takes; remove some.")
+        raise ValueError(_("{count} {what} is more than the {limit} this lab takes; remove some.")
+                         .format(count=len(items), what=named, limit=MAX_KEYS))
     numbers = []
     for position, item in enumerate(items, start=1):
         try:
             numbers.append(parse_number(item))
         except ValueError as error:
-            raise ValueError(f"{what.capitalize()}, item {position}: {error}.") from None
+            raise ValueError(_("{what}, item {position}: {error}.").format(
+                what=named[:1].upper() + named[1:], position=position, error=error)) from None
     return np.array(numbers, dtype=float)
 
 
@@ -204,20 +211,24 @@ class ShapeStep:
 
 
 def cross_attention_shapes(n_q: int, n_k: int, d_model: int, n_heads: int, d_k: int,
-                           d_v: int) -> tuple[ShapeStep, ...]:
+                           d_v: int, language: str = "en") -> tuple[ShapeStep, ...]:
     """Example H's shape algebra for any sizes: one row per query, one column per key."""
+    _ = translator(language)
+    scores = f"[{n_q} × {d_k}] · [{d_k} × {n_k}]"
     return (
-        ShapeStep("X (queries' side)", (n_q, d_model), "n_q tokens, d_model numbers each"),
-        ShapeStep("X_kv (keys' side)", (n_k, d_model), "n_k tokens: cross-attention's second input"),
+        ShapeStep(_("X (queries' side)"), (n_q, d_model), _("n_q tokens, d_model numbers each")),
+        ShapeStep(_("X_kv (keys' side)"), (n_k, d_model), _("n_k tokens: cross-attention's second input")),
         ShapeStep("Q_i = X W_i^Q", (n_q, d_k), f"[{n_q} × {d_model}] · [{d_model} × {d_k}]"),
         ShapeStep("K_i = X_kv W_i^K", (n_k, d_k), f"[{n_k} × {d_model}] · [{d_model} × {d_k}]"),
         ShapeStep("V_i = X_kv W_i^V", (n_k, d_v), f"[{n_k} × {d_model}] · [{d_model} × {d_v}]"),
-        ShapeStep("scores Q_i K_iᵀ", (n_q, n_k), f"[{n_q} × {d_k}] · [{d_k} × {n_k}]"
-                  + ("" if n_q == n_k else ": not square, the hallmark of cross-attention")),
-        ShapeStep("weights (softmax over keys)", (n_q, n_k), "each row sums to 1"),
-        ShapeStep("head_i = weights V_i", (n_q, d_v),
-                  f"[{n_q} × {n_k}] · [{n_k} × {d_v}]: the {n_k} cancels"),
-        ShapeStep("concat of the heads", (n_q, n_heads * d_v), f"{n_heads} heads of {d_v} side by side"),
-        ShapeStep("output = concat W_O", (n_q, d_model), f"[{n_q} × {n_heads * d_v}] · "
+        ShapeStep(_("scores Q_i K_iᵀ"), (n_q, n_k), scores if n_q == n_k else
+                  _("{product}: not square, the hallmark of cross-attention").format(product=scores)),
+        ShapeStep(_("weights (softmax over keys)"), (n_q, n_k), _("each row sums to 1")),
+        ShapeStep(_("head_i = weights V_i"), (n_q, d_v),
+                  _("{product}: the {n_k} cancels").format(product=f"[{n_q} × {n_k}] · [{n_k} × {d_v}]",
+                                                          n_k=n_k)),
+        ShapeStep(_("concat of the heads"), (n_q, n_heads * d_v),
+                  _("{h} heads of {d_v} side by side").format(h=n_heads, d_v=d_v)),
+        ShapeStep(_("output = concat W_O"), (n_q, d_model), f"[{n_q} × {n_heads * d_v}] · "
                   f"[{n_heads * d_v} × {d_model}]"),
     )

@@ -5,6 +5,11 @@ numbers; ``forecast(setup, result, step, seed)`` one question a class can predic
 result is shown; ``RECALL`` the chapters' own questions. The same (setup, seed) always gives the
 same questions, so one link gives a class the same quiz.
 
+Every sentence is written in the reader's language: the functions that build one take
+``language`` (keyword, English by default); the drawing does not depend on it, so the same
+(setup, seed) asks the same questions in every language. ``RECALL`` is English; ``recall(language)``
+is the same set translated.
+
 How answers are checked (``Question.check``; it never raises, junk is simply wrong):
 
 * choices: the text must equal one of them exactly (after trimming spaces);
@@ -12,9 +17,10 @@ How answers are checked (``Question.check``; it never raises, junk is simply wro
 * numbers: decimal or scientific notation in ASCII digits, as ``mha_core.setup.parse_number``
   reads them, with three additions: a typographic minus is a minus; a single comma without a
   point is a decimal comma ("0,67" is 0.67) except in the parameter count, where commas, spaces,
-  apostrophes and underscores between groups of three digits are thousands separators
-  ("1,048,576"); a weight may be typed as a percentage ("67%"). There is no upper bound
-  (parse_number stops at 1e6, below example I's 1,048,576 parameters); inf and NaN are refused.
+  apostrophes, underscores and points between groups of three digits are thousands separators
+  ("1,048,576", "1.048.576" as German writes it); a weight may be typed as a percentage ("67%").
+  There is no upper bound (parse_number stops at 1e6, below example I's 1,048,576 parameters);
+  inf and NaN are refused.
 * tolerances (absolute): a weight asked to two decimals, 0.005 (plus 1e-6 for rounding in
   float); a score or a head-output cell, 0.005 or 0.5% of its magnitude, whichever is larger
   (plus the same hair), so two decimals or three significant figures are right; the parameter
@@ -27,10 +33,11 @@ import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from course.i18n import N_, localized_number_text, number, translator
 from mha_core.analysis import (
     FLAT_AT,
     count_parameters,
@@ -48,7 +55,12 @@ PAIR_CHOICES = 6  # a "which pair" question lists the right pair and up to five 
 TERMS_SHOWN = 8  # terms of a sum written out in an explanation
 KINDS = ("top_key", "weight", "score", "head_output", "shape", "parameters", "flat_head", "disagreeing_pair")
 # "strongest_head" is asked by the presenter's forecasts only (IDEAS), not drawn for the Quiz page.
-YES, NO = "yes", "no"
+YES, NO = N_("yes"), N_("no")
+NO_ANSWER = N_("no answer given")
+CHOOSE = N_("choose one of the options")
+SHAPE_HINT = N_("write a shape as rows × columns, e.g. 3 × 5")
+NOT_A_NUMBER = N_("{text} is not a number (type e.g. 0.42, -1.5 or 2e3)")
+TWO_DECIMALS, THREE_FIGURES = N_("two decimals"), N_("three significant figures")
 
 
 def relative_tolerance(value: float) -> float:
@@ -71,18 +83,19 @@ class Question:
         """Whether what a person typed or chose is right; False for anything unreadable."""
         return self.problem(given) is None and self._right(given)
 
-    def problem(self, given) -> str | None:
-        """Why ``given`` cannot be read as an answer to this question, or None if it can."""
+    def problem(self, given, *, language: str = "en") -> str | None:
+        """Why ``given`` cannot be read as an answer to this question (in ``language``), or None if it can."""
+        _ = translator(language)
         if not isinstance(given, str) or not given.strip():
-            return "no answer given"
+            return _(NO_ANSWER)
         if self.choices:
-            return None if given.strip() in self.choices else "choose one of the options"
+            return None if given.strip() in self.choices else _(CHOOSE)
         if self.kind == "shape":
-            return None if read_shape(given) else "write a shape as rows × columns, e.g. 3 × 5"
+            return None if read_shape(given) else _(SHAPE_HINT)
         try:
             read_number(given, whole=self.kind == "parameters", percent=self.kind == "weight")
-        except ValueError as error:
-            return str(error)
+        except ValueError:
+            return _not_a_number_text(given, language)
         return None
 
     def _right(self, given: str) -> bool:
@@ -104,12 +117,20 @@ class Question:
             return f"{self.answer:.2f}"
         return _figures(self.answer)
 
+    def answer_in(self, language: str = "en") -> str:
+        """answer_text as the language writes numbers (0,67; 1.048.576), as it may be typed back."""
+        if language == "en" or isinstance(self.answer, str):
+            return self.answer_text
+        if self.kind == "parameters":
+            return number(int(self.answer), language, 0)
+        return localized_number_text(self.answer_text, language)
+
 
 # ---------------------------------------------------------------------------------------------
 # Reading what a person typed
 
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
-_THOUSANDS = re.compile(r"[+-]?[1-9]\d{0,2}([,' _\u00a0\u202f]\d{3})+", re.ASCII)
+_THOUSANDS = re.compile(r"[+-]?[1-9]\d{0,2}([,.' _\u00a0\u202f]\d{3})+", re.ASCII)
 _SHAPE = re.compile(r"[(\[]?\s*(\d{1,7})\s*(?:x|×|\*|by|,)\s*(\d{1,7})\s*[)\]]?", re.IGNORECASE)
 
 
@@ -120,7 +141,7 @@ def read_number(text: str, *, whole: bool = False, percent: bool = False) -> flo
     if percent and cleaned.endswith("%"):
         cleaned, scale = cleaned[:-1].rstrip(), 0.01
     if whole and _THOUSANDS.fullmatch(cleaned):
-        cleaned = re.sub(r"[,' _\u00a0\u202f]", "", cleaned)
+        cleaned = re.sub(r"[,.' _\u00a0\u202f]", "", cleaned)
     elif not whole and cleaned.count(",") == 1 and "." not in cleaned:
         cleaned = cleaned.replace(",", ".")  # a decimal comma
     if not _NUMBER.fullmatch(cleaned):
@@ -132,7 +153,11 @@ def read_number(text: str, *, whole: bool = False, percent: bool = False) -> flo
 
 
 def _not_a_number(text) -> float:
-    raise ValueError(f"{str(text).strip()[:30]!r} is not a number (type e.g. 0.42, -1.5 or 2e3)")
+    raise ValueError(_not_a_number_text(text))
+
+
+def _not_a_number_text(text, language: str = "en") -> str:
+    return translator(language)(NOT_A_NUMBER).format(text=repr(str(text).strip()[:30]))
 
 
 def read_shape(text: str) -> tuple[int, int] | None:
@@ -156,18 +181,27 @@ class _Facts:
     allowed: np.ndarray  # [n_q, n_k] bool
     live_rows: np.ndarray  # [n_q] bool: at least two keys allowed (a row with a choice to make)
     entropy: np.ndarray  # [h, n_q] normalised entropy of each row
+    language: str = "en"  # of the sentences written (course.i18n)
 
     @property
     def h(self) -> int:
         return self.sizes.n_heads
 
+    def fixed(self, value: float, decimals: int = 2) -> str:
+        """A number to fixed decimals as the language writes it (0.67, 0,67)."""
+        return _fixed(value, self.language, decimals)
 
-def _facts(setup, result) -> _Facts:
+    def figures(self, value: float) -> str:
+        """_figures as the language writes it."""
+        return localized_number_text(_figures(value), self.language)
+
+
+def _facts(setup, result, language: str = "en") -> _Facts:
     sizes = setup.sizes
     allowed = np.ones((sizes.n_q, sizes.n_k), bool) if result.mask is None else np.asarray(result.mask, bool)
     return _Facts(r=result, sizes=sizes, q_labels=_labels(setup.tokens), k_labels=_labels(setup.key_tokens),
                   allowed=allowed, live_rows=allowed.sum(axis=1) >= 2,
-                  entropy=normalised_entropy(result.weights))
+                  entropy=normalised_entropy(result.weights), language=language)
 
 
 def _labels(tokens) -> tuple[str, ...]:
@@ -192,6 +226,11 @@ def _figures(value: float) -> str:
     return f"{value:.4g}"
 
 
+def _fixed(value: float, language: str, decimals: int = 2) -> str:
+    """A number to fixed decimals (0.67); in another language course.i18n.number's (0,67)."""
+    return f"{value:.{decimals}f}" if language == "en" else number(value, language, decimals)
+
+
 def _tex(value: float) -> str:
     text = _figures(value)
     if "e" in text:
@@ -200,8 +239,8 @@ def _tex(value: float) -> str:
     return text
 
 
-def _head(h: int) -> str:
-    return f"head {h + 1}"
+def _head(h: int, _: Callable[[str], str] = str) -> str:
+    return _("head {number}").format(number=h + 1)
 
 
 def _pick(rng: np.random.Generator, candidates):
@@ -218,7 +257,10 @@ def _row_listing(f: _Facts, values: np.ndarray, q: int, fmt: Callable[[float], s
     keys = [k for k in np.argsort(-values, kind="stable") if f.allowed[q, k]][:TERMS_SHOWN]
     listed = ", ".join(f"{_md(_quoted(f.k_labels[k]))} {fmt(values[k])}" for k in keys)
     more = int(f.allowed[q].sum()) - len(keys)
-    return listed + (f" and {more} more, all smaller" if more > 0 else "")
+    if more <= 0:
+        return listed
+    _ = translator(f.language)
+    return _("{listing} and {more} more, all smaller").format(listing=listed, more=more)
 
 
 def _top_key(f: _Facts, rng, step: int | None = None) -> Question | None:
@@ -237,25 +279,25 @@ def _top_key(f: _Facts, rng, step: int | None = None) -> Question | None:
     row = np.where(f.allowed[q], values[h, q], -np.inf)
     top = int(np.argmax(row))
     choices = tuple(f.k_labels[k] for k in range(f.sizes.n_k) if f.allowed[q, k])
-    query = _quoted(f.q_labels[q])
+    _ = translator(f.language)
+    names = {"head": _head(h, _), "query": _quoted(f.q_labels[q]), "row": _md(_quoted(f.q_labels[q]))}
     if step == 3:
-        prompt = f"In {_head(h)}, which key gets the largest raw score q · k from query {query}?"
-        listing = _row_listing(f, values[h, q], q, _figures)
-        why = f"Row {_md(_quoted(f.q_labels[q]))} of {_head(h)}'s raw scores $Q K^\\top$: {listing}."
+        prompt = _("In {head}, which key gets the largest raw score q · k from query {query}?").format(
+            **names)
+        listing = _row_listing(f, values[h, q], q, f.figures)
+        why = _("Row {row} of {head}'s raw scores $Q K^\\top$: {listing}.").format(**names, listing=listing)
     elif step == 5:
-        prompt = (f"In {_head(h)}, the output of query {query} is a blend of the value rows. "
-                  "Whose value does it copy most?")
-        listing = _row_listing(f, values[h, q], q, lambda w: f"{w:.2f}")
-        why = (f"The blend's shares are the attention weights of row {_md(_quoted(f.q_labels[q]))}: "
-               f"{listing}. "
-               "The largest weight is the value copied most.")
+        prompt = _("In {head}, the output of query {query} is a blend of the value rows. "
+                   "Whose value does it copy most?").format(**names)
+        listing = _row_listing(f, values[h, q], q, f.fixed)
+        why = _("The blend's shares are the attention weights of row {row}: {listing}. "
+                "The largest weight is the value copied most.").format(**names, listing=listing)
     else:
-        prompt = f"In {_head(h)}, which key does query {query} attend to most?"
-        listing = _row_listing(f, values[h, q], q, lambda w: f"{w:.2f}")
-        why = (f"Row {_md(_quoted(f.q_labels[q]))} of {_head(h)}'s weights: {listing}. Softmax keeps the "
-               "order "
-               "of the scaled scores, so the largest score gets the largest weight.")
-    masked = "" if f.allowed[q].all() else " Masked keys get weight 0 and are not among the choices."
+        prompt = _("In {head}, which key does query {query} attend to most?").format(**names)
+        listing = _row_listing(f, values[h, q], q, f.fixed)
+        why = _("Row {row} of {head}'s weights: {listing}. Softmax keeps the order of the scaled scores, "
+                "so the largest score gets the largest weight.").format(**names, listing=listing)
+    masked = "" if f.allowed[q].all() else " " + _("Masked keys get weight 0 and are not among the choices.")
     return Question("top_key", prompt, f.k_labels[top], step, why + masked, choices=choices, cell=(h, q, top))
 
 
@@ -275,15 +317,20 @@ def _weight(f: _Facts, rng, step: int | None = None) -> Question | None:
         return None
     h, q, k = cell
     w = float(f.r.weights[h, q, k])
-    prompt = (f"In {_head(h)}, what weight does query {_quoted(f.q_labels[q])} give key "
-              f"{_quoted(f.k_labels[k])}? (two decimals)")
+    _ = translator(f.language)
+    prompt = _("In {head}, what weight does query {query} give key {key}? (two decimals)").format(
+        head=_head(h, _), query=_quoted(f.q_labels[q]), key=_quoted(f.k_labels[k]))
     row = f.r.scaled[h, q]
     terms = " + ".join(rf"e^{{{_tex(s)}}}" for s in row[np.isfinite(row)][:TERMS_SHOWN])
     terms += r" + \dots" if np.isfinite(row).sum() > TERMS_SHOWN else ""
-    why = (f"Softmax of row {_md(_quoted(f.q_labels[q]))}'s scaled scores: "
-           rf"$a = \dfrac{{e^{{{_tex(row[k])}}}}}{{{terms}}} \approx {w:.4f}$. "
-           "“Show the arithmetic” writes out every term.")
+    formula = rf"$a = \dfrac{{e^{{{_tex(row[k])}}}}}{{{terms}}} \approx {w:.4f}$"
+    why = _("Softmax of row {row}'s scaled scores: {formula}. “Show the arithmetic” writes out every "
+            "term.").format(row=_md(_quoted(f.q_labels[q])), formula=formula)
     return Question("weight", prompt, w, step or 4, why, tolerance=WEIGHT_TOLERANCE, cell=(h, q, k))
+
+
+def _precision(value: float, _: Callable[[str], str]) -> str:
+    return _(TWO_DECIMALS) if abs(value) < 100 else _(THREE_FIGURES)
 
 
 def _score(f: _Facts, rng, step: int | None = None) -> Question | None:
@@ -295,21 +342,24 @@ def _score(f: _Facts, rng, step: int | None = None) -> Question | None:
     h, q, k = cell
     raw = float(f.r.scores[h, q, k])
     value = raw if step == 3 else float(f.r.scaled[h, q, k])
-    precision = "two decimals" if abs(value) < 100 else "three significant figures"
-    query, key = _quoted(f.q_labels[q]), _quoted(f.k_labels[k])
+    _ = translator(f.language)
+    names = {"head": _head(h, _), "query": _quoted(f.q_labels[q]), "key": _quoted(f.k_labels[k]),
+             "precision": _precision(value, _)}
     qv, kv = f.r.q[h, q], f.r.k[h, k]
     pairs = zip(qv[:TERMS_SHOWN], kv[:TERMS_SHOWN], strict=True)
     terms = " + ".join(f"({_tex(a)})({_tex(b)})" for a, b in pairs)
     terms += r" + \dots" if qv.size > TERMS_SHOWN else ""
     why = rf"$q \cdot k = {terms} = {_tex(raw)}$"
     if step == 3:
-        prompt = f"In {_head(h)}, what is the raw score q · k of query {query} with key {key}? ({precision})"
+        prompt = _("In {head}, what is the raw score q · k of query {query} with key {key}? "
+                   "({precision})").format(**names)
+        why += "."
     else:
-        prompt = (f"In {_head(h)}, what is the scaled score of query {query} with key {key}, the raw score "
-                  f"times the scale {_figures(f.r.scale)}? ({precision})")
-        why += rf", times the scale ${_tex(f.r.scale)}$ gives ${_tex(value)}$"
-    return Question("score", prompt, value, step, why + ".", tolerance=relative_tolerance(value),
-                    cell=(h, q, k))
+        prompt = _("In {head}, what is the scaled score of query {query} with key {key}, the raw score times "
+                   "the scale {scale}? ({precision})").format(**names, scale=f.figures(f.r.scale))
+        why = _("{formula}, times the scale {scale} gives {scaled}.").format(
+            formula=why, scale=f"${_tex(f.r.scale)}$", scaled=f"${_tex(value)}$")
+    return Question("score", prompt, value, step, why, tolerance=relative_tolerance(value), cell=(h, q, k))
 
 
 def _head_output(f: _Facts, rng, step: int | None = None) -> Question | None:
@@ -318,48 +368,55 @@ def _head_output(f: _Facts, rng, step: int | None = None) -> Question | None:
         return None
     h, q, j = int(rng.integers(f.h)), int(_pick(rng, rows)), int(rng.integers(f.sizes.d_v))
     value = float(f.r.head_outputs[h, q, j])
-    precision = "two decimals" if abs(value) < 100 else "three significant figures"
-    prompt = (f"In {_head(h)}, what is column {j + 1} of the output of query {_quoted(f.q_labels[q])}, "
-              f"the weighted sum of the values? ({precision})")
+    _ = translator(f.language)
+    prompt = _("In {head}, what is column {column} of the output of query {query}, the weighted sum of the "
+               "values? ({precision})").format(head=_head(h, _), column=j + 1, query=_quoted(f.q_labels[q]),
+                                                precision=_precision(value, _))
     keys = np.flatnonzero(f.allowed[q])
     terms = " + ".join(rf"{f.r.weights[h, q, k]:.4f} \times ({_tex(f.r.v[h, k, j])})"
                        for k in keys[:TERMS_SHOWN])
     terms += r" + \dots" if len(keys) > TERMS_SHOWN else ""
-    why = (f"Row {_md(_quoted(f.q_labels[q]))}'s weights times column {j + 1} of V, added up: "
-           rf"$\sum_k a_k v_{{k,{j + 1}}} = {terms} = {_tex(value)}$.")
+    formula = rf"$\sum_k a_k v_{{k,{j + 1}}} = {terms} = {_tex(value)}$"
+    why = _("Row {row}'s weights times column {column} of V, added up: {formula}.").format(
+        row=_md(_quoted(f.q_labels[q])), column=j + 1, formula=formula)
     return Question("head_output", prompt, value, step or 5, why, tolerance=relative_tolerance(value))
 
 
 def _shapes(f: _Facts, h: int) -> list[tuple[str, tuple[int, int], int, str]]:
-    """(what, shape, step, why) of every matrix a shape question may name."""
+    """(what, shape, step, why) of every matrix a shape question may name, in the facts' language."""
     s = f.sizes
-    side = "the key/value tokens' embeddings X_kv" if s.cross else "X"
-    head = _head(h)
-    out = [("the embeddings X (one row per query token)", (s.n_q, s.d_model), 1,
-            "One row per token, one column per feature: $n_q \\times d_{model}$.")]
+    _ = translator(f.language)
+    side = _("the key/value tokens' embeddings X_kv") if s.cross else "X"
+    head = _head(h, _)
+    out = [(_("the embeddings X (one row per query token)"), (s.n_q, s.d_model), 1,
+            _("One row per token, one column per feature: $n_q \\times d_{model}$."))]
     if s.cross:
-        out.append(("X_kv, the key/value side's embeddings", (s.n_k, s.d_model), 1,
-                    "Cross-attention: one row per key/value token, $n_k \\times d_{model}$."))
+        out.append((_("X_kv, the key/value side's embeddings"), (s.n_k, s.d_model), 1,
+                    _("Cross-attention: one row per key/value token, $n_k \\times d_{model}$.")))
     out += [
-        (f"Q of {head}", (s.n_q, s.d_k), 2,
+        (_("Q of {head}").format(head=head), (s.n_q, s.d_k), 2,
          "$Q_i = X W_i^Q$: $(n_q \\times d_{model})(d_{model} \\times d_k)$."),
-        (f"K of {head}", (s.n_k, s.d_k), 2,
-         f"$K_i = {'X_{kv}' if s.cross else 'X'} W_i^K$: one row per key, $n_k \\times d_k$."),
-        (f"V of {head}", (s.n_k, s.d_v), 2, f"$V_i$ = {_md(side)} times $W_i^V$: $n_k \\times d_v$."),
-        (f"W_Q of {head}", (s.d_model, s.d_k), 2, "Each head's $W_i^Q$ maps $d_{model}$ features to $d_k$."),
-        (f"the raw scores Q Kᵀ of {head}", (s.n_q, s.n_k), 3,
-         "One row per query, one column per key: $(n_q \\times d_k)(d_k \\times n_k)$."),
-        (f"the attention weights of {head}", (s.n_q, s.n_k), 4,
-         "Softmax keeps the scores' shape: $n_q \\times n_k$, each row adding up to 1."),
-        (f"the output of {head} (weights times V)", (s.n_q, s.d_v), 5,
-         "$(n_q \\times n_k)(n_k \\times d_v)$: the inner $n_k$ cancels."),
-        ("the concatenation of all heads' outputs", (s.n_q, s.n_heads * s.d_v), 7,
-         f"The heads side by side: $n_q \\times h\\,d_v$ = {s.n_q} × {s.n_heads}·{s.d_v}."),
+        (_("K of {head}").format(head=head), (s.n_k, s.d_k), 2,
+         _("{formula}: one row per key, $n_k \\times d_k$.").format(
+             formula=f"$K_i = {'X_{kv}' if s.cross else 'X'} W_i^K$")),
+        (_("V of {head}").format(head=head), (s.n_k, s.d_v), 2,
+         _("$V_i$ = {side} times $W_i^V$: $n_k \\times d_v$.").format(side=_md(side))),
+        (_("W_Q of {head}").format(head=head), (s.d_model, s.d_k), 2,
+         _("Each head's $W_i^Q$ maps $d_{model}$ features to $d_k$.")),
+        (_("the raw scores Q Kᵀ of {head}").format(head=head), (s.n_q, s.n_k), 3,
+         _("One row per query, one column per key: $(n_q \\times d_k)(d_k \\times n_k)$.")),
+        (_("the attention weights of {head}").format(head=head), (s.n_q, s.n_k), 4,
+         _("Softmax keeps the scores' shape: $n_q \\times n_k$, each row adding up to 1.")),
+        (_("the output of {head} (weights times V)").format(head=head), (s.n_q, s.d_v), 5,
+         _("$(n_q \\times n_k)(n_k \\times d_v)$: the inner $n_k$ cancels.")),
+        (_("the concatenation of all heads' outputs"), (s.n_q, s.n_heads * s.d_v), 7,
+         _("The heads side by side: $n_q \\times h\\,d_v$ = {product}.").format(
+             product=f"{s.n_q} × {s.n_heads}·{s.d_v}")),
         ("W_O", (s.n_heads * s.d_v, s.d_model), 7,
-         "$W^O$ maps the $h\\,d_v$ concatenated columns back to $d_{model}$."),
-        ("the output of the attention block", (s.n_q, s.d_model), 8,
-         "Concat $(n_q \\times h\\,d_v)$ times $W^O$ $(h\\,d_v \\times d_{model})$: the input's width "
-         "again."),
+         _("$W^O$ maps the $h\\,d_v$ concatenated columns back to $d_{model}$.")),
+        (_("the output of the attention block"), (s.n_q, s.d_model), 8,
+         _("Concat $(n_q \\times h\\,d_v)$ times $W^O$ $(h\\,d_v \\times d_{model})$: the input's width "
+           "again.")),
     ]
     return out
 
@@ -372,24 +429,39 @@ def _shape(f: _Facts, rng, step: int | None = None) -> Question | None:
     what, (rows, cols), at, why = _pick(rng, options)
     sizes = (f"n_q = {f.sizes.n_q}, n_k = {f.sizes.n_k}, d_model = {f.sizes.d_model}, h = {f.h}, "
              f"d_k = {f.sizes.d_k}, d_v = {f.sizes.d_v}")
-    return Question("shape", f"What is the shape of {what}? (rows × columns)", f"{rows} × {cols}", at,
-                    f"{why} Here {sizes}: **{rows} × {cols}**.")
+    _ = translator(f.language)
+    shape = f"{rows} × {cols}"
+    return Question("shape", _("What is the shape of {what}? (rows × columns)").format(what=what), shape, at,
+                    _("{why} Here {sizes}: **{shape}**.").format(why=why, sizes=sizes, shape=shape))
 
 
 def _parameters(f: _Facts, rng, step: int | None = None) -> Question | None:
     s = f.sizes
     total = count_parameters(s.d_model, s.n_heads, s.d_k, s.d_v, bias=s.bias)
-    biases = ", the biases b_Q, b_K, b_V and b_O" if s.bias else ""
-    prompt = (f"How many learnable numbers does this block hold: W_Q, W_K and W_V of all {s.n_heads} "
-              f"head{'s' if s.n_heads > 1 else ''}, W_O{biases}? (d_model = {s.d_model}, "
-              f"d_k = {s.d_k}, d_v = {s.d_v})")
+    _ = translator(f.language)
+    sizes = {"heads": s.n_heads, "width": s.d_model, "dk": s.d_k, "dv": s.d_v}
+    if s.bias and s.n_heads > 1:
+        prompt = _("How many learnable numbers does this block hold: W_Q, W_K and W_V of all {heads} heads, "
+                   "W_O, the biases b_Q, b_K, b_V and b_O? (d_model = {width}, d_k = {dk}, d_v = {dv})")
+    elif s.bias:
+        prompt = _("How many learnable numbers does this block hold: W_Q, W_K and W_V of all {heads} head, "
+                   "W_O, the biases b_Q, b_K, b_V and b_O? (d_model = {width}, d_k = {dk}, d_v = {dv})")
+    elif s.n_heads > 1:
+        prompt = _("How many learnable numbers does this block hold: W_Q, W_K and W_V of all {heads} heads, "
+                   "W_O? (d_model = {width}, d_k = {dk}, d_v = {dv})")
+    else:
+        prompt = _("How many learnable numbers does this block hold: W_Q, W_K and W_V of all {heads} head, "
+                   "W_O? (d_model = {width}, d_k = {dk}, d_v = {dv})")
     why = (rf"$h\,(2\,d_{{model}}\,d_k + d_{{model}}\,d_v) + h\,d_v\,d_{{model}} = {s.n_heads}\,(2 \cdot "
            rf"{s.d_model} \cdot {s.d_k} + {s.d_model} \cdot {s.d_v}) + {s.n_heads} \cdot {s.d_v} \cdot "
            rf"{s.d_model}$")
+    shown = f"{total:,}" if f.language == "en" else number(total, f.language, 0)
     if s.bias:
-        why += r" plus the biases $h\,(2 d_k + d_v) + d_{model}$"
-    why += f" = **{total:,}**."
-    return Question("parameters", prompt, float(total), step or 7, why)
+        why = _("{formula} plus the biases {biases} = **{total}**.").format(
+            formula=why, biases=r"$h\,(2 d_k + d_v) + d_{model}$", total=shown)
+    else:
+        why += f" = **{shown}**."
+    return Question("parameters", prompt.format(**sizes), float(total), step or 7, why)
 
 
 def _flat_head(f: _Facts, rng, step: int | None = None) -> Question | None:
@@ -403,14 +475,19 @@ def _flat_head(f: _Facts, rng, step: int | None = None) -> Question | None:
     h, q = (int(i) for i in _pick(rng, pool))
     entropy = float(f.entropy[h, q])
     answer = YES if entropy >= FLAT_AT else NO
-    prompt = (f"Is {_head(h)} flat for query {_quoted(f.q_labels[q])}: its weights nearly uniform "
-              f"(normalised entropy at least {FLAT_AT})?")
-    listing = _row_listing(f, f.r.weights[h, q], q, lambda w: f"{w:.2f}")
-    why = (f"Row {_md(_quoted(f.q_labels[q]))}: {listing}. Its entropy divided by $\\log n_k$ is "
-           f"**{entropy:.3f}**, "
-           f"{'at least' if answer == YES else 'below'} {FLAT_AT}: "
-           + ("the head has nothing to say for this query." if answer == YES else "the head has an opinion."))
-    return Question("flat_head", prompt, answer, step or 6, why, choices=(YES, NO), cell=(h, q, int(
+    _ = translator(f.language)
+    names = {"head": _head(h, _), "query": _quoted(f.q_labels[q]), "row": _md(_quoted(f.q_labels[q])),
+             "flat": f.figures(FLAT_AT), "entropy": f.fixed(entropy, 3)}
+    prompt = _("Is {head} flat for query {query}: its weights nearly uniform (normalised entropy at least "
+               "{flat})?").format(**names)
+    listing = _row_listing(f, f.r.weights[h, q], q, f.fixed)
+    if answer == YES:
+        why = _("Row {row}: {listing}. Its entropy divided by $\\log n_k$ is **{entropy}**, at least {flat}: "
+                "the head has nothing to say for this query.").format(**names, listing=listing)
+    else:
+        why = _("Row {row}: {listing}. Its entropy divided by $\\log n_k$ is **{entropy}**, below {flat}: "
+                "the head has an opinion.").format(**names, listing=listing)
+    return Question("flat_head", prompt, _(answer), step or 6, why, choices=(_(YES), _(NO)), cell=(h, q, int(
         np.argmax(np.where(f.allowed[q], f.r.weights[h, q], -1.0)))))
 
 
@@ -435,13 +512,15 @@ def _disagreeing_pair(f: _Facts, rng, step: int | None = None) -> Question | Non
     pairs = [(int(i), int(j)) for i, j in zip(*upper, strict=True)]
     others = [p for p in pairs if p != (a, b)]
     shown = sorted([(a, b), *(others[i] for i in rng.permutation(len(others))[:PAIR_CHOICES - 1])])
-    choices = tuple(f"{_head(i)} & {_head(j)}" for i, j in shown)
-    prompt = (f"For query {_quoted(f.q_labels[q])}, which two heads disagree most (the largest L2 distance "
-              "between their attention rows)?")
-    why = (f"The L2 distance between the two heads' rows for {_md(_quoted(f.q_labels[q]))}, "
-           rf"$\lVert A_a[j,:] - A_b[j,:] \rVert_2$, is largest for {_head(a)} and {_head(b)}: "
-           f"**{value:.3f}**.")
-    return Question("disagreeing_pair", prompt, f"{_head(a)} & {_head(b)}", step or 6, why, choices=choices)
+    _ = translator(f.language)
+    choices = tuple(f"{_head(i, _)} & {_head(j, _)}" for i, j in shown)
+    prompt = _("For query {query}, which two heads disagree most (the largest L2 distance between their "
+               "attention rows)?").format(query=_quoted(f.q_labels[q]))
+    why = _("The L2 distance between the two heads' rows for {row}, {formula}, is largest for {a} and {b}: "
+            "**{value}**.").format(row=_md(_quoted(f.q_labels[q])), a=_head(a, _), b=_head(b, _),
+                                   formula=r"$\lVert A_a[j,:] - A_b[j,:] \rVert_2$", value=f.fixed(value, 3))
+    return Question("disagreeing_pair", prompt, f"{_head(a, _)} & {_head(b, _)}", step or 6, why,
+                    choices=choices)
 
 
 def _disagreeing_query(f: _Facts, queries: np.ndarray, distance: np.ndarray, step) -> Question | None:
@@ -452,11 +531,12 @@ def _disagreeing_query(f: _Facts, queries: np.ndarray, distance: np.ndarray, ste
         return None
     best = int(queries[order[0]])
     choices = tuple(f.q_labels[int(q)] for q in queries)
-    prompt = ("For which query do head 1 and head 2 disagree most (the largest L2 distance between their "
-              "attention rows)?")
-    listing = ", ".join(f"{_md(_quoted(f.q_labels[int(queries[i])]))} {distance[i]:.3f}"
+    _ = translator(f.language)
+    prompt = _("For which query do head 1 and head 2 disagree most (the largest L2 distance between their "
+               "attention rows)?")
+    listing = ", ".join(f"{_md(_quoted(f.q_labels[int(queries[i])]))} {f.fixed(distance[i], 3)}"
                         for i in order[:TERMS_SHOWN])
-    why = f"L2 distance between the two heads' rows, per query: {listing}."
+    why = _("L2 distance between the two heads' rows, per query: {listing}.").format(listing=listing)
     return Question("disagreeing_pair", prompt, f.q_labels[best], step or 6, why, choices=choices)
 
 
@@ -474,13 +554,15 @@ def _strongest_head(f: _Facts, rng, step: int | None = None) -> Question | None:
     q, k = (int(i) for i in _pick(rng, candidates))
     order = np.argsort(-weights[:, q, k], kind="stable")
     best = int(order[0])
-    prompt = (f"Each head has its own W_Q and W_K. Which head gives key {_quoted(f.k_labels[k])} the most "
-              f"weight from query {_quoted(f.q_labels[q])}?")
-    listing = ", ".join(f"{_head(int(i))} {f.r.weights[i, q, k]:.2f}" for i in order[:TERMS_SHOWN])
-    why = (f"Key {_md(_quoted(f.k_labels[k]))} in row {_md(_quoted(f.q_labels[q]))}, head by head: "
-           f"{listing}. Same tokens, different projections: each head attends its own way.")
-    return Question("strongest_head", prompt, _head(best), step or 4, why,
-                    choices=tuple(_head(i) for i in range(f.h)), cell=(best, q, k))
+    _ = translator(f.language)
+    prompt = _("Each head has its own W_Q and W_K. Which head gives key {key} the most weight from query "
+               "{query}?").format(key=_quoted(f.k_labels[k]), query=_quoted(f.q_labels[q]))
+    listing = ", ".join(f"{_head(int(i), _)} {f.fixed(f.r.weights[i, q, k])}" for i in order[:TERMS_SHOWN])
+    why = _("Key {key} in row {row}, head by head: {listing}. Same tokens, different projections: each head "
+            "attends its own way.").format(key=_md(_quoted(f.k_labels[k])), row=_md(_quoted(f.q_labels[q])),
+                                           listing=listing)
+    return Question("strongest_head", prompt, _head(best, _), step or 4, why,
+                    choices=tuple(_head(i, _) for i in range(f.h)), cell=(best, q, k))
 
 
 DRAWERS: dict[str, Callable] = {
@@ -495,15 +577,16 @@ def _rng(seed: int, salt: int, sizes) -> np.random.Generator:
     return np.random.default_rng([int(seed) % 2**63, salt, *shape])
 
 
-def generate(setup, result, seed: int, count: int = 10) -> list[Question]:
+def generate(setup, result, seed: int, count: int = 10, *, language: str = "en") -> list[Question]:
     """Up to ``count`` different questions about this setup, the kinds mixed in a shuffled rotation.
 
     Deterministic for (setup, seed), and a longer quiz begins with the shorter one's questions.
     Kinds that make no sense here are left out (one head: no disagreeing pair; one key: no top
     key; no clear winner: no "most" question); masked cells are never asked. Fewer than ``count``
     questions come back only when the setup has fewer different ones (a one-token setup).
+    The questions are written in ``language``; which are drawn does not depend on it.
     """
-    f = _facts(setup, result)
+    f = _facts(setup, result, language)
     rng = _rng(seed, 1, f.sizes)
     kinds, rotation, questions, prompts = list(KINDS), [], [], set()
     for _ in range(max(8 * count, 80)):
@@ -538,7 +621,8 @@ IDEAS: dict[str, tuple[int, tuple[Callable, ...], tuple[Callable, ...]]] = {
 }
 
 
-def forecast(setup, result, step: int, seed: int, *, idea: str | None = None) -> Question | None:
+def forecast(setup, result, step: int, seed: int, *, idea: str | None = None,
+             language: str = "en") -> Question | None:
     """A question a class can answer before step ``step``'s result is shown, answerable from that step.
 
     1, 2: a shape (X; Q, K, V); 3: the key with the largest raw score, or a score cell; 4: the key a
@@ -546,7 +630,7 @@ def forecast(setup, result, step: int, seed: int, *, idea: str | None = None) ->
     6: which heads disagree most (a flat row when no pair stands out, e.g. one head); 7: the shape of
     the concatenation or W_O; 8: the output's shape. With ``idea`` (see IDEAS) the question is about
     that idea instead, read at its own step: "heads", which head gives a key the most weight (two
-    heads or more); "cost", the parameter count. None if nothing sensible.
+    heads or more); "cost", the parameter count. None if nothing sensible. Written in ``language``.
     """
     if idea is not None:
         step, alternatives, fallbacks = IDEAS[idea]
@@ -554,7 +638,7 @@ def forecast(setup, result, step: int, seed: int, *, idea: str | None = None) ->
         return None
     else:
         alternatives, fallbacks = FORECASTS[step]
-    f = _facts(setup, result)
+    f = _facts(setup, result, language)
     rng = _rng(seed, 100 + step, f.sizes)
     first = int(rng.integers(len(alternatives)))
     for drawer in alternatives[first:] + alternatives[:first] + fallbacks:
@@ -569,64 +653,78 @@ def forecast(setup, result, step: int, seed: int, *, idea: str | None = None) ->
 
 RECALL: tuple[Question, ...] = (  # every choice a claim with its reason, of comparable length
     Question(
-        "recall", "Equal scores for all tokens produce what attention weights?",
-        "Uniform, 1/n each: the output is the values' plain average", 4,
-        "Chapter 001, *Reveal after guessing*: uniform, $\\frac{1}{n}$ each — the plain average of the "
-        "values.",
-        choices=("All on the first key: a tie goes to the earliest token",
-                 "Uniform, 1/n each: the output is the values' plain average",
-                 "All zero: when no score stands out, no key is attended to at all",
-                 "Proportional to the values: larger values draw more weight")),
+        "recall", N_("Equal scores for all tokens produce what attention weights?"),
+        N_("Uniform, 1/n each: the output is the values' plain average"), 4,
+        N_("Chapter 001, *Reveal after guessing*: uniform, $\\frac{1}{n}$ each — the plain average of the "
+           "values."),
+        choices=(N_("All on the first key: a tie goes to the earliest token"),
+                 N_("Uniform, 1/n each: the output is the values' plain average"),
+                 N_("All zero: when no score stands out, no key is attended to at all"),
+                 N_("Proportional to the values: larger values draw more weight"))),
     Question(
-        "recall", "As one score goes to +∞ while the others stay fixed, what does the softmax approach?",
-        "A one-hot vector: all the weight on that one token", 4,
-        "Chapter 001, *Reveal after guessing*: a one-hot vector — hard attention onto the single dominant "
-        "token.",
-        choices=("Uniform weights: the huge score is clipped to the others",
-                 "A weight above 1 on that token, negative on the rest",
-                 "A one-hot vector: all the weight on that one token",
-                 "Nothing usable: e^s overflows and the whole row is lost")),
+        "recall", N_("As one score goes to +∞ while the others stay fixed, what does the softmax approach?"),
+        N_("A one-hot vector: all the weight on that one token"), 4,
+        N_("Chapter 001, *Reveal after guessing*: a one-hot vector — hard attention onto the single dominant "
+           "token."),
+        choices=(N_("Uniform weights: the huge score is clipped to the others"),
+                 N_("A weight above 1 on that token, negative on the rest"),
+                 N_("A one-hot vector: all the weight on that one token"),
+                 N_("Nothing usable: e^s overflows and the whole row is lost"))),
     Question(
-        "recall", "Can a softmax weight ever be negative?",
-        "No: e^s > 0 for every s, so every weight is positive", 4,
-        "Chapter 001, *Reveal after guessing*: no — $e^{s} > 0$ for every real $s$, so all weights are "
-        "strictly positive and sum to 1.",
-        choices=("No: e^s > 0 for every s, so every weight is positive",
-                 "Yes: a negative score gives its key a negative weight",
-                 "Yes, when the scale is below 1 and shrinks the whole row",
-                 "Only for a masked key, whose score is set to −∞")),
+        "recall", N_("Can a softmax weight ever be negative?"),
+        N_("No: e^s > 0 for every s, so every weight is positive"), 4,
+        N_("Chapter 001, *Reveal after guessing*: no — $e^{s} > 0$ for every real $s$, so all weights are "
+           "strictly positive and sum to 1."),
+        choices=(N_("No: e^s > 0 for every s, so every weight is positive"),
+                 N_("Yes: a negative score gives its key a negative weight"),
+                 N_("Yes, when the scale is below 1 and shrinks the whole row"),
+                 N_("Only for a masked key, whose score is set to −∞"))),
     Question(
-        "recall", "Why divide the scores by √d_k?",
-        "Long rows give large dot products; scaling keeps softmax soft", 4,
-        "Chapter 004, *Check yourself*: long rows make dot products grow large; dividing by $\\sqrt{d_k}$ "
-        "rescales them so softmax stays sensitive and gradients survive.",
-        choices=("So that each row of weights adds up to 1, as softmax needs",
-                 "To make every score positive: e^s needs a positive input",
-                 "To save multiplications: smaller numbers are cheaper to multiply",
-                 "Long rows give large dot products; scaling keeps softmax soft")),
+        "recall", N_("Why divide the scores by √d_k?"),
+        N_("Long rows give large dot products; scaling keeps softmax soft"), 4,
+        N_("Chapter 004, *Check yourself*: long rows make dot products grow large; dividing by $\\sqrt{d_k}$ "
+           "rescales them so softmax stays sensitive and gradients survive."),
+        choices=(N_("So that each row of weights adds up to 1, as softmax needs"),
+                 N_("To make every score positive: e^s needs a positive input"),
+                 N_("To save multiplications: smaller numbers are cheaper to multiply"),
+                 N_("Long rows give large dot products; scaling keeps softmax soft"))),
     Question(
-        "recall", "Why concatenate the heads instead of averaging them?",
-        "To keep each head's own pattern; W_O then mixes them on purpose", 7,
-        "Chapter 004, *Check yourself*: to keep each head's distinct pattern; $W^O$ then mixes them "
-        "deliberately.",
-        choices=("Averaging is slower: it needs one division for every cell",
-                 "So that the heads learn one shared pattern, not h different ones",
-                 "To keep each head's own pattern; W_O then mixes them on purpose",
-                 "Concatenating makes the heads agree: W_O needs one opinion")),
+        "recall", N_("Why concatenate the heads instead of averaging them?"),
+        N_("To keep each head's own pattern; W_O then mixes them on purpose"), 7,
+        N_("Chapter 004, *Check yourself*: to keep each head's distinct pattern; $W^O$ then mixes them "
+           "deliberately."),
+        choices=(N_("Averaging is slower: it needs one division for every cell"),
+                 N_("So that the heads learn one shared pattern, not h different ones"),
+                 N_("To keep each head's own pattern; W_O then mixes them on purpose"),
+                 N_("Concatenating makes the heads agree: W_O needs one opinion"))),
     Question(
-        "recall", "What is d_k when d_model = 512 and h = 8?", "64", 2,
-        "Chapter 004, *Check yourself*: $512 / 8 = 64$.",
+        "recall", N_("What is d_k when d_model = 512 and h = 8?"), "64", 2,
+        N_("Chapter 004, *Check yourself*: $512 / 8 = 64$."),
         choices=("8", "64", "512", "4096")),
     Question(
-        "recall", "What happens to multi-head attention when h = 1?",
-        "It is ordinary single-head attention, with d_k = d_model", 6,
-        "Chapter 004, *Check yourself*: it reduces to ordinary single-head self-attention "
-        "(and $d_k = d_{model}$).",
-        choices=("It is ordinary single-head attention, with d_k = d_model",
-                 "It cannot be computed: the formula needs at least two heads",
-                 "Its output is all zeros: there is nothing to concatenate",
-                 "Every weight becomes 1/n: a lone head has no opinion")),
+        "recall", N_("What happens to multi-head attention when h = 1?"),
+        N_("It is ordinary single-head attention, with d_k = d_model"), 6,
+        N_("Chapter 004, *Check yourself*: it reduces to ordinary single-head self-attention "
+           "(and $d_k = d_{model}$)."),
+        choices=(N_("It is ordinary single-head attention, with d_k = d_model"),
+                 N_("It cannot be computed: the formula needs at least two heads"),
+                 N_("Its output is all zeros: there is nothing to concatenate"),
+                 N_("Every weight becomes 1/n: a lone head has no opinion"))),
 )
+
+
+def recall(language: str = "en") -> tuple[Question, ...]:
+    """RECALL in ``language``: prompts, choices, answers and explanations translated alike, so that
+    a chosen (translated) choice is checked against the translated answer."""
+    if language == "en":
+        return RECALL
+    _ = translator(language)
+
+    def text(value):
+        return _(value) if isinstance(value, str) and not value.isdigit() else value
+
+    return tuple(replace(q, prompt=_(q.prompt), answer=text(q.answer), explanation=_(q.explanation),
+                         choices=tuple(text(c) for c in q.choices)) for q in RECALL)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -671,14 +769,15 @@ class DrawnForecast:
         return None
 
 
-def drawn_forecast(setup, result, head: int, query: int | None = None) -> DrawnForecast | None:
+def drawn_forecast(setup, result, head: int, query: int | None = None, *,
+                   language: str = "en") -> DrawnForecast | None:
     """The forecast of head ``head``'s row for ``query``, or of its whole grid (query None).
 
     None when it cannot be drawn: a row asked attends to nothing (every key masked), the head or
     query does not exist, there are more than FORECAST_KEYS keys, or the whole grid has more than
-    FORECAST_CELLS cells.
+    FORECAST_CELLS cells. The prompt is written in ``language``.
     """
-    f = _facts(setup, result)
+    f = _facts(setup, result, language)
     if not 0 <= head < f.h:
         return None
     rows = tuple(range(f.sizes.n_q)) if query is None else (query,)
@@ -690,13 +789,14 @@ def drawn_forecast(setup, result, head: int, query: int | None = None) -> DrawnF
     if not allowed.any(axis=1).all():
         return None
     weights = np.where(allowed, f.r.weights[head][list(rows)], 0.0)  # [n_rows, n_k]
+    _ = translator(language)
     if query is None:
-        prompt = (f"Draw {_head(head)}'s attention: for every query, share out 1.0 over the keys you expect "
-                  "it to look at.")
+        prompt = _("Draw {head}'s attention: for every query, share out 1.0 over the keys you expect it to "
+                   "look at.").format(head=_head(head, _))
     else:
-        prompt = (f"Draw {_head(head)}'s attention for query {_quoted(f.q_labels[query])}: share out 1.0 "
-                  "over the keys you expect it to look at.")
-    why = "The real softmax of the scaled scores, row by row; masked keys get 0."
+        prompt = _("Draw {head}'s attention for query {query}: share out 1.0 over the keys you expect it to "
+                   "look at.").format(head=_head(head, _), query=_quoted(f.q_labels[query]))
+    why = _("The real softmax of the scaled scores, row by row; masked keys get 0.")
     return DrawnForecast(prompt, head, rows, tuple(f.q_labels[q] for q in rows), f.k_labels, weights,
                          allowed.copy(), explanation=why, cell=(head, rows[0], int(np.argmax(weights[0]))))
 
@@ -743,15 +843,16 @@ def most_wrong_cell(forecast, real) -> tuple[int, int, float]:  # [n_rows, n_k] 
     return int(row), int(key), float(gap[row, key])
 
 
-def distance_words(distance: float) -> str:
-    """A total variation distance in words a class understands."""
+def distance_words(distance: float, *, language: str = "en") -> str:
+    """A total variation distance in words a class understands (in ``language``)."""
+    _ = translator(language)
     if distance < 0.1:
-        return "very close"
+        return _("very close")
     if distance < 0.25:
-        return "close"
+        return _("close")
     if distance < 0.5:
-        return "partly right"
-    return "far off"
+        return _("partly right")
+    return _("far off")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -760,24 +861,29 @@ def distance_words(distance: float) -> str:
 NUMBER_KINDS = ("weight", "score", "head_output", "parameters")
 
 
-def room_answer(kind: str, text, choices: tuple[str, ...] = ()) -> str:
+def room_answer(kind: str, text, choices: tuple[str, ...] = (), *, language: str = "en") -> str:
     """What a student typed, in the one form the store marks as Question.check would: a choice as
     it is, a shape as "3 × 5", a number as Python writes the float ("0.67" for "67%" or "0,67",
-    "1048576.0" for "1,048,576"); other kinds' text trimmed. ValueError says why it cannot be read."""
+    "1048576.0" for "1,048,576"); other kinds' text trimmed. ValueError says why it cannot be read
+    (in ``language``)."""
+    _ = translator(language)
     text = str(text).strip()
     if not text:
-        raise ValueError("no answer given")
+        raise ValueError(_(NO_ANSWER))
     if choices:
         if text not in choices:
-            raise ValueError("choose one of the options")
+            raise ValueError(_(CHOOSE))
         return text
     if kind == "shape":
         shape = read_shape(text)
         if shape is None:
-            raise ValueError("write a shape as rows × columns, e.g. 3 × 5")
+            raise ValueError(_(SHAPE_HINT))
         return f"{shape[0]} × {shape[1]}"
     if kind in NUMBER_KINDS:
-        return repr(read_number(text, whole=kind == "parameters", percent=kind == "weight"))
+        try:
+            return repr(read_number(text, whole=kind == "parameters", percent=kind == "weight"))
+        except ValueError:
+            raise ValueError(_not_a_number_text(text, language)) from None
     return text
 
 

@@ -15,7 +15,8 @@ is left out and task 2 gives the raw scores as well as the scaled ones. Tables n
 than 180 mm: at most ``MAX_COLUMNS`` columns of a matrix are printed (V's others are not needed),
 and the softmax row is a column (one line per key), so 24 keys do not widen it.
 
-Every token is user text and is HTML-escaped wherever it appears.
+Every token is user text and is HTML-escaped wherever it appears. The sheet's words are in
+``language`` (course.i18n; English by default); its numbers are written as mha_core's, 0.1234.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from html import escape
 
 import numpy as np
 
+from course.i18n import translator
 from mha_core.analysis import FLAT_AT, normalised_entropy
 
 HAND_DOT_MAX = 8  # d_k up to which a dot product is asked by hand (8 multiply-adds per cell)
@@ -69,28 +71,30 @@ table.matrix .start { border-left: 0.7mm solid #000; }  /* where Q's columns end
 """
 
 
-def worksheet_html(setup, result, *, title: str, seed: int) -> str:
+def worksheet_html(setup, result, *, title: str, seed: int, language: str = "en") -> str:
     """The worksheet for one head of ``setup`` (chosen by ``seed``) as a complete HTML document.
 
     ``seed`` counts from 0; the sheet prints it from 1 ("Quiz seed 1"), as the Quiz page, its link
-    and the file name (attention-worksheet-1.html) do."""
-    plan = _Plan(setup, result, seed)
+    and the file name (attention-worksheet-1.html) do. Its words are in ``language``."""
+    plan = _Plan(setup, result, seed, language)
+    _ = plan._
     return "\n".join([
         "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
+        f'<html lang="{escape(language.replace("_", "-"))}"><head><meta charset="utf-8">',
         f"<title>{escape(title)}</title>",
         f"<style>{CSS}</style></head><body>",
         '<section class="sheet">',
         f"<h1>{escape(title)}</h1>",
-        f'<p class="muted">Quiz seed {plan.seed + 1}: compute the blank cells by hand; the answer key is on '
-        "the last page.</p>",
+        '<p class="muted">' + _("Quiz seed {seed}: compute the blank cells by hand; the answer key is on the "
+                                "last page.").format(seed=plan.seed + 1) + "</p>",
         plan.setup_text(),
         *plan.tasks(answers=False),
         "</section>",
         '<section class="key">',
-        f"<h1>Answer key: {escape(title)}</h1>",
-        f'<p class="muted">Quiz seed {plan.seed + 1}; {escape(plan.where)}. Numbers to {DECIMALS} '
-        "decimals, computed from the live setup; yours may differ in the last digit.</p>",
+        "<h1>" + _("Answer key: {title}").format(title=escape(title)) + "</h1>",
+        '<p class="muted">' + _("Quiz seed {seed}; {where}. Numbers to {decimals} decimals, computed from "
+                                "the live setup; yours may differ in the last digit.").format(
+            seed=plan.seed + 1, where=escape(plan.where), decimals=DECIMALS) + "</p>",
         *plan.tasks(answers=True),
         "</section>",
         "</body></html>",
@@ -122,15 +126,16 @@ def given(value: float) -> str:
 class _Plan:
     """Which head, query, cells and column the sheet asks about, drawn from the seed."""
 
-    def __init__(self, setup, result, seed: int):
+    def __init__(self, setup, result, seed: int, language: str = "en"):
         self.r, self.sizes, self.seed = result, setup.sizes, int(seed)
+        self._ = translator(language)
         s = self.sizes
         rng = np.random.default_rng([self.seed % 2**63, 7])
         self.q_tokens = [f"{i + 1} · {t}" for i, t in enumerate(setup.tokens)]
         self.k_tokens = [f"{i + 1} · {t}" for i, t in enumerate(setup.key_tokens)]
         self.q_labels, self.k_labels = _short(setup.tokens), _short(setup.key_tokens)
         self.cross = s.cross
-        self.scaling_text = setup.scaling.describe(s.d_k)
+        self.scaling_text = _scaling_words(setup.scaling, s.d_k, self._)
         self.mask_kind = setup.mask_kind
         self.allowed = np.ones((s.n_q, s.n_k), bool) if result.mask is None else np.asarray(result.mask, bool)
         self.head = int(rng.integers(s.n_heads))
@@ -151,32 +156,50 @@ class _Plan:
             self.dots = [(q, k) for k in chosen]
         self.v_columns = min(s.d_v, MAX_COLUMNS)
         self.column = int(rng.integers(self.v_columns))
-        self.where = f"head {self.head + 1} of {s.n_heads}"
+        self.where = self._("head {head} of {heads}").format(head=self.head + 1, heads=s.n_heads)
 
     # -- page 1 ---------------------------------------------------------------------------------
 
     def setup_text(self) -> str:
-        s, h = self.sizes, self.head
-        side = "Query tokens" if self.cross else "Tokens"
+        s, h, _ = self.sizes, self.head, self._
+        side = _("Query tokens") if self.cross else _("Tokens")
         parts = [f"<p><b>{side}:</b> {_token_list(self.q_tokens)}</p>"]
         if self.cross:
-            parts.append(f"<p><b>Key/value tokens:</b> {_token_list(self.k_tokens)}</p>")
+            kv_side = _("Key/value tokens")
+            parts.append(f"<p><b>{kv_side}:</b> {_token_list(self.k_tokens)}</p>")
+        work = _("Work in head {head}.").format(head=h + 1)
+        scores = _("The scores are {scaling}: scale s = {scale}.").format(
+            scaling=escape(self.scaling_text), scale=given(self.r.scale))
         parts.append(
             f"<p>n_q = {s.n_q}, n_k = {s.n_k}, d_model = {s.d_model}, h = {s.n_heads}, d_k = {s.d_k}, "
-            f"d_v = {s.d_v}. <b>Work in head {h + 1}.</b> The scores are {escape(self.scaling_text)}: "
-            f"scale s = {given(self.r.scale)}. {escape(self._mask_text())}</p>")
+            f"d_v = {s.d_v}. <b>{work}</b> {scores} {escape(self._mask_text())}</p>")
         if not self.hand:
-            parts.append(f'<p class="muted">d_k = {s.d_k}: a dot product of {s.d_k} terms is not a hand '
-                         "computation, so Q and K are not printed and the scores are given below.</p>")
+            parts.append('<p class="muted">' + _("d_k = {size}: a dot product of {size} terms is not a hand "
+                                                 "computation, so Q and K are not printed and the scores are "
+                                                 "given below.").format(size=s.d_k) + "</p>")
         hidden = s.d_v - self.v_columns
-        note = f" (columns {self.v_columns + 1} to {s.d_v} are not needed and not printed)" if hidden else ""
         for group in self._matrix_groups():
-            names = [name for name, _ in group]
-            rows = "query" if names == ["Q"] else "key" if self.cross or "Q" not in names else "token"
-            caption = (f"{_and(names)} of head {h + 1} (one row per {rows})" + (note if "V" in names else ""))
+            names = [name for name, _matrix_values in group]
+            caption = self._caption(names)
+            if hidden and "V" in names:
+                caption = _("{caption} (columns {first} to {last} are not needed and not printed)").format(
+                    caption=caption, first=self.v_columns + 1, last=s.d_v)
             labels = self.q_labels if "Q" in names else self.k_labels
             parts.append(_matrix(caption, group, labels))
         return "\n".join(parts)
+
+    def _caption(self, names: list[str]) -> str:
+        """'Q, K and V of head 2 (one row per token)': what a matrix table holds."""
+        _ = self._
+        joined = names[0] if len(names) == 1 else _("{names} and {last}").format(
+            names=", ".join(names[:-1]), last=names[-1])
+        if names == ["Q"]:
+            caption = _("{names} of head {head} (one row per query)")
+        elif self.cross or "Q" not in names:
+            caption = _("{names} of head {head} (one row per key)")
+        else:
+            caption = _("{names} of head {head} (one row per token)")
+        return caption.format(names=joined, head=self.head + 1)
 
     def _matrix_groups(self) -> list[list[tuple[str, np.ndarray]]]:
         """Q, K and V of the head, side by side in one table where they share rows and fit
@@ -195,11 +218,12 @@ class _Plan:
         return [[q], [k], [v]]
 
     def _mask_text(self) -> str:
+        _ = self._
         if self.mask_kind == "causal":
-            return "Causal mask: query i may attend to keys 1 to i only; a masked key gets weight 0."
+            return _("Causal mask: query i may attend to keys 1 to i only; a masked key gets weight 0.")
         if self.mask_kind == "custom":
-            return "A custom mask blocks some keys (marked 'masked'): they get weight 0."
-        return "No mask."
+            return _("A custom mask blocks some keys (marked 'masked'): they get weight 0.")
+        return _("No mask.")
 
     # -- the tasks, blank or answered ------------------------------------------------------------
 
@@ -224,9 +248,11 @@ class _Plan:
             cell = _answer(value, f"score {h} {q} {k}") if answers else '<td class="blank"></td>'
             rows.append(f'<tr><td class="row">{escape(self.q_labels[q])}</td>'
                         f'<td class="row">{escape(self.k_labels[k])}</td>{cell}</tr>')
-        return (f"<h2>{n}. Raw scores q · k</h2><p>Multiply the query's row of Q by the key's row of K "
-                "entry by entry and add up.</p>"
-                + _table(["query", "key", "q · k"], [40, 40, 34], rows, left=2))
+        _ = self._
+        title = _("Raw scores q · k")
+        return (f"<h2>{n}. {title}</h2><p>"
+                + _("Multiply the query's row of Q by the key's row of K entry by entry and add up.") + "</p>"
+                + _table([_("query"), _("key"), "q · k"], [40, 40, 34], rows, left=2))
 
     def _softmax(self, n: int, answers: bool) -> str:
         h, q = self.head, self.query
@@ -234,17 +260,19 @@ class _Plan:
         live = np.isfinite(scaled)
         top = float(np.max(scaled[live])) if live.any() else 0.0
         exps = np.where(live, np.exp(np.where(live, scaled, top) - top), 0.0)
-        headers, widths = ["key"], [40]
+        _ = self._
+        masked = _("masked")
+        headers, widths = [_("key")], [40]
         if not self.hand:
-            headers, widths = [*headers, "raw score q · k"], [*widths, 26]
-        headers += ["scaled s (given)", "e^(s − m)", "weight a"]
+            headers, widths = [*headers, _("raw score q · k")], [*widths, 26]
+        headers += [_("scaled s (given)"), "e^(s − m)", _("weight a")]
         widths += [26, 30, 30]
         rows = []
         for k in range(self.sizes.n_k):
             cells = [f'<td class="row">{escape(self.k_labels[k])}</td>']
             if not self.hand:
                 cells.append(f'<td class="given">{given(self.r.scores[h, q, k])}</td>')
-            cells.append(f'<td class="given">{given(scaled[k]) if live[k] else "masked"}</td>')
+            cells.append(f'<td class="given">{given(scaled[k]) if live[k] else escape(masked)}</td>')
             if not live[k]:
                 cells += ['<td class="given">0</td>', _answer(0.0, f"weight {h} {q} {k}") if answers
                           else '<td class="given">0</td>']
@@ -254,31 +282,50 @@ class _Plan:
             else:
                 cells += ['<td class="blank"></td>', '<td class="blank"></td>']
             rows.append(f"<tr>{''.join(cells)}</tr>")
-        total = (f'<p>Sum of e^(s − m): <span class="answer" data-cell="sum {h} {q}">{number(exps.sum())}'
-                 "</span>"
-                 "; each weight is its e^(s − m) divided by this sum.</p>") if answers else ""
-        return (f"<h2>{n}. Softmax of the row of query “{escape(self.q_tokens[q])}” (head {h + 1})</h2>"
-                + (f"<p>The scaled scores are given. With m = the largest of them = {given(top)}, work out "
-                   "e^(s − m) for each key, add them up, and divide each by the sum. The weights add up to 1."
-                   "</p>" if live.any() else "<p>The mask blocks every key for this query: every weight is 0."
-                   "</p>") + _table(headers, widths, rows, left=1) + total)
+        the_sum = f'<span class="answer" data-cell="sum {h} {q}">{number(exps.sum())}</span>'
+        total = ("<p>" + _("Sum of e^(s − m): {sum}; each weight is its e^(s − m) divided by this "
+                           "sum.").format(sum=the_sum) + "</p>") if answers else ""
+        if live.any():
+            how = _("The scaled scores are given. With m = the largest of them = {top}, work out e^(s − m) "
+                    "for each key, add them up, and divide each by the sum. The weights add up to 1.").format(
+                top=given(top))
+        else:
+            how = _("The mask blocks every key for this query: every weight is 0.")
+        title = _("Softmax of the row of query “{token}” (head {head})").format(
+            token=escape(self.q_tokens[q]), head=h + 1)
+        return f"<h2>{n}. {title}</h2><p>{how}</p>" + _table(headers, widths, rows, left=1) + total
 
     def _output(self, n: int, answers: bool) -> str:
-        h, q, j = self.head, self.query, self.column
+        h, q, j, _ = self.head, self.query, self.column, self._
         value = self.r.head_outputs[h, q, j]
         if answers:
             keys = np.flatnonzero(self.allowed[q])
             terms = " + ".join(f"{number(self.r.weights[h, q, k])} × {given(self.r.v[h, k, j])}"
                                for k in keys[:MAX_COLUMNS])
             terms += " + …" if len(keys) > MAX_COLUMNS else ""
-            body = (f'<p>{escape(terms) if terms else "no key is allowed: 0"} = '
+            nothing = _("no key is allowed: 0")
+            body = (f'<p>{escape(terms) if terms else escape(nothing)} = '
                     f'<span class="answer" data-cell="output {h} {q} {j}">{number(value)}</span></p>')
         else:
-            body = ('<p>Answer: <span style="display:inline-block;width:45mm;border-bottom:0.3mm solid #000">'
-                    "&nbsp;</span></p>")
-        return (f"<h2>{n}. One cell of head {h + 1}'s output</h2><p>Query “{escape(self.q_tokens[q])}”, "
-                f"column v{j + 1}: the weights of task {n - 1} times column v{j + 1} of V, added up "
-                "(a weighted sum of the values).</p>" + body)
+            body = ("<p>" + _("Answer:") + ' <span style="display:inline-block;width:45mm;'
+                    'border-bottom:0.3mm solid #000">&nbsp;</span></p>')
+        title = _("One cell of head {head}'s output").format(head=h + 1)
+        what = _("Query “{token}”, column v{column}: the weights of task {task} times column v{column} of V, "
+                 "added up (a weighted sum of the values).").format(
+            token=escape(self.q_tokens[q]), column=j + 1, task=n - 1)
+        return f"<h2>{n}. {title}</h2><p>{what}</p>" + body
+
+
+def _scaling_words(scaling, d_k: int, _) -> str:
+    """mha_core's Scaling.describe(d_k) in the sheet's language (the same words in English)."""
+    times = f"× {scaling.multiplier(d_k):.4g}"
+    if scaling.kind == "sqrt":
+        return _("divided by √d_k = √{size} ({times})").format(size=d_k, times=times)
+    if scaling.kind == "sqrt_of":
+        return _("divided by √{size} ({times})").format(size=int(scaling.value), times=times)
+    if scaling.kind == "none":
+        return _("not scaled (× 1)")
+    return _("multiplied by {factor}").format(factor=f"{scaling.value:g}")
 
 
 def _short(tokens) -> list[str]:
@@ -304,10 +351,6 @@ def _table(headers: list[str], widths_mm: list[int], rows: list[str], left: int 
                    for i, h in enumerate(headers))
     return (f'<table class="{css_class}" style="width:{sum(widths_mm)}mm"><colgroup>{cols}</colgroup>'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
-
-
-def _and(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _matrix(caption: str, parts: list[tuple[str, np.ndarray]], row_labels: list[str]) -> str:

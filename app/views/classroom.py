@@ -11,12 +11,14 @@ from zoneinfo import ZoneInfo
 import segno
 import streamlit as st
 
-from app import live, questions
+from app import i18n, live, questions
 from app.safe import html_text, lit, md
 from classroom.store import NoSuchRoom, NotTheTeacher, StoreError
+from course.i18n import N_
 
 QR_SCALE = 12  # px per QR module: about 400 px, readable from the back of a room on a projector
 ROSTER_SECONDS = 3.0  # the teacher's roster refreshes this often
+NICKNAME = N_("Your nickname (optional; only your teacher sees it)")
 
 
 # --- The door: start a room, or join one -------------------------------------------------------------
@@ -47,9 +49,9 @@ def end_room() -> None:
     except (NoSuchRoom, NotTheTeacher):
         pass  # gone already
     except StoreError as error:  # the room is still there: say so, and keep leading it
-        ss.live_message = f"Could not end the room: {error}"
+        ss.live_message = i18n.t("Could not end the room: {error}").format(error=error)
         return
-    live.leave("The room has ended.")
+    live.leave(i18n.t("The room has ended."))
 
 
 def join_by_code() -> None:
@@ -58,7 +60,7 @@ def join_by_code() -> None:
     code, nickname = ss.get("live_join_code", "").strip(), ss.get("live_join_nickname", "").strip()
     ss.pop("live_join_error", None)
     if not code:
-        ss.live_join_error = "Type the room's code first."
+        ss.live_join_error = i18n.t("Type the room's code first.")
         return
     refusal = live.join_room(code, nickname, via="box")
     if refusal:
@@ -72,33 +74,34 @@ def join_by_code() -> None:
 
 def door_ui() -> None:
     ss = st.session_state
-    st.markdown("Start a room and every student who opens its link follows your screen: the page, the "
-                "presenter's step, the setup and the selections. You can ask the room a question and see "
-                "the answers arrive.")
+    st.markdown(i18n.t("Start a room and every student who opens its link follows your screen: the page, the "
+                       "presenter's step, the setup and the selections. You can ask the room a question and "
+                       "see the answers arrive."))
     try:
         needs_key = live.teacher_key() is not None
     except live.TeacherKeyError as error:
         needs_key = False
         ss.live_start_error = str(error)
     if needs_key:
-        st.text_input("Teacher key", key="live_teacher_key", type="password", max_chars=200,
-                      help="This server asks teachers for a key to start a room: ask whoever runs it.")
-    st.button("Start a room", key="live_start", on_click=start_room, type="primary", icon=":material/groups:")
+        st.text_input(i18n.t("Teacher key"), key="live_teacher_key", type="password", max_chars=200,
+                      help=i18n.t("This server asks teachers for a key to start a room: ask whoever runs "
+                                  "it."))
+    st.button(i18n.t("Start a room"), key="live_start", on_click=start_room, type="primary",
+              icon=":material/groups:")
     if ss.get("live_start_error"):
         st.error(lit(ss.live_start_error), icon=":material/lock:")
     with st.form("live_join", border=True):
-        st.text_input("Or join a room with its code", key="live_join_code", max_chars=12)
-        st.text_input("Your nickname (optional; only your teacher sees it)", key="live_join_nickname",
-                      max_chars=40)
-        st.form_submit_button("Join", on_click=join_by_code)
+        st.text_input(i18n.t("Or join a room with its code"), key="live_join_code", max_chars=12)
+        st.text_input(i18n.t(NICKNAME), key="live_join_nickname", max_chars=40)
+        st.form_submit_button(i18n.t("Join"), on_click=join_by_code)
     if ss.get("live_join_error"):
         st.warning(lit(ss.live_join_error), icon=":material/door_front:")
     elif live.waiting_at_the_door("box"):
-        st.info(lit(live.WAITING_AT_THE_DOOR), icon=":material/hourglass_top:")
+        st.info(lit(i18n.t(live.WAITING_AT_THE_DOOR)), icon=":material/hourglass_top:")
 
 
 def render() -> None:
-    st.title("Class")
+    st.title(i18n.t("Class"))
     if not live.in_room():
         door_ui()
         return
@@ -110,10 +113,11 @@ def render() -> None:
 
 def student_panel() -> None:
     ss = st.session_state
-    st.markdown(md("You are in room **{}**. Your screen follows your teacher's; 'Explore on my own' in the "
-                   "sidebar lets you try things, 'Follow again' comes back.", ss.room))
-    st.text_input("Your nickname (optional; only your teacher sees it)", key="live_my_nickname", max_chars=40,
-                  value=ss.get("nickname", ""), on_change=rename)
+    st.markdown(md(i18n.t("You are in room **{room}**. Your screen follows your teacher's; 'Explore on my "
+                          "own' in the sidebar lets you try things, 'Follow again' comes back."),
+                   room=ss.room))
+    st.text_input(i18n.t(NICKNAME), key="live_my_nickname", max_chars=40, value=ss.get("nickname", ""),
+                  on_change=rename)
     if ss.get("live_rename_error"):
         st.warning(lit(ss.live_rename_error))
 
@@ -146,16 +150,16 @@ def teacher_panel() -> None:
         st.markdown(f"<div style='font-size:5rem;font-weight:700;letter-spacing:0.3em'>"
                     f"{html_text(ss.room)}</div>",
                     unsafe_allow_html=True)
-        st.markdown(f"Students open **{lit(link)}** (or scan the code).")
+        st.markdown(i18n.t("Students open **{link}** (or scan the code).").format(link=lit(link)))
         following()
-        with st.expander("Lead from another device (keep this link to yourself)"):
+        with st.expander(i18n.t("Lead from another device (keep this link to yourself)")):
             st.code(f"{link}&teacher={ss.teacher_secret}", language=None)
-        st.button("End the room", key="live_end", on_click=end_room)
+        st.button(i18n.t("End the room"), key="live_end", on_click=end_room)
     with right:
         # As wide as its column (320 px at 1280 with the sidebar open), never past it: 400 px ran off
         # the right edge of a 1280 x 720 projector.
-        st.image(qr_png(link), caption="Scan to follow", alt="QR code of the join link written beside it",
-                 width="stretch")
+        st.image(qr_png(link), caption=i18n.t("Scan to follow"),
+                 alt=i18n.t("QR code of the join link written beside it"), width="stretch")
     roster_ui()
     questions.answers_panel()
 
@@ -168,7 +172,7 @@ def qr_png(text: str) -> bytes:
 
 @st.fragment(run_every=2.0)
 def following() -> None:
-    st.markdown(f"**{live.followers():d}** following right now.")
+    st.markdown(i18n.t("**{count}** following right now.").format(count=f"{live.followers():d}"))
 
 
 @st.fragment(run_every=ROSTER_SECONDS)
@@ -185,19 +189,25 @@ def roster_ui() -> None:
         live.room_gone()
         st.rerun(scope="app")
     except StoreError as error:
-        st.warning(md("The roster cannot be read now: {}", error), icon=":material/wifi_off:")
+        st.warning(md(i18n.t("The roster cannot be read now: {error}"), error=error),
+                   icon=":material/wifi_off:")
         return
     members = [student for student in students if not student.removed]
-    st.subheader("Who is in the room")
+    st.subheader(i18n.t("Who is in the room"))
     left, right = st.columns([3, 2], vertical_alignment="center")
-    door = "locked: nobody new gets in" if locked else "open to anyone with the code"
-    left.markdown(md("**{}** joined · the door is {}", len(members), door))
-    right.button("Unlock the room" if locked else "Lock the room", key="live_lock", on_click=set_locked,
+    if locked:
+        left.markdown(md(i18n.t("**{count}** joined · the door is locked: nobody new gets in"),
+                         count=len(members)))
+    else:
+        left.markdown(md(i18n.t("**{count}** joined · the door is open to anyone with the code"),
+                         count=len(members)))
+    right.button(i18n.t("Unlock the room") if locked else i18n.t("Lock the room"), key="live_lock",
+                 on_click=set_locked,
                  args=(not locked,), icon=":material/lock_open:" if locked else ":material/lock:")
     if ss.get("live_door_error"):
         st.warning(lit(ss.live_door_error))
     if not students:
-        st.caption("Nobody has joined yet.")
+        st.caption(i18n.t("Nobody has joined yet."))
         return
     for number, student in enumerate(students, start=1):
         roster_row(number, student)
@@ -206,19 +216,21 @@ def roster_ui() -> None:
 def roster_row(number: int, student) -> None:
     ss = st.session_state
     name, joined, answered, action = st.columns([3, 2, 2, 2], vertical_alignment="center")
-    shown = student.nickname.strip() or f"student {number}"
+    shown = student.nickname.strip() or i18n.t("student {number}").format(number=number)
     name.markdown(md("~~{}~~" if student.removed else "{}", shown))
-    joined.caption(md("joined {}", clock(student.joined)))
-    answered.markdown("removed" if student.removed else "answered ✓" if student.answered else "not answered")
+    joined.caption(md(i18n.t("joined {time}"), time=clock(student.joined)))
+    answered.markdown(i18n.t("removed") if student.removed else i18n.t("answered ✓") if student.answered
+                      else i18n.t("not answered"))
     if student.removed:
         return
     if ss.get("live_confirm_remove") == student.id:
         yes, no = action.columns(2)
-        yes.button("Remove", key=f"live_remove_yes_{student.id}", type="primary", on_click=remove,
-                   args=(student.id,), help="They cannot come back into this room.")
-        no.button("Keep", key=f"live_remove_no_{student.id}", on_click=confirm_remove, args=(None,))
+        yes.button(i18n.t("Remove"), key=f"live_remove_yes_{student.id}", type="primary", on_click=remove,
+                   args=(student.id,), help=i18n.t("They cannot come back into this room."))
+        no.button(i18n.t("Keep"), key=f"live_remove_no_{student.id}", on_click=confirm_remove, args=(None,))
     else:
-        action.button("Remove…", key=f"live_remove_{student.id}", on_click=confirm_remove, args=(student.id,))
+        action.button(i18n.t("Remove…"), key=f"live_remove_{student.id}", on_click=confirm_remove,
+                      args=(student.id,))
 
 
 def confirm_remove(student_id: str | None) -> None:
@@ -241,7 +253,8 @@ def set_locked(locked: bool) -> None:
     try:
         live.store().lock(ss.room, ss.teacher_secret, locked)
     except StoreError as error:
-        ss.live_door_error = f"Could not {'lock' if locked else 'unlock'} the room: {error}"
+        ss.live_door_error = (i18n.t("Could not lock the room: {error}") if locked
+                              else i18n.t("Could not unlock the room: {error}")).format(error=error)
 
 
 def remove(student_id: str) -> None:
@@ -251,4 +264,4 @@ def remove(student_id: str) -> None:
     try:
         live.store().remove(ss.room, ss.teacher_secret, student_id)
     except StoreError as error:
-        ss.live_door_error = f"Could not remove the student: {error}"
+        ss.live_door_error = i18n.t("Could not remove the student: {error}").format(error=error)

@@ -12,10 +12,11 @@ import math
 import numpy as np
 import streamlit as st
 
-from app import lab_figures, session_keys, state
+from app import i18n, lab_figures, session_keys, state
 from app.numbers import format_number, hover_number
 from app.safe import lit
 from app.widgets import chart
+from course.i18n import N_, localized_number_text
 from course.labs import (
     PAIRS,
     SCORE_PRESETS,
@@ -38,9 +39,9 @@ from mha_core import head_width, mha_flops
 from mha_core.setup import LIMITS, token_problem
 
 SAVED = "lab_saved"  # a plain session key (no widget): the labs' inputs across pages
-PRESET_LABELS = {"ex_c_equal_scores": "C · equal", "ex_d_one_huge_score": "D · one huge",
-                 "ex_e_negative_score": "E · negative", "ex_f_unscaled": "F · unscaled",
-                 "ex_f_scaled": "F · ÷ √64", "ex_g_coreference": "G · 'it' → 'cat'"}
+PRESET_LABELS = {"ex_c_equal_scores": N_("C · equal"), "ex_d_one_huge_score": N_("D · one huge"),
+                 "ex_e_negative_score": N_("E · negative"), "ex_f_unscaled": N_("F · unscaled"),
+                 "ex_f_scaled": "F · ÷ √64", "ex_g_coreference": N_("G · 'it' → 'cat'")}
 GAP_RANGE = (0.0, 40.0)  # example F's unscaled gap, 32, fits
 CHAPTER_SIZES = {"lab_d_model": 512, "lab_heads": 8, "lab_even_split": True, "lab_head_d_k": 64,
                  "lab_head_d_v": 64, "lab_bias": False, "lab_n_q": 3, "lab_n_k": 5}  # examples H and I
@@ -92,10 +93,11 @@ def _save() -> None:
 
 def render() -> None:
     _restore()
-    st.title("Labs")
-    st.caption("Three small experiments from the course text; each control changes one thing.")
-    score_tab, scaling_tab, size_tab = st.tabs(["Score lab", "Scaling lab: why divide by √d_k",
-                                                "Size and cost"])
+    st.title(i18n.t("Labs"))
+    st.caption(i18n.t("Three small experiments from the course text; each control changes one thing."))
+    score_tab, scaling_tab, size_tab = st.tabs([i18n.t("Score lab"),
+                                                i18n.t("Scaling lab: why divide by √d_k"),
+                                                i18n.t("Size and cost")])
     with score_tab:
         score_lab()
     with scaling_tab:
@@ -116,7 +118,7 @@ def _load(key: str) -> None:
 def _numbers_ui(label: str, key: str, what: str, help: str) -> np.ndarray | None:
     text = st.text_input(label, key=key, max_chars=TEXT_CHARS, help=help)
     try:
-        return parse_numbers(text, what)
+        return parse_numbers(text, what, i18n.language())
     except ValueError as error:
         st.error(lit(error), icon=":material/warning:")
         return None
@@ -124,47 +126,50 @@ def _numbers_ui(label: str, key: str, what: str, help: str) -> np.ndarray | None
 
 def _keys_ui(n_keys: int | None) -> list[str] | None:
     """Key names typed, or k1, k2, ... when the box is empty or cannot be used (with a message)."""
-    names = str(st.text_input("key names (optional, separated by spaces)", key="lab_keys",
+    names = str(st.text_input(i18n.t("key names (optional, separated by spaces)"), key="lab_keys",
                               max_chars=LIMITS.token_text)).split()
     if n_keys is None:
         return None
     problem = token_problem(names, "key names") if names else None
     if not problem and names and len(names) != n_keys:
-        problem = f"{len(names)} key names for {n_keys:d} scores: give one name per score, or none."
+        problem = i18n.t("{count} key names for {n} scores: give one name per score, or none.").format(
+            count=len(names), n=f"{n_keys:d}")
     if problem:
         st.error(lit(problem), icon=":material/warning:")
     return names if names and not problem else _default_names(n_keys)
 
 
 def score_lab() -> None:
-    st.subheader("Score lab: one query, its scores, its weights")
-    st.caption("Chapter 001, examples C to G: the raw scores q·k of one query against each key, and each "
-               "key's value. Softmax turns the scores into weights; the output is Σ weight × value.")
+    st.subheader(i18n.t("Score lab: one query, its scores, its weights"))
+    st.caption(i18n.t("Chapter 001, examples C to G: the raw scores q·k of one query against each key, "
+                      "and each key's value. Softmax turns the scores into weights; the output is "
+                      "Σ weight × value."))
     for column, key in zip(st.columns(len(SCORE_PRESETS)), SCORE_PRESETS, strict=True):
-        column.button(PRESET_LABELS[key], key=f"lab_load_{key}", on_click=_load, args=(key,),
+        column.button(i18n.t(PRESET_LABELS[key]), key=f"lab_load_{key}", on_click=_load, args=(key,),
                       help=lit(state.presets()[key].title), width="stretch")
     _loaded_note()
     inputs, results = st.columns([2, 3], gap="large")
     with inputs:
-        scores = _numbers_ui("scores (raw q·k, one per key)", "lab_scores", "scores",
-                             "Numbers separated by commas, e.g. 2, 2, 2; decimals with a point (1.5).")
-        values = _numbers_ui("values (one number per key)", "lab_values", "values",
-                             "One number per key: the output blends them with the weights.")
+        scores = _numbers_ui(i18n.t("scores (raw q·k, one per key)"), "lab_scores", "scores",
+                             i18n.t("Numbers separated by commas, e.g. 2, 2, 2; decimals with a point "
+                                    "(1.5)."))
+        values = _numbers_ui(i18n.t("values (one number per key)"), "lab_values", "values",
+                             i18n.t("One number per key: the output blends them with the weights."))
         if scores is not None and values is not None and scores.size != values.size:
-            st.error(f"{scores.size:d} scores but {values.size:d} values: give one value per score.",
-                     icon=":material/warning:")
+            st.error(i18n.t("{scores} scores but {values} values: give one value per score.").format(
+                scores=f"{scores.size:d}", values=f"{values.size:d}"), icon=":material/warning:")
             values = None
         keys = _keys_ui(scores.size if scores is not None else None)
         low, high = TEMPERATURE
-        temperature = st.slider("temperature T (the scores are divided by T)", low, high, step=0.05,
+        temperature = st.slider(i18n.t("temperature T (the scores are divided by T)"), low, high, step=0.05,
                                 key="lab_temperature",
-                                help="T = 1: the scores as typed. Small T sharpens towards one-hot, large "
-                                     "T flattens towards uniform. Dividing by √d_k is T = √d_k "
-                                     "(F · ÷ √64: T = 8).")
+                                help=i18n.t("T = 1: the scores as typed. Small T sharpens towards one-hot, "
+                                            "large T flattens towards uniform. Dividing by √d_k is T = √d_k "
+                                            "(F · ÷ √64: T = 8)."))
     row = score_row(scores, values, temperature) if scores is not None and values is not None else None
     with results:
         if row is None:
-            st.info("The weights appear here once every box above reads as numbers.")
+            st.info(i18n.t("The weights appear here once every box above reads as numbers."))
         else:
             _row_results(row, keys)
     if row is not None:
@@ -180,12 +185,17 @@ def _loaded_note() -> None:
     loaded = _preset_texts(key)
     edited = any(st.session_state.get(name) != loaded[name] for name in ("lab_scores", "lab_values",
                                                                           "lab_temperature"))
-    st.caption(f"{'Edited from' if edited else 'Loaded'} {lit(scenario.title)}: "
-               f"{lit(scenario.story)}")
+    note = i18n.t("Edited from {title}: {story}") if edited else i18n.t("Loaded {title}: {story}")
+    st.caption(note.format(title=lit(scenario.title), story=lit(scenario.story)))
+
+
+def _local(text: str) -> str:
+    """A number written by format_number as the reader's language writes it (0,9820 in German)."""
+    return localized_number_text(text, i18n.language())
 
 
 def _weight_text(weight: float) -> str:
-    return format_number(weight, 4, near_one=True)
+    return _local(format_number(weight, 4, near_one=True))
 
 
 def _superscript(number: float) -> str:
@@ -195,7 +205,7 @@ def _superscript(number: float) -> str:
 
 def _positive_text(weight: float) -> str:
     """A negative score's weight: never "0", which would contradict the note."""
-    return _weight_text(weight) if weight > 0 else "too small for the computer, shown as 0"
+    return _weight_text(weight) if weight > 0 else i18n.t("too small for the computer, shown as 0")
 
 
 def _factor(text: str) -> str:
@@ -205,57 +215,75 @@ def _factor(text: str) -> str:
 
 def _row_results(row: ScoreRow, keys: list[str]) -> None:
     chart(lab_figures.weight_bars(row.weights, keys, row.scores, row.values,
-                                            title=f"weights (T = {row.temperature:g})"),
-                    key="lab_chart_weights")
-    terms = " + ".join(f"{_factor(_weight_text(w))} × {_factor(format_number(v))}"
+                                  title=i18n.t("weights (T = {t})").format(t=f"{row.temperature:g}")),
+          key="lab_chart_weights")
+    terms = " + ".join(f"{_factor(_weight_text(w))} × {_factor(_local(format_number(v)))}"
                        for w, v in zip(row.weights, row.values, strict=True))
     shown = format_number(row.output)
     precise = f"{row.output:.10g}"
-    exact = "" if float(precise) == float(shown) else f" (more precisely {lit(precise)})"
-    st.markdown(f"**output** = Σ wᵢ·vᵢ = {lit(terms)} = **{lit(shown)}**{exact}")
-    st.caption(f"The weights sum to {row.weights.sum():.12g}: the output lies between the smallest and the "
-               "largest value.")
+    if float(precise) == float(shown):
+        output = i18n.t("**output** = Σ wᵢ·vᵢ = {terms} = **{value}**").format(terms=lit(terms),
+                                                                              value=lit(_local(shown)))
+    else:
+        output = i18n.t("**output** = Σ wᵢ·vᵢ = {terms} = **{value}** (more precisely {precise})").format(
+            terms=lit(terms), value=lit(_local(shown)), precise=lit(_local(precise)))
+    st.markdown(output)
+    st.caption(i18n.t("The weights sum to {total}: the output lies between the smallest and the largest "
+                      "value.").format(total=f"{row.weights.sum():.12g}"))
     if row.negative.size:
-        listed = ", ".join(f"{row.scores[i]:g} ('{lit(keys[i])}', weight "
-                           f"{lit(_positive_text(row.weights[i]))})" for i in row.negative[:NEGATIVES_LISTED])
-        if row.negative.size > NEGATIVES_LISTED:
-            listed += f" and {row.negative.size - NEGATIVES_LISTED:d} more"
-        st.info(f"Negative {'score' if row.negative.size == 1 else 'scores'} {listed}: every weight is still "
-                "positive, since e to any power is above 0. A negative score means 'listen less', never "
-                "'listen a negative amount' (example E).", icon=":material/add_circle:")
+        _negative_note(row, keys)
+
+
+def _negative_note(row: ScoreRow, keys: list[str]) -> None:
+    """Example E: a negative score still gets a positive weight."""
+    listed = ", ".join(i18n.t("{score} ('{key}', weight {weight})").format(
+        score=f"{row.scores[i]:g}", key=lit(keys[i]), weight=lit(_positive_text(row.weights[i])))
+        for i in row.negative[:NEGATIVES_LISTED])
+    if row.negative.size > NEGATIVES_LISTED:
+        listed = i18n.t("{listed} and {count} more").format(listed=listed,
+                                                           count=f"{row.negative.size - NEGATIVES_LISTED:d}")
+    note = (i18n.t("Negative score {listed}: every weight is still positive, since e to any power is "
+                   "above 0. A negative score means 'listen less', never 'listen a negative amount' "
+                   "(example E).")
+            if row.negative.size == 1 else
+            i18n.t("Negative scores {listed}: every weight is still positive, since e to any power is "
+                   "above 0. A negative score means 'listen less', never 'listen a negative amount' "
+                   "(example E)."))
+    st.info(note.format(listed=listed), icon=":material/add_circle:")
 
 
 def _row_table(row: ScoreRow, keys: list[str]) -> None:
-    head = "| key | score | score ÷ T | weight | value | weight × value |\n|---|--:|--:|--:|--:|--:|\n"
+    head = (i18n.t("| key | score | score ÷ T | weight | value | weight × value |")
+            + "\n|---|--:|--:|--:|--:|--:|\n")
     lines = [f"| {lit(key)} | {hover_number(s)} | {hover_number(z)} | "
              f"{lit(hover_number(w, near_one=True))} | {hover_number(v)} | {hover_number(t)} |"
              for key, s, z, w, v, t in zip(keys, row.scores, row.scaled, row.weights, row.values, row.terms,
                                            strict=True)]
-    with st.expander("All the numbers", expanded=False):
+    with st.expander(i18n.t("All the numbers"), expanded=False):
         st.markdown(head + "\n".join(lines))
 
 
 def _gap_section(n_keys: int | None, temperature: float) -> None:
-    st.markdown("#### Softmax collapsing to one-hot (example D)")
+    st.markdown("#### " + i18n.t("Softmax collapsing to one-hot (example D)"))
     n_keys = n_keys or 3
     left, right = st.columns([2, 3], gap="large")
     with left:
-        gap = st.slider("gap between the top score and every other score", *GAP_RANGE, step=0.5,
+        gap = st.slider(i18n.t("gap between the top score and every other score"), *GAP_RANGE, step=0.5,
                         key="lab_gap",
-                        help="Scores [0, …, 0, gap]: the others all equal, the top one gap higher.")
+                        help=i18n.t("Scores [0, …, 0, gap]: the others all equal, the top one gap higher."))
         weight = float(top_weight(gap, n_keys, temperature))
-        st.markdown(f"With {n_keys:d} keys and T = {temperature:g}, the top weight is "
-                    rf"1 / (1 + {n_keys - 1:d} · e^(−{gap:g} / {temperature:g})) = "
-                    f"**{lit(_weight_text(weight))}**.")
-        st.caption("Exponentials magnify gaps: at gap 20 (example D) the top weight is already "
-                   f"{lit(_weight_text(float(top_weight(20.0, 3))))} for 3 keys at T = 1. "
-                   "The curve uses as many keys as the scores above.")
+        formula = rf"1 / (1 + {n_keys - 1:d} · e^(−{gap:g} / {temperature:g}))"
+        st.markdown(i18n.t("With {n} keys and T = {t}, the top weight is {formula} = **{weight}**.").format(
+            n=f"{n_keys:d}", t=f"{temperature:g}", formula=formula, weight=lit(_weight_text(weight))))
+        st.caption(i18n.t("Exponentials magnify gaps: at gap 20 (example D) the top weight is already "
+                          "{weight} for 3 keys at T = 1. The curve uses as many keys as the scores above.")
+                   .format(weight=lit(_weight_text(float(top_weight(20.0, 3))))))
     gaps, weights = gap_curve(n_keys, temperature, largest=GAP_RANGE[1])
     reference = gap_curve(n_keys, 1.0, largest=GAP_RANGE[1])[1] if temperature != 1 else None
     with right:
         chart(lab_figures.gap_figure(gaps, weights, gap=gap, weight=weight, n_keys=n_keys,
-                                               temperature=temperature, reference=reference),
-                        key="lab_chart_gap")
+                                     temperature=temperature, reference=reference),
+              key="lab_chart_gap")
 
 
 # --- Scaling lab -----------------------------------------------------------------------------
@@ -272,35 +300,37 @@ def _largest_weights(n_keys: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def scaling_lab() -> None:
-    st.subheader("Scaling lab: why divide by √d_k")
-    st.caption("A query and a key with d_k standard normal entries: q·k adds d_k products of variance 1, "
-               "so its spread grows like √d_k, and softmax of widely spread scores is nearly one-hot. "
-               "Dividing by √d_k brings the spread back to about 1, whatever d_k.")
+    st.subheader(i18n.t("Scaling lab: why divide by √d_k"))
+    st.caption(i18n.t("A query and a key with d_k standard normal entries: q·k adds d_k products of "
+                      "variance 1, so its spread grows like √d_k, and softmax of widely spread scores is "
+                      "nearly one-hot. Dividing by √d_k brings the spread back to about 1, whatever d_k."))
     controls, charts = st.columns([1, 3], gap="large")
     with controls:
         d_k = int(st.select_slider("d_k", WIDTHS, key="lab_d_k"))
-        seed = int(st.number_input("random seed", 0, 1_000_000, step=1, key="lab_seed"))
-        n_pairs = int(st.selectbox("random (q, k) pairs", PAIRS, key="lab_pairs"))
-        n_keys = int(st.slider("keys per query (the curve)", 2, 64, key="lab_curve_keys"))
+        seed = int(st.number_input(i18n.t("random seed"), 0, 1_000_000, step=1, key="lab_seed"))
+        n_pairs = int(st.selectbox(i18n.t("random (q, k) pairs"), PAIRS, key="lab_pairs"))
+        n_keys = int(st.slider(i18n.t("keys per query (the curve)"), 2, 64, key="lab_curve_keys"))
     products = _dot_products(d_k, n_pairs, seed)  # [n_pairs]
     scaled = products / math.sqrt(d_k)  # [n_pairs]
     with controls:
-        st.metric("std of q·k", f"{products.std():.2f}", help=f"√d_k = {math.sqrt(d_k):.2f}")
-        st.metric("std of q·k / √d_k", f"{scaled.std():.2f}", help="about 1 for every d_k")
+        st.metric(i18n.t("std of q·k"), i18n.number(products.std(), 2),
+                  help=f"√d_k = {i18n.number(math.sqrt(d_k), 2)}")
+        st.metric(i18n.t("std of q·k / √d_k"), i18n.number(scaled.std(), 2),
+                  help=i18n.t("about 1 for every d_k"))
     with charts:
         chart(lab_figures.spread_histograms(products, scaled, d_k), key="lab_chart_spread")
         unscaled_top, scaled_top = _largest_weights(n_keys, seed)
-        chart(lab_figures.largest_weight_figure(WIDTHS, unscaled_top, scaled_top, d_k=d_k,
-                                                          n_keys=n_keys),
-                        key="lab_chart_largest")
-        st.caption(f"Each point: the largest softmax weight of a random query over {n_keys} random keys, "
-                   f"averaged over {CURVE_DRAWS} queries (random seed {seed}). The dotted line is "
-                   f"d_k = {d_k}.")
+        chart(lab_figures.largest_weight_figure(WIDTHS, unscaled_top, scaled_top, d_k=d_k, n_keys=n_keys),
+              key="lab_chart_largest")
+        st.caption(i18n.t("Each point: the largest softmax weight of a random query over {n_keys} random "
+                          "keys, averaged over {draws} queries (random seed {seed}). The dotted line is "
+                          "d_k = {d_k}.")
+                   .format(n_keys=n_keys, draws=CURVE_DRAWS, seed=seed, d_k=d_k))
     _example_f(d_k)
 
 
 def _example_f(d_k: int) -> None:
-    st.markdown("#### Example F side by side: scores 40 and 8")
+    st.markdown("#### " + i18n.t("Example F side by side: scores 40 and 8"))
     unscaled_key, scaled_key = "ex_f_unscaled", "ex_f_scaled"
     rows = {}
     for key in (unscaled_key, scaled_key):
@@ -310,23 +340,24 @@ def _example_f(d_k: int) -> None:
     (inputs, unscaled), (_, scaled) = rows[unscaled_key], rows[scaled_key]
     gap = unscaled.scores[0] - unscaled.scores[1]
     with left:
-        chart(lab_figures.weight_bars(unscaled.weights, inputs.keys, unscaled.scores,
-                                                unscaled.values, title="not scaled: scores (40, 8)"),
-                        key="lab_chart_f_unscaled")
-        w_1 = lit(_weight_text(unscaled.weights[0]))
-        st.markdown(f"w₁ = e⁴⁰ / (e⁴⁰ + e⁸) = 1 − e{lit(_superscript(-gap))} = **{w_1}**: nearly one-hot, so "
-                    "token 2 gets no gradient.")
+        chart(lab_figures.weight_bars(unscaled.weights, inputs.keys, unscaled.scores, unscaled.values,
+                                      title=i18n.t("not scaled: scores (40, 8)")),
+              key="lab_chart_f_unscaled")
+        st.markdown(i18n.t("w₁ = e⁴⁰ / (e⁴⁰ + e⁸) = 1 − e{power} = **{weight}**: nearly one-hot, so token 2 "
+                           "gets no gradient.").format(power=lit(_superscript(-gap)),
+                                                       weight=lit(_weight_text(unscaled.weights[0]))))
     with right:
-        chart(lab_figures.weight_bars(scaled.weights, inputs.keys, scaled.scaled, scaled.values,
-                                                title=f"divided by √64 = {scaled.temperature:g}: scores "
-                                                      f"({scaled.scaled[0]:g}, {scaled.scaled[1]:g})"),
-                        key="lab_chart_f_scaled")
-        st.markdown(f"w₁ = e⁵ / (e⁵ + e¹) = **{scaled.weights[0]:.4f}**: token 2 keeps "
-                    f"{scaled.weights[1]:.3f} of the attention, so gradients still reach it.")
+        title = i18n.t("divided by √64 = {t}: scores ({first}, {second})").format(
+            t=f"{scaled.temperature:g}", first=f"{scaled.scaled[0]:g}", second=f"{scaled.scaled[1]:g}")
+        chart(lab_figures.weight_bars(scaled.weights, inputs.keys, scaled.scaled, scaled.values, title=title),
+              key="lab_chart_f_scaled")
+        st.markdown(i18n.t("w₁ = e⁵ / (e⁵ + e¹) = **{weight}**: token 2 keeps {share} of the attention, so "
+                           "gradients still reach it.").format(weight=i18n.number(scaled.weights[0], 4),
+                                                               share=i18n.number(scaled.weights[1], 3)))
     yours = float(top_weight(gap, 2, temperature=math.sqrt(d_k)))
-    st.caption(f"With the d_k chosen above ({d_k:d}), 40 and 8 divided by √{d_k:d} = {math.sqrt(d_k):.3g} "
-               "give "
-               f"w₁ = {lit(_weight_text(yours))}.")
+    st.caption(i18n.t("With the d_k chosen above ({d_k}), 40 and 8 divided by √{d_k} = {root} give "
+                      "w₁ = {weight}.").format(d_k=f"{d_k:d}", root=f"{math.sqrt(d_k):.3g}",
+                                               weight=lit(_weight_text(yours))))
 
 
 # --- Size and cost ---------------------------------------------------------------------------
@@ -344,11 +375,13 @@ def _sizes_ui() -> tuple[int, int, int, int, int, int, bool] | None:
     """d_model, h, d_k, d_v, n_q, n_k, bias; None (with the message under h) when d_k cannot be whole."""
     first = st.columns(4)
     d_model = _size_input(first[0], "d_model", "lab_d_model")
-    n_heads = _size_input(first[1], "heads h", "lab_heads")
-    n_q = _size_input(first[2], "query tokens n_q", "lab_n_q", "Example H: 3 decoder tokens.")
-    n_k = _size_input(first[3], "key/value tokens n_k", "lab_n_k", "Example H: 5 encoder tokens.")
+    n_heads = _size_input(first[1], i18n.t("heads h"), "lab_heads")
+    n_q = _size_input(first[2], i18n.t("query tokens n_q"), "lab_n_q",
+                      i18n.t("Example H: 3 decoder tokens."))
+    n_k = _size_input(first[3], i18n.t("key/value tokens n_k"), "lab_n_k",
+                      i18n.t("Example H: 5 encoder tokens."))
     even = st.checkbox("d_k = d_v = d_model / h", key="lab_even_split")
-    bias = st.checkbox("biases b_Q, b_K, b_V, b_O", key="lab_bias")
+    bias = st.checkbox(i18n.t("biases b_Q, b_K, b_V, b_O"), key="lab_bias")
     if even:
         try:
             d_k = d_v = head_width(d_model, n_heads)
@@ -367,14 +400,15 @@ def _latex_int(n: int) -> str:
 
 
 def size_and_cost() -> None:
-    st.subheader("Size and cost of one block")
-    st.caption("Chapter 001, examples H and I; chapter 004, step 6. Every formula below is written out "
-               "with your numbers.")
-    st.button("Chapter's sizes (d_model 512, h 8, 3 queries, 5 keys)", key="lab_size_reset",
+    st.subheader(i18n.t("Size and cost of one block"))
+    st.caption(i18n.t("Chapter 001, examples H and I; chapter 004, step 6. Every formula below is written "
+                      "out with your numbers."))
+    st.button(i18n.t("Chapter's sizes (d_model 512, h 8, 3 queries, 5 keys)"), key="lab_size_reset",
               on_click=_chapter_sizes)
     sizes = _sizes_ui()
     if sizes is None:
-        st.info("The counts appear once d_model / h is a whole number, or with d_k and d_v set by hand.")
+        st.info(i18n.t("The counts appear once d_model / h is a whole number, or with d_k and d_v set by "
+                       "hand."))
         return
     _parameters(*sizes)
     _flops(*sizes)
@@ -382,9 +416,9 @@ def size_and_cost() -> None:
 
 
 def _parameters(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
-    st.markdown("#### Parameters (example I)")
+    st.markdown("#### " + i18n.t("Parameters (example I)"))
     count = parameter_count(d_model, n_heads, d_k, d_v, bias)
-    st.metric("learnable numbers", f"{count.total:,}")
+    st.metric(i18n.t("learnable numbers"), i18n.number(count.total))
     symbols = r"h\,d_{model}\,d_k + h\,d_{model}\,d_k + h\,d_{model}\,d_v + h\,d_v\,d_{model}"
     numbers = (rf"{n_heads:d}\cdot{d_model:d}\cdot{d_k:d} + {n_heads:d}\cdot{d_model:d}\cdot{d_k:d} + "
                rf"{n_heads:d}\cdot{d_model:d}\cdot{d_v:d} + {n_heads:d}\cdot{d_v:d}\cdot{d_model:d}")
@@ -393,44 +427,59 @@ def _parameters(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
         symbols += r" + (2h\,d_k + h\,d_v + d_{model})"
         numbers += rf" + (2\cdot{n_heads:d}\cdot{d_k:d} + {n_heads:d}\cdot{d_v:d} + {d_model:d})"
         terms += f" + {_latex_int(count.biases)}"
-    st.latex(rf"\begin{{aligned}} \text{{params}} &= {symbols} \\ &= {numbers} \\ &= {terms} "
+    params = i18n.t("params")
+    st.latex(rf"\begin{{aligned}} \text{{{params}}} &= {symbols} \\ &= {numbers} \\ &= {terms} "
              rf"= {_latex_int(count.total)} \end{{aligned}}")
-    weights = count.total - count.biases
+    weights, biases = i18n.number(count.total - count.biases), i18n.number(count.biases)
     if n_heads * d_k == d_model and n_heads * d_v == d_model:
-        note = (f"With h·d_k = h·d_v = d_model each of W_Q, W_K, W_V, W_O is one {d_model} × {d_model} "
-                f"matrix: {weights:,} = 4 × {d_model}² weights")
-        st.markdown(lit(note) + (f", plus {count.biases:,} biases (4 × {d_model:d})."
-                                        if bias else "."))
+        note = (i18n.t("With h·d_k = h·d_v = d_model each of W_Q, W_K, W_V, W_O is one {d_model} × {d_model} "
+                       "matrix: {weights} = 4 × {d_model}² weights, plus {biases} biases (4 × {d_model}).")
+                if bias else
+                i18n.t("With h·d_k = h·d_v = d_model each of W_Q, W_K, W_V, W_O is one {d_model} × {d_model} "
+                       "matrix: {weights} = 4 × {d_model}² weights."))
+        st.markdown(lit(note.format(d_model=f"{d_model:d}", weights=weights, biases=biases)))
     else:
-        st.markdown(lit(f"{weights:,} weights" + (f" and {count.biases:,} biases." if bias else ".")))
+        note = (i18n.t("{weights} weights and {biases} biases.") if bias else i18n.t("{weights} weights."))
+        st.markdown(lit(note.format(weights=weights, biases=biases)))
 
 
 def _flops(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
-    st.markdown("#### Attention FLOPs: h thin heads = one wide head (chapter 004, step 6)")
+    st.markdown("#### " + i18n.t("Attention FLOPs: h thin heads = one wide head (chapter 004, step 6)"))
     thin, wide = head_split_flops(n_q, n_k, n_heads, d_k, d_v)
     left, right = st.columns(2, gap="large")
-    left.metric(f"{n_heads:d} heads of width {d_k:d}", f"{thin:,}")
-    right.metric(f"1 head of width {n_heads * d_k:d}", f"{wide:,}")
+    left.metric(i18n.t("{h} heads of width {d_k}").format(h=f"{n_heads:d}", d_k=f"{d_k:d}"),
+                i18n.number(thin))
+    right.metric(i18n.t("1 head of width {width}").format(width=f"{n_heads * d_k:d}"), i18n.number(wide))
+    thin_words = i18n.t("{h} thin heads").format(h=f"{n_heads:d}")
+    wide_words = i18n.t("one wide head")
     st.latex(rf"\begin{{aligned}} 2\,h\,n_q\,n_k\,(d_k + d_v) "
              rf"&= 2\cdot{n_heads:d}\cdot{n_q:d}\cdot{n_k:d}\cdot({d_k:d} + {d_v:d}) = {_latex_int(thin)} "
-             rf"&& \text{{{n_heads:d} thin heads}} \\ "
+             rf"&& \text{{{thin_words}}} \\ "
              rf"&= 2\cdot 1\cdot{n_q:d}\cdot{n_k:d}\cdot({n_heads * d_k:d} + {n_heads * d_v:d}) = "
              rf"{_latex_int(wide)} "
-             rf"&& \text{{one wide head}} \end{{aligned}}")
-    verdict = "equal" if thin == wide else "different"
-    st.markdown(f"**{verdict}**: {n_heads:d} × n_q·n_k·{d_k:d} = n_q·n_k·{n_heads * d_k:d}. Splitting into "
-                "heads gives h different views of the sequence for the same work.")
-    st.caption(f"The whole block, with the projections and W_O: "
-               f"{mha_flops(n_q, n_k, d_model, n_heads, d_k, d_v):,} FLOPs (a multiply-add counts 2).")
+             rf"&& \text{{{wide_words}}} \end{{aligned}}")
+    verdict = (i18n.t("**equal**: {h} × n_q·n_k·{d_k} = n_q·n_k·{width}. Splitting into heads gives h "
+                      "different views of the sequence for the same work.") if thin == wide else
+               i18n.t("**different**: {h} × n_q·n_k·{d_k} = n_q·n_k·{width}. Splitting into heads gives h "
+                      "different views of the sequence for the same work."))
+    st.markdown(verdict.format(h=f"{n_heads:d}", d_k=f"{d_k:d}", width=f"{n_heads * d_k:d}"))
+    st.caption(i18n.t("The whole block, with the projections and W_O: {flops} FLOPs (a multiply-add "
+                      "counts 2).").format(flops=i18n.number(mha_flops(n_q, n_k, d_model, n_heads, d_k,
+                                                                          d_v))))
 
 
 def _shapes(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
-    st.markdown("#### Cross-attention shapes (example H)")
-    lines = [f"| {lit(step.name)} | {step.shape[0]:,} × {step.shape[1]:,} | {lit(step.how)} |"
-             for step in cross_attention_shapes(n_q, n_k, d_model, n_heads, d_k, d_v)]
-    st.markdown("| one head, then all | shape | why |\n|---|---|---|\n" + "\n".join(lines))
+    st.markdown("#### " + i18n.t("Cross-attention shapes (example H)"))
+    lines = [f"| {lit(step.name)} | {i18n.number(step.shape[0])} × {i18n.number(step.shape[1])} | "
+             f"{lit(step.how)} |"
+             for step in cross_attention_shapes(n_q, n_k, d_model, n_heads, d_k, d_v, i18n.language())]
+    st.markdown(i18n.t("| one head, then all | shape | why |") + "\n|---|---|---|\n" + "\n".join(lines))
     joined = n_heads * d_v
-    fits = "= d_model ✓" if joined == d_model else f"≠ d_model = {d_model:d}: W_O maps it back"
-    st.markdown(f"Shape algebra: ({n_q:d} × {n_k:d}) · ({n_k:d} × {d_v:d}) = ({n_q:d} × {d_v:d}); the inner "
-                f"{n_k:d} cancels and the output has one row per query. After the concat: {n_heads:d} · "
-                f"{d_v:d} = {joined:d} {fits}.")
+    algebra = (i18n.t("Shape algebra: ({n_q} × {n_k}) · ({n_k} × {d_v}) = ({n_q} × {d_v}); the inner {n_k} "
+                      "cancels and the output has one row per query. After the concat: {h} · {d_v} = "
+                      "{joined} = d_model ✓.") if joined == d_model else
+               i18n.t("Shape algebra: ({n_q} × {n_k}) · ({n_k} × {d_v}) = ({n_q} × {d_v}); the inner {n_k} "
+                      "cancels and the output has one row per query. After the concat: {h} · {d_v} = "
+                      "{joined} ≠ d_model = {d_model}: W_O maps it back."))
+    st.markdown(algebra.format(n_q=f"{n_q:d}", n_k=f"{n_k:d}", d_v=f"{d_v:d}", h=f"{n_heads:d}",
+                               joined=f"{joined:d}", d_model=f"{d_model:d}"))

@@ -12,57 +12,65 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures, model_figures, phone_css, result_cache, session_keys, state, widgets
+from app import figures, i18n, model_figures, phone_css, result_cache, session_keys, state, widgets
 from app.chart_text import of_concat, of_grids, of_head_view, of_model
 from app.figure_cache import figure
 from app.safe import lit
 from app.widgets import chart
+from course.i18n import N_
 from mha_core import LIMITS, normalised_entropy
 from mha_core.analysis import FLAT_AT, attention_change, head_pattern, sentence_cosine
 from mha_core.derive import compare_heads, contributions_of
 from mha_core.pretrained import PIP_LINE, TRACE_SLOTS, ModelNotInstalled, Trace, load_minilm
 
-SENTENCES = {  # sentences that show known head behaviour
-    "the cat sat on the mat because it was tired": "coreference: which heads send 'it' to 'cat'?",
-    "The quick brown fox jumps over the lazy dog.": "previous and next word heads",
-    "I put the book on the table, and then I read the book.": "a repeated word attends to its twin",
-    "Attention is all you need, said the paper; attention is what we visualise.": "punctuation sinks",
+SENTENCES = {  # sentences that show known head behaviour (English: the model reads English)
+    "the cat sat on the mat because it was tired": N_("coreference: which heads send 'it' to 'cat'?"),
+    "The quick brown fox jumps over the lazy dog.": N_("previous and next word heads"),
+    "I put the book on the table, and then I read the book.": N_("a repeated word attends to its twin"),
+    "Attention is all you need, said the paper; attention is what we visualise.": N_("punctuation sinks"),
 }
+OWN_TEXT = N_("(type your own below)")  # the sentence picker's first option (shown translated)
+EVERY_PIECE = N_("every word piece")  # the line view's first option (shown translated)
 TRACES_BUDGET_BYTES = 2 * 244 * 2**20  # traces kept for the whole server: two of 512 word pieces
 TRACES = result_cache.BytesLRU(TRACES_BUDGET_BYTES)
-QUEUED = (f"Queued: the server runs the model on {TRACE_SLOTS:d} text{'s' if TRACE_SLOTS > 1 else ''} at a "
-          "time; yours starts when the one before it is done…")
 
 # The text and layer: a following class sees them as the teacher set them (app/live.py).
 session_keys.register(session_keys.Key("model_text", "model", followed=True),
                       session_keys.Key("pick_model_layer", "model", followed=True))
 
 
-@st.cache_resource(show_spinner="Loading all-MiniLM-L6-v2 (once per server)…")
+@st.cache_resource(show_spinner=False)  # render() says it is loading, in the reader's language
 def model():
     return load_minilm()
 
 
 def traced(text: str, zero_heads: tuple[tuple[int, int], ...] = ()) -> Trace:
     """The text's trace, from the server's trace cache or run now (waiting for a slot if need be)."""
+    shared = i18n.t("Another session is running the model on this text; its trace is shared when done…")
     return TRACES.get_or_make((text, zero_heads), lambda: _trace(text, zero_heads), result_cache.numpy_bytes,
-                              lambda: st.spinner("Another session is running the model on this text; its "
-                                                 "trace is shared when done…"))
+                              lambda: st.spinner(shared))
 
 
 def _trace(text: str, zero_heads: tuple[tuple[int, int], ...]) -> Trace:
-    with st.spinner("Running the model…"):
-        return model().trace(text, zero_heads=zero_heads, while_queued=lambda: st.spinner(QUEUED))
+    queued = (i18n.t("Queued: the server runs the model on {n} texts at a time; yours starts when the one "
+                     "before it is done…").format(n=f"{TRACE_SLOTS:d}") if TRACE_SLOTS > 1 else
+              i18n.t("Queued: the server runs the model on one text at a time; yours starts when the one "
+                     "before it is done…"))
+    with st.spinner(i18n.t("Running the model…")):
+        return model().trace(text, zero_heads=zero_heads, while_queued=lambda: st.spinner(queued))
 
 
 def render(workbench_page) -> None:
-    st.title("Real heads: all-MiniLM-L6-v2")
-    st.caption("A BERT encoder (6 layers × 12 heads, d_model 384, 22.7 M parameters) run by this app's own "
-               "NumPy core: every head below is a multi_head_attention result, as on the workbench.")
+    st.title(i18n.t("Real heads: all-MiniLM-L6-v2"))
+    st.caption(i18n.t("A BERT encoder (6 layers × 12 heads, d_model 384, 22.7 M parameters) run by this "
+                      "app's own NumPy core: every head below is a multi_head_attention result, as on the "
+                      "workbench."))
     try:
-        loaded = model()
+        with st.spinner(i18n.t("Loading all-MiniLM-L6-v2 (once per server)…")):
+            loaded = model()
     except ModelNotInstalled as error:
-        st.error(f"The model is not installed: {lit(error)}", icon=":material/warning:")
+        st.error(i18n.t("The model is not installed: {error}").format(error=lit(error)),
+                 icon=":material/warning:")
         st.code(PIP_LINE, language="bash")
         return
     text = sentence_ui()
@@ -73,11 +81,11 @@ def render(workbench_page) -> None:
         return
     if trace.note:
         st.info(lit(trace.note), icon=":material/content_cut:")
-    st.caption(f"{len(trace.tokens)} word pieces: " + " ".join(lit(t) for t in trace.tokens[:60])
-               + (" …" if len(trace.tokens) > 60 else ""))
+    pieces = " ".join(lit(t) for t in trace.tokens[:60]) + (" …" if len(trace.tokens) > 60 else "")
+    st.caption(i18n.t("{n} word pieces: {pieces}").format(n=len(trace.tokens), pieces=pieces))
     layer = layer_ui()  # one for every tab below
-    overview, heads, lines, change = st.tabs(["Model overview", "One layer's heads", "Lines (head view)",
-                                              "Change a head"])
+    overview, heads, lines, change = st.tabs([i18n.t("Model overview"), i18n.t("One layer's heads"),
+                                              i18n.t("Lines (head view)"), i18n.t("Change a head")])
     with overview:
         overview_tab(trace, layer)
     with heads:
@@ -90,19 +98,27 @@ def render(workbench_page) -> None:
 
 def sentence_ui() -> str:
     st.session_state.setdefault("model_text", next(iter(SENTENCES)))
-    pick = st.selectbox("Try a sentence", ["(type your own below)", *SENTENCES], key="model_example",
-                        format_func=lambda s: s if s not in SENTENCES else f"{s}  ·  {SENTENCES[s]}")
+    pick = st.selectbox(i18n.t("Try a sentence"), [OWN_TEXT, *SENTENCES], key="model_example",
+                        format_func=_sentence_option)
     if pick in SENTENCES and st.session_state.get("model_example_used") != pick:
         st.session_state.model_text = pick  # before the text box is drawn
         st.session_state.model_example_used = pick
-    text = st.text_area("Text (up to 512 word pieces)", key="model_text", height=80)
-    st.caption("[CLS], [SEP] or [MASK] typed here are read as plain text, like any word; the model adds its "
-               "own [CLS] and [SEP] around the text.")
+    text = st.text_area(i18n.t("Text (up to 512 word pieces)"), key="model_text", height=80)
+    st.caption(i18n.t("[CLS], [SEP] or [MASK] typed here are read as plain text, like any word; the model "
+                      "adds its own [CLS] and [SEP] around the text."))
     return text
 
 
+def _sentence_option(option: str) -> str:
+    """A picker option (plain text): the sentence as the model reads it, what it shows translated."""
+    if option == OWN_TEXT:
+        return i18n.t(OWN_TEXT)
+    return option if option not in SENTENCES else f"{option}  ·  {i18n.t(SENTENCES[option])}"
+
+
 def layer_ui() -> int:
-    return widgets.choice_ui(st, "layer", [f"layer {i + 1}" for i in range(6)], "model_layer",
+    # The options stay "layer 1" ...: a following class shares the chosen option's text (pick_model_layer)
+    return widgets.choice_ui(st, i18n.t("layer"), [f"layer {i + 1}" for i in range(6)], "model_layer",
                              segmented=True)
 
 
@@ -112,33 +128,43 @@ def head_labels(weights: np.ndarray) -> list[str]:
 
 
 def overview_tab(trace: Trace, layer: int) -> None:
-    st.caption(lit(model_figures.OVERVIEW_CAPTION))
+    st.caption(lit(i18n.t(model_figures.OVERVIEW_CAPTION)))
     weights = [result.weights for result in trace.attentions]  # 6 x [12, n, n]
     width = phone_css.column_width() or figures.FULL_WIDTH
     chart(model_figures.model_view(weights, [head_labels(w) for w in weights], width=width),
           key="model_overview", text=of_model(weights))
-    head = widgets.choice_ui(st, f"open a head of layer {layer + 1} (the layer is chosen above)",
-                             [f"head {i + 1}" for i in range(12)], "model_head", segmented=True)
+    head = widgets.choice_ui(st, i18n.t("open a head of layer {layer} (the layer is chosen above)").format(
+        layer=f"{layer + 1:d}"), _head_names(12), "model_head", segmented=True)
     w = weights[layer][head]
-    st.markdown(f"**Layer {layer + 1}, head {head + 1}**: {lit(head_pattern(w))}, entropy "
-                f"{float(np.mean(normalised_entropy(w))):.2f}.")
+    st.markdown(i18n.t("**Layer {layer}, head {head}**: {pattern}, entropy {entropy}.").format(
+        layer=f"{layer + 1:d}", head=f"{head + 1:d}", pattern=lit(head_pattern(w)),
+        entropy=i18n.number(float(np.mean(normalised_entropy(w))), 2)))
     chart(figure(figures.head_grids, w[None], trace.tokens, trace.tokens, kind="weights",
-                 head_names=[f"layer {layer + 1}, head {head + 1}"]), key="model_one_head")
+                 head_names=[_layer_head((layer, head))]), key="model_one_head")
+
+
+def _head_names(n_heads: int) -> list[str]:
+    return [i18n.t("head {n}").format(n=i + 1) for i in range(n_heads)]
+
+
+def _layer_head(pair: tuple[int, int]) -> str:
+    return i18n.t("layer {layer}, head {head}").format(layer=pair[0] + 1, head=pair[1] + 1)
 
 
 def layer_tab(trace: Trace, layer: int) -> None:
     r = trace.attentions[layer]
-    heads = [f"head {i + 1}" for i in range(r.n_heads)]
+    heads = _head_names(r.n_heads)
     chart(figure(figures.head_grids, r.weights, trace.tokens, trace.tokens, kind="weights",
                  head_names=[f"{h}: {head_pattern(w)}" for h, w in zip(heads, r.weights, strict=True)]),
           key="model_weights")
-    query = widgets.choice_ui(st, "query word piece", state.row_labels(trace.tokens), "model_query")
+    query = widgets.choice_ui(st, i18n.t("query word piece"), state.row_labels(trace.tokens), "model_query")
     compared = compare_heads(r.weights, query, "l2")  # 12 heads, many keys: always comparable
     a, b, value = compared.pair
     flat = [heads[i] for i in compared.flat]
-    st.markdown(f"For '{lit(trace.tokens[query])}': **{lit(heads[a])}** and **{lit(heads[b])}** disagree "
-                f"most (L2 {value:.3f})."
-                + (f" Flat (nothing to say): {lit(', '.join(flat))}." if flat else ""))
+    disagree = i18n.t("For '{token}': **{a}** and **{b}** disagree most (L2 {value}).").format(
+        token=lit(trace.tokens[query]), a=lit(heads[a]), b=lit(heads[b]), value=i18n.number(value, 3))
+    flat_words = i18n.t("Flat (nothing to say): {heads}.").format(heads=lit(", ".join(flat)))
+    st.markdown(disagree + (" " + flat_words if flat else ""))
     left, right = st.columns(2)
     with left:
         chart(figure(figures.disagreement_heatmap, compared.distances, metric="l2", head_names=heads),
@@ -146,7 +172,7 @@ def layer_tab(trace: Trace, layer: int) -> None:
     with right:
         chart(figure(figures.entropy_bars, compared.entropy, head_names=heads, flat_at=FLAT_AT),
               key="model_entropy")
-    st.caption("The concatenation: one band per head, 12 × 32 = 384 columns")
+    st.caption(i18n.t("The concatenation: one band per head, 12 × 32 = 384 columns"))
     shown, note = picture_colours(r.concat, r.concat)
     chart(figure(figures.concat_bands, shown, trace.tokens, r.n_heads, r.head_outputs.shape[2]),
           key="model_concat", text=of_concat(r.concat, trace.tokens, r.n_heads, r.head_outputs.shape[2]))
@@ -154,7 +180,8 @@ def layer_tab(trace: Trace, layer: int) -> None:
         st.caption(lit(note))
     setup = model().layer_setup(trace, layer)
     contributions = contributions_of(setup, r).per_head  # [h, n, 384]
-    st.caption("Each head's contribution head_i · W_O[rows of head i]; with b_O they add up to the output")
+    st.caption(i18n.t("Each head's contribution head_i · W_O[rows of head i]; with b_O they add up to the "
+                      "output"))
     shown, note = picture_colours(contributions[0], contributions)
     chart(figure(figures.head_grids, shown, trace.tokens, figures.dims("d", 384), kind="signed",
                  head_names=heads, cols_are_tokens=False), key="model_contributions",
@@ -173,21 +200,23 @@ def picture_colours(panel: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, 
 
 def lines_tab(trace: Trace, layer: int) -> None:
     weights = trace.attentions[layer].weights  # [h, n, n]
-    chosen = st.multiselect("heads", list(range(12)), default=[0], key="model_line_heads",
-                            format_func=lambda h: f"head {h + 1}")
+    chosen = st.multiselect(i18n.t("heads"), list(range(12)), default=[0], key="model_line_heads",
+                            format_func=lambda h: i18n.t("head {n}").format(n=h + 1))
     n = len(trace.tokens)
     first = 0
     if n > LINE_WINDOW:
-        first = st.slider("first word piece shown", 1, n - LINE_WINDOW + 1, 1, key="model_line_first") - 1
-        st.caption(f"{n:d} word pieces: the lines of word pieces {first + 1} to {first + LINE_WINDOW:d} are "
-                   "drawn.")
+        first = st.slider(i18n.t("first word piece shown"), 1, n - LINE_WINDOW + 1, 1,
+                          key="model_line_first") - 1
+        st.caption(i18n.t("{n} word pieces: the lines of word pieces {first} to {last} are drawn.").format(
+            n=f"{n:d}", first=f"{first + 1:d}", last=f"{first + LINE_WINDOW:d}"))
     window = slice(first, first + LINE_WINDOW)
     tokens = trace.tokens[window]
-    isolate = st.selectbox("only the lines of", ["every word piece", *state.row_labels(tokens)],
-                           key="model_line_query")
-    query = None if isolate == "every word piece" else state.row_labels(tokens).index(isolate)
+    isolate = st.selectbox(i18n.t("only the lines of"), [EVERY_PIECE, *state.row_labels(tokens)],
+                           key="model_line_query",
+                           format_func=lambda piece: i18n.t(EVERY_PIECE) if piece == EVERY_PIECE else piece)
+    query = None if isolate == EVERY_PIECE else state.row_labels(tokens).index(isolate)
     if not chosen:
-        st.info("Choose at least one head.")
+        st.info(i18n.t("Choose at least one head."))
         return
     shown = weights[:, window, window]  # [h, w, w]
     chart(model_figures.head_view(shown, sorted(chosen), tokens, query=query,
@@ -199,21 +228,21 @@ LINE_WINDOW = 48  # word pieces drawn at once in the head view
 
 
 def change_tab(loaded, trace: Trace, text: str, layer: int, workbench_page) -> None:
-    st.markdown("**Copy a real head to the workbench**: the layer's real input X (the hidden states "
-                "entering it), every head's W_Q, W_K, W_V with biases, and W_O, as a setup you can change.")
+    st.markdown(i18n.t("**Copy a real head to the workbench**: the layer's real input X (the hidden states "
+                       "entering it), every head's W_Q, W_K, W_V with biases, and W_O, as a setup you can "
+                       "change."))
     fits = len(trace.tokens) <= LIMITS.tokens
-    if st.button(f"Open layer {layer + 1} in the workbench", key="model_copy", disabled=not fits,
-                 on_click=copy_layer, args=(loaded, text, layer)):
+    if st.button(i18n.t("Open layer {layer} in the workbench").format(layer=f"{layer + 1:d}"),
+                 key="model_copy", disabled=not fits, on_click=copy_layer, args=(loaded, text, layer)):
         state.switch_page(workbench_page)
     if not fits:
-        st.caption(f"The workbench takes at most {LIMITS.tokens:d} tokens; this text has {len(trace.tokens)} "
-                   "word pieces. Shorten it to copy.")
+        st.caption(i18n.t("The workbench takes at most {limit} tokens; this text has {n} word pieces. "
+                          "Shorten it to copy.").format(limit=f"{LIMITS.tokens:d}", n=len(trace.tokens)))
     st.divider()
-    st.markdown("**Zero heads inside the model** and see how every later layer's attention and the "
-                "sentence embedding change (the change no other viewer shows).")
+    st.markdown(i18n.t("**Zero heads inside the model** and see how every later layer's attention and the "
+                       "sentence embedding change (the change no other viewer shows)."))
     options = [(layer_, head) for layer_ in range(6) for head in range(12)]
-    zeroed = st.multiselect("heads to zero", options, key="model_zero",
-                            format_func=lambda pair: f"layer {pair[0] + 1}, head {pair[1] + 1}")
+    zeroed = st.multiselect(i18n.t("heads to zero"), options, key="model_zero", format_func=_layer_head)
     if not zeroed:
         return
     after = traced(text, tuple(sorted(zeroed)))
@@ -221,16 +250,17 @@ def change_tab(loaded, trace: Trace, text: str, layer: int, workbench_page) -> N
     after_w = [r.weights for r in after.attentions]
     change = attention_change(before_w, after_w)  # [layers, heads]
     cosine = sentence_cosine(trace.hidden_states[-1], after.hidden_states[-1])
-    st.markdown(f"**Sentence embedding** (mean of the last hidden states, as sentence-transformers pools): "
-                f"cosine similarity before and after = **{cosine:.4f}**.")
-    st.caption("Largest change of each head's weights (any cell), layer by layer: layers before the first "
-               "zeroed head do not change.")
-    chart(figure(figures.matrix_heatmap, change, [f"layer {i + 1}" for i in range(6)],
-                 [f"h{i + 1}" for i in range(12)], title="max |Δ weight|", width=figures.FULL_WIDTH),
+    st.markdown(i18n.t("**Sentence embedding** (mean of the last hidden states, as sentence-transformers "
+                       "pools): cosine similarity before and after = **{cosine}**.").format(
+        cosine=i18n.number(cosine, 4)))
+    st.caption(i18n.t("Largest change of each head's weights (any cell), layer by layer: layers before the "
+                      "first zeroed head do not change."))
+    chart(figure(figures.matrix_heatmap, change, [i18n.t("layer {n}").format(n=i + 1) for i in range(6)],
+                 [f"h{i + 1}" for i in range(12)], title=i18n.t("max |Δ weight|"), width=figures.FULL_WIDTH),
           key="model_change")
     last = np.asarray(after.hidden_states[-1], dtype=float) - np.asarray(trace.hidden_states[-1], dtype=float)
     chart(figure(figures.matrix_heatmap, last, trace.tokens, figures.dims("d", last.shape[1]),
-                 title="final hidden states: after − before", width=figures.FULL_WIDTH),
+                 title=i18n.t("final hidden states: after − before"), width=figures.FULL_WIDTH),
           key="model_hidden_delta")
 
 

@@ -20,6 +20,7 @@ from app.safe import lit
 from app.state import Current, Inputs
 from app.views.workbench import LARGE_TYPE_CSS, _sub, drill_lines, sizes_line
 from app.widgets import chart
+from course.i18n import N_
 from course.quiz import DrawnForecast, Question, drawn_forecast, forecast
 from course.steps import SCREENS, STEPS
 from mha_core.derive import compare_heads, cost_of
@@ -140,12 +141,14 @@ def render(current: Current, inputs: Inputs) -> None:
 
 
 ROOM_ANSWERS, RESULT = "The room's answers", "The result"
+ROOM_VIEWS = {"The result": N_("The result"), "The room's answers": N_("The room's answers")}  # their labels
 
 
 def room_view() -> str:
     """Once revealed, the room's answers or the screen's result: one at a time, so each fits the screen."""
-    return st.segmented_control("Show", [RESULT, ROOM_ANSWERS], key="present_room_view", default=RESULT,
-                                required=True, label_visibility="collapsed", format_func=lit) or RESULT
+    return st.segmented_control(i18n.t("Show"), [RESULT, ROOM_ANSWERS], key="present_room_view",
+                                default=RESULT, required=True, label_visibility="collapsed",
+                                format_func=i18n.labels(ROOM_VIEWS)) or RESULT
 
 
 def header(screen: int) -> None:
@@ -168,14 +171,15 @@ def title_card(scenario, current: Current) -> None:
             st.markdown(i18n.t("**Your own setup**: every number on these screens is computed from it."))
             return
         edited = widgets.whose_edit() if current.edited else ""
-        st.markdown(f"**{lit(scenario.title)}**{lit(edited)}  \n{lit(scenario.story)}")
+        st.markdown(f"**{lit(i18n.t(scenario.title))}**{lit(edited)}  \n{lit(i18n.t(scenario.story))}")
         lesson = scenario.lesson
         if lesson is not None and not current.edited:
             if lesson.forecast or lesson.screen > 1:
                 st.markdown(i18n.t("**What to look for:** on screen {screen}, after the room's forecast.")
                             .format(screen=f"{lesson.screen:d}"))
             else:
-                st.markdown(i18n.t("**What to look for:** {point}").format(point=lit(lesson.look_for)))
+                point = lit(i18n.t(lesson.look_for))
+                st.markdown(i18n.t("**What to look for:** {point}").format(point=point))
 
 
 def where_the_point_is(lesson, screen: int, *, shown: bool) -> None:
@@ -184,7 +188,8 @@ def where_the_point_is(lesson, screen: int, *, shown: bool) -> None:
         return
     if lesson.screen == screen + 1:
         if shown:
-            st.success(i18n.t("**The point is on this screen:** {point}").format(point=lit(lesson.look_for)),
+            point = lit(i18n.t(lesson.look_for))
+            st.success(i18n.t("**The point is on this screen:** {point}").format(point=point),
                        icon=":material/my_location:")
     elif screen > 0:
         st.caption(i18n.t("This example's point appears on screen {screen}.")
@@ -194,8 +199,8 @@ def where_the_point_is(lesson, screen: int, *, shown: bool) -> None:
 def forecast_for(lesson, current: Current, screen: int) -> Question | None:
     """The chapter's Forecast box on the screen of its point, else one made from the live state."""
     if lesson is not None and lesson.forecast and lesson.screen == screen + 1:
-        return Question(kind="chapter", prompt=lesson.forecast, answer=lesson.forecast_answer,
-                        step=SCREENS[screen].step, explanation="The chapter's own forecast.")
+        return Question(kind="chapter", prompt=i18n.t(lesson.forecast), answer=i18n.t(lesson.forecast_answer),
+                        step=SCREENS[screen].step, explanation=i18n.t("The chapter's own forecast."))
     if screen == 0:
         return None
     return forecast(current.setup, current.result, SCREENS[screen].step, seed=screen,

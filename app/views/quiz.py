@@ -3,6 +3,11 @@
 The page only draws. The quiz's seed is ``selections["quiz_seed"]`` (the link's ``quiz=<seed + 1>``),
 so everyone who opens one link gets the same questions; what this session answered lives in
 ``quiz_*`` keys, and a new setup or seed starts a new round of questions (nothing stale).
+
+Everything is in the reader's language (app.i18n), the generated questions too; a question asked
+to the room is the same question in English (the room's store shows it to every student, whatever
+their language), so a new language starts a new round of the same questions (its answers are
+the language's choices).
 """
 
 from __future__ import annotations
@@ -12,27 +17,30 @@ import secrets
 import streamlit as st
 
 from app import i18n, state
+from app.live import in_room, is_teacher
 from app.questions import ask_button
 from app.safe import lit
 from app.state import Current
 from app.views.workbench import drill_lines
-from course.quiz import RECALL, Question, generate
+from course.i18n import N_
+from course.quiz import Question, generate, recall
 from course.worksheet import worksheet_html
 
 QUIZ_LENGTH = 10  # questions drawn at a time; "New question" past the last draws more
 SEEDS = 999  # a link counts the seed from 1 in at most three digits (state._apply_selections)
 RADIO_UP_TO = 6  # more choices than this go in a selectbox
-PLACEHOLDERS = {"weight": "e.g. 0.42", "score": "e.g. -1.25", "head_output": "e.g. 0.8",
-                "shape": "e.g. 3 × 5", "parameters": "e.g. 1,048,576"}
+PLACEHOLDERS = {"weight": N_("e.g. 0.42"), "score": N_("e.g. -1.25"), "head_output": N_("e.g. 0.8"),
+                "shape": N_("e.g. 3 × 5"), "parameters": N_("e.g. 1,048,576")}
 
 
 def render(current: Current, workbench_page) -> None:
-    st.title("Quiz")
+    st.title(i18n.t("Quiz"))
     seed = _seed()
     score_slot = st.empty()  # filled last, so that this run's check is counted
-    asked, recall, sheet = st.tabs(["Questions about this setup", "Recall: the chapters' questions",
-                                    "Worksheet to print"])
-    with recall:
+    asked, recall_tab, sheet = st.tabs([i18n.t("Questions about this setup"),
+                                        i18n.t("Recall: the chapters' questions"),
+                                        i18n.t("Worksheet to print")])
+    with recall_tab:
         _recall(workbench_page)
     if current.result is None:
         for tab in (asked, sheet):
@@ -44,9 +52,10 @@ def render(current: Current, workbench_page) -> None:
         with sheet:
             _worksheet(current, seed)
     right, total = st.session_state.get("quiz_right", 0), st.session_state.get("quiz_asked", 0)
-    score_slot.markdown(f"**Score this session: {right:d} right of {total:d} asked** (each question's first "
-                        f"answer counts, as in a live class). Quiz seed {seed + 1}: everyone who opens this "
-                        "page's link gets the same questions.")
+    score = i18n.t("**Score this session: {right} right of {total} asked** (each question's first answer "
+                   "counts, as in a live class). Quiz seed {seed}: everyone who opens this page's link gets "
+                   "the same questions.")
+    score_slot.markdown(score.format(right=f"{right:d}", total=f"{total:d}", seed=f"{seed + 1:d}"))
 
 
 def _seed() -> int:
@@ -72,21 +81,24 @@ def _next_question() -> None:
 
 def _fix_first(current: Current, workbench_page) -> None:
     problems = list(current.problems.values()) + ([current.error] if current.error else [])
-    what = lit(problems[0]) if problems else "an input is at fault"
-    st.warning(f"The questions are about the live setup, and it cannot be computed now: {what}",
-               icon=":material/warning:")
-    st.page_link(workbench_page, label="Fix it on the workbench", icon=":material/calculate:")
+    what = lit(problems[0]) if problems else i18n.t("an input is at fault")
+    st.warning(i18n.t("The questions are about the live setup, and it cannot be computed now: {what}")
+               .format(what=what), icon=":material/warning:")
+    st.page_link(workbench_page, label=i18n.t("Fix it on the workbench"), icon=":material/calculate:")
 
 
 def _round(current: Current, seed: int) -> int:
-    """The round of questions: a new one whenever the setup's inputs or the seed change."""
+    """The round of questions: a new one whenever the setup's inputs or the seed change; a new
+    language starts a new round of the same questions, at the same question."""
     ss = st.session_state
     seen = ss.get("quiz_setup")
     if seen is None or ss.get("quiz_seen_seed") != seed or not seen.same_inputs(current.setup):
         if seen is not None and ss.get("quiz_seen_seed") == seed:
-            ss.quiz_note = "The setup changed, so the quiz starts again with questions about it."
+            ss.quiz_note = i18n.t("The setup changed, so the quiz starts again with questions about it.")
         ss.quiz_round, ss.quiz_index, ss.quiz_given = ss.get("quiz_round", 0) + 1, 0, {}
-    ss.quiz_setup, ss.quiz_seen_seed = current.setup, seed
+    elif ss.get("quiz_language", i18n.language()) != i18n.language():  # the answers given were its choices
+        ss.quiz_round, ss.quiz_given = ss.get("quiz_round", 0) + 1, {}
+    ss.quiz_setup, ss.quiz_seen_seed, ss.quiz_language = current.setup, seed, i18n.language()
     return ss.quiz_round
 
 
@@ -96,11 +108,14 @@ def _questions(current: Current, workbench_page, seed: int) -> None:
     if ss.get("quiz_note"):
         st.info(lit(ss.pop("quiz_note")), icon=":material/refresh:")
     index = ss.get("quiz_index", 0)
-    questions = generate(current.setup, current.result, seed, count=max(QUIZ_LENGTH, index + 1))
+    count = max(QUIZ_LENGTH, index + 1)
+    questions = generate(current.setup, current.result, seed, count=count, language=i18n.language())
     position = index % len(questions)  # a tiny setup has fewer different questions: they come round again
     question = questions[position]
     ident = f"{round_}_{index}"
-    st.caption(f"Question {index + 1} · about step {question.step:d}: {i18n.step(question.step).title}")
+    st.caption(i18n.t("Question {number} · about step {step}: {title}")
+               .format(number=f"{index + 1:d}", step=f"{question.step:d}",
+                       title=i18n.step(question.step).title))
     given = _ask(question, ident, f"**{lit(question.prompt)}**")
     if given is not None and ident not in ss.quiz_given:
         _count(question.check(given))
@@ -109,14 +124,17 @@ def _questions(current: Current, workbench_page, seed: int) -> None:
         ss.quiz_given[ident] = given
     if ident in ss.quiz_given and ss.quiz_refused != ident:
         _feedback(question, ss.quiz_given[ident], workbench_page, ss.get("quiz_first", {}).get(ident))
-        if question.cell is not None and st.toggle("Show the arithmetic (the drill-down of this cell)",
-                                                   key=f"quiz_arithmetic_{ident}"):
+        if question.cell is not None and st.toggle(
+                i18n.t("Show the arithmetic (the drill-down of this cell)"), key=f"quiz_arithmetic_{ident}"):
             for line in drill_lines(current.result, *question.cell):
                 st.latex(line)
     left, right = st.columns(2)
-    ask_button(question, key="quiz_ask")
-    left.button("New question", key="quiz_next", on_click=_next_question, use_container_width=True)
-    right.button("New quiz (new seed)", key="quiz_new", on_click=_new_quiz, use_container_width=True)
+    if in_room() and is_teacher():  # the room's store shows the question to every student: in English
+        english = question if i18n.language() == "en" else generate(
+            current.setup, current.result, seed, count=count)[position]
+        ask_button(english, key="quiz_ask")
+    left.button(i18n.t("New question"), key="quiz_next", on_click=_next_question, use_container_width=True)
+    right.button(i18n.t("New quiz (new seed)"), key="quiz_new", on_click=_new_quiz, use_container_width=True)
 
 
 def _ask(question: Question, ident: str, prompt: str) -> str | None:
@@ -127,25 +145,26 @@ def _ask(question: Question, ident: str, prompt: str) -> str | None:
         st.markdown(prompt)
         key = f"quiz_answer_{ident}"
         if question.choices and len(question.choices) <= RADIO_UP_TO:
-            value = st.radio("Your answer", question.choices, index=None, key=key, format_func=lit)
+            value = st.radio(i18n.t("Your answer"), question.choices, index=None, key=key, format_func=lit)
         elif question.choices:
-            value = st.selectbox("Your answer", question.choices, index=None, key=key,
-                                 placeholder="Choose a key, query or pair")
+            value = st.selectbox(i18n.t("Your answer"), question.choices, index=None, key=key,
+                                 placeholder=i18n.t("Choose a key, query or pair"))
         else:
-            value = st.text_input("Your answer", key=key, placeholder=PLACEHOLDERS.get(question.kind, ""),
+            hint = PLACEHOLDERS.get(question.kind)
+            value = st.text_input(i18n.t("Your answer"), key=key, placeholder=i18n.t(hint) if hint else "",
                                   max_chars=60)
-        checked = st.form_submit_button("Check", key=f"quiz_check_{ident}", type="primary")
+        checked = st.form_submit_button(i18n.t("Check"), key=f"quiz_check_{ident}", type="primary")
     if not checked:
         return None
     if value is None or not str(value).strip():
         st.session_state.quiz_refused = ident
-        st.warning("Type or choose an answer first, then press Check.", icon=":material/edit:")
+        st.warning(i18n.t("Type or choose an answer first, then press Check."), icon=":material/edit:")
         return None
-    problem = question.problem(str(value))
+    problem = question.problem(str(value), language=i18n.language())
     if problem:
         st.session_state.quiz_refused = ident
-        st.warning(f"That cannot be read as an answer ({lit(problem)}). Try again: this attempt does "
-                   "not count.", icon=":material/edit:")
+        st.warning(i18n.t("That cannot be read as an answer ({problem}). Try again: this attempt does not "
+                          "count.").format(problem=lit(problem)), icon=":material/edit:")
         return None
     return str(value)
 
@@ -158,31 +177,42 @@ def _count(right: bool) -> None:
 
 def _feedback(question: Question, given: str, workbench_page, first: str | None = None) -> None:
     """Right or wrong for the latest answer, and which answer the score counted: the first."""
+    language = i18n.language()
+    answer = lit(question.answer_in(language))
     if question.check(given):
-        st.success(f"Right: {lit(question.answer_text)}.", icon=":material/check_circle:")
+        st.success(i18n.t("Right: {answer}.").format(answer=answer), icon=":material/check_circle:")
     else:
-        problem = question.problem(given)
-        why = f" ({lit(problem)})" if problem else f": you answered {lit(given[:60])}"
-        st.error(f"Wrong{why}. The right answer is **{lit(question.answer_text)}**.",
-                 icon=":material/cancel:")
+        problem = question.problem(given, language=language)
+        if problem:
+            wrong = i18n.t("Wrong ({problem}). The right answer is **{answer}**.").format(
+                problem=lit(problem), answer=answer)
+        else:
+            wrong = i18n.t("Wrong: you answered {given}. The right answer is **{answer}**.").format(
+                given=lit(given[:60]), answer=answer)
+        st.error(wrong, icon=":material/cancel:")
     if first is not None and first != given:
-        verdict = "right" if question.check(first) else "wrong"
-        st.caption(f"The score counts your first answer to this question, {lit(first[:60])}, which "
-                   f"was {verdict}: as in a live class, only the first answer counts.")
+        if question.check(first):
+            counted = i18n.t("The score counts your first answer to this question, {first}, which was right: "
+                             "as in a live class, only the first answer counts.")
+        else:
+            counted = i18n.t("The score counts your first answer to this question, {first}, which was wrong: "
+                             "as in a live class, only the first answer counts.")
+        st.caption(counted.format(first=lit(first[:60])))
     elif first is not None:
-        st.caption("This first answer is the one the score counts.")
+        st.caption(i18n.t("This first answer is the one the score counts."))
     st.markdown(question.explanation)
-    st.page_link(workbench_page, label=f"Look at step {question.step:d}: {i18n.step(question.step).title}",
-                 icon=":material/calculate:")
+    st.page_link(workbench_page, label=i18n.t("Look at step {step}: {title}").format(
+        step=f"{question.step:d}", title=i18n.step(question.step).title), icon=":material/calculate:")
 
 
 def _recall(workbench_page) -> None:
     ss = st.session_state
-    st.caption("The chapters' own Recall questions (chapter 001, 'Reveal after guessing'; chapter 004, "
-               "'Check yourself'). Guess first, then check.")
+    st.caption(i18n.t("The chapters' own Recall questions (chapter 001, 'Reveal after guessing'; chapter "
+                      "004, 'Check yourself'). Guess first, then check."))
     answered = ss.setdefault("quiz_recall_given", {})
-    for i, question in enumerate(RECALL):
-        ident = f"recall_{i}"
+    language = i18n.language()
+    for i, question in enumerate(recall(language)):
+        ident = f"recall_{i}" if language == "en" else f"recall_{language}_{i}"  # a language's own choices
         given = _ask(question, ident, f"**{i + 1}. {lit(question.prompt)}**")
         if given is not None and ident not in answered:
             _count(question.check(given))
@@ -199,14 +229,15 @@ def worksheet_file_name(seed: int) -> str:
 
 
 def _worksheet(current: Current, seed: int) -> None:
-    label = state.label_of(current.setup.origin) + (" (edited)" if current.edited else "")
-    html = worksheet_html(current.setup, current.result, title=f"Multi-head attention by hand: {label}",
-                          seed=seed)
-    st.markdown("A worksheet for the class, from this setup's live numbers: one head's Q, K and V, a few "
-                "dot products to compute by hand, the softmax of one row (its scaled scores given) and one "
-                "cell of the head's output; the answer key is on a separate page. Open the file in a "
-                "browser and print it (A4). When d_k is over 8 the sheet gives the scores instead of "
-                "asking for dot products.")
-    st.download_button("Download the worksheet (HTML, prints on A4)", data=html,
+    label = state.label_of(current.setup.origin)
+    title = (i18n.t("Multi-head attention by hand: {label} (edited)") if current.edited
+             else i18n.t("Multi-head attention by hand: {label}")).format(label=label)
+    html = worksheet_html(current.setup, current.result, title=title, seed=seed, language=i18n.language())
+    st.markdown(i18n.t(
+        "A worksheet for the class, from this setup's live numbers: one head's Q, K and V, a few dot "
+        "products to compute by hand, the softmax of one row (its scaled scores given) and one cell of the "
+        "head's output; the answer key is on a separate page. Open the file in a browser and print it (A4). "
+        "When d_k is over 8 the sheet gives the scores instead of asking for dot products."))
+    st.download_button(i18n.t("Download the worksheet (HTML, prints on A4)"), data=html,
                        file_name=worksheet_file_name(seed), mime="text/html",
                        key="quiz_worksheet", on_click="ignore", icon=":material/print:")

@@ -89,12 +89,12 @@ def story(current: Current) -> None:
     base = current.base
     scenario = state.presets().get(base.origin) if base is not None else None
     if scenario is not None:
-        edited = widgets.whose_edit("the numbers below") if current.edited else ""
+        edited = widgets.whose_edit(below=True) if current.edited else ""
         with st.container(border=True):
-            st.markdown(f"**{lit(scenario.title)}**{lit(edited)} · {lit(scenario.source)}")
-            st.caption(lit(scenario.story))
+            st.markdown(f"**{lit(i18n.t(scenario.title))}**{lit(edited)} · {lit(i18n.t(scenario.source))}")
+            st.caption(lit(i18n.t(scenario.story)))
             if scenario.lesson is not None:
-                point = lit(scenario.lesson.look_for)
+                point = lit(i18n.t(scenario.lesson.look_for))
                 st.markdown(i18n.t("**What to look for:** {point}").format(point=point))
     if current.setup is not None:
         st.markdown(sizes_line(current.setup.sizes))
