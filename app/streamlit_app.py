@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app import i18n, live, phone_css, questions, state, style, widgets
-from app.views import classroom, labs, model, present, quiz, textbook, workbench
+from app.views import classroom, labs, learn, model, present, quiz, textbook, workbench
 
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
 language_notes = i18n.init_language()  # the reader's own, whatever a room shares
@@ -41,7 +41,10 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
     class_page = st.Page(classroom.render, title=i18n.t("Class"), icon=":material/groups:", url_path="class")
     textbook_page = st.Page(lambda: textbook.render(workbench_page), title=i18n.t("Worked examples"),
                             icon=":material/menu_book:", url_path="examples")
-    pages = [workbench_page, present_page, labs_page, quiz_page, model_page, class_page, textbook_page]
+    learn_page = st.Page(lambda: learn.render(workbench_page), title=i18n.t("Learn"),
+                         icon=":material/model_training:", url_path="learn")
+    pages = [workbench_page, present_page, labs_page, learn_page, quiz_page, model_page, class_page,
+             textbook_page]
     page = st.navigation(pages)
     live.go_to_room_page({p.url_path: p for p in pages}, page.url_path)
     if st.session_state.get("last_page") not in (None, page.url_path):

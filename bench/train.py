@@ -21,19 +21,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from mha_core.train import Adam, Config, Model, batches, induction_score, previous_token_score, train
+from mha_core.train import Adam, Config, Model, batches, mean_head_scores, train
 
 INDUCTION_HEAD = 0.4
-
-
-def mean_scores(model: Model, sequences: np.ndarray) -> tuple[float, float]:
-    """The best head's mean previous-token score and the best head's mean induction score."""
-    previous, induction = [], []
-    for tokens in sequences:
-        weights = [w for result in model.trace(tokens) for w in result.weights]
-        previous.append([previous_token_score(w) for w in weights])
-        induction.append([induction_score(w, tokens) for w in weights])
-    return float(np.max(np.mean(previous, axis=0))), float(np.max(np.mean(induction, axis=0)))
 
 
 def induction_run(config: Config) -> None:
@@ -51,7 +41,7 @@ def induction_run(config: Config) -> None:
     print("  | step | loss (mean of 10 steps) | best previous-token score | best induction score |")
     print("  |---|---|---|---|")
     for step, model in history.checkpoints:
-        previous, induction = mean_scores(model, probes)
+        previous, induction = mean_head_scores(model, probes).max(axis=(0, 1))
         recent = history.losses[max(0, step - 10):step] or history.losses[:1]
         print(f"  | {step} | {np.mean(recent):.3f} | {previous:.2f} | {induction:.2f} |")
         if formed is None and induction > INDUCTION_HEAD:

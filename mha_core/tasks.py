@@ -1,5 +1,6 @@
 """What the tiny decoder (mha_core/train.py) learns: tasks that make batches of token sequences, each
-with the positions whose next token can be known and the solution a trained model should find.
+with the positions whose next token can be known (the solution a trained model should find is said
+in each generator's docstring, and to the reader in course/learn.py).
 
 A batch is ``tokens [B, T]`` (ints below the vocabulary's size) and ``scored [B, T - 1]``: True where
 predicting ``tokens[:, t + 1]`` from ``tokens[:, :t + 1]`` is possible at all; the loss is taken
@@ -23,7 +24,6 @@ class Batch:
 @dataclass(frozen=True)
 class Task:
     name: str
-    solution: str  # what a model that solves it does, in a sentence
     make: Callable[[int, int, int, np.random.Generator], Batch]  # (batch, seq_len, vocab, rng)
     min_vocab: int
     min_seq_len: int
@@ -64,20 +64,24 @@ def _separated(batch: int, seq_len: int, vocab: int, rng: np.random.Generator,
 
 
 def copy(batch, seq_len, vocab, rng) -> Batch:
+    """Each answer position attends to the given token n + 1 places back."""
     return _separated(batch, seq_len, vocab, rng, lambda given: given)
 
 
 def reverse(batch, seq_len, vocab, rng) -> Batch:
+    """Answer position j attends to the given token mirrored around the separator."""
     return _separated(batch, seq_len, vocab, rng, lambda given: given[:, ::-1])
 
 
 def sort(batch, seq_len, vocab, rng) -> Batch:
+    """Each answer position attends to the smallest given token not yet written (as llm-viz's sorter)."""
     return _separated(batch, seq_len, vocab, rng, lambda given: np.sort(given, axis=1))
 
 
 def nearest_key(batch: int, seq_len: int, vocab: int, rng: np.random.Generator) -> Batch:
     """Pairs ``k₁ v₁ k₂ v₂ … kₙ vₙ`` (keys from the vocabulary's first half, values from its second), then
-    one of the keys again: the next token is its value. One head must match the query to its key."""
+    one of the keys again: the next token is its value. A head of layer 1 writes each key into its value's
+position; a head of the last layer matches the query to it and copies the value."""
     n = (seq_len - 2) // 2
     half = vocab // 2
     keys = _segments(batch, n, half, rng)
@@ -91,15 +95,10 @@ def nearest_key(batch: int, seq_len: int, vocab: int, rng: np.random.Generator) 
     return Batch(tokens, scored)
 
 
-TASKS: dict[str, Task] = {
-    "induction": Task("induction", "a previous-token head in layer 1 and an induction head in layer 2 copy "
-                      "the token that followed the current token's earlier occurrence", induction, 8, 8),
-    "copy": Task("copy", "each answer position attends to the given token n + 1 places back", copy, 3, 5),
-    "reverse": Task("reverse", "answer position j attends to the given token mirrored around the separator",
-                    reverse, 3, 5),
-    "sort": Task("sort", "each answer position attends to the smallest given token larger than the one "
-                 "before it", sort, 3, 5),
-    "nearest_key": Task("nearest_key", "a head of layer 1 writes each key into the position of its value; "
-                        "a head of the last layer matches the query to that key and copies the value",
-                        nearest_key, 4, 6),
-}
+TASKS: dict[str, Task] = {task.name: task for task in (
+    Task("induction", induction, min_vocab=8, min_seq_len=8),
+    Task("copy", copy, min_vocab=3, min_seq_len=5),
+    Task("reverse", reverse, min_vocab=3, min_seq_len=5),
+    Task("sort", sort, min_vocab=3, min_seq_len=5),
+    Task("nearest_key", nearest_key, min_vocab=4, min_seq_len=6),
+)}

@@ -351,14 +351,16 @@ def checkpoint_steps(steps: int) -> set[int]:
 
 
 def train(config: Config, on_step: Callable[[int, float, Model], bool | None] | None = None,
-          model: Model | None = None) -> History:
+          model: Model | None = None, history: History | None = None) -> History:
     """Train a model (a new one from the config, or ``model``, changed in place) for config.steps
     steps. ``on_step(step, loss, model)`` is called after each step; returning False stops the run
-    (the last model is then a checkpoint too)."""
+    (the last model is then a checkpoint too). ``history``, when given, is filled as the run goes, so
+    a caller whose run is interrupted keeps what was done."""
     model = model or Model.init(config)
     rng = np.random.default_rng(config.seed + 1)
     adam = Adam(model.params, config.lr)
-    history = History(checkpoints=[(0, model.copy())])
+    history = history if history is not None else History()
+    history.checkpoints.append((0, model.copy()))
     keep = checkpoint_steps(config.steps)
     for step in range(1, config.steps + 1):
         batch = batches(config, rng)
@@ -400,6 +402,16 @@ def head_scores(model: Model, tokens) -> list[list[tuple[float, float]]]:
             for result in model.trace(tokens)]
 
 
+def mean_head_scores(model: Model, sequences) -> np.ndarray:
+    """head_scores averaged over sequences [S, T]: [layers, heads, 2] (previous-token, induction)."""
+    return np.mean([head_scores(model, tokens) for tokens in sequences], axis=0)
+
+
+def probes(config: Config, count: int = 16, seed: int = 12345) -> np.ndarray:
+    """Sequences of the config's task, the same for every checkpoint: tokens [count, T]."""
+    return batches(replace(config, batch=count), np.random.default_rng(seed)).tokens
+
+
 def probe(config: Config, seed: int = 12345) -> np.ndarray:
     """One sequence of the config's task, the same for every checkpoint: tokens [T]."""
-    return batches(replace(config, batch=1), np.random.default_rng(seed)).tokens[0]
+    return probes(config, 1, seed)[0]

@@ -20,7 +20,7 @@ from tests.browser_env import ARTIFACTS, IDLE, require_browser
 LOADED = 90_000  # ms: how long a page may take on a loaded machine before the test gives up
 WIDTH, HEIGHT = 1280, 720
 TALLEST = 16_000  # px: the window grows to the page's height, at most this
-PAGES = ["workbench", "present", "labs", "quiz", "model", "class", "examples"]  # the navigation's pages
+PAGES = ["workbench", "present", "labs", "learn", "quiz", "model", "class", "examples"]  # the navigation's pages
 
 require_browser(("axe-core", AXE))
 
@@ -362,6 +362,19 @@ def test_the_states_a_page_reaches_only_by_a_click_have_no_violation(live):
                            timeout=LOADED)
     settle(page)
     assert_accessible(page, "quiz answered")
+    page.context.close()
+
+
+def test_the_learn_page_after_training_has_no_violation(live):
+    """Issue 18: the Learn page once trained (its curves, the roles table, each layer's heads)."""
+    url, browser = live
+    page = new_page(browser)
+    page.goto(f"{url}/learn")
+    settle(page, "[data-testid='stFormSubmitButton']")
+    page.locator("[data-testid='stFormSubmitButton'] button").click()
+    page.wait_for_selector(".st-key-learn_layer_1 .js-plotly-plot", timeout=LOADED * 2)
+    settle(page, ".st-key-learn_training .js-plotly-plot")
+    assert_accessible(page, "learn trained")
     page.context.close()
 
 

@@ -630,7 +630,7 @@ def _unescaped(strings: list[str]) -> list[str]:
     return [text for text in strings if any(raw in text for raw in UNESCAPED)]
 
 
-PAGES = ["workbench", "present", "labs", "quiz", "model", "class", "examples"]
+PAGES = ["workbench", "present", "labs", "learn", "quiz", "model", "class", "examples"]
 
 
 def _open_link(params):

@@ -16,8 +16,10 @@ import pytest
 from mha_core.tasks import TASKS
 from mha_core.train import (
     Config,
+    History,
     Model,
     batches,
+    checkpoint_steps,
     head_scores,
     induction_score,
     previous_token_score,
@@ -168,3 +170,17 @@ def test_head_scores_name_each_layer_and_head():
     scores = head_scores(model, probe(SMALL))
     assert len(scores) == SMALL.layers and all(len(layer) == SMALL.heads for layer in scores)
     assert all(0 <= a <= 1 and 0 <= b <= 1 for layer in scores for a, b in layer)
+
+
+def test_a_stopped_run_keeps_its_steps():
+    """train() fills the page's history as it goes: an interrupted run leaves what it did."""
+    history = History()
+
+    def interrupt(step, loss, model):
+        if step == 30:
+            raise KeyboardInterrupt  # what Streamlit's StopException does to a run of the page
+
+    with pytest.raises(KeyboardInterrupt):
+        train(Config(steps=100), on_step=interrupt, history=history)
+    assert len(history.losses) == 30 and history.checkpoints[0][0] == 0
+    assert [step for step, _ in history.checkpoints] == sorted(s for s in checkpoint_steps(100) if s <= 30)

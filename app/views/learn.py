@@ -1,0 +1,239 @@
+"""The Learn page (issue 18): a tiny decoder-only transformer (mha_core/train.py) trained on this
+server while the class watches, every head drawn with the workbench's own charts."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app import figures, i18n, learn_figures, session_keys, state, training
+from app.figure_cache import figure
+from app.safe import lit
+from app.widgets import chart
+from course.i18n import N_
+from course.learn import ROLE_INDUCTION, ROLE_NONE, ROLE_PREVIOUS, TASK_NAMES, TASK_SOLUTIONS
+from mha_core.attention import softmax
+from mha_core.train import Config, History, Model, probe, token_names
+
+SAVED = "learn_saved"  # the settings, kept while another page is open (widgets forget theirs)
+session_keys.register(*(session_keys.Key(name, "learn", default) for name, default in {
+    "learn_task": "induction", "learn_layers": 2, "learn_heads": 2, "learn_width": 32, "learn_steps": 600,
+    "learn_scaling": "sqrt", "learn_mlp": False, "learn_prompt": ""}.items()))
+DEFAULTS = session_keys.defaults("learn")
+RUN = "learn_run"  # this session's last run: (Config, History), finished or stopped
+session_keys.register(session_keys.Key(SAVED, "learn"), session_keys.Key(RUN, "learn"),
+                      session_keys.Key("learn_checkpoint", "learn"))
+LAYERS, HEADS, WIDTHS, STEPS = (1, 2, 3, 4), (1, 2, 4), (16, 32, 64), (200, 400, 600, 1000, 2000)
+SCALINGS = {"sqrt": N_("scaled by 1/√d_k"), "none": N_("not scaled")}
+ROLE_AT = 0.4  # a head whose mean score passes this has taken the role
+PROGRESS_EVERY = 10  # steps between two updates of the bar (each is a message to the browser)
+CURVE_EVERY = 100  # steps between two redraws of the live loss curve
+GENERATED = 8  # tokens the model adds to a prompt
+EXAMPLE_F = Config(heads=1, d_model=64, steps=400)  # d_k = 64, as in the chapter's example F
+EXAMPLE_F_SCORES = np.array([40.0, 8.0])  # the chapter's two scores; divided by √64 = 8: (5, 1)
+
+
+def render(workbench_page) -> None:
+    _restore()
+    st.title(i18n.t("Learn: watch heads learn"))
+    st.caption(i18n.t("A tiny decoder-only transformer, trained here in seconds: the matrices the other "
+                      "pages ask you to type are learned, and every head is drawn as on the workbench."))
+    config, submitted = settings_ui()
+    st.markdown(lit(i18n.t(TASK_SOLUTIONS[config.task])))
+    run = train_ui(config) if submitted else shown_run(config)
+    if run is None:
+        st.info(i18n.t("Press **Train** to train this model; a finished run stays on this server for "
+                       "everyone."))
+    else:
+        results_ui(config, *run, workbench_page)
+    example_f_ui()
+    _save()
+
+
+def _restore() -> None:
+    saved = st.session_state.setdefault(SAVED, {})
+    for key, default in DEFAULTS.items():
+        st.session_state.setdefault(key, saved.get(key, default))
+
+
+def _save() -> None:
+    st.session_state[SAVED] = {key: st.session_state[key] for key in DEFAULTS if key in st.session_state}
+
+
+def settings_ui() -> tuple[Config, bool]:
+    with st.form("learn_settings", border=True):
+        task, layers, heads = st.columns(3)
+        task.selectbox(i18n.t("task"), list(TASK_NAMES), key="learn_task",
+                       format_func=i18n.labels(TASK_NAMES))
+        layers.selectbox(i18n.t("layers"), LAYERS, key="learn_layers")
+        heads.selectbox(i18n.t("heads per layer"), HEADS, key="learn_heads")
+        width, steps, scaling = st.columns(3)
+        width.selectbox(i18n.t("width d_model"), WIDTHS, key="learn_width")
+        steps.selectbox(i18n.t("training steps"), STEPS, key="learn_steps")
+        scaling.radio(i18n.t("scores"), list(SCALINGS), key="learn_scaling",
+                      format_func=i18n.labels(SCALINGS), horizontal=True)
+        st.checkbox(i18n.t("an MLP after each attention layer"), key="learn_mlp")
+        submitted = st.form_submit_button(i18n.t("Train"), type="primary")
+    ss = st.session_state
+    config = Config(task=ss.learn_task, layers=ss.learn_layers, heads=ss.learn_heads, d_model=ss.learn_width,
+                    steps=ss.learn_steps, scaling=ss.learn_scaling, mlp=ss.learn_mlp)
+    return config, submitted
+
+
+def shown_run(config: Config) -> tuple[History, np.ndarray] | None:
+    """This config's finished run on the server, or this session's own stopped one."""
+    finished = training.runs().finished(config)
+    if finished is not None:
+        return finished
+    mine = st.session_state.get(RUN)
+    if mine is not None and mine[0] == config and mine[1].checkpoints:
+        mine[1].stopped = True  # its run ended without finishing: Stop, or the page was left
+        return mine[1], training.checkpoint_scores(config, mine[1])
+    return None
+
+
+def train_ui(config: Config, key: str = "learn_stop") -> tuple[History, np.ndarray] | None:
+    """Train with a progress bar and a live loss curve; Stop (any click) ends the run and keeps it."""
+    stop = st.empty()
+    stop.button(i18n.t("Stop"), key=key)  # a click reruns the page, which stops this run
+    bar = st.progress(0.0, text=i18n.t("Waiting for the server (one model trains at a time)…"))
+    curve = st.empty()
+    history = History()
+    st.session_state[RUN] = (config, history)
+    st.session_state.pop("learn_checkpoint", None)
+
+    def on_step(step: int, loss: float, model: Model) -> None:
+        if step % PROGRESS_EVERY == 0 or step == config.steps:
+            bar.progress(step / config.steps, text=i18n.t("Step {step} of {steps}: loss {loss}").format(
+                step=step, steps=config.steps, loss=i18n.number(loss, 3)))
+        if step % CURVE_EVERY == 0:
+            curve.plotly_chart(learn_figures.runs_figure([(i18n.t("loss"), history.losses)],
+                                                         language=i18n.language()))
+
+    run = training.runs().run(config, on_step, history)
+    for slot in (stop, bar, curve):
+        slot.empty()
+    if run is None:
+        st.warning(i18n.t("The server is busy training other models; try again in a minute."))
+    return run
+
+
+def results_ui(config: Config, history: History, scores: np.ndarray, workbench_page) -> None:
+    steps = [step for step, _ in history.checkpoints]
+    if history.stopped:
+        st.warning(i18n.t("Stopped at step {step} of {steps}.").format(step=len(history.losses),
+                                                                     steps=config.steps))
+    st.session_state.setdefault("learn_checkpoint", steps[-1])
+    if st.session_state.learn_checkpoint not in steps:
+        st.session_state.learn_checkpoint = steps[-1]
+    shown = st.select_slider(i18n.t("checkpoint: the model after this many steps"), steps,
+                             key="learn_checkpoint")
+    at = steps.index(shown)
+    chart(figure(learn_figures.training_figure, history.losses, steps, scores, shown), key="learn_training")
+    roles_ui(scores[at])
+    model = history.checkpoints[at][1]
+    tokens = prompt_ui(config, model)
+    heads_ui(model, tokens)
+    open_ui(model, tokens, workbench_page)
+
+
+def roles_ui(scores: np.ndarray) -> None:
+    """What each head became, read from its scores [layers, heads, 2] (never from a fixed answer)."""
+    st.markdown(i18n.t("**What each head became** at this checkpoint (mean scores over 16 sequences of the "
+                       "task; a role from 0.4 up):"))
+    rows = []
+    for layer, heads in enumerate(scores):
+        for head, (previous, induction) in enumerate(heads):
+            role = (ROLE_INDUCTION if induction >= max(previous, ROLE_AT) else
+                    ROLE_PREVIOUS if previous >= ROLE_AT else ROLE_NONE)
+            rows.append({i18n.t("layer"): layer + 1, i18n.t("head"): head + 1, i18n.t("role"): i18n.t(role),
+                         i18n.t("previous-token score"): i18n.number(previous, 2),
+                         i18n.t("induction score"): i18n.number(induction, 2)})
+    st.table(pd.DataFrame(rows).set_index(i18n.t("layer")))
+
+
+def prompt_ui(config: Config, model: Model) -> np.ndarray:
+    """The sequence the heads are drawn on: the task's probe, or the reader's own letters."""
+    names = token_names(config.vocab)
+    text = st.text_input(i18n.t("Your own sequence: letters {first} to {last}, separated by spaces (empty: a "
+                                "sequence of the task)").format(first=names[0], last=names[-1]),
+                         key="learn_prompt", max_chars=4 * config.seq_len)
+    words = text.upper().split()
+    if not words:
+        return probe(config)
+    unknown = [word for word in words if word not in names]
+    if unknown or len(words) > config.seq_len:
+        st.error(i18n.t("Use at most {count} letters from {first} to {last}; not {word}.").format(
+            count=config.seq_len, first=names[0], last=names[-1], word=lit(" ".join(unknown[:3]) or
+                                                                          str(len(words)))))
+        return probe(config)
+    tokens = np.array([names.index(word) for word in words])
+    continued = model.generate(tokens, min(GENERATED, config.seq_len - len(tokens)) or 1)
+    st.markdown(i18n.t("The model continues: {tokens}").format(
+        tokens=lit(" ".join(names[t] for t in continued[len(tokens):]))))
+    return tokens
+
+
+def heads_ui(model: Model, tokens: np.ndarray) -> None:
+    names = [f"{i + 1}·{token}" for i, token in enumerate(token_names(model.config.vocab)[t] for t in tokens)]
+    causal = np.tril(np.ones((len(tokens), len(tokens)), dtype=bool))
+    for layer, result in enumerate(model.trace(tokens)):
+        title = i18n.t("Layer {layer}: each head's attention weights (causal)").format(layer=layer + 1)
+        chart(figure(figures.head_grids, result.weights, names, names, kind="weights", mask=causal,
+                     title=title), key=f"learn_layer_{layer}")
+
+
+def open_ui(model: Model, tokens: np.ndarray, workbench_page) -> None:
+    layer = st.selectbox(i18n.t("layer to open"), range(model.config.layers), key="learn_open_layer",
+                         format_func=lambda n: i18n.t("layer {n}").format(n=n + 1))
+    if st.button(i18n.t("Open this layer in the workbench"), key="learn_open", on_click=open_layer,
+                 args=(model, tokens, layer)):
+        state.switch_page(workbench_page)
+
+
+def open_layer(model: Model, tokens: np.ndarray, layer: int) -> None:
+    state.open_over_edits(state.load_setup, model.layer_setup(tokens, layer).with_origin("learned"))
+
+
+def example_f_ui() -> None:
+    st.subheader(i18n.t("Example F, live: why the scores are divided by √d_k"))
+    scaled = softmax(EXAMPLE_F_SCORES / 8.0)[1]
+    unscaled = softmax(EXAMPLE_F_SCORES)[1]
+    st.markdown(i18n.t("The chapter's scores (40, 8) with d_k = 64: scaled, the runner-up keeps **{scaled}** "
+                       "of the attention and its gradient w(1 − w) is {grad}; unscaled it keeps {unscaled}, "
+                       "and learning through it freezes. Here the same model (one head, d_k = 64) learns the "
+                       "induction task both ways.").format(scaled=i18n.number(scaled, 3),
+                                                            grad=i18n.number(scaled * (1 - scaled), 4),
+                                                            unscaled=f"{unscaled:.1e}"))
+    configs = {"sqrt": EXAMPLE_F, "none": replace(EXAMPLE_F, scaling="none")}
+    runs = {kind: training.runs().finished(config) for kind, config in configs.items()}
+    if any(run is None for run in runs.values()):
+        if not st.button(i18n.t("Train both"), key="learn_example_f"):
+            return
+        for kind, config in configs.items():
+            if runs[kind] is None:
+                runs[kind] = train_ui(config, key=f"learn_stop_{kind}")
+        if any(run is None for run in runs.values()):
+            return
+    names = {kind: i18n.t(SCALINGS[kind]) for kind in configs}
+    chart(figure(learn_figures.runs_figure, [(names[kind], runs[kind][0].losses) for kind in configs]),
+          key="learn_example_f_losses")
+    st.table(gradient_table(configs, runs, names))
+
+
+def gradient_table(configs, runs, names) -> pd.DataFrame:
+    """At the start of training, the gradient that reaches the runner-up score of each row of the last
+    layer's head: w(1 − w) of the second-largest weight, averaged over the rows of the probe."""
+    rows = []
+    for kind, config in configs.items():
+        history = runs[kind][0]
+        weights = history.checkpoints[0][1].trace(probe(config))[-1].weights[0][2:]  # [T-2, T]
+        runner_up = np.sort(weights, axis=1)[:, -2]  # [T-2]
+        rows.append({i18n.t("scores"): names[kind],
+                     i18n.t("runner-up weight at step 0"): i18n.number(float(runner_up.mean()), 4),
+                     i18n.t("its gradient w(1 − w)"): f"{float((runner_up * (1 - runner_up)).mean()):.1e}",
+                     i18n.t("loss at the end"): i18n.number(history.losses[-1], 3)})
+    return pd.DataFrame(rows).set_index(i18n.t("scores"))

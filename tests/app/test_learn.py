@@ -1,0 +1,75 @@
+"""The Learn page (issue 18): training from the page, what each head became (read from the scores),
+the reader's own sequence, opening a learned layer on the workbench, and example F's numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.training import checkpoint_scores
+from mha_core.attention import softmax
+from mha_core.train import Config, train
+from tests.apptest_util import fresh_app, goto, texts
+
+TRAIN = "FormSubmitter:learn_settings-Train"
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """The page after Train with its default settings (the induction task)."""
+    at = fresh_app()
+    goto(at, "learn")
+    assert not at.exception
+    assert any("Press **Train**" in text for text in texts(at.info))
+    at.button(key=TRAIN).click().run(timeout=180)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def roles(at) -> dict[tuple[int, int], str]:
+    table = at.table[0].value
+    return {(int(layer), int(row["head"])): row["role"] for layer, row in table.iterrows()}
+
+
+def test_the_page_names_the_induction_head_from_the_scores(trained):
+    found = roles(trained)
+    assert sorted(found) == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert "induction head" in {found[(2, 1)], found[(2, 2)]}  # layer 2 copies, as the task needs
+    assert "previous-token head" in {found[(1, 1)], found[(1, 2)]}
+    expected = checkpoint_scores(Config(), train(Config()))[-1]  # [layers, heads, 2], computed again
+    table = trained.table[0].value
+    assert [float(v) for v in table["induction score"]] == pytest.approx(expected[..., 1].ravel(), abs=0.006)
+
+
+def test_an_early_checkpoint_has_no_induction_head_yet(trained):
+    trained.select_slider(key="learn_checkpoint").set_value(0).run()
+    assert set(roles(trained).values()) == {"no clear role yet"}
+    assert "shown: step 0" in str(trained.get("plotly_chart")[0].proto.spec)
+    trained.select_slider(key="learn_checkpoint").set_value(600).run()
+
+
+def test_the_reader_s_sequence_is_continued_and_a_wrong_letter_is_named(trained):
+    trained.text_input(key="learn_prompt").set_value("C F B Q C F").run()
+    continued = [t for t in texts(trained.markdown) if t.startswith("The model continues: ")]
+    assert continued and continued[0].split(": ")[1].split()[:2] == ["B", "Q"]  # the induction it learned
+    trained.text_input(key="learn_prompt").set_value("C F zz").run()
+    assert any("not ZZ" in e.value for e in trained.error) and not trained.exception
+    trained.text_input(key="learn_prompt").set_value("").run()
+
+
+def test_a_learned_layer_opens_on_the_workbench(trained):
+    trained.selectbox(key="learn_open_layer").set_value(1).run()
+    trained.button(key="learn_open").click().run()
+    assert not trained.exception
+    assert trained.session_state.n_heads == 2 and trained.session_state.d_model == 32
+    assert trained.session_state.mask_kind == "causal"
+    assert trained.session_state.tokens_text.split()[0].isalpha()
+
+
+def test_example_f_quotes_the_chapter_s_numbers_at_their_precision():
+    at = fresh_app()
+    goto(at, "learn")
+    text = next(t for t in texts(at.markdown) if t.startswith("The chapter's scores (40, 8)"))
+    scaled = softmax(np.array([5.0, 1.0]))[1]
+    assert f"**{scaled:.3f}**" == "**0.018**" and "**0.018**" in text  # the chapter prints 0.018
+    assert f"{scaled * (1 - scaled):.4f}" in text and "1.3e-14" in text
