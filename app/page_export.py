@@ -78,51 +78,55 @@ def step_figures(setup: Setup, result: MHAResult, q_tokens, k_tokens, *, query: 
     """The figures the workbench draws under each step, for the first head and the given query."""
     sizes = setup.sizes
     _ = translator(language)
+
+    def build(builder, *args, **kwargs):  # every chart's words in the page's language
+        return builder(*args, language=language, **kwargs)
+
     heads = [_("head {number}").format(number=i + 1) for i in range(sizes.n_heads)]
     r = result
-    embeddings = [figures.matrix_heatmap(setup.x, q_tokens, figures.dims("d", sizes.d_model),
-                                         title=figures.shape_title("X", setup.x.shape))]
+    d_model = figures.dims("d", sizes.d_model)
+    embeddings = [build(figures.matrix_heatmap, setup.x, q_tokens, d_model,
+                        title=figures.shape_title("X", setup.x.shape))]
     if setup.x_kv is not None:
-        embeddings.append(figures.matrix_heatmap(setup.x_kv, k_tokens, figures.dims("d", sizes.d_model),
-                                                 title=figures.shape_title("X_kv", setup.x_kv.shape)))
-    qkv = [figures.qkv_panels(r.q[h], r.k[h], r.v[h], q_tokens, k_tokens,
-                              titles=[figures.shape_title(f"{name} {h + 1}", a[h].shape)
-                                      for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))])
+        embeddings.append(build(figures.matrix_heatmap, setup.x_kv, k_tokens, d_model,
+                                title=figures.shape_title("X_kv", setup.x_kv.shape)))
+    qkv = [build(figures.qkv_panels, r.q[h], r.k[h], r.v[h], q_tokens, k_tokens,
+                 titles=[figures.shape_title(f"{name} {h + 1}", a[h].shape)
+                         for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))])
            for h in range(sizes.n_heads)]
-    compared = [figures.query_bars(r.weights, query, k_tokens, head_names=heads)]
+    compared = [build(figures.query_bars, r.weights, query, k_tokens, head_names=heads)]
     heads_compared = STEPS[6].derive(setup, r, {"focus_query": query, "metric": "l2"})
     if heads_compared.comparable:
-        compared += [figures.disagreement_heatmap(heads_compared.distances, metric="l2", head_names=heads),
-                     figures.entropy_bars(heads_compared.entropy, head_names=heads, flat_at=FLAT_AT)]
+        compared += [build(figures.disagreement_heatmap, heads_compared.distances, metric="l2",
+                           head_names=heads),
+                     build(figures.entropy_bars, heads_compared.entropy, head_names=heads, flat_at=FLAT_AT)]
     contributions = STEPS[7].derive(setup, r, {}).per_head  # [h, n_q, d_model]
     return {
         1: embeddings,
         2: qkv,
-        3: [figures.head_grids(r.scores, q_tokens, k_tokens, kind="scores",
-                               head_names=figures.head_titles("S", r.scores))],
-        4: [figures.head_grids(r.scaled, q_tokens, k_tokens, kind="scores", mask=r.mask,
-                               head_names=figures.head_titles("scaled", r.scaled)),
-            figures.head_grids(r.weights, q_tokens, k_tokens, kind="weights", mask=r.mask,
-                               head_names=figures.head_titles("A", r.weights))],
-        5: [figures.head_grids(r.head_outputs, q_tokens, figures.dims("v", sizes.d_v), kind="signed",
-                               head_names=figures.head_titles("head", r.head_outputs),
-                               cols_are_tokens=False)],
+        3: [build(figures.head_grids, r.scores, q_tokens, k_tokens, kind="scores",
+                  head_names=figures.head_titles("S", r.scores))],
+        4: [build(figures.head_grids, r.scaled, q_tokens, k_tokens, kind="scores", mask=r.mask,
+                  head_names=figures.head_titles("scaled", r.scaled)),
+            build(figures.head_grids, r.weights, q_tokens, k_tokens, kind="weights", mask=r.mask,
+                  head_names=figures.head_titles("A", r.weights))],
+        5: [build(figures.head_grids, r.head_outputs, q_tokens, figures.dims("v", sizes.d_v), kind="signed",
+                  head_names=figures.head_titles("head", r.head_outputs), cols_are_tokens=False)],
         6: compared,
-        7: [figures.concat_bands(r.concat, q_tokens, sizes.n_heads, sizes.d_v,
-                                 title="Concat(head_1, ..., head_h) "
-                                       + figures.shape_title("", r.concat.shape).strip()),
-            figures.head_grids(contributions, q_tokens, figures.dims("d", sizes.d_model), kind="signed",
-                               head_names=figures.head_titles("C", contributions), cols_are_tokens=False)],
-        8: [figures.side_by_side(setup.x, r.output, q_tokens,
-                                 left_title=figures.shape_title("input X", setup.x.shape),
-                                 right_title=figures.shape_title("output", r.output.shape))],
+        7: [build(figures.concat_bands, r.concat, q_tokens, sizes.n_heads, sizes.d_v,
+                  title="Concat(head_1, ..., head_h) " + figures.shape_title("", r.concat.shape).strip()),
+            build(figures.head_grids, contributions, q_tokens, d_model, kind="signed",
+                  head_names=figures.head_titles("C", contributions), cols_are_tokens=False)],
+        8: [build(figures.side_by_side, setup.x, r.output, q_tokens,
+                  left_title=figures.shape_title(_("input X"), setup.x.shape),
+                  right_title=figures.shape_title(_("output"), r.output.shape))],
     }
 
 
 def chart_html(chart_id: str, fig, language: str = ENGLISH) -> str:
     """One chart: the figure named by its summary (its caption), and its numbers
     as tables on request (the same text alternative as on the page: app/chart_text.py)."""
-    about = chart_text.of_figure(fig)
+    about = chart_text.of_figure(fig, language)
     summary = html_text(about.summary)
     return (f'<figure aria-labelledby="{chart_id}-summary"><div class="chart" id="{chart_id}"></div>'
             f'<figcaption><p id="{chart_id}-summary">{summary}</p>'

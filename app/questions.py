@@ -225,7 +225,7 @@ def distribution(where: str, tally, *, large: bool, marked: bool) -> None:
         return
     labels, counts = list(tally.counts), list(tally.counts.values())
     right = [is_right(tally.question, value) for value in labels] if marked else None
-    chart(forecast_figures.answer_bars(labels, counts, right=right, large=large),
+    chart(forecast_figures.answer_bars(labels, counts, right=right, large=large, language=i18n.language()),
           key=f"{where}_answers_chart")
     if marked and tally.right is not None:
         st.markdown(md(i18n.t("**{right} of {total}** right (first answers count)."), right=tally.right,
@@ -253,7 +253,8 @@ def class_forecast_view(where: str, question: DrawnForecast, tally, *, large: bo
         return forecast_figures.forecast_vs_real(
             mean, question.weights, question.query_labels, question.key_labels,
             forecast_title=i18n.t("The class's forecast ({count})").format(count=tally.total),
-            real_title=i18n.t(REAL_SOFTMAX).format(number=question.head + 1), large=style)
+            real_title=i18n.t(REAL_SOFTMAX).format(number=question.head + 1), large=style,
+            language=i18n.language())
 
     if not large:
         chart(figure(False), key=f"{where}_forecast_chart")
@@ -393,7 +394,8 @@ def send_answer(question, value, nickname: str) -> None:
         st.warning(i18n.t("Choose or type an answer first."))
         return
     try:
-        value = room_answer(question.kind, value, question.choices) if question.kind != FORECAST else value
+        value = room_answer(question.kind, value, question.choices,
+                            language=i18n.language()) if question.kind != FORECAST else value
     except ValueError as error:
         st.warning(md(i18n.t("That cannot be read as an answer ({error}). Try again."), error=error),
                    icon=":material/edit:")
@@ -534,7 +536,8 @@ def sent_forecast_view(question, current) -> None:
     labels = forecast_labels(question.grid, current)
     query = i18n.t("query")
     chart(head_grids(drawn[None], [q or query for q in labels.queries], list(labels.keys), kind="weights",
-                     width=PHONE_WIDTH, head_names=[i18n.t(YOUR_FORECAST)]), key="sent_forecast")
+                     width=PHONE_WIDTH, head_names=[i18n.t(YOUR_FORECAST)], language=i18n.language()),
+          key="sent_forecast")
 
 
 # --- After the reveal ------------------------------------------------------------------------------
@@ -608,8 +611,9 @@ def own_forecast_view(question, mine: str | None) -> None:
     yours, real_name = i18n.t(YOUR_FORECAST), i18n.t(REAL_SOFTMAX).format(number=head)
     if real.shape[0] == 1:  # one row: bars a phone shows large
         figure = forecast_figures.mine_vs_real_bars(drawn[0], real[0], keys, mine_name=yours,
-                                                    real_name=real_name)
+                                                    real_name=real_name, language=i18n.language())
     else:
         figure = forecast_figures.forecast_vs_real(drawn, real, shown_queries, keys, forecast_title=yours,
-                                                   real_title=real_name, width=PHONE_WIDTH)
+                                                   real_title=real_name, width=PHONE_WIDTH,
+                                                   language=i18n.language())
     chart(figure, key="own_forecast")

@@ -108,8 +108,8 @@ def choice_ui(where, label: str, labels: list[str], name: str, *, default: int =
         position = labels.index(chosen)
     elif not 0 <= position < len(labels):
         if name in ss.selections:
-            where.caption(f"{label}: the earlier choice is gone with the new inputs; showing "
-                          f"{lit(labels[default])}.")
+            where.caption(i18n.t("{label}: the earlier choice is gone with the new inputs; showing {shown}.")
+                          .format(label=lit(label), shown=lit(labels[default])))
         position = default
     ss.selections[name] = position
     ss[key] = labels[position]
@@ -373,8 +373,9 @@ def editor_ui(name: str, rows: list[str], columns: list[str], *, head: int | Non
     grid = editors.as_grid(base[head] if head is not None else base)
     n_rows, n_cols = grid.shape
     if max(n_rows, n_cols) > LIMITS.editable:
-        st.caption(f"{n_rows:d} × {n_cols:d}: too large to edit cell by cell (limit {LIMITS.editable:d}); "
-                   "use 'Fill a matrix' in the sidebar.")
+        st.caption(i18n.t("{rows} × {columns}: too large to edit cell by cell (limit {limit}); use 'Fill a "
+                          "matrix' in the sidebar.").format(rows=f"{n_rows:d}", columns=f"{n_cols:d}",
+                                                            limit=f"{LIMITS.editable:d}"))
         return
     if following():  # a student following a room reads the teacher's grids, not edits them
         st.markdown(read_only_grid(grid, rows, columns, boolean))
@@ -452,7 +453,7 @@ def save_load_ui(current: state.Current) -> None:
         recipe = getattr(current.base, "recipe", "") if not current.edited else ""
         # The data is made on click, outside this run: it may use only what it is given here.
         st.download_button(i18n.t("⬇ Download as Python (NumPy only)"),
-                           data=lambda: setup_to_script(setup, title=title, recipe=recipe),
+                           data=lambda: setup_to_script(setup, title=title, recipe=recipe, language=language),
                            file_name="attention_step_by_step.py", mime="text/x-python", key="script_download",
                            on_click="ignore", disabled=problem is not None and not recipe,
                            help=i18n.t("A short script that rebuilds these exact inputs and computes every "

@@ -215,7 +215,8 @@ def _factor(text: str) -> str:
 
 def _row_results(row: ScoreRow, keys: list[str]) -> None:
     chart(lab_figures.weight_bars(row.weights, keys, row.scores, row.values,
-                                  title=i18n.t("weights (T = {t})").format(t=f"{row.temperature:g}")),
+                                  title=i18n.t("weights (T = {t})").format(t=f"{row.temperature:g}"),
+                                  language=i18n.language()),
           key="lab_chart_weights")
     terms = " + ".join(f"{_factor(_weight_text(w))} × {_factor(_local(format_number(v)))}"
                        for w, v in zip(row.weights, row.values, strict=True))
@@ -282,7 +283,8 @@ def _gap_section(n_keys: int | None, temperature: float) -> None:
     reference = gap_curve(n_keys, 1.0, largest=GAP_RANGE[1])[1] if temperature != 1 else None
     with right:
         chart(lab_figures.gap_figure(gaps, weights, gap=gap, weight=weight, n_keys=n_keys,
-                                     temperature=temperature, reference=reference),
+                                     temperature=temperature, reference=reference,
+                                     language=i18n.language()),
               key="lab_chart_gap")
 
 
@@ -318,9 +320,11 @@ def scaling_lab() -> None:
         st.metric(i18n.t("std of q·k / √d_k"), i18n.number(scaled.std(), 2),
                   help=i18n.t("about 1 for every d_k"))
     with charts:
-        chart(lab_figures.spread_histograms(products, scaled, d_k), key="lab_chart_spread")
+        chart(lab_figures.spread_histograms(products, scaled, d_k,
+                                            language=i18n.language()), key="lab_chart_spread")
         unscaled_top, scaled_top = _largest_weights(n_keys, seed)
-        chart(lab_figures.largest_weight_figure(WIDTHS, unscaled_top, scaled_top, d_k=d_k, n_keys=n_keys),
+        chart(lab_figures.largest_weight_figure(WIDTHS, unscaled_top, scaled_top, d_k=d_k, n_keys=n_keys,
+                                                language=i18n.language()),
               key="lab_chart_largest")
         st.caption(i18n.t("Each point: the largest softmax weight of a random query over {n_keys} random "
                           "keys, averaged over {draws} queries (random seed {seed}). The dotted line is "
@@ -341,7 +345,7 @@ def _example_f(d_k: int) -> None:
     gap = unscaled.scores[0] - unscaled.scores[1]
     with left:
         chart(lab_figures.weight_bars(unscaled.weights, inputs.keys, unscaled.scores, unscaled.values,
-                                      title=i18n.t("not scaled: scores (40, 8)")),
+                                      title=i18n.t("not scaled: scores (40, 8)"), language=i18n.language()),
               key="lab_chart_f_unscaled")
         st.markdown(i18n.t("w₁ = e⁴⁰ / (e⁴⁰ + e⁸) = 1 − e{power} = **{weight}**: nearly one-hot, so token 2 "
                            "gets no gradient.").format(power=lit(_superscript(-gap)),
@@ -349,7 +353,8 @@ def _example_f(d_k: int) -> None:
     with right:
         title = i18n.t("divided by √64 = {t}: scores ({first}, {second})").format(
             t=f"{scaled.temperature:g}", first=f"{scaled.scaled[0]:g}", second=f"{scaled.scaled[1]:g}")
-        chart(lab_figures.weight_bars(scaled.weights, inputs.keys, scaled.scaled, scaled.values, title=title),
+        chart(lab_figures.weight_bars(scaled.weights, inputs.keys, scaled.scaled, scaled.values, title=title,
+                                      language=i18n.language()),
               key="lab_chart_f_scaled")
         st.markdown(i18n.t("w₁ = e⁵ / (e⁵ + e¹) = **{weight}**: token 2 keeps {share} of the attention, so "
                            "gradients still reach it.").format(weight=i18n.number(scaled.weights[0], 4),

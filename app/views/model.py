@@ -131,8 +131,9 @@ def overview_tab(trace: Trace, layer: int) -> None:
     st.caption(lit(i18n.t(model_figures.OVERVIEW_CAPTION)))
     weights = [result.weights for result in trace.attentions]  # 6 x [12, n, n]
     width = phone_css.column_width() or figures.FULL_WIDTH
-    chart(model_figures.model_view(weights, [head_labels(w) for w in weights], width=width),
-          key="model_overview", text=of_model(weights))
+    chart(model_figures.model_view(weights, [head_labels(w) for w in weights], width=width,
+                                   language=i18n.language()),
+          key="model_overview", text=of_model(weights, language=i18n.language()))
     head = widgets.choice_ui(st, i18n.t("open a head of layer {layer} (the layer is chosen above)").format(
         layer=f"{layer + 1:d}"), _head_names(12), "model_head", segmented=True)
     w = weights[layer][head]
@@ -175,7 +176,8 @@ def layer_tab(trace: Trace, layer: int) -> None:
     st.caption(i18n.t("The concatenation: one band per head, 12 × 32 = 384 columns"))
     shown, note = picture_colours(r.concat, r.concat)
     chart(figure(figures.concat_bands, shown, trace.tokens, r.n_heads, r.head_outputs.shape[2]),
-          key="model_concat", text=of_concat(r.concat, trace.tokens, r.n_heads, r.head_outputs.shape[2]))
+          key="model_concat", text=of_concat(r.concat, trace.tokens, r.n_heads, r.head_outputs.shape[2],
+                                      language=i18n.language()))
     if note:
         st.caption(lit(note))
     setup = model().layer_setup(trace, layer)
@@ -185,7 +187,7 @@ def layer_tab(trace: Trace, layer: int) -> None:
     shown, note = picture_colours(contributions[0], contributions)
     chart(figure(figures.head_grids, shown, trace.tokens, figures.dims("d", 384), kind="signed",
                  head_names=heads, cols_are_tokens=False), key="model_contributions",
-          text=of_grids(contributions, trace.tokens, figures.dims("d", 384), heads))
+          text=of_grids(contributions, trace.tokens, figures.dims("d", 384), heads, language=i18n.language()))
     if note:
         st.caption(lit(note))
 
@@ -195,7 +197,7 @@ def picture_colours(panel: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, 
     as they are where the hover shows each cell's value."""
     if panel.size <= figures.IMAGE_FROM_CELLS:
         return values, None
-    return model_figures.saturated(values)
+    return model_figures.saturated(values, i18n.language())
 
 
 def lines_tab(trace: Trace, layer: int) -> None:
@@ -220,8 +222,9 @@ def lines_tab(trace: Trace, layer: int) -> None:
         return
     shown = weights[:, window, window]  # [h, w, w]
     chart(model_figures.head_view(shown, sorted(chosen), tokens, query=query,
-                                  width=phone_css.column_width() or figures.FULL_WIDTH),
-          key="model_lines", text=of_head_view(shown, chosen, tokens, query))
+                                  width=phone_css.column_width() or figures.FULL_WIDTH,
+                                  language=i18n.language()),
+          key="model_lines", text=of_head_view(shown, chosen, tokens, query, language=i18n.language()))
 
 
 LINE_WINDOW = 48  # word pieces drawn at once in the head view

@@ -196,6 +196,12 @@ def where_the_point_is(lesson, screen: int, *, shown: bool) -> None:
                    .format(screen=f"{lesson.screen:d}"))
 
 
+def of_head(symbol: str, head: int) -> str:
+    """A chart title 'A of head 2' in the reader's language."""
+    head_name = i18n.t("head {number}").format(number=head + 1)
+    return i18n.t("{matrix} of {head}").format(matrix=symbol, head=head_name)
+
+
 def forecast_for(lesson, current: Current, screen: int) -> Question | None:
     """The chapter's Forecast box on the screen of its point, else one made from the live state."""
     if lesson is not None and lesson.forecast and lesson.screen == screen + 1:
@@ -204,7 +210,7 @@ def forecast_for(lesson, current: Current, screen: int) -> Question | None:
     if screen == 0:
         return None
     return forecast(current.setup, current.result, SCREENS[screen].step, seed=screen,
-                    idea=SCREENS[screen].idea)
+                    idea=SCREENS[screen].idea, language=i18n.language())
 
 
 def drawings(current: Current, question: Question | None, screen: int) -> tuple:
@@ -214,8 +220,8 @@ def drawings(current: Current, question: Question | None, screen: int) -> tuple:
     selections = st.session_state.selections
     head, query = (question.cell[:2] if question is not None and question.cell is not None
                    else (selections.get("shown_head", 0), selections.get("focus_query", 0)))
-    return (drawn_forecast(current.setup, current.result, head, query),
-            drawn_forecast(current.setup, current.result, head))
+    return (drawn_forecast(current.setup, current.result, head, query, language=i18n.language()),
+            drawn_forecast(current.setup, current.result, head, language=i18n.language()))
 
 
 def ask(screen: int, question: Question, drawn: tuple[DrawnForecast | None, DrawnForecast | None]) -> bool:
@@ -300,7 +306,7 @@ class Draw:
     def one_head(self, values, head: int, kind: str, symbol: str, key: str, budget: int) -> None:
         chart(fitted(figures.head_grids, values[head:head + 1], self.q_tokens, self.k_tokens, budget=budget,
                      kind=kind, mask=self.r.mask,
-                     head_names=[figures.shape_title(f"{symbol} of head {head + 1}", values.shape[1:])]),
+                     head_names=[figures.shape_title(of_head(symbol, head), values.shape[1:])]),
               key=key)
 
     def arrows(self):
@@ -312,7 +318,7 @@ class Draw:
     def qkv(self):
         head, _ = self.pickers(query=False)
         r = self.r
-        titles = [figures.shape_title(f"{name} of head {head + 1}", a[head].shape)
+        titles = [figures.shape_title(of_head(name, head), a[head].shape)
                   for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))]
         chart(fitted(figures.qkv_panels, r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
                      budget=self.room - SELECTORS_PX, titles=titles), key="present_qkv")
@@ -339,7 +345,7 @@ class Draw:
                 ("weights", self.r.weights, "A", "present_weights"))
         stacked = [fitted(figures.head_grids, values[head:head + 1], self.q_tokens, self.k_tokens,
                           budget=room // 2, kind=kind, mask=self.r.mask,
-                          head_names=[figures.shape_title(f"{symbol} of head {head + 1}", values.shape[1:])])
+                          head_names=[figures.shape_title(of_head(symbol, head), values.shape[1:])])
                    for kind, values, symbol, _ in pair]
         if sum(fig["layout"]["height"] + TABLE_PX for fig in stacked) <= room:
             for fig, (*_, key_) in zip(stacked, pair, strict=True):
@@ -349,7 +355,7 @@ class Draw:
             with column:
                 chart(fitted(figures.head_grids, values[head:head + 1], self.q_tokens, self.k_tokens,
                              budget=room, kind=kind, mask=self.r.mask, width=CHART_WIDTH // 2,
-                             head_names=[figures.shape_title(f"{symbol} of head {head + 1}",
+                             head_names=[figures.shape_title(of_head(symbol, head),
                                                              values.shape[1:])]),
                       key=key_)
 

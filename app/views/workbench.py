@@ -126,7 +126,7 @@ class Page:
         self.setup, self.result, self.problems = current.setup, current.result, current.problems
         self.sizes = inputs.sizes
         self.q_tokens, self.k_tokens = inputs.tokens, inputs.kv_tokens
-        self.heads = [f"head {i + 1}" for i in range(self.sizes.n_heads)]
+        self.heads = [i18n.t("head {number}").format(number=i + 1) for i in range(self.sizes.n_heads)]
         self.large = inputs.large
 
     def problem(self, name: str) -> None:
@@ -166,18 +166,20 @@ class Page:
     def projections(self):
         step_header(2)
         # One head at a time: every head's matrices still count; only the drawing is per head.
-        head = widgets.choice_ui(st, "head", self.heads, "shown_head", segmented=True)
+        head = widgets.choice_ui(st, i18n.t("head"), self.heads, "shown_head", segmented=True)
         sz = self.sizes
         for column, name in zip(st.columns(3), ("w_q", "w_k", "w_v"), strict=True):
             with column:
                 width = sz.d_v if name == "w_v" else sz.d_k
-                st.caption(f"{lit(SPECS[name].label)} of {lit(self.heads[head])} "
-                           f"[{sz.d_model:d} × {width:d}]")
+                st.caption(i18n.t("{matrix} of {head} [{rows} × {columns}]").format(
+                    matrix=lit(SPECS[name].label), head=lit(self.heads[head]), rows=f"{sz.d_model:d}",
+                    columns=f"{width:d}"))
                 self.editor(name, head=head)
         if sz.bias:
             for column, name in zip(st.columns(3), ("b_q", "b_k", "b_v"), strict=True):
                 with column:
-                    st.caption(f"{lit(SPECS[name].label)} of {lit(self.heads[head])}")
+                    st.caption(i18n.t("{matrix} of {head}").format(matrix=lit(SPECS[name].label),
+                                                                   head=lit(self.heads[head])))
                     self.editor(name, head=head)
         for name in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v"):
             self.problem(name)
@@ -249,7 +251,7 @@ class Page:
                    f"{figures.IMAGE_BLOCKS:d} positions a side): numbers on cells and editing cell by cell "
                    f"are off. One head's window of {ZOOM:d} × {ZOOM:d} at full resolution, with its numbers:")
         head_column, query_column, key_column = st.columns(3)
-        head = widgets.choice_ui(head_column, "head", self.heads, "zoom_head")
+        head = widgets.choice_ui(head_column, i18n.t("head"), self.heads, "zoom_head")
         q0 = int(query_column.number_input("queries from", 1, max(1, n_q - ZOOM + 1), key="zoom_query")) - 1
         k0 = int(key_column.number_input("keys from", 1, max(1, n_k - ZOOM + 1), key="zoom_key")) - 1
         rows, cols = slice(q0, q0 + ZOOM), slice(k0, k0 + ZOOM)
@@ -325,8 +327,8 @@ class Page:
             return waiting()
         x, out = self.setup.x, self.result.output
         grid(figure(figures.side_by_side, x, out, self.q_tokens,
-                    left_title=figures.shape_title("input X", x.shape),
-                    right_title=figures.shape_title("output", out.shape), large=self.large),
+                    left_title=figures.shape_title(i18n.t("input X"), x.shape),
+                    right_title=figures.shape_title(i18n.t("output"), out.shape), large=self.large),
              key="chart_output")
 
     def drill_down(self):
