@@ -16,7 +16,7 @@ from app.widgets import chart
 from course.i18n import N_
 from course.learn import ROLE_INDUCTION, ROLE_NONE, ROLE_PREVIOUS, TASK_NAMES, TASK_SOLUTIONS
 from mha_core.attention import softmax
-from mha_core.train import Config, History, Model, probe, token_names
+from mha_core.train import Config, History, Model, probe, probes, token_names
 
 SAVED = "learn_saved"  # the settings, kept while another page is open (widgets forget theirs)
 session_keys.register(*(session_keys.Key(name, "learn", default) for name, default in {
@@ -225,15 +225,17 @@ def example_f_ui() -> None:
 
 
 def gradient_table(configs, runs, names) -> pd.DataFrame:
-    """At the start of training, the gradient that reaches the runner-up score of each row of the last
-    layer's head: w(1 − w) of the second-largest weight, averaged over the rows of the probe."""
+    """At the end of training, what reaches each row's runner-up score: the second-largest weight w
+    and its gradient w(1 − w), averaged over the rows of every layer on 8 sequences of the task."""
     rows = []
     for kind, config in configs.items():
         history = runs[kind][0]
-        weights = history.checkpoints[0][1].trace(probe(config))[-1].weights[0][2:]  # [T-2, T]
-        runner_up = np.sort(weights, axis=1)[:, -2]  # [T-2]
+        model = history.checkpoints[-1][1]
+        runner_up = np.concatenate([np.sort(result.weights[0][2:], axis=1)[:, -2]  # [T-2] per layer
+                                    for tokens in probes(config, 8) for result in model.trace(tokens)])
+        gradient = float((runner_up * (1 - runner_up)).mean())
         rows.append({i18n.t("scores"): names[kind],
-                     i18n.t("runner-up weight at step 0"): i18n.number(float(runner_up.mean()), 4),
-                     i18n.t("its gradient w(1 − w)"): f"{float((runner_up * (1 - runner_up)).mean()):.1e}",
+                     i18n.t("runner-up weight at the end"): i18n.number(float(runner_up.mean()), 3),
+                     i18n.t("its gradient w(1 − w)"): i18n.number(gradient, 3),
                      i18n.t("loss at the end"): i18n.number(history.losses[-1], 3)})
     return pd.DataFrame(rows).set_index(i18n.t("scores"))
