@@ -4,11 +4,14 @@ for every session (a class opening the page after the teacher trained does not w
 What a session may cost: a run is bounded by its Config (at most 2,000 steps of a 4-layer, 64-wide
 model on the page, about a minute of one core); runs queue on one lock, and a session that waited
 WAIT_SECONDS gets a message instead; KEPT finished runs stay (each 26 checkpoints of at most 0.6 MB).
+However many tabs ask, training takes at most half of one core over time: a bucket of BUDGET_SECONDS
+of training that refills at REFILL per second; an empty bucket refuses a new run with the wait.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -19,6 +22,8 @@ from mha_core.train import Config, History, mean_head_scores, probes, train
 
 KEPT = 8
 WAIT_SECONDS = 120
+BUDGET_SECONDS = 120.0  # training the server may do at once
+REFILL = 0.5  # seconds of training per second of time: half of one core, sustained
 PROBES = 16  # sequences the head scores are averaged over
 
 
@@ -27,6 +32,19 @@ class Runs:
         self._lock = threading.Lock()  # guards finished
         self._training = threading.Lock()  # one run at a time
         self._finished: OrderedDict[Config, tuple[History, np.ndarray]] = OrderedDict()
+        self._budget, self._checked = BUDGET_SECONDS, time.monotonic()
+
+    def wait_before_training(self) -> float:
+        """Seconds until the server may start another run (0: now)."""
+        with self._lock:
+            now = time.monotonic()
+            self._budget = min(BUDGET_SECONDS, self._budget + (now - self._checked) * REFILL)
+            self._checked = now
+            return 0.0 if self._budget > 0 else -self._budget / REFILL + 1
+
+    def _spent(self, seconds: float) -> None:
+        with self._lock:
+            self._budget -= seconds
 
     def finished(self, config: Config) -> tuple[History, np.ndarray] | None:
         """A finished run of this config and its checkpoints' head scores [C, layers, heads, 2]."""
@@ -45,7 +63,11 @@ class Runs:
             done = self.finished(config)  # trained by another session while this one waited
             if done is not None:
                 return done
-            train(config, on_step=on_step, history=history)
+            started = time.monotonic()
+            try:
+                train(config, on_step=on_step, history=history)
+            finally:
+                self._spent(time.monotonic() - started)  # a stopped run costs what it ran
         finally:
             self._training.release()
         result = (history, checkpoint_scores(config, history))

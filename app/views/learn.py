@@ -97,6 +97,14 @@ def shown_run(config: Config) -> tuple[History, np.ndarray] | None:
 
 def train_ui(config: Config, key: str = "learn_stop") -> tuple[History, np.ndarray] | None:
     """Train with a progress bar and a live loss curve; Stop (any click) ends the run and keeps it."""
+    finished = training.runs().finished(config)
+    if finished is not None:
+        return finished
+    wait = training.runs().wait_before_training()
+    if wait:
+        st.warning(i18n.t("This server has trained a lot in the last minutes; a new model can start in "
+                          "{seconds} s.").format(seconds=f"{wait:.0f}"))
+        return None
     stop = st.empty()
     stop.button(i18n.t("Stop"), key=key)  # a click reruns the page, which stops this run
     bar = st.progress(0.0, text=i18n.t("Waiting for the server (one model trains at a time)…"))

@@ -20,7 +20,7 @@ from tests.browser_env import ARTIFACTS, IDLE, require_browser
 LOADED = 90_000  # ms: how long a page may take on a loaded machine before the test gives up
 WIDTH, HEIGHT = 1280, 720
 TALLEST = 16_000  # px: the window grows to the page's height, at most this
-PAGES = ["workbench", "present", "labs", "learn", "quiz", "model", "class", "examples"]  # the navigation's pages
+PAGES = ["workbench", "present", "labs", "learn", "quiz", "model", "class", "examples"]  # the navigation
 
 require_browser(("axe-core", AXE))
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from app import training
 from app.training import checkpoint_scores
 from mha_core.attention import softmax
-from mha_core.train import Config, train
+from mha_core.train import Config, History, train
 from tests.apptest_util import fresh_app, goto, texts
 
 TRAIN = "FormSubmitter:learn_settings-Train"
@@ -73,3 +74,29 @@ def test_example_f_quotes_the_chapter_s_numbers_at_their_precision():
     scaled = softmax(np.array([5.0, 1.0]))[1]
     assert f"**{scaled:.3f}**" == "**0.018**" and "**0.018**" in text  # the chapter prints 0.018
     assert f"{scaled * (1 - scaled):.4f}" in text and "1.3e-14" in text
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_the_server_s_training_budget_refuses_a_run_then_refills(monkeypatch):
+    """However many tabs press Train, the server trains at most REFILL of one core over time."""
+    clock = Clock()
+    monkeypatch.setattr(training, "time", clock)
+    monkeypatch.setattr(training, "BUDGET_SECONDS", 10.0)
+    runs = training.Runs()
+    assert runs.wait_before_training() == 0
+
+    def slow_step(step, loss, model):
+        clock.now += 1.0  # each step costs a second of the fake clock
+
+    runs.run(Config(steps=30, batch=2), slow_step, History())  # 30 s from a 10 s bucket, 15 s refilled
+    assert runs.wait_before_training() == pytest.approx(5 / training.REFILL + 1)
+    clock.now += 5 / training.REFILL + 0.5
+    assert runs.wait_before_training() == 0
+    assert runs.finished(Config(steps=30, batch=2)) is not None

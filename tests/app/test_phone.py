@@ -19,8 +19,9 @@ PHONE = dict(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=T
 PHONE_PX = 390
 TOUCH_PX = 44
 LOADED = 60_000  # ms: a loaded machine may take this long to draw a page
-PAGES = ["/", "/present", "/labs", "/learn", "/quiz", "/model", "/class", "/examples",  # every page of the navigation
-         "/?preset=ex_h_cross_attention"]  # and a 512-wide example
+# every page of the navigation, and a 512-wide example
+PAGES = ["/", "/present", "/labs", "/learn", "/quiz", "/model", "/class", "/examples",
+         "/?preset=ex_h_cross_attention"]
 CHIP_BUTTONS = "[class*='st-key-chip_add_'] button"
 
 require_browser()
