@@ -39,3 +39,16 @@ def followed() -> tuple[str, ...]:
 
 def defaults(owner: str) -> dict[str, Any]:
     return {name: key.default for name, key in REGISTRY.items() if key.owner == owner}
+
+
+def restore(state, saved: str, defaults: dict[str, Any]) -> None:
+    """A page's widget keys back from ``state[saved]`` (Streamlit forgets a widget's key on a run
+    that does not draw it, as when another page is open), else their defaults."""
+    kept = state.setdefault(saved, {})
+    for key, default in defaults.items():
+        state.setdefault(key, kept.get(key, default))
+
+
+def save(state, saved: str, defaults: dict[str, Any]) -> None:
+    """The page's widget keys, kept under ``state[saved]`` for restore()."""
+    state[saved] = {key: state[key] for key in defaults if key in state}

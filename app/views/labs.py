@@ -82,13 +82,11 @@ DEFAULTS = session_keys.defaults("labs")
 
 
 def _restore() -> None:
-    saved = st.session_state.setdefault(SAVED, {})
-    for key, default in DEFAULTS.items():
-        st.session_state.setdefault(key, saved.get(key, default))
+    session_keys.restore(st.session_state, SAVED, DEFAULTS)
 
 
 def _save() -> None:
-    st.session_state[SAVED] = {key: st.session_state[key] for key in DEFAULTS if key in st.session_state}
+    session_keys.save(st.session_state, SAVED, DEFAULTS)
 
 
 def render() -> None:
