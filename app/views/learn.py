@@ -18,16 +18,21 @@ from course.learn import ROLE_INDUCTION, ROLE_NONE, ROLE_PREVIOUS, TASK_NAMES, T
 from mha_core.attention import softmax
 from mha_core.train import Config, History, Model, probe, probes, token_names
 
+LAYERS, HEADS, WIDTHS, STEPS = (1, 2, 3, 4), (1, 2, 4), (16, 32, 64), (200, 400, 600, 1000, 2000)
+SCALINGS = {"sqrt": N_("scaled by 1/√d_k"), "none": N_("not scaled")}
+PROMPT_CHARS = 96  # 24 letters and their spaces, and some
+# The settings, the checkpoint shown and the letters typed: a class follows its teacher's (app/live.py).
 SAVED = "learn_saved"  # the settings, kept while another page is open (widgets forget theirs)
-session_keys.register(*(session_keys.Key(name, "learn", default) for name, default in {
+session_keys.register(*(session_keys.Key(name, "learn", default, followed=True) for name, default in {
     "learn_task": "induction", "learn_layers": 2, "learn_heads": 2, "learn_width": 32, "learn_steps": 600,
     "learn_scaling": "sqrt", "learn_mlp": False, "learn_prompt": ""}.items()))
 DEFAULTS = session_keys.defaults("learn")
+ALLOWED = {"learn_task": tuple(TASK_NAMES), "learn_layers": LAYERS, "learn_heads": HEADS,
+           "learn_width": WIDTHS, "learn_steps": STEPS, "learn_scaling": tuple(SCALINGS),
+           "learn_mlp": (False, True)}
 RUN = "learn_run"  # this session's last run: (Config, History), finished or stopped
 session_keys.register(session_keys.Key(SAVED, "learn"), session_keys.Key(RUN, "learn"),
-                      session_keys.Key("learn_checkpoint", "learn"))
-LAYERS, HEADS, WIDTHS, STEPS = (1, 2, 3, 4), (1, 2, 4), (16, 32, 64), (200, 400, 600, 1000, 2000)
-SCALINGS = {"sqrt": N_("scaled by 1/√d_k"), "none": N_("not scaled")}
+                      session_keys.Key("learn_checkpoint", "learn", followed=True))
 ROLE_AT = 0.4  # a head whose mean score passes this has taken the role
 PROGRESS_EVERY = 10  # steps between two updates of the bar (each is a message to the browser)
 CURVE_EVERY = 100  # steps between two redraws of the live loss curve
@@ -54,7 +59,15 @@ def render(workbench_page) -> None:
 
 
 def _restore() -> None:
-    session_keys.restore(st.session_state, SAVED, DEFAULTS)
+    """The settings kept, and any value a room or a crafted session sent that the page does not offer
+    back to its default (True is 1 to Python: a type must match too)."""
+    ss = st.session_state
+    session_keys.restore(ss, SAVED, DEFAULTS)
+    for key, allowed in ALLOWED.items():
+        if not any(type(ss[key]) is type(value) and ss[key] == value for value in allowed):
+            ss[key] = DEFAULTS[key]
+    if not isinstance(ss.learn_prompt, str) or len(ss.learn_prompt) > PROMPT_CHARS:
+        ss.learn_prompt = ""
 
 
 def _save() -> None:
@@ -166,7 +179,7 @@ def prompt_ui(config: Config, model: Model) -> np.ndarray:
     names = token_names(config.vocab)
     text = st.text_input(i18n.t("Your own sequence: letters {first} to {last}, separated by spaces (empty: a "
                                 "sequence of the task)").format(first=names[0], last=names[-1]),
-                         key="learn_prompt", max_chars=4 * config.seq_len)
+                         key="learn_prompt", max_chars=PROMPT_CHARS)
     words = text.upper().split()
     if not words:
         return probe(config)

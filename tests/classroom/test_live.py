@@ -353,6 +353,39 @@ def test_a_follower_sees_the_labs_and_the_model_text_as_the_teacher_set_them():
     assert not student.exception
 
 
+def test_a_follower_sees_the_model_its_teacher_trained_at_the_teacher_s_checkpoint():
+    """Issue 18: the teacher trains on the Learn page; the class sees the same run (one server keeps it
+    for every session) at the checkpoint the teacher drags to, and the letters the teacher typed."""
+    teacher, code = teacher_with_room()
+    goto(teacher, "learn")
+    teacher.selectbox(key="learn_steps").set_value(200)
+    teacher.button(key="FormSubmitter:learn_settings-Train").click().run(timeout=180)
+    steps = list(teacher.select_slider(key="learn_checkpoint").options)
+    teacher.select_slider(key="learn_checkpoint").set_value(int(steps[6])).run()
+    teacher.text_input(key="learn_prompt").set_value("A B C A B").run()
+    student = open_address({"room": code})
+    assert student.session_state["last_page"] == "learn" and not student.exception
+    assert student.session_state["learn_steps"] == 200
+    assert student.session_state["learn_checkpoint"] == int(steps[6])
+    assert student.table[0].value.equals(teacher.table[0].value)  # what each head became, then
+    def continued(at):
+        return [m for m in texts(at.markdown) if m.startswith("The model continues")]
+
+    assert continued(student) and continued(student) == continued(teacher)
+
+
+def test_a_learn_setting_the_page_does_not_offer_is_put_back_to_its_default():
+    """A room's (or a crafted session's) learn_layers = 99 or True never reaches Config."""
+    defaults = {"learn_layers": 2, "learn_mlp": False, "learn_task": "induction", "learn_prompt": ""}
+    student = fresh_app()  # on the workbench: the values arrive before the Learn page draws its widgets
+    for key, value in (("learn_layers", 99), ("learn_mlp", 1), ("learn_task", "chess"),
+                       ("learn_prompt", "x" * 500)):
+        student.session_state[key] = value
+    goto(student, "learn")
+    assert not student.exception
+    assert {key: student.session_state[key] for key in defaults} == defaults
+
+
 def bar_values(spec: dict) -> list:
     """A bar chart's data: the y of each trace."""
     return [list(trace.get("y", [])) for trace in spec["data"]]
