@@ -127,7 +127,7 @@ def train_ui(config: Config, key: str = "learn_stop") -> tuple[History, np.ndarr
     def on_step(step: int, loss: float, model: Model) -> None:
         if step % PROGRESS_EVERY == 0 or step == config.steps:
             bar.progress(step / config.steps, text=i18n.t("Step {step} of {steps}: loss {loss}").format(
-                step=step, steps=config.steps, loss=i18n.number(loss, 3)))
+                step=f"{step:d}", steps=f"{config.steps:d}", loss=i18n.number(loss, 3)))
         if step % CURVE_EVERY == 0:
             curve.plotly_chart(learn_figures.runs_figure([(i18n.t("loss"), history.losses)],
                                                          language=i18n.language()))
@@ -143,8 +143,8 @@ def train_ui(config: Config, key: str = "learn_stop") -> tuple[History, np.ndarr
 def results_ui(config: Config, history: History, scores: np.ndarray, workbench_page) -> None:
     steps = [step for step, _ in history.checkpoints]
     if history.stopped:
-        st.warning(i18n.t("Stopped at step {step} of {steps}.").format(step=len(history.losses),
-                                                                     steps=config.steps))
+        st.warning(i18n.t("Stopped at step {step} of {steps}.").format(step=f"{len(history.losses):d}",
+                                                                     steps=f"{config.steps:d}"))
     st.session_state.setdefault("learn_checkpoint", steps[-1])
     if st.session_state.learn_checkpoint not in steps:
         st.session_state.learn_checkpoint = steps[-1]
@@ -178,7 +178,7 @@ def prompt_ui(config: Config, model: Model) -> np.ndarray:
     """The sequence the heads are drawn on: the task's probe, or the reader's own letters."""
     names = token_names(config.vocab)
     text = st.text_input(i18n.t("Your own sequence: letters {first} to {last}, separated by spaces (empty: a "
-                                "sequence of the task)").format(first=names[0], last=names[-1]),
+                                "sequence of the task)").format(first=lit(names[0]), last=lit(names[-1])),
                          key="learn_prompt", max_chars=PROMPT_CHARS)
     words = text.upper().split()
     if not words:
@@ -186,8 +186,8 @@ def prompt_ui(config: Config, model: Model) -> np.ndarray:
     unknown = [word for word in words if word not in names]
     if unknown or len(words) > config.seq_len:
         st.error(i18n.t("Use at most {count} letters from {first} to {last}; not {word}.").format(
-            count=config.seq_len, first=names[0], last=names[-1], word=lit(" ".join(unknown[:3]) or
-                                                                          str(len(words)))))
+            count=f"{config.seq_len:d}", first=lit(names[0]), last=lit(names[-1]),
+            word=lit(" ".join(unknown[:3]) or str(len(words)))))
         return probe(config)
     tokens = np.array([names.index(word) for word in words])
     continued = model.generate(tokens, min(GENERATED, config.seq_len - len(tokens)) or 1)

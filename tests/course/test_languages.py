@@ -210,11 +210,11 @@ def test_a_german_reader_s_charts_write_decimal_commas_on_cells_hover_and_axes()
             cells = [c for row in english_trace["text"] for c in row]
             assert [c for row in trace["text"] for c in row] == [c.replace(".", ",") for c in cells]
     hover = spec["data"][1]["hovertext"][2][1]  # head 2, query 'sat', key 'cat'
-    assert hover == "query sat, key cat: weight 0,6652"
+    assert hover == "Query sat, Key cat: Gewicht 0,6652"  # the words German too (the glossary's)
     at = open_address({"lang": "de", "preset": "the_cat_sat_two_heads"})
     at.text_input(key="tokens_text").set_value("3.14 cat sat").run()
     hover = chart_specs(at)["chart_weights"]["data"][1]["hovertext"][0][0]
-    assert hover.startswith("query 3.14, key 3.14: weight ") and "," in hover.rpartition(": ")[2]
+    assert hover.startswith("Query 3.14, Key 3.14: Gewicht ") and "," in hover.rpartition(": ")[2]
 
 
 def test_the_presenter_speaks_german_with_german_numbers_on_every_screen():
