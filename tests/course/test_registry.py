@@ -201,13 +201,14 @@ def test_the_live_class_imports_no_page_and_sends_what_pages_register_as_followe
     """Issue 17: app/live.py took the labs' and the model page's key lists by importing them (an
     arrow back up); the pages now register their keys and live reads the registry."""
     from app import session_keys
-    from app.views import labs, model  # noqa: F401 (importing a page registers its keys, as the app does)
+    from app.views import labs, learn, model  # noqa: F401 (importing a page registers its keys, as the app does)
 
     live_imports = imported_modules(ROOT / "app" / "live.py")
     assert not {name for name in live_imports if name.startswith("app.views")}, live_imports
     followed = set(session_keys.followed())
-    assert {"model_text", "pick_model_layer", "lab_gap", "lab_d_k"} <= followed
-    assert {key.owner for key in session_keys.REGISTRY.values() if key.followed} == {"labs", "model"}
+    assert {"model_text", "pick_model_layer", "lab_gap", "lab_d_k", "learn_task",
+            "learn_checkpoint"} <= followed
+    assert {key.owner for key in session_keys.REGISTRY.values() if key.followed} == {"labs", "learn", "model"}
     assert not followed & {"room", "teacher_secret", "student_secret", "language"}  # never a follower's
 
 
