@@ -31,7 +31,9 @@ ALLOWED = {"learn_task": tuple(TASK_NAMES), "learn_layers": LAYERS, "learn_heads
            "learn_width": WIDTHS, "learn_steps": STEPS, "learn_scaling": tuple(SCALINGS),
            "learn_mlp": (False, True)}
 RUN = "learn_run"  # this session's last run: (Config, History), finished or stopped
+STOPPED_SCORES = "learn_stopped_scores"  # a stopped run and its checkpoints' head scores
 session_keys.register(session_keys.Key(SAVED, "learn"), session_keys.Key(RUN, "learn"),
+                      session_keys.Key(STOPPED_SCORES, "learn"),
                       session_keys.Key("learn_checkpoint", "learn", followed=True))
 ROLE_AT = 0.4  # a head whose mean score passes this has taken the role
 PROGRESS_EVERY = 10  # steps between two updates of the bar (each is a message to the browser)
@@ -100,10 +102,14 @@ def shown_run(config: Config) -> tuple[History, np.ndarray] | None:
     if finished is not None:
         return finished
     mine = st.session_state.get(RUN)
-    if mine is not None and mine[0] == config and mine[1].checkpoints:
-        mine[1].stopped = True  # its run ended without finishing: Stop, or the page was left
-        return mine[1], training.checkpoint_scores(config, mine[1])
-    return None
+    if mine is None or mine[0] != config or not mine[1].checkpoints:
+        return None
+    history = mine[1]
+    history.stopped = True  # its run ended without finishing: Stop, or the page was left
+    kept = st.session_state.get(STOPPED_SCORES)
+    if kept is None or kept[0] is not history:  # scored once, not on every drag of the slider
+        kept = st.session_state[STOPPED_SCORES] = (history, training.checkpoint_scores(config, history))
+    return kept
 
 
 def train_ui(config: Config, key: str = "learn_stop") -> tuple[History, np.ndarray] | None:

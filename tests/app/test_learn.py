@@ -100,3 +100,22 @@ def test_the_server_s_training_budget_refuses_a_run_then_refills(monkeypatch):
     clock.now += 5 / training.REFILL + 0.5
     assert runs.wait_before_training() == 0
     assert runs.finished(Config(steps=30, batch=2)) is not None
+
+
+def test_a_stopped_run_is_shown_with_its_steps_and_scored_once():
+    """Stop ends a run mid-way: the page shows what was done, says where it stopped, and scores the
+    checkpoints once, not on every rerun."""
+    config = Config(steps=1000)
+    history = History()
+    with pytest.raises(KeyboardInterrupt):
+        train(config, on_step=lambda step, loss, model: (_ for _ in ()).throw(KeyboardInterrupt)
+              if step == 60 else None, history=history)
+    at = fresh_app()
+    at.session_state["learn_steps"] = 1000
+    at.session_state["learn_run"] = (config, history)
+    goto(at, "learn")
+    assert not at.exception
+    assert any("Stopped at step 60 of 1000." in w for w in texts(at.warning))
+    scored = at.session_state["learn_stopped_scores"]
+    at.run()
+    assert at.session_state["learn_stopped_scores"] is scored and len(at.table) == 1
