@@ -17,9 +17,10 @@ from mha_core.analysis import (
 from mha_core.attention import MHAResult, attention_bytes, multi_head_attention, project, softmax
 from mha_core.init import fill, random_matrix, random_weights, select_matrix
 from mha_core.setup import ARRAYS, LIMITS, Limits, Scaling, Setup, Sizes
+from mha_core.validation import Window
 
 __all__ = [
-    "ARRAYS", "LIMITS", "Limits", "MHAResult", "Scaling", "Setup", "Sizes",
+    "ARRAYS", "LIMITS", "Limits", "MHAResult", "Scaling", "Setup", "Sizes", "Window",
     "attention_bytes", "attention_flops", "contribution_gap", "count_parameters", "fill",
     "head_contributions", "head_width", "largest_change", "mha_flops", "most_disagreeing_pair",
     "multi_head_attention",

@@ -44,8 +44,8 @@ class MHAResult:
     """
 
     q: np.ndarray  # [h, n_q, d_k]
-    k: np.ndarray  # [h, n_k, d_k]
-    v: np.ndarray  # [h, n_k, d_v]
+    k: np.ndarray  # [h, n_k, d_k]  each query head's keys: heads of one group share theirs (kv_heads)
+    v: np.ndarray  # [h, n_k, d_v]  likewise
     scores: np.ndarray  # [h, n_q, n_k]  raw q . k
     scaled: np.ndarray  # [h, n_q, n_k]  scores * scale, -inf where masked
     weights: np.ndarray  # [h, n_q, n_k]  softmax over keys
@@ -54,10 +54,20 @@ class MHAResult:
     output: np.ndarray  # [n_q, d_model]  concat @ w_o (+ b_o)
     scale: float  # the multiplier applied to the scores
     mask: np.ndarray | None  # [n_q, n_k] bool, True = may attend; None = all allowed
+    kv_heads: int = 0  # key/value heads g (grouped-query attention); 0 means one per query head
 
     @property
     def n_heads(self) -> int:
         return self.q.shape[0]
+
+    @property
+    def groups(self) -> int:
+        """Key/value heads: h for standard multi-head attention, 1 for multi-query attention."""
+        return self.kv_heads or self.n_heads
+
+    def group_of(self, head: int) -> int:
+        """The key/value head query head ``head`` reads (0-based), as PyTorch's enable_gqa repeats them."""
+        return head // (self.n_heads // self.groups)
 
 
 def softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -105,9 +115,11 @@ def multi_head_attention(
 ) -> MHAResult:
     """Concat(head_1, ..., head_h) W_O with head_i = softmax(scale * Q_i K_i^T) V_i.
 
-    x [n_q, d_model]; x_kv [n_k, d_model] (default x); w_q, w_k [h, d_model, d_k];
-    w_v [h, d_model, d_v]; w_o [h*d_v, d_model]; b_q, b_k [h, d_k]; b_v [h, d_v];
-    b_o [d_model]; mask None | "causal" | bool [n_q, n_k] (True = may attend);
+    x [n_q, d_model]; x_kv [n_k, d_model] (default x); w_q [h, d_model, d_k]; w_k [g, d_model, d_k];
+    w_v [g, d_model, d_v]; w_o [h*d_v, d_model]; b_q [h, d_k]; b_k [g, d_k]; b_v [g, d_v];
+    b_o [d_model]; mask None | "causal" | Window(w) | bool [n_q, n_k] (True = may attend).
+    g, the key/value heads, divides h: g = h is standard multi-head attention, g = 1 multi-query,
+    in between grouped-query attention (query head i reads key/value head i // (h/g)).
     scale "sqrt" (1/sqrt(d_k)) | "none" | a positive float multiplier.
     max_bytes: the most memory the call may allocate (see attention_bytes), None for no limit;
     a larger call raises ValueError before allocating anything large.
@@ -119,8 +131,12 @@ def multi_head_attention(
     d_model = x.shape[1]
     w_q = check_projection("w_q", w_q, d_model, dtype)
     h, _, d_k = w_q.shape
-    w_k = check_projection("w_k", w_k, d_model, dtype, h=h, d=d_k, d_name="d_k (from w_q)")
-    w_v = check_projection("w_v", w_v, d_model, dtype, h=h)
+    w_k = check_projection("w_k", w_k, d_model, dtype, d=d_k, d_name="d_k (from w_q)")
+    g = w_k.shape[0]
+    if h % g:
+        raise ValueError(f"w_k has {g} key/value heads, which must divide the h={h} query heads of w_q "
+                         f"(shape {list(w_k.shape)})")
+    w_v = check_projection("w_v", w_v, d_model, dtype, h=g, h_name="g={h} key/value heads like w_k")
     d_v = w_v.shape[2]
     w_o = as_float_array("w_o", w_o, dtype)
     if w_o.shape != (h * d_v, d_model):
@@ -131,7 +147,7 @@ def multi_head_attention(
     n_q, n_k = x.shape[0], x_kv.shape[0]
     max_bytes = check_max_bytes(max_bytes)
     if max_bytes is not None:  # before the mask too: "causal" builds an [n_q, n_k] matrix
-        needed = _attention_bytes(n_q, n_k, h, d_k, d_v, d_model, dtype.itemsize, mask is not None)
+        needed = _attention_bytes(n_q, n_k, h, d_k, d_v, d_model, dtype.itemsize, mask is not None, g)
         if needed > max_bytes:
             raise ValueError(
                 f"n_q={n_q}, n_k={n_k}, h={h}, d_k={d_k}, d_v={d_v}, d_model={d_model} in {dtype.name} "
@@ -144,11 +160,13 @@ def multi_head_attention(
 
     # Step 2 of the course (course/steps.py): project the tokens into each head's query, key and value spaces.
     q = project(x, w_q)  # [h, n_q, d_k]
-    k = project(x_kv, w_k)  # [h, n_k, d_k]
-    v = project(x_kv, w_v)  # [h, n_k, d_v]
+    k = project(x_kv, w_k)  # [g, n_k, d_k]
+    v = project(x_kv, w_v)  # [g, n_k, d_v]
     q = _add_bias(q, check_bias("b_q", b_q, (h, d_k), dtype))
-    k = _add_bias(k, check_bias("b_k", b_k, (h, d_k), dtype))
-    v = _add_bias(v, check_bias("b_v", b_v, (h, d_v), dtype))
+    k = _add_bias(k, check_bias("b_k", b_k, (g, d_k), dtype))
+    v = _add_bias(v, check_bias("b_v", b_v, (g, d_v), dtype))
+    if g < h:  # grouped-query: each key/value head serves h/g query heads in a row
+        k, v = np.repeat(k, h // g, axis=0), np.repeat(v, h // g, axis=0)  # [h, n_k, d_k], [h, n_k, d_v]
 
     # Steps 3 and 4: score every query against every key, then scale.  scores, scaled and weights are views
     #    of one block: one large allocation per call instead of three, which glibc's malloc keeps
@@ -189,31 +207,35 @@ def multi_head_attention(
     for array in (block, heads, *arrays.values()):  # the two shared buffers, then every field
         if array is not None:
             array.flags.writeable = False
-    return MHAResult(scale=float(multiplier), **arrays)
+    return MHAResult(scale=float(multiplier), kv_heads=g if g < h else 0, **arrays)
 
 
 def attention_bytes(
     n_q: int, n_k: int, h: int, d_k: int, d_v: int, d_model: int, itemsize: int, *, masked: bool = False,
+    kv_heads: int | None = None,
 ) -> int:
     """The most bytes one multi_head_attention call of these sizes allocates (itemsize 8 for float64,
-    4 for float32; masked if a mask is given), so a size can be checked before calling.
+    4 for float32; masked if a mask is given; kv_heads g < h for grouped-query attention), so a size can
+    be checked before calling.
 
     The returned arrays, the largest temporary and the call's Python objects; not the inputs or
     their conversion.  tests/core/test_validation.py checks it against tracemalloc: never below the
     measured peak, and at most 10% above it from 100 KiB up.
     """
-    sizes = dict(n_q=n_q, n_k=n_k, h=h, d_k=d_k, d_v=d_v, d_model=d_model, itemsize=itemsize)
+    sizes = dict(n_q=n_q, n_k=n_k, h=h, d_k=d_k, d_v=d_v, d_model=d_model, itemsize=itemsize,
+                 kv_heads=h if kv_heads is None else kv_heads)
     for name, value in sizes.items():
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return _attention_bytes(*(int(v) for v in sizes.values()), bool(masked))
+    return _attention_bytes(*(int(v) for v in list(sizes.values())[:7]), bool(masked), int(sizes["kv_heads"]))
 
 
-def _attention_bytes(n_q, n_k, h, d_k, d_v, d_model, itemsize, masked) -> int:
+def _attention_bytes(n_q, n_k, h, d_k, d_v, d_model, itemsize, masked, kv_heads) -> int:
     """attention_bytes without the argument checks (the sizes come from validated arrays)."""
     grid = h * n_q * n_k  # entries of one [h, n_q, n_k] grid
     mask = n_q * n_k if masked else 0  # the returned bool mask
-    early = itemsize * (h * (n_q + n_k) * d_k + h * n_k * d_v + 3 * grid) + mask  # q, k, v, block, mask
+    grouped = kv_heads * n_k * (d_k + d_v) if kv_heads < h else 0  # k and v before their repeat
+    early = itemsize * (h * (n_q + n_k) * d_k + h * n_k * d_v + 3 * grid + grouped) + mask  # q, k, v, block
     late = itemsize * (n_q * h * d_v + n_q * d_model)  # heads (= concat, head_outputs) and output
     # Temporaries of steps 2 to 4, all freed before heads and output exist: |scores| while the
     # scores are few, else the bool finiteness scan of scaled or NumPy's ufunc buffer (dividing by

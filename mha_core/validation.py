@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -68,7 +69,7 @@ def check_matrix(name: str, value, dtype=None, d_model: int | None = None) -> np
 
 def check_projection(
     name: str, value, d_model: int, dtype, h: int | None = None, d: int | None = None,
-    d_name: str = "",
+    d_name: str = "", h_name: str = "h={h} heads like w_q",
 ) -> np.ndarray:
     """A finite [h, d_model, d] per-head projection consistent with the others."""
     array = as_float_array(name, value, dtype)
@@ -82,7 +83,7 @@ def check_projection(
             f"{name} must have shape [h, d_model={d_model}, d] to match x, got {list(array.shape)}"
         )
     if h is not None and array.shape[0] != h:
-        raise ValueError(f"{name} must have h={h} heads like w_q, got shape {list(array.shape)}")
+        raise ValueError(f"{name} must have {h_name.format(h=h)}, got shape {list(array.shape)}")
     if d is not None and array.shape[2] != d:
         raise ValueError(f"{name} must have last axis {d_name}={d}, got shape {list(array.shape)}")
     return array
@@ -98,10 +99,28 @@ def check_bias(name: str, value, shape: tuple[int, ...], dtype) -> np.ndarray | 
     return array
 
 
+@dataclass(frozen=True)
+class Window:
+    """A sliding window of ``size`` tokens: query i sees keys i - size + 1 to i (causal, as Mistral's)."""
+
+    size: int
+
+    def __post_init__(self):
+        if isinstance(self.size, bool) or not isinstance(self.size, numbers.Integral) or self.size < 1:
+            raise ValueError(f"a sliding window needs a whole number of tokens >= 1, got {self.size!r}")
+
+    def allowed(self, n_q: int, n_k: int) -> np.ndarray:  # -> [n_q, n_k] bool
+        offset = np.arange(n_q)[:, None] - np.arange(n_k)[None, :]  # [n_q, n_k] i - j
+        return (offset >= 0) & (offset < self.size)
+
+
 def resolve_mask(mask, n_q: int, n_k: int) -> np.ndarray | None:  # -> [n_q, n_k] bool or None
-    """None (all allowed), "causal" (key j <= query i), or a bool [n_q, n_k] array, True = may attend."""
+    """None (all allowed), "causal" (key j <= query i), a Window, or a bool [n_q, n_k] array, True =
+    may attend."""
     if mask is None:
         return None
+    if isinstance(mask, Window):
+        return mask.allowed(n_q, n_k)
     if isinstance(mask, str):
         if mask != "causal":
             raise ValueError(f"mask must be None, 'causal' or a bool array, got the string {mask!r}")

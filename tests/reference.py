@@ -6,7 +6,10 @@ import numpy as np
 
 
 def naive_mha(x, w_q, w_k, w_v, w_o, x_kv=None, allowed=None, scale=None, biases=None):
-    """Returns a dict with the same fields as MHAResult, computed one number at a time."""
+    """Returns a dict with the same fields as MHAResult, computed one number at a time.
+
+    w_k, w_v (and b_k, b_v) may hold g key/value heads, g dividing h: query head i reads group
+    i // (h / g), and k, v are returned per query head."""
     x_kv = x if x_kv is None else x_kv
     biases = biases or {}
     h, d_model, d_k = w_q.shape
@@ -19,10 +22,12 @@ def naive_mha(x, w_q, w_k, w_v, w_o, x_kv=None, allowed=None, scale=None, biases
                  + (bias[head][j] if bias is not None else 0.0) for j in range(width)] for row in rows]
 
     out = {name: [] for name in ("q", "k", "v", "scores", "scaled", "weights", "head_outputs")}
+    heads_per_group = h // len(w_k)
     for head in range(h):
+        group = head // heads_per_group
         q = proj(x, w_q, biases.get("b_q"), head, d_k)
-        k = proj(x_kv, w_k, biases.get("b_k"), head, d_k)
-        v = proj(x_kv, w_v, biases.get("b_v"), head, d_v)
+        k = proj(x_kv, w_k, biases.get("b_k"), group, d_k)
+        v = proj(x_kv, w_v, biases.get("b_v"), group, d_v)
         scores = [[sum(q[i][c] * k[j][c] for c in range(d_k)) for j in range(n_k)] for i in range(n_q)]
         scaled, weights = [], []
         for i in range(n_q):

@@ -275,3 +275,31 @@ def test_from_packed_inverts_to_packed_and_reads_a_torch_module():
     again = to_packed(**ours)
     np.testing.assert_array_equal(again["in_proj_weight"], state["in_proj_weight"])
     np.testing.assert_array_equal(again["out_proj_weight"], state["out_proj.weight"])
+
+
+@pytest.mark.parametrize("h, g", [(4, 2), (4, 1), (6, 3), (8, 2)])
+@pytest.mark.parametrize("window", [None, 3], ids=["full", "window-3"])
+def test_grouped_query_attention_matches_torch_enable_gqa(h, g, window):
+    """Grouped-query attention against SDPA's own enable_gqa (torch repeats each key/value head for h/g
+    query heads in a row), with the sliding window built in torch as a band of the causal mask."""
+    from mha_core import Window
+
+    rng = np.random.default_rng(h * 10 + g)
+    n, d_model, d_k, d_v = 9, 12, 3, 4
+    x = rng.standard_normal((n, d_model))
+    params = random_weights(rng, d_model, h, d_k, d_v)
+    params["w_k"], params["w_v"] = params["w_k"][:g], params["w_v"][:g]
+    ours = multi_head_attention(x, **params, mask=None if window is None else Window(window))
+
+    tx = torch.from_numpy(x)
+    q = tx @ torch.from_numpy(params["w_q"])  # [h, n, d_k]
+    k = tx @ torch.from_numpy(params["w_k"])  # [g, n, d_k]
+    v = tx @ torch.from_numpy(params["w_v"])  # [g, n, d_v]
+    band = None
+    if window is not None:
+        ones = torch.ones(n, n, dtype=torch.bool)
+        band = torch.tril(ones) & torch.triu(ones, diagonal=-(window - 1))  # [n, n] True = may attend
+    heads = F.scaled_dot_product_attention(q[None], k[None], v[None], attn_mask=band, enable_gqa=True)[0]
+    output = heads.transpose(0, 1).reshape(n, h * d_v) @ torch.from_numpy(params["w_o"])
+    np.testing.assert_allclose(ours.head_outputs, heads.numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(ours.output, output.numpy(), rtol=RTOL, atol=ATOL)
