@@ -129,7 +129,8 @@ RESULTS = BytesLRU(RESULTS_BUDGET_BYTES)
 def setup_key(setup: Setup) -> bytes:
     """A digest of everything that changes setup.run() (what Setup.same_inputs compares)."""
     digest = hashlib.blake2b(digest_size=20)
-    digest.update(repr((setup.tokens, setup.kv_tokens, setup.scaling, setup.mask_kind)).encode())
+    window = setup.mask if setup.mask_kind == "window" else None
+    digest.update(repr((setup.tokens, setup.kv_tokens, setup.scaling, setup.mask_kind, window)).encode())
     arrays = setup.arrays()
     if setup.mask_kind == "custom":
         arrays["mask"] = setup.mask

@@ -23,7 +23,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from app import editors, figures, i18n, result_cache
 from course.i18n import N_
 from course.scenarios import DEFAULT_SCENARIO, GENERATED, Scenario, all_scenarios, generated_setup
-from mha_core import ARRAYS, LIMITS, MHAResult, Scaling, Setup, Sizes
+from mha_core import ARRAYS, LIMITS, MHAResult, Scaling, Setup, Sizes, Window
 from mha_core.codec import (
     ConfigError,
     settings_from_link,
@@ -92,6 +92,9 @@ def load_setup(setup: Setup, seed: int | None = None) -> None:
     ss.custom_head_width = sizes.d_model % sizes.n_heads != 0 or sizes.d_k * sizes.n_heads != sizes.d_model \
         or sizes.d_v != sizes.d_k
     ss.mask_kind = setup.mask_kind
+    ss.kv_heads, ss.kv_heads_for = sizes.groups, sizes.n_heads  # (app/widgets.py: KV_HEADS_FOR)
+    if setup.mask_kind == "window":
+        ss.window_size = setup.mask.size
     ss.scale_kind = setup.scaling.kind
     if setup.scaling.kind == "multiply":
         ss.scale_multiplier = float(setup.scaling.value)
@@ -448,6 +451,7 @@ class Inputs:
     mask_kind: str
     large: bool
     errors: dict  # widget key -> message shown next to it
+    window: int = 2  # the sliding window's tokens, when mask_kind is "window"
 
 
 def build(inputs: Inputs) -> Current:
@@ -466,7 +470,7 @@ def build(inputs: Inputs) -> Current:
         values[spec.name] = current.value
         if current.bad or current.ignored:
             problems[spec.name] = cell_message(spec.name, current, tokens, kv_tokens, sizes)
-    mask = {"none": None, "causal": "causal"}.get(mask_kind)
+    mask = {"none": None, "causal": "causal", "window": Window(inputs.window)}.get(mask_kind)
     if mask_kind == "custom":
         mask = read(MASK).value > 0.5  # [n_q, n_k] bool
     if problems:

@@ -21,7 +21,11 @@ from mha_core.setup import SPECS, attention_size_problem, token_problem
 
 SCALE_KINDS = {"sqrt": N_("1/√d_k (standard)"), "none": N_("none (raw scores)"),
                "sqrt_of": N_("1/√d for a d you choose"), "multiply": N_("multiply by a number")}
-MASK_LABELS = {"none": N_("none"), "causal": N_("causal (no peeking ahead)"), "custom": N_("custom grid")}
+MASK_LABELS = {"none": N_("none"), "causal": N_("causal (no peeking ahead)"),
+               "window": N_("sliding window (the last w tokens)"), "custom": N_("custom grid")}
+KV_HEAD_LABELS = {"all": N_("{g} (standard: one per head)"),
+                  "one": N_("{g} (multi-query: all heads share it)"),
+                  "some": N_("{g} (grouped: {per} query heads share each)")}
 MODE_LABELS = {"self-attention": N_("self-attention"), "cross-attention": N_("cross-attention")}
 MODES = tuple(MODE_LABELS)
 FILL_LABELS = {"random": N_("random"), "identity": N_("identity"), "zeros": N_("zeros")}  # mha_core's FILLS
@@ -122,8 +126,10 @@ def choice_ui(where, label: str, labels: list[str], name: str, *, default: int =
 
 SIDEBAR_KEYS = ("mode", "tokens_text", "kv_tokens_text", "d_model", "n_heads", "custom_head_width", "d_k",
                 "d_v", "seed", "scale_kind", "scale_sqrt_of", "scale_multiplier", "mask_kind", "use_bias",
-                "large_type")
+                "large_type", "kv_heads", "window_size")
 session_keys.register(*(session_keys.Key(name, "sidebar") for name in SIDEBAR_KEYS))
+KV_HEADS_FOR = "kv_heads_for"  # the h the key/value heads were chosen for: standard (g = h) follows h
+session_keys.register(session_keys.Key(KV_HEADS_FOR, "sidebar"))
 
 
 def sidebar_values() -> dict:
@@ -205,16 +211,41 @@ def sidebar_ui(sb=None) -> Inputs:
             sb.error(lit(errors["n_heads"]), icon=":material/warning:")
     seed = _seed_ui(sb)
     scaling = _scaling_ui(sb, errors)
+    kv_heads = _kv_heads_ui(sb, n_heads)
     mask_kind = sb.selectbox(i18n.t("Mask"), list(MASK_LABELS), key="mask_kind",
                              format_func=i18n.labels(MASK_LABELS))
+    window = 2
+    if mask_kind == "window":
+        st.session_state.setdefault("window_size", 2)
+        window = int(sb.number_input(i18n.t("window w: tokens each query sees (itself included)"), 1,
+                                     LIMITS.tokens, key="window_size", step=1))
     use_bias = sb.checkbox(i18n.t("biases b_Q, b_K, b_V, b_O"), key="use_bias")
     large = sb.toggle(i18n.t("large type (projector)"), key="large_type",
                       help=i18n.t("Bigger numbers, labels and cells, for the back of a room."))
     sizes = None
     if not errors:
         sizes = Sizes(n_q=len(tokens), n_k=len(kv_tokens), d_model=d_model, n_heads=n_heads, d_k=d_k, d_v=d_v,
-                      cross=cross, bias=use_bias)
-    return Inputs(tokens, kv_tokens, sizes, seed, scaling, mask_kind, large, errors)
+                      cross=cross, bias=use_bias, kv_heads=kv_heads if kv_heads < n_heads else 0)
+    return Inputs(tokens, kv_tokens, sizes, seed, scaling, mask_kind, large, errors, window)
+
+
+def _kv_heads_ui(sb, n_heads: int) -> int:
+    """Key/value heads g, a divisor of h (h: standard multi-head attention, 1: multi-query attention)."""
+    choices = [g for g in range(n_heads, 0, -1) if n_heads % g == 0]  # h first: the standard
+    ss = st.session_state
+    standard_before = ss.get("kv_heads") == ss.get(KV_HEADS_FOR, n_heads)  # g was h before h changed
+    if ss.get("kv_heads") not in choices or standard_before:  # standard stays standard; else it must divide
+        ss.kv_heads = n_heads
+    ss[KV_HEADS_FOR] = n_heads
+
+    def label(g: int) -> str:
+        kind = "all" if g == n_heads else "one" if g == 1 else "some"
+        return i18n.t(KV_HEAD_LABELS[kind]).format(g=f"{g:d}", per=f"{n_heads // g:d}")
+
+    g = sb.selectbox(i18n.t("key/value heads g"), choices, key="kv_heads", format_func=label,
+                     help=i18n.t("Grouped-query attention, as in today's language models: g key/value heads, "
+                                 "each shared by h/g query heads, make the KV cache h/g times smaller."))
+    return g if g in choices else n_heads
 
 
 def _tokens_ui(sb, label: str, key: str, errors: dict) -> list[str]:
@@ -356,8 +387,10 @@ def fill_ui(sizes: Sizes, seed: int) -> None:
                               format_func=lambda n: SPECS[n].label)
         head = None
         if SPECS[target].per_head:
-            heads = [i18n.t("all heads")] + [i18n.t("head {number}").format(number=f"{i + 1:d}")
-                                             for i in range(sizes.n_heads)]
+            grouped = target != "w_q" and sizes.groups < sizes.n_heads  # W_K, W_V are [g, ...]
+            count, name = ((sizes.groups, N_("key/value head {number}")) if grouped
+                           else (sizes.n_heads, N_("head {number}")))
+            heads = [i18n.t("all heads")] + [i18n.t(name).format(number=f"{i + 1:d}") for i in range(count)]
             head = choice_ui(st, i18n.t("which head"), heads, "fill_head") - 1
             head = None if head < 0 else head
         kind = st.radio(i18n.t("with"), FILLS, key="fill_kind", horizontal=True,

@@ -45,8 +45,9 @@ SCRIPT_STEPS = '''
 # {step_2}
 # {project}
 q = x @ w_q{b_q}  # [h, n_q, d_k]
-k = x_kv @ w_k{b_k}  # [h, n_k, d_k]
-v = x_kv @ w_v{b_v}  # [h, n_k, d_v]
+k = x_kv @ w_k{b_k}  # [g, n_k, d_k]  g key/value heads: g = h unless they are grouped
+v = x_kv @ w_v{b_v}  # [g, n_k, d_v]
+k, v = (np.repeat(a, len(w_q) // len(a), axis=0) for a in (k, v))  # [h, n_k, ...]: each query head's
 
 # {step_3}
 # {dot}
@@ -180,6 +181,11 @@ def _mask_line(setup: Setup, _=str) -> str:
     if setup.mask_kind == "causal":
         comment = _own(_("causal: no peeking ahead"))
         return f"allowed = np.tril(np.ones(({n_q}, {n_k}), dtype=bool))  # {comment}\n"
+    if setup.mask_kind == "window":
+        comment = _own(_("sliding window: each query sees itself and the {size} tokens before it")
+                       .format(size=setup.mask.size - 1))
+        return (f"allowed = np.tri({n_q}, {n_k}, dtype=bool) & ~np.tri({n_q}, {n_k}, -{setup.mask.size}, "
+                f"dtype=bool)  # {comment}\n")
     comment = _own(_("no mask: every query sees every key"))
     return f"allowed = np.ones(({n_q}, {n_k}), dtype=bool)  # {comment}\n"
 
@@ -243,10 +249,11 @@ def setup_to_csv_zip(setup: Setup) -> bytes:
         tables["1_x_kv"] = (setup.x_kv, k_rows, d)
     for head in range(sizes.n_heads):
         n = f"head{head + 1}"
+        group = head // (sizes.n_heads // sizes.groups)  # the key/value head this query head reads
         tables.update({
             f"2_w_q_{n}": (setup.w_q[head], d, dims("q", sizes.d_k)),
-            f"2_w_k_{n}": (setup.w_k[head], d, dims("k", sizes.d_k)),
-            f"2_w_v_{n}": (setup.w_v[head], d, dims("v", sizes.d_v)),
+            f"2_w_k_{n}": (setup.w_k[group], d, dims("k", sizes.d_k)),
+            f"2_w_v_{n}": (setup.w_v[group], d, dims("v", sizes.d_v)),
             f"2_q_{n}": (r.q[head], q_rows, dims("q", sizes.d_k)),
             f"2_k_{n}": (r.k[head], k_rows, dims("k", sizes.d_k)),
             f"2_v_{n}": (r.v[head], k_rows, dims("v", sizes.d_v)),

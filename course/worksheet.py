@@ -137,6 +137,7 @@ class _Plan:
         self.cross = s.cross
         self.scaling_text = _scaling_words(setup.scaling, s.d_k, self._)
         self.mask_kind = setup.mask_kind
+        self.window = setup.mask.size if setup.mask_kind == "window" else 0
         self.allowed = np.ones((s.n_q, s.n_k), bool) if result.mask is None else np.asarray(result.mask, bool)
         self.head = int(rng.integers(s.n_heads))
         counts = self.allowed.sum(axis=1)
@@ -221,6 +222,9 @@ class _Plan:
         _ = self._
         if self.mask_kind == "causal":
             return _("Causal mask: query i may attend to keys 1 to i only; a masked key gets weight 0.")
+        if self.mask_kind == "window":
+            return _("Sliding-window mask: query i may attend to the last {size} keys up to i only; a masked "
+                     "key gets weight 0.").format(size=self.window)
         if self.mask_kind == "custom":
             return _("A custom mask blocks some keys (marked 'masked'): they get weight 0.")
         return _("No mask.")

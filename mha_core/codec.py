@@ -34,6 +34,7 @@ from mha_core.setup import (
     size_problem,
     token_problem,
 )
+from mha_core.validation import Window
 
 FORMAT = "mha-visualizer/setup-v2"
 FORMAT_V1 = "mha-visualizer/setup-v1"  # "scale": "sqrt" | "none" | a multiplier; still read
@@ -57,6 +58,8 @@ def setup_to_document(setup: Setup) -> dict:
         out[name] = np.asarray(value, dtype=float).tolist()
     if setup.mask_kind == "custom":
         out["mask"] = np.asarray(setup.mask, dtype=bool).tolist()
+    elif setup.mask_kind == "window":
+        out["mask"] = {"window": setup.mask.size}
     elif setup.mask is not None:
         out["mask"] = setup.mask
     if setup.origin:
@@ -120,9 +123,10 @@ def _sizes(tokens, kv_tokens, shapes: dict[str, tuple[int, ...]], limits: Limits
     if ("x_kv" in shapes) != (kv_tokens is not None):
         raise ConfigError("x_kv and kv_tokens come together (cross-attention) or not at all")
     h, d_model, d_k = w_q
+    g = shapes["w_k"][0] if len(shapes.get("w_k", ())) == 3 else h  # grouped-query: g key/value heads
     sizes = Sizes(n_q=len(tokens), n_k=len(kv_tokens or tokens), d_model=d_model, n_heads=h, d_k=d_k,
                   d_v=w_v[2], cross=kv_tokens is not None,
-                  bias=any(s.name in shapes for s in ARRAYS if s.when == "bias"))
+                  bias=any(s.name in shapes for s in ARRAYS if s.when == "bias"), kv_heads=g if g != h else 0)
     problem = size_problem(sizes, limits)
     if problem:
         raise ConfigError(problem)
@@ -206,8 +210,15 @@ def _entries(name: str, value, limits: Limits) -> tuple[tuple[int, ...], list]:
 def _mask(value, sizes: Sizes):
     if value is None or value in ("none", "causal"):
         return None if value == "none" else value
+    if isinstance(value, dict) and list(value) == ["window"]:
+        size = value["window"]
+        if type(size) is not int or not 1 <= size <= LIMITS.tokens:
+            raise ConfigError(f"mask's window must be a whole number of tokens from 1 to {LIMITS.tokens}, "
+                              f"got {_short(size)}")
+        return Window(size)
     if not isinstance(value, list):
-        raise ConfigError(f"mask must be null, 'causal' or a grid of true/false, got {_short(value)}")
+        raise ConfigError(f"mask must be null, 'causal', {{\"window\": n}} or a grid of true/false, "
+                          f"got {_short(value)}")
     rows = [row for row in value if isinstance(row, list)]
     if len(rows) != len(value) or [len(r) for r in rows] != [sizes.n_k] * sizes.n_q or not all(
             type(v) is bool for v in chain.from_iterable(rows)):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from mha_core.attention import DEFAULT_MAX_BYTES, MHAResult, multi_head_attention
+from mha_core.validation import Window
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,12 @@ class Sizes:
     d_v: int
     cross: bool = False  # keys and values from their own tokens (x_kv)
     bias: bool = False  # b_Q, b_K, b_V, b_O present
+    kv_heads: int = 0  # key/value heads g dividing n_heads (grouped-query attention); 0: one per head
+
+    @property
+    def groups(self) -> int:
+        """Key/value heads: n_heads for standard multi-head attention, 1 for multi-query attention."""
+        return self.kv_heads or self.n_heads
 
     def shape(self, name: str) -> tuple[int, ...]:
         return SPECS[name].shape(self)
@@ -88,16 +95,16 @@ ARRAYS = (
     ArraySpec("x", "X", lambda s: (s.n_q, s.d_model), False, "always"),
     ArraySpec("x_kv", "X_kv", lambda s: (s.n_k, s.d_model), False, "cross"),
     ArraySpec("w_q", "W_Q", lambda s: (s.n_heads, s.d_model, s.d_k), True, "always"),
-    ArraySpec("w_k", "W_K", lambda s: (s.n_heads, s.d_model, s.d_k), True, "always"),
-    ArraySpec("w_v", "W_V", lambda s: (s.n_heads, s.d_model, s.d_v), True, "always"),
+    ArraySpec("w_k", "W_K", lambda s: (s.groups, s.d_model, s.d_k), True, "always"),
+    ArraySpec("w_v", "W_V", lambda s: (s.groups, s.d_model, s.d_v), True, "always"),
     ArraySpec("w_o", "W_O", lambda s: (s.n_heads * s.d_v, s.d_model), False, "always"),
     ArraySpec("b_q", "b_Q", lambda s: (s.n_heads, s.d_k), True, "bias"),
-    ArraySpec("b_k", "b_K", lambda s: (s.n_heads, s.d_k), True, "bias"),
-    ArraySpec("b_v", "b_V", lambda s: (s.n_heads, s.d_v), True, "bias"),
+    ArraySpec("b_k", "b_K", lambda s: (s.groups, s.d_k), True, "bias"),
+    ArraySpec("b_v", "b_V", lambda s: (s.groups, s.d_v), True, "bias"),
     ArraySpec("b_o", "b_O", lambda s: (s.d_model,), False, "bias"),
 )
 SPECS = {spec.name: spec for spec in ARRAYS}
-MASK_KINDS = ("none", "causal", "custom")
+MASK_KINDS = ("none", "causal", "window", "custom")
 
 
 @dataclass(frozen=True)
@@ -167,16 +174,16 @@ class Setup:
     tokens: tuple[str, ...]
     x: np.ndarray  # [n_q, d_model]
     w_q: np.ndarray  # [h, d_model, d_k]
-    w_k: np.ndarray  # [h, d_model, d_k]
-    w_v: np.ndarray  # [h, d_model, d_v]
+    w_k: np.ndarray  # [g, d_model, d_k]  g key/value heads dividing h (g = h: standard)
+    w_v: np.ndarray  # [g, d_model, d_v]
     w_o: np.ndarray  # [h*d_v, d_model]
     kv_tokens: tuple[str, ...] | None = None  # cross-attention: the key/value side's tokens
     x_kv: np.ndarray | None = None  # [n_k, d_model]
     b_q: np.ndarray | None = None  # [h, d_k]
-    b_k: np.ndarray | None = None  # [h, d_k]
-    b_v: np.ndarray | None = None  # [h, d_v]
+    b_k: np.ndarray | None = None  # [g, d_k]
+    b_v: np.ndarray | None = None  # [g, d_v]
     b_o: np.ndarray | None = None  # [d_model]
-    mask: str | np.ndarray | None = None  # None | "causal" | bool [n_q, n_k], True = may attend
+    mask: str | Window | np.ndarray | None = None  # None | "causal" | Window | bool [n_q, n_k] (True: attend)
     scaling: Scaling = field(default_factory=Scaling)
     origin: str = ""
 
@@ -191,11 +198,15 @@ class Setup:
     @property
     def sizes(self) -> Sizes:
         h, d_model, d_k = self.w_q.shape
+        g = self.w_k.shape[0]
         return Sizes(n_q=len(self.tokens), n_k=len(self.key_tokens), d_model=d_model, n_heads=h,
-                     d_k=d_k, d_v=self.w_v.shape[2], cross=self.cross, bias=self.b_q is not None)
+                     d_k=d_k, d_v=self.w_v.shape[2], cross=self.cross, bias=self.b_q is not None,
+                     kv_heads=g if g < h else 0)
 
     @property
     def mask_kind(self) -> str:
+        if isinstance(self.mask, Window):
+            return "window"
         return "custom" if isinstance(self.mask, np.ndarray) else (self.mask or "none")
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -223,6 +234,8 @@ class Setup:
         mine, theirs = self.arrays(), other.arrays()
         if mine.keys() != theirs.keys() or not all(_equal(mine[k], theirs[k]) for k in mine):
             return False
+        if self.mask_kind == "window":
+            return self.mask == other.mask
         return self.mask_kind != "custom" or _equal(self.mask, other.mask)
 
     def with_origin(self, origin: str) -> Setup:
@@ -264,6 +277,9 @@ def size_problem(sizes: Sizes, limits: Limits = LIMITS) -> str | None:
                               ("d_k", sizes.d_k, limits.d_head), ("d_v", sizes.d_v, limits.d_head)):
         if size > limit:
             return f"{name} = {size:,} is over the limit of {limit:,}"
+    if sizes.n_heads % sizes.groups:
+        return (f"key/value heads = {sizes.groups} must divide the {sizes.n_heads} query heads "
+                "(grouped-query attention shares each key/value head among h/g query heads)")
     return attention_size_problem(sizes.n_heads, sizes.n_q, sizes.n_k, limits)
 
 

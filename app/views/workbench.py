@@ -133,6 +133,12 @@ class Page:
         if name in self.problems:
             st.error(lit(self.problems[name]), icon=":material/warning:")
 
+    def _owner(self, name: str, head: int, group: int) -> str:
+        """Whose matrix an editor holds: the query head's, or its key/value head's when they are grouped."""
+        if name in ("w_q", "b_q") or self.sizes.groups == self.sizes.n_heads:
+            return self.heads[head]
+        return i18n.t("key/value head {number}").format(number=f"{group + 1:d}")
+
     def editor(self, name: str, head: int | None = None, boolean: bool = False) -> None:
         rows, columns = state.grid_labels(name, self.q_tokens, self.k_tokens, self.sizes)
         widgets.editor_ui(name, rows, columns, head=head, boolean=boolean)
@@ -168,24 +174,28 @@ class Page:
         # One head at a time: every head's matrices still count; only the drawing is per head.
         head = widgets.choice_ui(st, i18n.t("head"), self.heads, "shown_head", segmented=True)
         sz = self.sizes
+        group = head // (sz.n_heads // sz.groups)  # the key/value head this query head reads
+        if sz.groups < sz.n_heads:
+            st.caption(sharing_text(sz.n_heads, sz.groups, head))
         for column, name in zip(st.columns(3), ("w_q", "w_k", "w_v"), strict=True):
             with column:
                 width = sz.d_v if name == "w_v" else sz.d_k
                 st.caption(i18n.t("{matrix} of {head} [{rows} × {columns}]").format(
-                    matrix=lit(SPECS[name].label), head=lit(self.heads[head]), rows=f"{sz.d_model:d}",
-                    columns=f"{width:d}"))
-                self.editor(name, head=head)
+                    matrix=lit(SPECS[name].label), head=lit(self._owner(name, head, group)),
+                    rows=f"{sz.d_model:d}", columns=f"{width:d}"))
+                self.editor(name, head=head if name == "w_q" else group)
         if sz.bias:
             for column, name in zip(st.columns(3), ("b_q", "b_k", "b_v"), strict=True):
                 with column:
                     st.caption(i18n.t("{matrix} of {head}").format(matrix=lit(SPECS[name].label),
-                                                                   head=lit(self.heads[head])))
-                    self.editor(name, head=head)
+                                                                   head=lit(self._owner(name, head, group))))
+                    self.editor(name, head=head if name == "b_q" else group)
         for name in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v"):
             self.problem(name)
         if self.result is not None:
-            r, n = self.result, head + 1
-            titles = [figures.shape_title(f"{name}{_sub(n)}", a[head].shape)
+            r, n, g = self.result, head + 1, self.result.group_of(head) + 1
+            shared = self.sizes.groups < self.sizes.n_heads  # K and V named by their key/value head
+            titles = [figures.shape_title(f"{name}{_sub(g if shared and name != 'Q' else n)}", a[head].shape)
                       for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))]
             grid(figure(figures.qkv_panels, r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
                         titles=titles, large=self.large), key="chart_qkv")
@@ -221,11 +231,16 @@ class Page:
         if self.result is None:
             return waiting()
         r = self.result
-        mask_note = {"causal": "causal: a query sees itself and the tokens before it",
-                     "custom": "your grid"}.get(setup.mask_kind)
-        st.caption(f"Scaled scores: {setup.scaling.describe(self.sizes.d_k)}"
-                   + (f"; masked cells (mask: {mask_note}) are blank here and in the weights" if mask_note
-                      else ""))
+        size = f"{setup.mask.size:d}" if setup.mask_kind == "window" else ""
+        mask_note = {"causal": i18n.t("causal: a query sees itself and the tokens before it"),
+                     "window": i18n.t("a sliding window of {size}: a query sees the last {size} tokens, "
+                                      "itself included").format(size=size),
+                     "custom": i18n.t("your grid")}.get(setup.mask_kind)
+        scaled = i18n.t("Scaled scores: {scaling}").format(scaling=setup.scaling.describe(self.sizes.d_k))
+        if mask_note:
+            scaled += i18n.t("; masked cells (mask: {note}) are blank here and in the weights").format(
+                note=mask_note)
+        st.caption(scaled)
         grid(figure(figures.head_grids, r.scaled, self.q_tokens, self.k_tokens, kind="scores", mask=r.mask,
                     head_names=self._titled("scaled", r.scaled), large=self.large), key="chart_scaled")
         st.caption(i18n.t("Attention weights A = softmax over each row (one colour scale 0 to 1 for all "
@@ -462,3 +477,22 @@ def drill_lines(r, head: int, query: int, key: int) -> list[str]:
         lines.append(rf"a_{{{query + 1},{key + 1}}} = 0 \quad \text{{(masked: this query may not attend to "
                      r"this key)}")
     return lines
+
+
+def sharing_text(n_heads: int, groups: int, head: int | None = None) -> str:
+    """Which query heads read which key/value head (grouped-query or multi-query attention)."""
+    per = n_heads // groups
+    parts = [i18n.t("heads {first}–{last} read key/value head {group}").format(
+        first=f"{g * per + 1:d}", last=f"{(g + 1) * per:d}", group=f"{g + 1:d}") for g in range(groups)]
+    if groups == 1:
+        text = i18n.t("Multi-query attention: all {h} query heads read one key/value head. They score "
+                      "against the same keys and blend the same values; only their queries differ.").format(
+            h=f"{n_heads:d}")
+    else:
+        text = i18n.t("{h} query heads share {g} key/value heads: {parts}. Heads of one group score against "
+                      "the same keys and blend the same values; only their queries differ.").format(
+            h=f"{n_heads:d}", g=f"{groups:d}", parts="; ".join(parts))
+    if head is not None:
+        text += " " + i18n.t("Editing W_K or W_V here changes every head that reads key/value head "
+                             "{group}.").format(group=f"{head // per + 1:d}")
+    return text

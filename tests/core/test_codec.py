@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from course.scenarios import all_scenarios
-from mha_core import LIMITS, Scaling, Setup
+from mha_core import LIMITS, Scaling, Setup, Window
 from mha_core.codec import (
     FORMAT,
     ConfigError,
@@ -56,6 +56,37 @@ def test_custom_mask_and_biases_round_trip(rng):
     loaded = setup_from_json(setup_to_json(setup))
     np.testing.assert_array_equal(loaded.mask, mask)
     np.testing.assert_array_equal(loaded.b_o, setup.b_o)
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2])
+def test_grouped_key_value_heads_and_a_sliding_window_round_trip_through_file_and_link(kv_heads, rng):
+    h, g, d = 4, kv_heads, 8
+    setup = Setup(tokens=tuple("abcde"), x=rng.normal(size=(5, d)), w_q=rng.normal(size=(h, d, 2)),
+                  w_k=rng.normal(size=(g, d, 2)), w_v=rng.normal(size=(g, d, 2)),
+                  w_o=rng.normal(size=(h * 2, d)), b_k=rng.normal(size=(g, 2)),
+                  b_q=rng.normal(size=(h, 2)), b_v=rng.normal(size=(g, 2)), b_o=rng.normal(size=d),
+                  mask=Window(2))
+    assert setup.sizes.groups == kv_heads and setup.mask_kind == "window"
+    link = setup_to_link(setup, None)[0]["s"]
+    for loaded in (setup_from_json(setup_to_json(setup)), setup_from_link(link, SCENARIOS)):
+        assert loaded.same_inputs(setup) and loaded.mask == Window(2)
+        np.testing.assert_array_equal(loaded.run().output, setup.run().output)
+    assert not setup.same_inputs(dataclasses.replace(setup, mask=Window(3)))
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (dict(w_k=np.ones((3, 2, 2)).tolist(), w_v=np.ones((3, 2, 2)).tolist()),
+     "key/value heads = 3 must divide"),
+    (dict(w_k=np.ones((1, 2, 1)).tolist()), r"w_v must have shape \[1, 2, 1\]"),
+    (dict(mask={"window": 0}), "window must be a whole number of tokens from 1"),
+    (dict(mask={"window": 2.5}), "window must be a whole number"),
+    (dict(mask={"window": True}), "window must be a whole number"),
+    (dict(mask={"window": 2, "extra": 1}), "mask must be null"),
+])
+def test_a_wrong_key_value_head_count_or_window_is_named(overrides, words):
+    document = valid_document(**overrides)
+    with pytest.raises(ConfigError, match=words):
+        setup_from_document(document)
 
 
 @pytest.mark.parametrize("document, words", [
