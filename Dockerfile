@@ -51,6 +51,16 @@ RUN --mount=type=secret,id=ca_bundle \
 # Only what the server runs; .dockerignore keeps everything else out of the build context.
 COPY .streamlit ./.streamlit
 COPY mha_core ./mha_core
+# The Learn page's default runs (each task's default model and example F's two), trained here by the
+# project's own trainer with the Config's fixed seeds, so a class never waits for them: about 30 s and
+# 24 MB, nothing downloaded. Made as root and readable by all: the server reads them and cannot change
+# them. Right after mha_core, so an edit to the pages does not train them again.
+RUN /opt/venv/bin/python -m mha_core.checkpoints --dir /app/checkpoints && chmod -R a+rX /app/checkpoints
+# MHA_CHECKPOINT_DIR is a list (":"): runs are read from each directory in order, new ones written to
+# the last only. First the runs made above (read-only), then the server's own directory on the /data
+# volume, where a default run trained live that neither holds is kept for the next start; where /data
+# cannot be written (a read-only root file system) that run is simply not kept.
+ENV MHA_CHECKPOINT_DIR=/app/checkpoints:/data/checkpoints
 COPY course ./course
 COPY classroom ./classroom
 COPY app ./app

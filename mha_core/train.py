@@ -16,10 +16,13 @@ with layer norms ``l.norm_attn.gain``/``.bias`` (and ``l.norm_mlp``, ``final``) 
 
 from __future__ import annotations
 
+import json
 import math
 import string
+import zipfile
+import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
@@ -415,3 +418,114 @@ def probes(config: Config, count: int = 16, seed: int = 12345) -> np.ndarray:
 def probe(config: Config, seed: int = 12345) -> np.ndarray:
     """One sequence of the config's task, the same for every checkpoint: tokens [T]."""
     return probes(config, 1, seed)[0]
+
+
+# --- Saving a run ----------------------------------------------------------------------------------
+# One .npz file per run (np.savez_compressed, read back with allow_pickle=False): "config" holds the
+# Config as JSON text, "steps" [C] the checkpoints' steps, "losses" [S], "stopped" a bool, and
+# "c{index}/{name}" each checkpoint's parameters. A file is outside input (a cache on a disk others
+# may write): load_history checks everything against the Config it names before a Model is made.
+
+HISTORY_FORMAT = 1  # bumped when the file's layout or what a Config trains changes
+_HEADER_BYTES = 4096  # allowance for the .npy header of one array in the file
+
+
+def save_history(history: History, config: Config, path) -> None:
+    """Write a run (its checkpoints, losses, and the config that made it) to path, a file name or an
+    open binary file."""
+    arrays = {"format": np.array(HISTORY_FORMAT), "config": np.array(config_json(config)),
+              "steps": np.array([step for step, _ in history.checkpoints], dtype=np.int64),
+              "losses": np.array(history.losses, dtype=np.float64), "stopped": np.array(history.stopped)}
+    for index, (_, model) in enumerate(history.checkpoints):
+        for name, value in model.params.items():
+            arrays[f"c{index}/{name}"] = np.asarray(value, dtype=np.float64)
+    if hasattr(path, "write"):
+        np.savez_compressed(path, **arrays)
+    else:
+        with open(path, "wb") as file:  # a name without ".npz" is kept as given (numpy would add it)
+            np.savez_compressed(file, **arrays)
+
+
+def config_json(config: Config) -> str:
+    """The config's fields as JSON, keys sorted: the same text for equal configs."""
+    return json.dumps(asdict(config), sort_keys=True)
+
+
+def config_from_json(text: str) -> Config:
+    """A Config from config_json's text; ValueError for anything else (a missing or unknown field, a
+    wrong type, a value Config refuses)."""
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"the config is not JSON: {error}") from None
+    names = {f.name: f.type for f in fields(Config)}
+    if not isinstance(values, dict) or set(values) != set(names):
+        raise ValueError(f"the config must have exactly the fields {', '.join(sorted(names))}")
+    for name, value in values.items():
+        kind = {"str": str, "int": int, "bool": bool, "float": (int, float)}[names[name]]
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            raise ValueError(f"the config's {name} must be a {names[name]}, got {value!r}")
+    return Config(**{**values, "lr": float(values["lr"])})  # its own checks raise ValueError
+
+
+def load_history(path) -> tuple[Config, History]:
+    """A run written by save_history: (its Config, its History). Raises ValueError when the file is not
+    such a run: unreadable or truncated, a config Config refuses, a parameter missing, extra or not
+    of the shape Model.init(config) gives, a value not finite, steps or losses that do not agree."""
+    with open(path, "rb") as file:  # a missing file is FileNotFoundError, not ValueError
+        try:
+            loaded = np.load(file, allow_pickle=False)
+            if not isinstance(loaded, np.lib.npyio.NpzFile):
+                raise ValueError("it is a single array, not an .npz archive")
+            with loaded as npz:
+                return _read_history(npz)
+        except ValueError as error:
+            raise ValueError(f"{path}: not a saved run: {error}") from None
+        except (OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as error:
+            raise ValueError(f"{path}: not a saved run (unreadable or truncated): {error}") from None
+
+
+def _read_history(npz) -> tuple[Config, History]:
+    def array(name: str, kinds: str, shape: tuple[int, ...] | None = None, most: int = 0) -> np.ndarray:
+        """npz[name], of a dtype kind in kinds and this shape (or at most `most` elements)."""
+        if name not in npz.files:
+            raise ValueError(f"{name} is missing")
+        limit = math.prod(shape) if shape is not None else most
+        size = npz.zip.getinfo(f"{name}.npy").file_size  # before reading: nothing inflates past its size
+        if size > 8 * limit + _HEADER_BYTES:
+            raise ValueError(f"{name} holds {size} bytes, more than {limit} numbers")
+        value = npz[name]
+        if value.dtype.kind not in kinds or (shape is not None and value.shape != shape) or (
+                shape is None and (value.ndim != 1 or not 1 <= value.size <= most)):
+            wanted = shape if shape is not None else f"1 to {most} values"
+            raise ValueError(f"{name} is {value.dtype} of shape {value.shape}, not {kinds!r} of {wanted}")
+        return value
+
+    if int(array("format", "iu", ())) != HISTORY_FORMAT:
+        raise ValueError(f"its format is not {HISTORY_FORMAT}")
+    config = config_from_json(str(array("config", "U", ())[()]))
+    stopped = bool(array("stopped", "b", ()))
+    steps = [int(step) for step in array("steps", "iu", most=config.steps + 1)]
+    rising = all(a < b for a, b in zip(steps, steps[1:], strict=False))
+    if steps[0] != 0 or not rising or steps[-1] > config.steps:
+        raise ValueError(f"the checkpoints' steps must rise from 0 to at most {config.steps}")
+    if not stopped and steps[-1] != config.steps:
+        raise ValueError(f"a finished run ends at step {config.steps}, not {steps[-1]}")
+    losses = array("losses", "f", (steps[-1],))
+    if not np.isfinite(losses).all():
+        raise ValueError("a loss is not finite")
+    shapes = {name: value.shape for name, value in Model.init(config).params.items()}
+    expected = {"format", "config", "stopped", "steps", "losses"}
+    expected |= {f"c{index}/{name}" for index in range(len(steps)) for name in shapes}
+    if set(npz.files) != expected:
+        unknown, missing = sorted(set(npz.files) - expected)[:3], sorted(expected - set(npz.files))[:3]
+        raise ValueError(f"its arrays do not match the config (unknown: {unknown}, missing: {missing})")
+    checkpoints = []
+    for index, step in enumerate(steps):
+        params = {name: array(f"c{index}/{name}", "f", shape).astype(np.float64)
+                  for name, shape in shapes.items()}
+        for name, value in params.items():
+            if not np.isfinite(value).all():
+                raise ValueError(f"checkpoint {index} (step {step}): {name} has a value that is not finite")
+        checkpoints.append((step, Model(config, params)))
+    return config, History(losses=[float(loss) for loss in losses], checkpoints=checkpoints, stopped=stopped)

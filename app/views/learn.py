@@ -16,6 +16,7 @@ from app.widgets import chart
 from course.i18n import N_
 from course.learn import ROLE_INDUCTION, ROLE_NONE, ROLE_PREVIOUS, TASK_NAMES, TASK_SOLUTIONS
 from mha_core.attention import softmax
+from mha_core.checkpoints import EXAMPLE_F
 from mha_core.train import Config, History, Model, probe, probes, token_names
 
 LAYERS, HEADS, WIDTHS, STEPS = (1, 2, 3, 4), (1, 2, 4), (16, 32, 64), (200, 400, 600, 1000, 2000)
@@ -32,15 +33,20 @@ ALLOWED = {"learn_task": tuple(TASK_NAMES), "learn_layers": LAYERS, "learn_heads
            "learn_mlp": (False, True)}
 RUN = "learn_run"  # this session's last run: (Config, History), finished or stopped
 STOPPED_SCORES = "learn_stopped_scores"  # a stopped run and its checkpoints' head scores
+SHOWN = "learn_shown"  # the Config whose run the page showed last: Train with it unchanged trains again
+# The key Streamlit gives the English label, fixed: the button keeps its identity (and its click) when
+# its label changes to "Train again, live" or into another language.
+TRAIN_KEY = "FormSubmitter:learn_settings-Train"
 session_keys.register(session_keys.Key(SAVED, "learn"), session_keys.Key(RUN, "learn"),
-                      session_keys.Key(STOPPED_SCORES, "learn"),
+                      session_keys.Key(STOPPED_SCORES, "learn"), session_keys.Key(SHOWN, "learn"),
                       session_keys.Key("learn_checkpoint", "learn", followed=True))
 ROLE_AT = 0.4  # a head whose mean score passes this has taken the role
 PROGRESS_EVERY = 10  # steps between two updates of the bar (each is a message to the browser)
 CURVE_EVERY = 100  # steps between two redraws of the live loss curve
 GENERATED = 8  # tokens the model adds to a prompt
-EXAMPLE_F = Config(heads=1, d_model=64, steps=400)  # d_k = 64, as in the chapter's example F
 EXAMPLE_F_SCORES = np.array([40.0, 8.0])  # the chapter's two scores; divided by √64 = 8: (5, 1)
+EARLIER = N_("Shown at once: a run trained earlier on this server with the same settings and seed. "
+             "Training again, live, repeats it while you watch.")
 
 
 def render(workbench_page) -> None:
@@ -50,11 +56,17 @@ def render(workbench_page) -> None:
                       "pages ask you to type are learned, and every head is drawn as on the workbench."))
     config, submitted = settings_ui()
     st.markdown(lit(i18n.t(TASK_SOLUTIONS[config.task])))
-    run = train_ui(config) if submitted else shown_run(config)
+    again = submitted and st.session_state.get(SHOWN) == config  # "Train again, live" on the run shown
+    run = train_ui(config, again=again) if submitted else shown_run(config)
+    st.session_state[SHOWN] = config if run is not None else None
+    if again and run is not None and not training.runs().earlier(config):
+        st.rerun()  # trained again: the button above still says "Train again, live"
     if run is None:
         st.info(i18n.t("Press **Train** to train this model; a finished run stays on this server for "
                        "everyone."))
     else:
+        if training.runs().earlier(config) and run is training.runs().finished(config):
+            st.caption(i18n.t(EARLIER))
         results_ui(config, *run, workbench_page)
     example_f_ui()
     _save()
@@ -89,11 +101,19 @@ def settings_ui() -> tuple[Config, bool]:
         scaling.radio(i18n.t("scores"), list(SCALINGS), key="learn_scaling",
                       format_func=i18n.labels(SCALINGS), horizontal=True)
         st.checkbox(i18n.t("an MLP after each attention layer"), key="learn_mlp")
-        submitted = st.form_submit_button(i18n.t("Train"), type="primary")
-    ss = st.session_state
-    config = Config(task=ss.learn_task, layers=ss.learn_layers, heads=ss.learn_heads, d_model=ss.learn_width,
-                    steps=ss.learn_steps, scaling=ss.learn_scaling, mlp=ss.learn_mlp)
+        config = chosen()
+        # A run from the cache is shown at once: the button then trains the same settings again, live.
+        earlier = training.runs().finished(config) is not None and training.runs().earlier(config)
+        submitted = st.form_submit_button(i18n.t("Train again, live") if earlier else i18n.t("Train"),
+                                          type="primary", key=TRAIN_KEY)
     return config, submitted
+
+
+def chosen() -> Config:
+    """The settings as last submitted (a form's widgets change the session state only on Train)."""
+    ss = st.session_state
+    return Config(task=ss.learn_task, layers=ss.learn_layers, heads=ss.learn_heads, d_model=ss.learn_width,
+                  steps=ss.learn_steps, scaling=ss.learn_scaling, mlp=ss.learn_mlp)
 
 
 def shown_run(config: Config) -> tuple[History, np.ndarray] | None:
@@ -112,16 +132,18 @@ def shown_run(config: Config) -> tuple[History, np.ndarray] | None:
     return kept
 
 
-def train_ui(config: Config, key: str = "learn_stop") -> tuple[History, np.ndarray] | None:
-    """Train with a progress bar and a live loss curve; Stop (any click) ends the run and keeps it."""
+def train_ui(config: Config, key: str = "learn_stop",
+             again: bool = False) -> tuple[History, np.ndarray] | None:
+    """Train with a progress bar and a live loss curve; Stop (any click) ends the run and keeps it.
+    A finished run is shown as it is, unless ``again`` asks to train anew one trained earlier."""
     finished = training.runs().finished(config)
-    if finished is not None:
+    if finished is not None and not (again and training.runs().earlier(config)):
         return finished
     wait = training.runs().wait_before_training()
     if wait:
         st.warning(i18n.t("This server has trained a lot in the last minutes; a new model can start in "
                           "{seconds} s.").format(seconds=f"{wait:.0f}"))
-        return None
+        return finished
     stop = st.empty()
     stop.button(i18n.t("Stop"), key=key)  # a click reruns the page, which stops this run
     bar = st.progress(0.0, text=i18n.t("Waiting for the server (one model trains at a time)…"))
@@ -138,12 +160,12 @@ def train_ui(config: Config, key: str = "learn_stop") -> tuple[History, np.ndarr
             curve.plotly_chart(learn_figures.runs_figure([(i18n.t("loss"), history.losses)],
                                                          language=i18n.language()))
 
-    run = training.runs().run(config, on_step, history)
+    run = training.runs().run(config, on_step, history, again=again)
     for slot in (stop, bar, curve):
         slot.empty()
     if run is None:
         st.warning(i18n.t("The server is busy training other models; try again in a minute."))
-    return run
+    return run or finished
 
 
 def results_ui(config: Config, history: History, scores: np.ndarray, workbench_page) -> None:
@@ -243,6 +265,13 @@ def example_f_ui() -> None:
                 runs[kind] = train_ui(config, key=f"learn_stop_{kind}")
         if any(run is None for run in runs.values()):
             return
+    elif any(training.runs().earlier(config) for config in configs.values()):
+        st.caption(i18n.t(EARLIER))
+        if st.button(i18n.t("Train both again, live"), key="learn_example_f_again"):
+            runs = {kind: train_ui(config, key=f"learn_stop_{kind}", again=True)
+                    for kind, config in configs.items()}
+            if not any(training.runs().earlier(config) for config in configs.values()):
+                st.rerun()  # the caption and the button above are of the runs trained earlier
     names = {kind: i18n.t(SCALINGS[kind]) for kind in configs}
     chart(figure(learn_figures.runs_figure, [(names[kind], runs[kind][0].losses) for kind in configs]),
           key="learn_example_f_losses")

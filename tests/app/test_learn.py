@@ -3,21 +3,36 @@ the reader's own sequence, opening a learned layer on the workbench, and example
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from app import training
 from app.training import checkpoint_scores
+from mha_core import checkpoints
 from mha_core.attention import softmax
-from mha_core.train import Config, History, train
+from mha_core.train import Config, History, load_history, save_history, train
 from tests.apptest_util import fresh_app, goto, texts
 
 TRAIN = "FormSubmitter:learn_settings-Train"
 
 
 @pytest.fixture(scope="module")
-def trained():
+def checkpoint_dir(tmp_path_factory):
+    """An empty checkpoint cache of this module's own: a run another test (or a browser test's
+    server, which shares MHA_DATA_DIR) cached is not shown in place of training."""
+    folder = tmp_path_factory.mktemp("checkpoints")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MHA_CHECKPOINT_DIR", str(folder))
+        yield folder
+
+
+@pytest.fixture(scope="module")
+def trained(checkpoint_dir):
     """The page after Train with its default settings (the induction task)."""
+    training.runs.clear()  # nor a run this process read from a shared cache before (e.g. another page test)
     at = fresh_app()
     goto(at, "learn")
     assert not at.exception
@@ -119,3 +134,132 @@ def test_a_stopped_run_is_shown_with_its_steps_and_scored_once():
     scored = at.session_state["learn_stopped_scores"]
     at.run()
     assert at.session_state["learn_stopped_scores"] is scored and len(at.table) == 1
+
+
+# --- Runs trained earlier: the checkpoint cache (mha_core/checkpoints.py) -------------------------------
+
+def test_the_first_train_of_a_default_config_writes_the_cache(trained, checkpoint_dir):
+    """"On first use": the page's default run, trained live, is saved for the next start."""
+    path = checkpoint_dir / checkpoints.file_name(Config())
+    config, history = load_history(path)
+    assert config == Config() and len(history.losses) == 600 and len(history.checkpoints) == 25
+    assert checkpoints.cached_files(Config()) == [path]
+
+
+def small_page(at, config: Config) -> None:
+    """The page's settings for config (its task and sizes; the rest are Config's defaults)."""
+    for key, value in {"learn_task": config.task, "learn_layers": config.layers, "learn_heads": config.heads,
+                       "learn_width": config.d_model, "learn_steps": config.steps,
+                       "learn_scaling": config.scaling, "learn_mlp": config.mlp}.items():
+        at.session_state[key] = value
+
+
+def test_a_cached_run_is_shown_at_once_and_trains_again_live_on_request(monkeypatch, tmp_path):
+    """A run saved earlier for the chosen settings is drawn without training (train is not called),
+    with the caption and the button that trains it again; pressing it trains live, once."""
+    config = Config(task="copy", layers=1, heads=1, d_model=16, steps=200)
+    history = train(config)
+    save_history(history, config, tmp_path / checkpoints.file_name(config))
+    monkeypatch.setenv("MHA_CHECKPOINT_DIR", str(tmp_path))
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(args[0])
+        return train(*args, **kwargs)
+
+    monkeypatch.setattr(training, "train", counted)
+    at = fresh_app()
+    small_page(at, config)
+    goto(at, "learn")
+    assert not at.exception, [e.value for e in at.exception]
+    assert calls == [] and not any("Press **Train**" in text for text in texts(at.info))
+    assert any(text.startswith("Shown at once: a run trained earlier") for text in texts(at.caption))
+    assert at.button(key=TRAIN).label == "Train again, live"
+    assert list(at.select_slider(key="learn_checkpoint").options) == [str(s) for s, _ in history.checkpoints]
+    assert at.select_slider(key="learn_checkpoint").value == 200
+    table = at.table[0].value
+    expected = checkpoint_scores(config, history)[-1]  # [layers, heads, 2]
+    assert [float(v) for v in table["induction score"]] == pytest.approx(expected[..., 1].ravel(), abs=0.006)
+
+    at.button(key=TRAIN).click().run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    assert calls == [config]  # trained again, live
+    assert not any(text.startswith("Shown at once") for text in texts(at.caption))
+    assert at.button(key=TRAIN).label == "Train"
+    at.button(key=TRAIN).click().run()
+    assert calls == [config]  # a live run is kept, not trained on every press
+
+
+def test_a_broken_cache_file_is_skipped_and_the_page_trains_anew(monkeypatch, tmp_path):
+    config = Config(task="sort", layers=1, heads=1, d_model=16, steps=200)
+    save_history(train(config), config, tmp_path / "whole.npz")
+    data = (tmp_path / "whole.npz").read_bytes()
+    (tmp_path / checkpoints.file_name(config)).write_bytes(data[: len(data) // 2])  # truncated
+    monkeypatch.setenv("MHA_CHECKPOINT_DIR", str(tmp_path))
+    at = fresh_app()
+    small_page(at, config)
+    goto(at, "learn")
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Press **Train**" in text for text in texts(at.info))
+    assert at.button(key=TRAIN).label == "Train"
+    at.button(key=TRAIN).click().run(timeout=120)
+    assert not at.exception and len(at.select_slider(key="learn_checkpoint").options) == 25
+
+
+def test_runs_write_a_finished_default_run_only_and_survive_a_disk_they_cannot_write(monkeypatch, tmp_path):
+    """Runs.run saves a finished run of a pretrained config into the last cache directory; a stopped
+    run and a config outside the pretrained set are not saved; an unwritable directory is no error."""
+    small = Config(task="nearest_key", layers=1, heads=1, d_model=16, steps=20, batch=4)
+    monkeypatch.setitem(checkpoints.PRETRAINED, "small", small)
+    image, server = tmp_path / "image", tmp_path / "server"
+    monkeypatch.setenv("MHA_CHECKPOINT_DIR", f"{image}{os.pathsep}{server}")
+
+    training.Runs().run(small, None, History())
+    assert [p.name for p in server.iterdir()] == [checkpoints.file_name(small)]
+    fresh = training.Runs()  # a restarted server reads it back, as a run trained earlier
+    assert fresh.finished(small) is not None and fresh.earlier(small)
+
+    longer = replace(small, steps=21)  # not in the pretrained set
+    training.Runs().run(longer, None, History())
+    monkeypatch.setitem(checkpoints.PRETRAINED, "stopped", replace(small, steps=22))
+    stopped = training.Runs().run(replace(small, steps=22), lambda step, loss, model: step < 5, History())
+    assert stopped[0].stopped
+    assert [p.name for p in server.iterdir()] == [checkpoints.file_name(small)]
+
+    (tmp_path / "a file").write_text("")
+    monkeypatch.setenv("MHA_CHECKPOINT_DIR", str(tmp_path / "a file" / "checkpoints"))  # cannot be made
+    assert training.Runs().run(small, None, History()) is not None
+
+
+def test_a_run_of_another_config_under_a_config_s_name_is_not_shown(monkeypatch, tmp_path):
+    """The file name is a hash; the config inside the file is what counts."""
+    config = Config(task="reverse", layers=1, heads=1, d_model=16, steps=20)
+    other = replace(config, seed=3)
+    save_history(train(other), other, tmp_path / checkpoints.file_name(config))
+    monkeypatch.setenv("MHA_CHECKPOINT_DIR", str(tmp_path))
+    runs = training.Runs()
+    assert runs.finished(config) is None and runs.finished(other) is None
+
+
+def test_example_f_from_the_cache_is_drawn_at_once_and_can_be_trained_again(monkeypatch, tmp_path):
+    from app.views import learn
+
+    small = Config(heads=1, d_model=16, steps=20, batch=4, seed=7)  # example F's pair, small
+    configs = [small, replace(small, scaling="none")]
+    for config in configs:
+        save_history(train(config), config, tmp_path / checkpoints.file_name(config))
+    monkeypatch.setattr(learn, "EXAMPLE_F", small)
+    monkeypatch.setenv("MHA_CHECKPOINT_DIR", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(training, "train", lambda config, **kw: calls.append(config) or train(config, **kw))
+    at = fresh_app()
+    goto(at, "learn")
+    assert not at.exception, [e.value for e in at.exception]
+    assert calls == [] and "learn_example_f" not in [b.key for b in at.button]
+    assert any(text.startswith("Shown at once: a run trained earlier") for text in texts(at.caption))
+    assert "runner-up weight at the end" in at.table[-1].value.columns
+    at.button(key="learn_example_f_again").click().run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    assert calls == configs
+    assert "learn_example_f_again" not in [b.key for b in at.button]
+    assert not any(text.startswith("Shown at once") for text in texts(at.caption))
