@@ -207,6 +207,15 @@ print('LANGUAGES', all(catalogue_compiled(c) for c in LANGUAGES if c != 'en'), t
 grep -q '^LANGUAGES True Aufmerksamkeit$' <<<"$languages" \
   || { echo "$languages" >&2; fail "a language's catalogue is not compiled in the image"; }
 log "offline: every language's catalogue is compiled in the image (German: Attention = Aufmerksamkeit)"
+# The tiny decoder's runs (issue 18): trained at build time, readable by the server's user, loaded offline.
+pretrained=$(podman exec "$OFFLINE" /opt/venv/bin/python -c "from mha_core import checkpoints
+from mha_core.train import load_history
+runs = [load_history(checkpoints.cached_files(c)[0]) for c in checkpoints.PRETRAINED.values()]
+print('PRETRAINED', len(runs), len(checkpoints.PRETRAINED), all(not h.stopped for _, h in runs))" 2>&1) \
+  || { echo "$pretrained" >&2; fail "the pretrained runs do not load in the container"; }
+grep -Eq '^PRETRAINED ([0-9]+) \1 True$' <<<"$pretrained" \
+  || { echo "$pretrained" >&2; fail "a pretrained run is missing from the image"; }
+log "offline: every pretrained run of the Learn page loads as the server's user ($pretrained)"
 quiet_podman rm --force --time 0 "$OFFLINE" >/dev/null
 
 # ---- 5. a live class: two app containers sharing one Redis container ----
