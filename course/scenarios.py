@@ -30,6 +30,7 @@ class Lesson:
     screen: int  # the presenter screen (1-9) where the point appears
     forecast: str = ""  # asked before `screen` is revealed
     forecast_answer: str = ""  # the chapter's forecast, shown on Reveal
+    from_chapter: bool = True  # False: the example and its forecast are ours, beyond the chapters
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -245,6 +246,25 @@ def _visual_walkthrough(rng: np.random.Generator) -> Scenario:
     )
 
 
+def _decoder(rng: np.random.Generator) -> Scenario:
+    """A decoder layer as today's language models have it: causal, with grouped key/value heads."""
+    weights = random_weights(rng, d_model=8, n_heads=4, d_k=2, d_v=2)
+    weights["w_k"], weights["w_v"] = weights["w_k"][::2], weights["w_v"][::2]  # [2, 8, 2]: g = 2 groups
+    return Scenario(
+        key="decoder_gqa", title=N_("A decoder: causal, 4 query heads sharing 2 key/value heads"),
+        source=N_("Beyond the chapters: a decoder layer of today's language models"),
+        story=N_("A decoder (GPT, Llama, Mistral) writes one token at a time, so each token may look only at "
+                 "itself and the tokens before it: the causal mask. Its 4 query heads share 2 key/value "
+                 "heads (grouped-query attention): heads 1 and 2 score against the same keys and blend the "
+                 "same values, as do heads 3 and 4, so the cache of keys and values kept while generating is "
+                 "half the size."),
+        tokens=("the", "cat", "sat"), x=np.round(rng.standard_normal((3, 8)), 2),
+        **{name: np.round(w, 2) for name, w in weights.items()}, mask="causal", focus_query=2,
+        choices=N_("Random values (random seed 493, picked so that every score is large enough to print), "
+                   "rounded to 2 decimals; the causal mask is on, as in every decoder."),
+    )
+
+
 def _score_examples() -> list[Scenario]:
     return [
         _score_level(
@@ -311,6 +331,7 @@ def all_scenarios() -> dict[str, Scenario]:
         _example_h(np.random.default_rng(1)),
         _example_i(np.random.default_rng(2)),
         _visual_walkthrough(np.random.default_rng(4)),
+        _decoder(np.random.default_rng(493)),
     ]
     return {scenario.key: replace(scenario, lesson=LESSONS[scenario.key]) for scenario in scenarios}
 
@@ -391,6 +412,13 @@ LESSONS = {  # presenter screens: 1 X, 2 Q K V, 3 scores, 4 softmax, 5 values, 6
     "visual_walkthrough": Lesson(
         N_("The 6 columns of X are sliced into 3 coloured bands of width 2; each band runs its own "
            "attention, and W_O mixes the three lanes back to width 6."), 6),
+    "decoder_gqa": Lesson(
+        N_("Causal: row 1 'the' puts 1.00 on itself in every head, row 3 'sat' spreads over all three "
+           "tokens, and every cell above the diagonal is blank: weight 0. Heads 1 and 2 read the same keys "
+           "(K/V₁), yet their queries differ, so their weights differ."), 4,
+        N_("Each token may look only at itself and the tokens before it. How much weight does the first "
+           "token, 'the', put on itself?"),
+        N_("All of it, 1.00, in every head: it sees no other token."), from_chapter=False),
 }
 
 

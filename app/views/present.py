@@ -205,8 +205,10 @@ def of_head(symbol: str, head: int) -> str:
 def forecast_for(lesson, current: Current, screen: int) -> Question | None:
     """The chapter's Forecast box on the screen of its point, else one made from the live state."""
     if lesson is not None and lesson.forecast and lesson.screen == screen + 1:
+        whose = (i18n.t("The chapter's own forecast.") if lesson.from_chapter
+                 else i18n.t("This example's own forecast: it goes beyond the chapters."))
         return Question(kind="chapter", prompt=i18n.t(lesson.forecast), answer=i18n.t(lesson.forecast_answer),
-                        step=SCREENS[screen].step, explanation=i18n.t("The chapter's own forecast."))
+                        step=SCREENS[screen].step, explanation=whose)
     if screen == 0:
         return None
     return forecast(current.setup, current.result, SCREENS[screen].step, seed=screen,

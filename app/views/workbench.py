@@ -278,8 +278,13 @@ class Page:
               key="chart_zoom")
 
     def _titled(self, symbol: str, values) -> list[str]:
-        """Panel titles: the head's symbol and the shape of its grid, 'A₁ [3 × 5]' for head 1."""
-        return figures.head_titles(symbol, values)
+        """Panel titles: the head's symbol and the shape of its grid, 'A₁ [3 × 5]' for head 1; with grouped
+        key/value heads also the one each head reads, 'A₃ [3 × 5] · K/V₂'."""
+        titles = figures.head_titles(symbol, values)
+        per = self.sizes.n_heads // self.sizes.groups
+        if per == 1:
+            return titles
+        return [f"{title} · K/V{_sub(head // per + 1)}" for head, title in enumerate(titles)]
 
     def _mask_editor(self):
         st.caption(i18n.t("Mask: tick the (query, key) pairs that may attend"))
@@ -289,9 +294,9 @@ class Page:
         blocked = np.flatnonzero(~self.setup.mask.any(axis=1))
         if blocked.size:
             names = ", ".join(lit(f"{i + 1} · {self.q_tokens[i]}") for i in blocked)
-            st.warning(f"Row {names} blocks every key: nothing can be attended to, so its weights are all "
-                       "0 and its head outputs are zero vectors. Tick at least one key to fix it.",
-                       icon=":material/warning:")
+            st.warning(i18n.t("Row {names} blocks every key: nothing can be attended to, so its weights are "
+                              "all 0 and its head outputs are zero vectors. Tick at least one key to fix it.")
+                       .format(names=names), icon=":material/warning:")
 
     def head_outputs(self):
         step_header(5)
