@@ -15,7 +15,8 @@ from plotly.subplots import make_subplots
 from app.figure_spec import inked
 from app.numbers import format_number, hover_number
 from app.safe import chart_text
-from course.i18n import ENGLISH, N_, translator
+from course.i18n import ENGLISH, N_, localized_number_text, translator
+from course.labs import binary_size_text
 
 BLUE, VERMILLION, MARKER = "#0072B2", "#D55E00", "#CC79A7"
 FONT = dict(size=13)
@@ -143,3 +144,90 @@ def largest_weight_figure(widths, unscaled, scaled, *, d_k: int, n_keys: int,
         shapes=[dict(type="line", x0=d_k, x1=d_k, yref="paper", y0=0, y1=1,
                      line=dict(color=MARKER, width=2, dash="dot"))])
     return go.Figure(traces, layout)
+
+
+# --- Attention cost against sequence length ----------------------------------------------------
+
+COST_HEIGHT = 560  # px: two stacked panels and a legend below them
+COST_MARGIN = dict(l=72, r=16, t=56, b=112)  # room for 10ⁿ ticks, the axis title and a wrapped legend
+LEGEND_BELOW = dict(orientation="h", x=0, y=-0.16, yanchor="top")  # under the x axis title; wraps on a phone
+KIND_STYLES = {"full": (VERMILLION, "solid", "circle"), "causal": (BLUE, "dash", "square"),
+               "window": (MARKER, "dot", "diamond")}  # colour, dash, marker: told apart without colour too
+KIND_NAMES = {"full": N_("full"), "causal": N_("causal"), "window": N_("sliding window, w = {window}")}
+COST_FLOPS_TITLE = N_("FLOPs of QKᵀ and weights · V")  # short: one line on a 390 px phone
+COST_MEMORY_TITLE = N_("memory of the weights kept")
+COST_AXIS = N_("sequence length n (tokens)")
+COST_HOVER = "{name}, n = {n}: {value}"
+# The summary names both panels' titles (a screen reader hears which panel a number belongs to).
+COST_SUMMARY = N_("Attention cost of one layer for n from {low} to {high} tokens, on log axes; at n = "
+                  "{high}: {flops_title}: full {full_flops}, causal {causal_flops}, sliding window of "
+                  "{window} {window_flops}. {memory_title}: full {full_bytes}, causal {causal_bytes}, "
+                  "sliding window {window_bytes}.")
+
+
+def tokens_tick(n: int) -> str:
+    """A sequence length as a short tick: 512, 1K, 32K (K = 1024 tokens)."""
+    return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+BYTE_TICK_STEP = 5  # a tick every 2⁵ = 32 times more bytes: 1 MiB, 32 MiB, 1 GiB, ...
+
+
+def _byte_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
+    """Powers of 32 bytes from below `low` to above `high`, and their names (1 MiB, 32 MiB, 1 GiB, ...)."""
+    first = int(np.floor(np.log2(max(low, 1.0)) / BYTE_TICK_STEP)) * BYTE_TICK_STEP
+    last = int(np.ceil(np.log2(max(high, 1.0)) / BYTE_TICK_STEP)) * BYTE_TICK_STEP
+    values = [2.0**p for p in range(first, last + 1, BYTE_TICK_STEP)]
+    return values, [binary_size_text(int(v)) for v in values]
+
+
+def attention_cost_figure(lengths, curves: dict, *, window: int, language: str = ENGLISH) -> go.Figure:
+    """FLOPs (top) and weight bytes (bottom) against n for full, causal and windowed attention, log axes.
+
+    lengths [m]; curves: kind -> (flops [m], weight bytes [m]) as course.labs.cost_curves returns them.
+    """
+    _ = translator(language)
+    lengths = np.asarray(lengths)  # [m]
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
+                        subplot_titles=(_(COST_FLOPS_TITLE), _(COST_MEMORY_TITLE)),
+                        figure=go.Figure(layout=dict(template={})))  # no theme's grey: ink on white
+    for kind, (flops, weight_bytes) in curves.items():
+        colour, dash, symbol = KIND_STYLES[kind]
+        name = _(KIND_NAMES[kind]).format(window=window)
+        for row, values, words in ((1, flops, [hover_number(v) for v in flops]),
+                                   (2, weight_bytes, [binary_size_text(int(v)) for v in weight_bytes])):
+            hover = [COST_HOVER.format(name=name, n=n, value=word)
+                     for n, word in zip(lengths, words, strict=True)]
+            fig.add_trace(go.Scatter(x=lengths, y=values, mode="lines+markers", name=name, legendgroup=kind,
+                                     showlegend=row == 1, line=dict(color=colour, dash=dash, width=3),
+                                     marker=dict(symbol=symbol, size=8, color=colour), hovertext=hover,
+                                     hovertemplate="%{hovertext}<extra></extra>"),
+                          row=row, col=1)
+    memory = np.concatenate([weight_bytes for _flops, weight_bytes in curves.values()])
+    byte_values, byte_names = _byte_ticks(float(memory.min()), float(memory.max()))
+    fig.update_xaxes(type="log", tickmode="array", tickvals=lengths.tolist(),
+                     ticktext=[tokens_tick(int(n)) for n in lengths])
+    fig.update_xaxes(title_text=_(COST_AXIS), row=2, col=1)
+    fig.update_yaxes(type="log", exponentformat="power", title_text="FLOPs", row=1, col=1)
+    fig.update_yaxes(type="log", tickmode="array", tickvals=byte_values, ticktext=byte_names, row=2, col=1)
+    if lengths.min() <= window <= lengths.max():  # where the window stops growing with n
+        fig.add_vline(x=window, line=dict(color=MARKER, width=2, dash="dot"))
+    fig.update_annotations(font=dict(size=14), x=0, xanchor="left")
+    fig.update_layout(height=COST_HEIGHT, margin=COST_MARGIN, font=FONT,
+                      hoverlabel=dict(font=FONT), legend=LEGEND_BELOW)
+    return fig.update_layout(inked(fig.layout.to_plotly_json()))
+
+
+def cost_summary(lengths, curves: dict, *, window: int, language: str = ENGLISH) -> str:
+    """The cost chart in one sentence: its range, and each kind's FLOPs and bytes at the longest n."""
+    _ = translator(language)
+    last = {kind: (localized_number_text(format_number(flops[-1]), language),
+                   binary_size_text(int(weight_bytes[-1]), language))
+            for kind, (flops, weight_bytes) in curves.items()}
+    return _(COST_SUMMARY).format(
+        flops_title=_(COST_FLOPS_TITLE), memory_title=_(COST_MEMORY_TITLE),
+        low=localized_number_text(f"{int(lengths[0]):,}", language),
+        high=localized_number_text(f"{int(lengths[-1]):,}", language),
+        window=localized_number_text(f"{window:,}", language),
+        full_flops=last["full"][0], full_bytes=last["full"][1], causal_flops=last["causal"][0],
+        causal_bytes=last["causal"][1], window_flops=last["window"][0], window_bytes=last["window"][1])

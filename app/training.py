@@ -138,7 +138,7 @@ class Runs:
                 _signature(path) not in self._unreadable for path in checkpoints.cached_files(config)):
             return
         try:
-            checkpoints.write(config, history)
+            checkpoints.store(config, history)
         except OSError as error:
             log.warning("checkpoint cache: could not save a run of %s: %s", config, error)
 

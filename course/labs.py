@@ -3,7 +3,8 @@
 Score lab: one query's raw scores and the keys' values -> weights and the output (chapter 001,
 examples C to G). Scaling lab: random queries and keys of width d_k, with and without 1/sqrt(d_k)
 (example F). Size and cost: parameters, FLOPs and shapes of one block (examples H and I, chapter
-004 step 6). The page only draws what these return.
+004 step 6), grouped-query attention's parameters and KV cache, and what full, causal and
+sliding-window attention cost as the sequence grows. The page only draws what these return.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from course.i18n import N_, translator
+from course.i18n import N_, localized_number_text, number, translator
 from mha_core.analysis import attention_flops, count_parameters
 from mha_core.attention import softmax
 from mha_core.setup import Setup, parse_number
@@ -173,24 +174,150 @@ def largest_weights(widths, n_keys: int, n_draws: int, seed: int) -> tuple[np.nd
 # --- Size and cost ---------------------------------------------------------------------------
 
 
+def limit_problems(values: dict[str, int], limits: dict[str, int], language: str = "en") -> dict[str, str]:
+    """A message for each value below 1 or above its limit, by key; {} when every value fits."""
+    _ = translator(language)
+    problems = {}
+    for key, value in values.items():
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if not whole or not 1 <= value <= limits[key]:
+            given = number(value, language, 0) if whole else repr(value)
+            problems[key] = _("{value} is outside what this lab takes: give a whole number from 1 to "
+                              "{limit}.").format(value=given, limit=number(limits[key], language, 0))
+    return problems
+
+
+def kv_heads_problem(n_heads: int, kv_heads: int, language: str = "en") -> str | None:
+    """Why g key/value heads cannot serve h query heads (g must divide h), or None."""
+    if n_heads % kv_heads == 0:
+        return None
+    _ = translator(language)
+    divisors = ", ".join(str(g) for g in range(1, n_heads + 1) if n_heads % g == 0)
+    return _("g = {g} key/value heads do not divide h = {h} query heads: each key/value head serves the same "
+             "number of query heads, so choose g from {divisors}.").format(g=kv_heads, h=n_heads,
+                                                                           divisors=divisors)
+
+
 @dataclass(frozen=True)
 class ParameterCount:
-    """Learnable numbers of one MHA block, matrix by matrix (count_parameters gives the total)."""
+    """Learnable numbers of one MHA block, matrix by matrix (count_parameters gives the total at g = h)."""
 
     w_q: int  # h * d_model * d_k
-    w_k: int  # h * d_model * d_k
-    w_v: int  # h * d_model * d_v
+    w_k: int  # g * d_model * d_k: g key/value heads, g = h in standard multi-head attention
+    w_v: int  # g * d_model * d_v
     w_o: int  # h * d_v * d_model
-    biases: int  # h*d_k + h*d_k + h*d_v + d_model, or 0
-    total: int  # count_parameters' answer; the terms above add up to it (tested)
+    biases: int  # h*d_k + g*d_k + g*d_v + d_model, or 0
+    total: int  # the terms above added up; count_parameters' answer when g = h (tested)
+    kv_heads: int  # g
 
 
-def parameter_count(d_model: int, n_heads: int, d_k: int, d_v: int, bias: bool = False) -> ParameterCount:
-    """Example I's count, term by term, with ``count_parameters``'s total (which checks the sizes)."""
-    total = count_parameters(d_model, n_heads, d_k, d_v, bias)
-    qk = n_heads * d_model * d_k
-    return ParameterCount(w_q=qk, w_k=qk, w_v=n_heads * d_model * d_v, w_o=n_heads * d_v * d_model,
-                          biases=n_heads * (2 * d_k + d_v) + d_model if bias else 0, total=total)
+def parameter_count(d_model: int, n_heads: int, d_k: int, d_v: int, bias: bool = False,
+                    kv_heads: int | None = None) -> ParameterCount:
+    """Example I's count, term by term; with g = kv_heads key/value heads (grouped-query attention:
+    W_K [g, d_model, d_k] and W_V [g, d_model, d_v], each shared by h / g query heads)."""
+    count_parameters(d_model, n_heads, d_k, d_v, bias)  # checks the sizes
+    g = n_heads if kv_heads is None else int(kv_heads)
+    if g < 1 or kv_heads_problem(n_heads, g):
+        raise ValueError(f"kv_heads={kv_heads} must be at least 1 and divide n_heads={n_heads}")
+    terms = dict(w_q=n_heads * d_model * d_k, w_k=g * d_model * d_k, w_v=g * d_model * d_v,
+                 w_o=n_heads * d_v * d_model, biases=n_heads * d_k + g * (d_k + d_v) + d_model if bias else 0)
+    return ParameterCount(**terms, total=sum(terms.values()), kv_heads=g)
+
+
+# --- Grouped-query attention and the KV cache ---------------------------------------------------
+
+VALUE_BYTES = {4: "4 · fp32", 2: "2 · fp16, bf16", 1: "1 · int8, fp8"}  # bytes per number stored
+BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
+def kv_bytes_per_token(kv_heads: int, d_k: int, d_v: int, bytes_per_value: int) -> int:
+    """Bytes one token adds to one layer's cache: g keys of d_k numbers and g values of d_v numbers."""
+    return kv_heads * (d_k + d_v) * bytes_per_value
+
+
+def kv_cache_bytes(layers: int, kv_heads: int, d_k: int, d_v: int, context: int, bytes_per_value: int) -> int:
+    """The whole KV cache of one sequence: every layer keeps K [context, g, d_k] and V [context, g, d_v]."""
+    return layers * context * kv_bytes_per_token(kv_heads, d_k, d_v, bytes_per_value)
+
+
+def binary_size(n_bytes: int) -> tuple[float, str]:
+    """Bytes in the largest binary unit that keeps the number at least 1: 4294967296 -> (4.0, "GiB")."""
+    value, unit = float(n_bytes), BINARY_UNITS[0]
+    for unit in BINARY_UNITS:
+        if value < 1024 or unit == BINARY_UNITS[-1]:
+            break
+        value /= 1024
+    return value, unit
+
+
+def binary_size_text(n_bytes: int, language: str = "en") -> str:
+    """"4 GiB", "128 MiB", "1.5 KiB": at most three significant digits, as the language writes numbers."""
+    value, unit = binary_size(n_bytes)
+    if value >= 100:  # 100 to 1023: a whole number (f"{1000.5:.3g}" would read 1e+03)
+        return f"{number(round(value), language, 0)} {unit}"
+    return f"{localized_number_text(f'{value:.3g}', language)} {unit}"
+
+
+# --- Attention cost against sequence length ---------------------------------------------------
+
+KINDS = ("full", "causal", "window")  # every key; keys up to the query; the last w keys up to the query
+SEQUENCE_LENGTHS = tuple(2**i for i in range(7, 16))  # n = 128, 256, ..., 32768: the cost chart's points
+
+
+def attended_pairs(n: int, kind: str, window: int | None = None) -> int:
+    """(query, key) pairs that take part in n tokens' attention.
+
+    full: n²; causal: n(n+1)/2 (row i sees keys 0..i); window w: row i sees its last min(i+1, w) keys,
+    w(w+1)/2 + (n-w)w in all for w < n, and causal's count for w >= n.
+    """
+    if kind == "full":
+        return n * n
+    if kind == "causal":
+        return n * (n + 1) // 2
+    if kind == "window":
+        if window is None or window < 1:
+            raise ValueError(f"a sliding window needs a width of at least 1, got {window!r}")
+        w = min(window, n)
+        return w * (w + 1) // 2 + (n - w) * w
+    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+@dataclass(frozen=True)
+class AttentionCost:
+    """One layer's attention over n tokens, all h heads, counting only the pairs that take part."""
+
+    pairs: int  # attended (query, key) pairs of one head
+    score_flops: int  # QKᵀ: 2 h pairs d_k (a multiply-add counts 2)
+    sum_flops: int  # weights · V: 2 h pairs d_v
+    weight_bytes: int  # the weights kept: h pairs bytes_per_value
+
+    @property
+    def flops(self) -> int:
+        return self.score_flops + self.sum_flops
+
+
+def attention_cost(n: int, n_heads: int, d_k: int, d_v: int, kind: str, window: int | None = None,
+                   bytes_per_value: int = 4) -> AttentionCost:
+    """FLOPs of the score and weighted-sum steps and bytes of the weight grid, for one layer.
+
+    Full attention's FLOPs are ``attention_flops(n, n, h, d_k, d_v)``. A kernel that computes the whole
+    n × n grid and then masks it spends full attention's cost whatever the mask; these counts are what
+    a kernel that skips the masked pairs spends.
+    """
+    pairs = attended_pairs(n, kind, window)
+    return AttentionCost(pairs=pairs, score_flops=2 * n_heads * pairs * d_k,
+                         sum_flops=2 * n_heads * pairs * d_v, weight_bytes=n_heads * pairs * bytes_per_value)
+
+
+def cost_curves(lengths, n_heads: int, d_k: int, d_v: int, window: int,
+                bytes_per_value: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """kind -> (FLOPs [len(lengths)], weight bytes [len(lengths)]) for full, causal and windowed attention."""
+    curves = {}
+    for kind in KINDS:
+        costs = [attention_cost(n, n_heads, d_k, d_v, kind, window, bytes_per_value) for n in lengths]
+        curves[kind] = (np.array([c.flops for c in costs], dtype=float),  # [len(lengths)]
+                        np.array([c.weight_bytes for c in costs], dtype=float))  # [len(lengths)]
+    return curves
 
 
 def head_split_flops(n_q: int, n_k: int, n_heads: int, d_k: int, d_v: int) -> tuple[int, int]:

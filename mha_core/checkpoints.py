@@ -65,7 +65,7 @@ def is_pretrained(config: Config) -> bool:
     return config in PRETRAINED.values()
 
 
-def write(config: Config, history: History, folder: Path | None = None) -> Path:
+def store(config: Config, history: History, folder: Path | None = None) -> Path:
     """Save a run into folder (default: the writable cache) atomically: a temporary file in the same
     folder, then os.replace, so a reader never sees half a file. Raises OSError when it cannot."""
     folder = folder if folder is not None else cache_dirs()[-1]
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         began = time.perf_counter()
         history = train(config)
         trained = time.perf_counter() - began
-        write(config, history, folder)
+        store(config, history, folder)
         print(f"made  {path} ({name}: {config.steps} steps, loss {history.losses[0]:.3f} -> "
               f"{history.losses[-1]:.3f}) in {trained:.1f} s, {path.stat().st_size / 1e6:.1f} MB", flush=True)
     print(f"done in {time.perf_counter() - started:.1f} s", flush=True)

@@ -176,7 +176,7 @@ class Page:
         sz = self.sizes
         group = head // (sz.n_heads // sz.groups)  # the key/value head this query head reads
         if sz.groups < sz.n_heads:
-            st.caption(sharing_text(sz.n_heads, sz.groups, head))
+            st.caption(lit(sharing_text(sz.n_heads, sz.groups, head)))
         for column, name in zip(st.columns(3), ("w_q", "w_k", "w_v"), strict=True):
             with column:
                 width = sz.d_v if name == "w_v" else sz.d_k
@@ -240,7 +240,7 @@ class Page:
         if mask_note:
             scaled += i18n.t("; masked cells (mask: {note}) are blank here and in the weights").format(
                 note=mask_note)
-        st.caption(scaled)
+        st.caption(lit(scaled))
         grid(figure(figures.head_grids, r.scaled, self.q_tokens, self.k_tokens, kind="scores", mask=r.mask,
                     head_names=self._titled("scaled", r.scaled), large=self.large), key="chart_scaled")
         st.caption(i18n.t("Attention weights A = softmax over each row (one colour scale 0 to 1 for all "

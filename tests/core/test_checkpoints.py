@@ -196,11 +196,11 @@ def test_a_cached_run_is_written_atomically_and_found_in_the_list(monkeypatch, t
     read_only, writable = tmp_path / "image", tmp_path / "server"
     monkeypatch.setenv("MHA_CHECKPOINT_DIR", f"{read_only}{os.pathsep}{writable}")
     assert checkpoints.cached_files(SMALL) == []
-    path = checkpoints.write(SMALL, run)
+    path = checkpoints.store(SMALL, run)
     assert path.parent == writable and checkpoints.cached_files(SMALL) == [path]
     assert [p.name for p in writable.iterdir()] == [path.name]  # no temporary file left behind
     assert path.stat().st_mode & 0o777 == 0o644
-    checkpoints.write(SMALL, run, read_only)
+    checkpoints.store(SMALL, run, read_only)
     assert checkpoints.cached_files(SMALL) == [read_only / path.name, path]  # the image's first
     assert load_history(path)[0] == SMALL
 
@@ -212,7 +212,7 @@ def test_a_failed_write_leaves_no_file(monkeypatch, tmp_path, run):
 
     monkeypatch.setattr(checkpoints, "save_history", broken)
     with pytest.raises(OSError, match="disk full"):
-        checkpoints.write(SMALL, run, tmp_path)
+        checkpoints.store(SMALL, run, tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 

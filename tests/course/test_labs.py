@@ -11,15 +11,25 @@ from hypothesis import strategies as st
 
 from app import lab_figures
 from course.labs import (
+    KINDS,
     MAX_KEYS,
     SCORE_PRESETS,
+    SEQUENCE_LENGTHS,
     WIDTHS,
+    attended_pairs,
+    attention_cost,
+    binary_size_text,
+    cost_curves,
     cross_attention_shapes,
     dot_products,
     gap_curve,
     gap_of,
     head_split_flops,
+    kv_bytes_per_token,
+    kv_cache_bytes,
+    kv_heads_problem,
     largest_weights,
+    limit_problems,
     parameter_count,
     parse_numbers,
     score_inputs,
@@ -235,6 +245,161 @@ def test_example_h_shapes_match_the_core():
     assert shapes["output = concat W_O"] == result.output.shape
 
 
+# --- Grouped-query attention and the KV cache ------------------------------------------------------
+
+
+def block_arrays(d_model: int, h: int, g: int, d_k: int, d_v: int, bias: bool) -> list[np.ndarray]:
+    """One grouped-query block's learnable arrays, built at their shapes (the reference count)."""
+    arrays = [np.zeros((h, d_model, d_k)), np.zeros((g, d_model, d_k)),  # W_Q, W_K
+              np.zeros((g, d_model, d_v)), np.zeros((h, d_v, d_model))]  # W_V, W_O
+    if bias:
+        arrays += [np.zeros((h, d_k)), np.zeros((g, d_k)), np.zeros((g, d_v)), np.zeros(d_model)]
+    return arrays
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 64), st.sampled_from([1, 2, 3, 4, 6, 8, 12]), st.integers(1, 32), st.integers(1, 32),
+       st.booleans(), st.data())
+def test_grouped_query_parameters_are_the_arrays_sizes(d_model, h, d_k, d_v, bias, data):
+    g = data.draw(st.sampled_from([g for g in range(1, h + 1) if h % g == 0]))
+    count = parameter_count(d_model, h, d_k, d_v, bias, kv_heads=g)
+    arrays = block_arrays(d_model, h, g, d_k, d_v, bias)
+    assert count.total == sum(a.size for a in arrays)
+    assert (count.w_q, count.w_k, count.w_v, count.w_o) == tuple(a.size for a in arrays[:4])
+    assert count.biases == sum(a.size for a in arrays[4:])
+    standard = parameter_count(d_model, h, d_k, d_v, bias)
+    assert standard.kv_heads == h and standard == parameter_count(d_model, h, d_k, d_v, bias, kv_heads=h)
+    assert standard.total == count_parameters(d_model, h, d_k, d_v, bias)
+    assert standard.total - count.total == (h - g) * (d_model + bias) * (d_k + d_v)  # what sharing saves
+
+
+def test_kv_heads_must_divide_the_query_heads():
+    assert all(kv_heads_problem(8, g) is None for g in (1, 2, 4, 8))
+    message = kv_heads_problem(8, 3)
+    assert "g = 3" in message and "h = 8" in message and "1, 2, 4, 8" in message
+    with pytest.raises(ValueError, match="divide"):
+        parameter_count(512, 8, 64, 64, kv_heads=3)
+    with pytest.raises(ValueError):
+        parameter_count(512, 8, 64, 64, kv_heads=0)
+
+
+@pytest.mark.parametrize(("layers", "g", "d_k", "d_v", "context", "bytes_per_value"), [
+    (1, 1, 1, 1, 1, 1), (2, 4, 8, 8, 5, 4), (3, 2, 4, 6, 7, 2), (4, 1, 16, 8, 3, 1), (2, 8, 2, 2, 9, 2)])
+def test_kv_cache_bytes_are_a_real_cache_s_nbytes(layers, g, d_k, d_v, context, bytes_per_value):
+    dtype = {4: np.float32, 2: np.float16, 1: np.int8}[bytes_per_value]
+    keys = np.zeros((layers, context, g, d_k), dtype=dtype)  # [L, n, g, d_k]
+    values = np.zeros((layers, context, g, d_v), dtype=dtype)  # [L, n, g, d_v]
+    assert kv_cache_bytes(layers, g, d_k, d_v, context, bytes_per_value) == keys.nbytes + values.nbytes
+    one = keys[0, :1].nbytes + values[0, :1].nbytes  # one token, one layer
+    assert kv_bytes_per_token(g, d_k, d_v, bytes_per_value) == one
+
+
+def test_a_7b_class_model_s_kv_cache_at_8k_tokens():
+    """32 layers, 32 query heads of d_k 128, 8192 tokens in fp16: 4 GiB; 1 GiB at g = 8; 128 MiB at g = 1."""
+    per_token = {g: kv_bytes_per_token(g, 128, 128, 2) for g in (32, 8, 1)}
+    assert per_token[32] == 2 * 32 * 128 * 2 == 16 * 1024
+    totals = {g: kv_cache_bytes(32, g, 128, 128, 8192, 2) for g in (32, 8, 1)}
+    assert totals == {32: 4 * 2**30, 8: 2**30, 1: 128 * 2**20}
+    assert [binary_size_text(totals[g]) for g in (32, 8, 1)] == ["4 GiB", "1 GiB", "128 MiB"]
+
+
+@pytest.mark.parametrize(("n_bytes", "text"), [(0, "0 B"), (512, "512 B"), (1000, "1,000 B"), (1024, "1 KiB"),
+                                               (1536, "1.5 KiB"), (int(12.34 * 2**20), "12.3 MiB"),
+                                               (1023 * 2**30, "1,023 GiB"), (2**40, "1 TiB")])
+def test_binary_sizes_read_as_a_person_writes_them(n_bytes, text):
+    assert binary_size_text(n_bytes) == text
+
+
+def test_limits_are_checked_one_by_one():
+    limits = {"a": 10, "b": 10, "c": 10}
+    problems = limit_problems({"a": 0, "b": 10, "c": 11}, limits)
+    assert set(problems) == {"a", "c"} and "from 1 to 10" in problems["c"]
+    assert limit_problems({"a": 1}, limits) == {}
+    assert "10.000" in limit_problems({"a": 10_001}, {"a": 10_000}, "de")["a"]  # the reader's digits
+
+
+# --- Attention cost against sequence length ----------------------------------------------------
+
+
+def allowed_mask(n: int, kind: str, window: int | None = None) -> np.ndarray:  # -> [n, n] True = may attend
+    """The mask itself, built with NumPy: the reference the pair counts are checked against."""
+    if kind == "full":
+        return np.ones((n, n), dtype=bool)
+    causal = np.tril(np.ones((n, n), dtype=bool))  # [n, n] keys up to the query
+    if kind == "causal":
+        return causal
+    return causal & ~np.tril(np.ones((n, n), dtype=bool), -window)  # [n, n] and no more than w - 1 back
+
+
+def pairs_by_loop(mask: np.ndarray) -> int:
+    return sum(1 for i in range(mask.shape[0]) for j in range(mask.shape[1]) if mask[i, j])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 50), st.sampled_from(KINDS))
+def test_attended_pairs_count_a_mask_s_true_cells(n, window, kind):
+    mask = allowed_mask(n, kind, window)  # [n, n]
+    assert attended_pairs(n, kind, window) == pairs_by_loop(mask)
+    if kind == "window":
+        assert list(mask.sum(axis=1)) == [min(i + 1, window) for i in range(n)]  # row i: min(i+1, w) keys
+
+
+def test_causal_is_about_half_and_a_window_about_n_times_w():
+    n, w = 32768, 4096
+    assert attended_pairs(n, "causal") == n * (n + 1) // 2
+    assert attended_pairs(n, "window", w) == w * (w + 1) // 2 + (n - w) * w
+    causal = attended_pairs(n, "causal")
+    assert attended_pairs(n, "window", n) == attended_pairs(n, "window", 10 * n) == causal
+    doubled = attended_pairs(2 * n, "window", w) - attended_pairs(n, "window", w)
+    assert doubled == n * w  # past n = w each new token adds exactly w pairs: linear in n
+    with pytest.raises(ValueError):
+        attended_pairs(8, "window", 0)
+    with pytest.raises(ValueError):
+        attended_pairs(8, "diagonal")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_attention_cost_counts_the_core_s_flops_and_the_weights_bytes(kind):
+    h, d_k, d_v, n, w = 4, 16, 8, 20, 6
+    cost = attention_cost(n, h, d_k, d_v, kind, w, bytes_per_value=2)
+    mask = allowed_mask(n, kind, w)  # [n, n]
+    kept = np.zeros((h, int(mask.sum())), dtype=np.float16)  # [h, pairs] the weights that take part
+    assert cost.weight_bytes == kept.nbytes
+    assert cost.score_flops == 2 * h * mask.sum() * d_k and cost.sum_flops == 2 * h * mask.sum() * d_v
+    if kind == "full":
+        assert cost.flops == attention_flops(n, n, h, d_k, d_v)
+
+
+def test_cost_curves_grow_quadratically_full_and_linearly_windowed():
+    curves = cost_curves(SEQUENCE_LENGTHS, 32, 128, 128, window=1024, bytes_per_value=2)
+    flops, memory = curves["full"]
+    assert flops.shape == memory.shape == (len(SEQUENCE_LENGTHS),)
+    np.testing.assert_allclose(flops[1:] / flops[:-1], 4.0, rtol=0)  # n doubles: n² quadruples
+    causal = curves["causal"][0] / flops
+    assert np.all((causal > 0.5) & (causal < 0.51))
+    window = curves["window"][1]
+    past = np.array(SEQUENCE_LENGTHS) >= 2048
+    np.testing.assert_allclose(np.diff(window[past]) / np.diff(np.array(SEQUENCE_LENGTHS)[past]),
+                               32 * 1024 * 2, rtol=1e-12)  # bytes per extra token: h w b
+
+
+def test_cost_figure_draws_three_curves_per_panel_on_log_axes():
+    curves = cost_curves(SEQUENCE_LENGTHS, 8, 64, 64, window=4096, bytes_per_value=4)
+    fig = lab_figures.attention_cost_figure(SEQUENCE_LENGTHS, curves, window=4096)
+    assert len(fig.data) == 6 and [trace.showlegend for trace in fig.data].count(True) == 3
+    assert fig.layout.xaxis.type == fig.layout.yaxis.type == fig.layout.yaxis2.type == "log"
+    assert list(fig.layout.xaxis2.ticktext) == ["128", "256", "512", "1K", "2K", "4K", "8K", "16K", "32K"]
+    np.testing.assert_array_equal(fig.data[1].y, curves["full"][1])  # the memory panel's full curve
+    assert fig.data[1].hovertext[-1] == "full, n = 32768: 32 GiB"  # 8 heads × 32768² × 4 bytes
+    assert list(fig.layout.yaxis2.ticktext) == ["32 KiB", "1 MiB", "32 MiB", "1 GiB", "32 GiB"]
+    assert [shape.x0 for shape in fig.layout.shapes] == [4096, 4096]  # each panel: where the window bites
+    summary = lab_figures.cost_summary(SEQUENCE_LENGTHS, curves, window=4096)
+    assert summary == ("Attention cost of one layer for n from 128 to 32,768 tokens, on log axes; at n = "
+                       "32,768: FLOPs of QKᵀ and weights · V: full 2.2e12, causal 1.1e12, sliding window of "
+                       "4,096 2.6e11. memory of the weights kept: full 32 GiB, causal 16 GiB, sliding window "
+                       "3.75 GiB.")
+
+
 # --- Parsing typed lists -----------------------------------------------------------------------
 
 
@@ -420,3 +585,65 @@ def test_size_inputs_explain_a_split_that_is_not_whole(labs):
     assert "(3 × 5) · (5 × 64) = (3 × 64)" in text
     at.button(key="lab_size_reset").click().run()
     assert not at.error
+
+
+def test_the_7b_example_compares_multi_head_grouped_and_multi_query_caches(labs):
+    at = labs
+    at.button(key="lab_size_7b").click().run()
+    assert not at.exception and not at.error
+    text = page_text(at)
+    assert "| g = 32 (multi-head) | 67,108,864 | 16 KiB | 4 GiB |" in text
+    assert "| **g = 8 (grouped-query)** | 41,943,040 | 4 KiB | 1 GiB |" in text
+    assert "| g = 1 (multi-query) | 34,603,008 | 512 B | 128 MiB |" in text
+    assert "KV cache with g = 8: 1 GiB" in text and "multi-head (g = h = 32): 4 GiB" in text
+    cost = chart_specs(at)["lab_chart_cost"]
+    assert len(cost["data"]) == 6 and cost["layout"]["yaxis"]["type"] == "log"
+    at.button(key="lab_size_reset").click().run()
+
+
+def test_kv_heads_that_do_not_divide_h_are_said_under_their_input_and_nothing_is_computed(labs):
+    at = labs
+    at.button(key="lab_size_7b").click().run()
+    at.number_input(key="lab_kv_heads").set_value(3).run()
+    assert not at.exception
+    column = next(c for c in at.columns if any(n.key == "lab_kv_heads" for n in c.number_input))
+    said = [e.value.replace("\\", "") for e in column.error]
+    assert said == ["g = 3 key/value heads do not divide h = 32 query heads: each key/value head serves the "
+                    "same number of query heads, so choose g from 1, 2, 4, 8, 16, 32."]
+    text = page_text(at)
+    assert "KV cache with" not in text and "GiB |" not in text and "multi-query) |" not in text
+    assert "The cache appears once g divides h" in text
+    at.number_input(key="lab_kv_heads").set_value(32).run()
+    assert not at.error and "| **g = 32 (multi-head)** | 67,108,864 | 16 KiB | 4 GiB |" in page_text(at)
+    at.button(key="lab_size_reset").click().run()
+
+
+def test_sizes_above_their_limits_are_said_under_their_inputs_before_anything_is_computed(labs):
+    at = labs
+    at.button(key="lab_size_reset").click().run()
+    at.number_input(key="lab_context").set_value(10_000_001).run()
+    assert not at.exception
+    column = next(c for c in at.columns if any(n.key == "lab_context" for n in c.number_input))
+    assert any("from 1 to 10,000,000" in e.value.replace("\\", "") for e in column.error)
+    assert at.number_input(key="lab_context").value == 10_000_001  # kept as typed, not reset
+    assert "KV cache with" not in page_text(at)
+    at.number_input(key="lab_context").set_value(1024).run()
+    at.number_input(key="lab_d_model").set_value(70_000).run()
+    column = next(c for c in at.columns if any(n.key == "lab_d_model" for n in c.number_input))
+    assert any("from 1 to 65,536" in e.value.replace("\\", "") for e in column.error)
+    assert "learnable numbers" not in page_text(at) and "lab_chart_cost" not in chart_specs(at)
+    at.button(key="lab_size_reset").click().run()
+    assert not at.error
+
+
+def test_the_window_moves_the_cost_chart(labs):
+    at = labs
+    at.button(key="lab_size_reset").click().run()
+    at.number_input(key="lab_window").set_value(512).run()
+    assert not at.exception
+    spec = chart_specs(at)["lab_chart_cost"]
+    window = [trace for trace in spec["data"] if trace["name"] == "sliding window, w = 512"]
+    assert len(window) == 2 and spec["layout"]["shapes"][0]["x0"] == 512
+    assert window[0]["hovertext"][-1] == f"sliding window, w = 512, n = 32768: " \
+        f"{attention_cost(32768, 8, 64, 64, 'window', 512).flops:.4e}".replace("e+", "e")
+    at.number_input(key="lab_window").set_value(4096).run()
