@@ -238,9 +238,11 @@ def _kv_heads_ui(sb, n_heads: int) -> int:
         ss.kv_heads = n_heads
     ss[KV_HEADS_FOR] = n_heads
 
-    def label(g: int) -> str:
+    words = {kind: i18n.t(text) for kind, text in KV_HEAD_LABELS.items()}  # this run's language, kept
+
+    def label(g: int) -> str:  # also called outside the run (AppTest, the widget's serde): no i18n.t here
         kind = "all" if g == n_heads else "one" if g == 1 else "some"
-        return i18n.t(KV_HEAD_LABELS[kind]).format(g=f"{g:d}", per=f"{n_heads // g:d}")
+        return words[kind].format(g=f"{g:d}", per=f"{n_heads // g:d}")
 
     g = sb.selectbox(i18n.t("key/value heads g"), choices, key="kv_heads", format_func=label,
                      help=i18n.t("Grouped-query attention, as in today's language models: g key/value heads, "

@@ -182,8 +182,8 @@ def _mask_line(setup: Setup, _=str) -> str:
         comment = _own(_("causal: no peeking ahead"))
         return f"allowed = np.tril(np.ones(({n_q}, {n_k}), dtype=bool))  # {comment}\n"
     if setup.mask_kind == "window":
-        comment = _own(_("sliding window: each query sees itself and the {size} tokens before it")
-                       .format(size=setup.mask.size - 1))
+        comment = _own(_("a sliding window of {size}: a query sees the last {size} tokens, itself included")
+                       .format(size=setup.mask.size))
         return (f"allowed = np.tri({n_q}, {n_k}, dtype=bool) & ~np.tri({n_q}, {n_k}, -{setup.mask.size}, "
                 f"dtype=bool)  # {comment}\n")
     comment = _own(_("no mask: every query sees every key"))
