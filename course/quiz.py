@@ -437,6 +437,8 @@ def _shape(f: _Facts, rng, step: int | None = None) -> Question | None:
 
 def _parameters(f: _Facts, rng, step: int | None = None) -> Question | None:
     s = f.sizes
+    if s.groups < s.n_heads:  # the questions below count W_K and W_V per query head
+        return None
     total = count_parameters(s.d_model, s.n_heads, s.d_k, s.d_v, bias=s.bias)
     _ = translator(f.language)
     sizes = {"heads": s.n_heads, "width": s.d_model, "dk": s.d_k, "dv": s.d_v}

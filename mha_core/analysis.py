@@ -67,16 +67,21 @@ def _kl_base2(p: np.ndarray, m: np.ndarray) -> np.ndarray:  # [..., n_k] -> [...
     return np.sum(np.where(safe, p * np.log2(ratio), 0.0), axis=-1)
 
 
-def count_parameters(d_model: int, n_heads: int, d_k=None, d_v=None, bias: bool = False) -> int:
-    """Learnable numbers in one MHA block: h*(2*d_model*d_k + d_model*d_v) + h*d_v*d_model (+ biases).
+def count_parameters(d_model: int, n_heads: int, d_k=None, d_v=None, bias: bool = False,
+                     kv_heads: int | None = None) -> int:
+    """Learnable numbers in one MHA block: h*(2*d_model*d_k + d_model*d_v) + h*d_v*d_model (+ biases);
+    with g key/value heads (grouped-query attention) W_K and W_V hold g heads instead of h.
 
     d_k and d_v default to d_model / n_heads, which must then be a whole number.
     """
     d_model, n_heads = _positive_int("d_model", d_model), _positive_int("n_heads", n_heads)
+    g = n_heads if kv_heads is None else _positive_int("kv_heads", kv_heads)
+    if n_heads % g:
+        raise ValueError(f"kv_heads={g} must divide n_heads={n_heads}")
     d_k = _head_width("d_k", d_k, d_model, n_heads)
     d_v = _head_width("d_v", d_v, d_model, n_heads)
-    weights = n_heads * (2 * d_model * d_k + d_model * d_v) + n_heads * d_v * d_model
-    biases = n_heads * (2 * d_k + d_v) + d_model if bias else 0
+    weights = n_heads * d_model * d_k + g * d_model * (d_k + d_v) + n_heads * d_v * d_model
+    biases = n_heads * d_k + g * (d_k + d_v) + d_model if bias else 0
     return weights + biases
 
 

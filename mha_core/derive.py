@@ -71,8 +71,9 @@ def contributions_of(setup: Setup, result: MHAResult) -> Contributions:
 class Cost:
     """What the block costs: parameters per projection and in all, and the work of attention."""
 
-    per_query_key: int  # W_Q's (and W_K's) parameters, h · d_model · d_k
-    per_value: int  # W_V's, h · d_model · d_v
+    per_query_key: int  # W_Q's parameters, h · d_model · d_k (W_K's too unless key/value heads are grouped)
+    per_key: int  # W_K's, g · d_model · d_k with g key/value heads (g = h: per_query_key)
+    per_value: int  # W_V's, g · d_model · d_v
     per_output: int  # W_O's, h · d_v · d_model
     total: int
     with_bias: int
@@ -82,10 +83,10 @@ class Cost:
 
 
 def cost_of(sizes: Sizes) -> Cost:
-    h, d_model, d_k, d_v = sizes.n_heads, sizes.d_model, sizes.d_k, sizes.d_v
-    return Cost(per_query_key=h * d_model * d_k, per_value=h * d_model * d_v, per_output=h * d_v * d_model,
-                total=count_parameters(d_model, h, d_k, d_v),
-                with_bias=count_parameters(d_model, h, d_k, d_v, bias=True),
+    h, g, d_model, d_k, d_v = sizes.n_heads, sizes.groups, sizes.d_model, sizes.d_k, sizes.d_v
+    return Cost(per_query_key=h * d_model * d_k, per_key=g * d_model * d_k, per_value=g * d_model * d_v,
+                per_output=h * d_v * d_model, total=count_parameters(d_model, h, d_k, d_v, kv_heads=g),
+                with_bias=count_parameters(d_model, h, d_k, d_v, bias=True, kv_heads=g),
                 flops=attention_flops(sizes.n_q, sizes.n_k, h, d_k, d_v),
                 one_wide_head_flops=attention_flops(sizes.n_q, sizes.n_k, 1, h * d_k, h * d_v),
                 four_d_squared=h * d_k == d_model == h * d_v)

@@ -108,10 +108,17 @@ def sizes_line(sizes) -> str:
     sizes_words = i18n.t("**Sizes:** {n_q} × {n_k} (queries × keys), d_model = {d_model}, h = {h}, "
                          "d_k = {d_k}, d_v = {d_v}.").format(n_q=f"{sizes.n_q:d}", n_k=f"{sizes.n_k:d}",
                                                              **shapes)
-    parameters = i18n.t("**Parameters:** W_Q and W_K {wq} each (h × d_model × d_k = {h} × {d_model} × "
-                        "{d_k}), W_V {wv}, W_O {wo}: **{total}** in all; with biases {with_bias}.").format(
-        wq=number(cost.per_query_key), wv=number(cost.per_value), wo=number(cost.per_output),
-        total=number(cost.total), with_bias=number(cost.with_bias), **shapes)
+    if sizes.groups < sizes.n_heads:
+        words = i18n.t("**Parameters:** W_Q {wq} (h × d_model × d_k = {h} × {d_model} × {d_k}), W_K {wk} and "
+                       "W_V {wv} (only g = {g} key/value heads), W_O {wo}: **{total}** in all; with biases "
+                       "{with_bias}.")
+    else:
+        words = i18n.t("**Parameters:** W_Q and W_K {wq} each (h × d_model × d_k = {h} × {d_model} × "
+                       "{d_k}), W_V {wv}, W_O {wo}: **{total}** in all; with biases {with_bias}.")
+    parameters = words.format(
+        wq=number(cost.per_query_key), wk=number(cost.per_key), wv=number(cost.per_value),
+        wo=number(cost.per_output), g=f"{sizes.groups:d}", total=number(cost.total),
+        with_bias=number(cost.with_bias), **shapes)
     return f"{sizes_words}  \n{parameters}"
 
 

@@ -42,6 +42,13 @@ def test_grouped_heads_share_keys_and_the_page_says_which():
     assert sharing and "heads 1–2 read key/value head 1; heads 3–4 read key/value head 2" in sharing[0]
 
 
+def test_the_parameter_count_holds_only_the_key_value_heads():
+    at = _grouped(2)  # d_model 8, h 4, d_k = d_v = 2: W_Q 64, W_K 32, W_V 32, W_O 64
+    line = next(t for t in shown(at.markdown) if "Parameters:" in t)
+    assert "W_Q 64" in line and "W_K 32 and W_V 32 (only g = 2 key/value heads)" in line
+    assert "**192** in all" in line
+
+
 def test_editing_a_shared_key_matrix_changes_every_head_of_its_group_and_no_other():
     at = _grouped(2)
     before = _result(at).scores.copy()  # [h, n, n]

@@ -45,6 +45,26 @@ def test_dividing_heads_always_cost_four_d_model_squared(d_model, h):
     assert count_parameters(d_model, h, bias=True) == 4 * d_model**2 + 4 * d_model
 
 
+@pytest.mark.parametrize("h, g", [(8, 8), (8, 2), (8, 1), (6, 3)])
+@pytest.mark.parametrize("bias", [False, True])
+def test_grouped_key_value_heads_count_the_arrays_a_setup_holds(h, g, bias):
+    """W_K, W_V (and b_K, b_V) of g key/value heads: the sizes of the arrays a grouped Setup is built from."""
+    rng = np.random.default_rng(0)
+    d_model, d_k, d_v = 12, 3, 2
+    arrays = [rng.normal(size=(h, d_model, d_k)), rng.normal(size=(g, d_model, d_k)),
+              rng.normal(size=(g, d_model, d_v)), rng.normal(size=(h * d_v, d_model))]
+    if bias:
+        arrays += [np.zeros((h, d_k)), np.zeros((g, d_k)), np.zeros((g, d_v)), np.zeros(d_model)]
+    assert count_parameters(d_model, h, d_k, d_v, bias=bias, kv_heads=g) == sum(a.size for a in arrays)
+    assert (count_parameters(d_model, h, d_k, d_v, bias=bias, kv_heads=h)
+            == count_parameters(d_model, h, d_k, d_v, bias=bias) == hand_count(d_model, h, d_k, d_v, bias))
+
+
+def test_key_value_heads_must_divide_the_heads():
+    with pytest.raises(ValueError, match="kv_heads=3 must divide n_heads=8"):
+        count_parameters(16, 8, kv_heads=3)
+
+
 def test_bias_adds_b_q_b_k_b_v_and_b_o():
     assert count_parameters(512, 8, bias=True) == 1048576 + 3 * 512 + 512 == 1050624
     assert count_parameters(512, 8, bias=True) - count_parameters(512, 8) == 2048
