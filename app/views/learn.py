@@ -9,12 +9,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import figures, i18n, learn_figures, session_keys, state, training
+from app import figures, i18n, learn_figures, questions, session_keys, state, training
 from app.figure_cache import figure
+from app.live import in_room, is_teacher
 from app.safe import lit
 from app.widgets import chart
 from course.i18n import N_
-from course.learn import ROLE_INDUCTION, ROLE_NONE, ROLE_PREVIOUS, TASK_NAMES, TASK_SOLUTIONS
+from course.learn import TASK_NAMES, TASK_SOLUTIONS, induction_question, role_of
 from mha_core.attention import softmax
 from mha_core.checkpoints import EXAMPLE_F
 from mha_core.train import Config, History, Model, probe, probes, token_names
@@ -40,7 +41,9 @@ TRAIN_KEY = "FormSubmitter:learn_settings-Train"
 session_keys.register(session_keys.Key(SAVED, "learn"), session_keys.Key(RUN, "learn"),
                       session_keys.Key(STOPPED_SCORES, "learn"), session_keys.Key(SHOWN, "learn"),
                       session_keys.Key("learn_checkpoint", "learn", followed=True))
-ROLE_AT = 0.4  # a head whose mean score passes this has taken the role
+LEARN_SCREEN = "learn"  # where the room's forecast was asked from (app/questions.asked_here)
+REVEALED = "learn_revealed"  # the id of the room's forecast the teacher revealed here
+session_keys.register(session_keys.Key(REVEALED, "learn"))
 PROGRESS_EVERY = 10  # steps between two updates of the bar (each is a message to the browser)
 CURVE_EVERY = 100  # steps between two redraws of the live loss curve
 GENERATED = 8  # tokens the model adds to a prompt
@@ -67,7 +70,8 @@ def render(workbench_page) -> None:
     else:
         if training.runs().earlier(config) and run is training.runs().finished(config):
             st.caption(i18n.t(EARLIER))
-        results_ui(config, *run, workbench_page)
+        if not forecast_ui(config, *run):
+            results_ui(config, *run, workbench_page)
     example_f_ui()
     _save()
 
@@ -187,6 +191,32 @@ def results_ui(config: Config, history: History, scores: np.ndarray, workbench_p
     open_ui(model, tokens, workbench_page)
 
 
+def forecast_ui(config: Config, history: History, scores: np.ndarray) -> bool:
+    """The room's forecast of the induction head, asked before the heads are shown; whether the heads are
+    hidden now (the teacher asked and has not revealed; a student while the room's forecast is open)."""
+    if not in_room() or config.task != "induction" or history.stopped:
+        return False
+    ss = st.session_state
+    if not is_teacher():
+        question, status, _ = questions.room_question()
+        hidden = question is not None and question.kind == "induction_head" and status != "revealed"
+        if hidden:
+            st.info(i18n.t("The heads appear after your teacher's **Reveal**: first, forecast."),
+                    icon=":material/psychology_alt:")
+        return hidden
+    question = induction_question(config.steps, scores[-1], i18n.language())
+    if question is None:
+        return False
+    asked = questions.asked_here(LEARN_SCREEN)
+    if not asked or ss.get(REVEALED) == ss.asked[0]:
+        questions.ask_button(question, key="learn_ask", screen=LEARN_SCREEN)
+        return False
+    questions.presenter_panel(lambda: ss.__setitem__(REVEALED, ss.asked[0]))
+    st.info(i18n.t("The heads appear here after **Reveal**: first, let the room forecast."),
+            icon=":material/psychology_alt:")
+    return True
+
+
 def roles_ui(scores: np.ndarray) -> None:
     """What each head became, read from its scores [layers, heads, 2] (never from a fixed answer)."""
     st.markdown(i18n.t("**What each head became** at this checkpoint (mean scores over 16 sequences of the "
@@ -194,8 +224,7 @@ def roles_ui(scores: np.ndarray) -> None:
     rows = []
     for layer, heads in enumerate(scores):
         for head, (previous, induction) in enumerate(heads):
-            role = (ROLE_INDUCTION if induction >= max(previous, ROLE_AT) else
-                    ROLE_PREVIOUS if previous >= ROLE_AT else ROLE_NONE)
+            role = role_of(previous, induction)
             rows.append({i18n.t("layer"): layer + 1, i18n.t("head"): head + 1, i18n.t("role"): i18n.t(role),
                          i18n.t("previous-token score"): i18n.number(previous, 2),
                          i18n.t("induction score"): i18n.number(induction, 2)})

@@ -374,6 +374,35 @@ def test_a_follower_sees_the_model_its_teacher_trained_at_the_teacher_s_checkpoi
     assert continued(student) and continued(student) == continued(teacher)
 
 
+def test_the_room_forecasts_the_induction_head_before_the_heads_are_shown():
+    """Issue 18: the teacher asks which head will become the induction head; the heads stay hidden on every
+    screen of the room until Reveal, and the answer is the head the trained model's scores name."""
+    teacher, code = teacher_with_room()
+    goto(teacher, "learn")
+    teacher.selectbox(key="learn_steps").set_value(200)
+    teacher.button(key="FormSubmitter:learn_settings-Train").click().run(timeout=180)
+    roles = teacher.table[0].value  # what each head became, read from the scores
+    teacher.button(key="learn_ask").click().run()
+    assert not teacher.exception and not teacher.table  # hidden from the projector until Reveal
+    question_id, question = teacher.session_state["asked"]
+    induction = roles[roles["role"] == "induction head"]
+    expected = "none of them" if induction.empty else (
+        f"layer {induction.index[0]} · head {induction['head'].iloc[0]}")
+    assert question.answer_text == expected and len(question.choices) == 2 * 2 + 1
+    student = open_address({"room": code})
+    assert student.session_state["last_page"] == "learn" and not student.exception
+    assert not student.table  # the student's own page hides them too
+    student.radio(key="live_value").set_value(question.choices[0])
+    student.button(key="FormSubmitter:live_answer_" + question_id + "-Send").click().run()
+    assert not student.exception and student.session_state["answered"] == question_id
+    teacher.button(key="room_reveal").click().run()
+    assert not teacher.exception and teacher.table[0].value.equals(roles)
+    rerun_after_a_poll(student)
+    assert student.table and student.table[0].value.equals(roles)
+    verdict = shown(student.success) + shown(student.error)
+    assert any(f"The right answer: **{expected}**" in v or "right." in v for v in verdict), verdict
+
+
 def test_a_learn_setting_the_page_does_not_offer_is_put_back_to_its_default():
     """A room's (or a crafted session's) learn_layers = 99 or True never reaches Config."""
     defaults = {"learn_layers": 2, "learn_mlp": False, "learn_task": "induction", "learn_prompt": ""}
