@@ -271,9 +271,18 @@ class Workbench(RuleBasedStateMachine):
         if cross:
             self.at.text_input(key="kv_tokens_text").set_value(text).run()
 
-    @rule(kind=st.sampled_from(["none", "causal", "custom"]))
-    def set_mask(self, kind):
+    @rule(kind=st.sampled_from(["none", "causal", "window", "custom"]), window=st.integers(1, 4))
+    def set_mask(self, kind, window):
         self.at.selectbox(key="mask_kind").set_value(kind).run()
+        if kind == "window":
+            self.at.number_input(key="window_size").set_value(window).run()
+
+    @rule(data=st.data())
+    def set_key_value_heads(self, data):
+        """Grouped-query attention: any g the page offers (the divisors of h)."""
+        box = self.at.sidebar.selectbox(key="kv_heads")
+        offered = [int(label.split()[0]) for label in box.options]  # "2 (grouped: …)" -> 2
+        box.set_value(data.draw(st.sampled_from(offered))).run()
 
     @rule(on=st.booleans())
     def toggle_bias(self, on):
