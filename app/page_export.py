@@ -90,8 +90,11 @@ def step_figures(setup: Setup, result: MHAResult, q_tokens, k_tokens, *, query: 
     if setup.x_kv is not None:
         embeddings.append(build(figures.matrix_heatmap, setup.x_kv, k_tokens, d_model,
                                 title=figures.shape_title("X_kv", setup.x_kv.shape)))
+    def owner(name: str, h: int) -> int:  # K and V are named by their key/value head when grouped
+        return h + 1 if name == "Q" else r.group_of(h) + 1
+
     qkv = [build(figures.qkv_panels, r.q[h], r.k[h], r.v[h], q_tokens, k_tokens,
-                 titles=[figures.shape_title(f"{name} {h + 1}", a[h].shape)
+                 titles=[figures.shape_title(f"{name} {owner(name, h)}", a[h].shape)
                          for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))])
            for h in range(sizes.n_heads)]
     compared = [build(figures.query_bars, r.weights, query, k_tokens, head_names=heads)]

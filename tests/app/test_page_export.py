@@ -77,6 +77,15 @@ def test_the_weights_in_the_file_are_the_results():
         assert f"{value:.2f}" in texts
 
 
+def test_grouped_heads_name_their_shared_keys_in_the_file():
+    """The decoder preset's 4 query heads read 2 key/value heads: head 2's K and V are K 1 and V 1."""
+    scenario = SCENARIOS["decoder_gqa"]
+    figures = page_export.step_figures(scenario, scenario.run(), list(scenario.tokens), list(scenario.tokens))
+    titles = [[a["text"] for a in fig["layout"]["annotations"]] for fig in figures[2]]  # [Q, K, V] per head
+    assert [t[1].split(" [")[0] for t in titles] == ["K 1", "K 1", "K 2", "K 2"]
+    assert [t[0].split(" [")[0] for t in titles] == ["Q 1", "Q 2", "Q 3", "Q 4"]
+
+
 def test_outside_text_stays_text_in_the_file():
     page = page_export.page_html(hostile_setup(), title="<b>title</b> </script>")
     tags = elements(page)
