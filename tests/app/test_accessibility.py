@@ -123,6 +123,7 @@ def test_every_page_of_the_navigation_has_no_violation(live, name):
 
 @pytest.mark.parametrize(("path", "language"), [
     ("/?preset=ex_g_coreference", "en"),
+    ("/?preset=decoder_gqa", "en"),  # issue 18: grouped key/value heads, a causal decoder
     ("/?lang=de", "de"),  # issue 17: German, the longest language
     ("/present?lang=zh_CN", "zh-CN"),
 ])
@@ -340,6 +341,10 @@ def test_the_states_a_page_reaches_only_by_a_click_have_no_violation(live):
         page.wait_for_timeout(300)
         settle(page, "[data-testid='stTab'][aria-selected='true']")
         assert_accessible(page, f"labs {tab}")
+    page.locator(".st-key-lab_size_7b button").click()  # issue 18: the KV cache table and the cost chart
+    page.wait_for_function("() => document.body.innerText.includes('128 MiB')", timeout=LOADED)
+    settle(page, "[data-testid='stTab'][aria-selected='true']")
+    assert_accessible(page, "labs 7B-class KV cache")
     page.goto(f"{url}/?preset=ex_f_unscaled")
     settle(page, ".st-key-compare_partner")
     page.locator(".st-key-compare_partner button").click()
