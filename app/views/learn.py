@@ -211,6 +211,7 @@ def forecast_ui(config: Config, history: History, scores: np.ndarray) -> bool:
     if not asked or ss.get(REVEALED) == ss.asked[0]:
         questions.ask_button(question, key="learn_ask", screen=LEARN_SCREEN)
         return False
+    st.markdown(f"**{i18n.t('Forecast.')}** {lit(ss.asked[1].prompt)}")  # as the presenter's box
     questions.presenter_panel(lambda: ss.__setitem__(REVEALED, ss.asked[0]))
     st.info(i18n.t("The heads appear here after **Reveal**: first, let the room forecast."),
             icon=":material/psychology_alt:")

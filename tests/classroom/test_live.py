@@ -389,6 +389,7 @@ def test_the_room_forecasts_the_induction_head_before_the_heads_are_shown():
     expected = "none of them" if induction.empty else (
         f"layer {induction.index[0]} · head {induction['head'].iloc[0]}")
     assert question.answer_text == expected and len(question.choices) == 2 * 2 + 1
+    assert any(question.prompt in m for m in shown(teacher.markdown))  # on the projector, as asked
     student = open_address({"room": code})
     assert student.session_state["last_page"] == "learn" and not student.exception
     assert not student.table  # the student's own page hides them too
