@@ -44,6 +44,7 @@ class Runs:
         self._earlier: set[Config] = set()  # those of _finished read from the cache, not trained here
         self._unreadable: set[tuple[str, int, int]] = set()  # cache files (path, mtime, size) that failed
         self._budget, self._checked = BUDGET_SECONDS, time.monotonic()
+        self._live: dict[Config, History] = {}  # the run training now, growing step by step
 
     def wait_before_training(self) -> float:
         """Seconds until the server may start another run (0: now)."""
@@ -74,6 +75,11 @@ class Runs:
             self._keep(config, result)
             self._earlier.add(config)
         return result
+
+    def training_now(self, config: Config) -> History | None:
+        """The run of this config training on this server now (its losses grow as it goes), or None."""
+        with self._lock:
+            return self._live.get(config)
 
     def earlier(self, config: Config) -> bool:
         """Whether the finished run kept for config came from the cache (trained before this server
@@ -117,10 +123,14 @@ class Runs:
             if done is not None and not (again and self.earlier(config)):
                 return done
             started = time.monotonic()
+            with self._lock:
+                self._live[config] = history
             try:
                 train(config, on_step=on_step, history=history)
             finally:
                 self._spent(time.monotonic() - started)  # a stopped run costs what it ran
+                with self._lock:
+                    self._live.pop(config, None)
         finally:
             self._training.release()
         result = (history, checkpoint_scores(config, history))

@@ -46,6 +46,7 @@ REVEALED = "learn_revealed"  # the id of the room's forecast the teacher reveale
 session_keys.register(session_keys.Key(REVEALED, "learn"))
 PROGRESS_EVERY = 10  # steps between two updates of the bar (each is a message to the browser)
 CURVE_EVERY = 100  # steps between two redraws of the live loss curve
+WATCH_SECONDS = 1.0  # how often a page watching another session's run redraws its curve
 GENERATED = 8  # tokens the model adds to a prompt
 EXAMPLE_F_SCORES = np.array([40.0, 8.0])  # the chapter's two scores; divided by √64 = 8: (5, 1)
 EARLIER = N_("Shown at once: a run trained earlier on this server with the same settings and seed. "
@@ -64,7 +65,9 @@ def render(workbench_page) -> None:
     st.session_state[SHOWN] = config if run is not None else None
     if again and run is not None and not training.runs().earlier(config):
         st.rerun()  # trained again: the button above still says "Train again, live"
-    if run is None:
+    if run is None and training.runs().training_now(config) is not None:
+        watch_ui(config)
+    elif run is None:
         st.info(i18n.t("Press **Train** to train this model; a finished run stays on this server for "
                        "everyone."))
     else:
@@ -170,6 +173,22 @@ def train_ui(config: Config, key: str = "learn_stop",
     if run is None:
         st.warning(i18n.t("The server is busy training other models; try again in a minute."))
     return run or finished
+
+
+@st.fragment(run_every=WATCH_SECONDS)
+def watch_ui(config: Config) -> None:
+    """Another session (the teacher, whom this page follows) trains these settings now: its progress and
+    loss curve, redrawn every WATCH_SECONDS; the whole page once the run ends."""
+    history = training.runs().training_now(config)
+    if history is None:  # finished (or stopped): the page draws the run, or says Train
+        st.rerun(scope="app")
+    losses = list(history.losses)  # a copy: the training thread appends to it
+    st.progress(len(losses) / config.steps, text=i18n.t(
+        "Training on this server now (your teacher, or another session): step {step} of {steps}").format(
+        step=f"{len(losses):d}", steps=f"{config.steps:d}"))
+    if losses:
+        chart(learn_figures.runs_figure([(i18n.t("loss"), losses)], language=i18n.language()),
+              key="learn_watch_curve")
 
 
 def results_ui(config: Config, history: History, scores: np.ndarray, workbench_page) -> None:

@@ -263,3 +263,37 @@ def test_example_f_from_the_cache_is_drawn_at_once_and_can_be_trained_again(monk
     assert calls == configs
     assert "learn_example_f_again" not in [b.key for b in at.button]
     assert not any(text.startswith("Shown at once") for text in texts(at.caption))
+
+
+def test_another_session_watches_a_run_while_it_trains_then_sees_it_finished(checkpoint_dir):
+    """The class follows the curve: while a session trains (a real run, held at step 60 on a thread),
+    another page of these settings shows its progress and loss curve, then the finished run."""
+    import threading
+
+    training.runs.clear()
+    reached, release = threading.Event(), threading.Event()
+
+    def on_step(step, loss, model):
+        if step == 60:
+            reached.set()
+            release.wait(60)
+
+    config = Config(steps=400)  # not a default: never in the checkpoint cache
+    trainer = threading.Thread(target=training.runs().run, args=(config, on_step, History()))
+    trainer.start()
+    try:
+        assert reached.wait(60)
+        watcher = fresh_app()
+        watcher.session_state["learn_steps"] = 400  # as a follower receives the teacher's settings
+        goto(watcher, "learn")
+        assert not watcher.exception
+        progress = [p.proto.text for p in watcher.get("progress")]
+        assert any("Training on this server now" in t and "step 60 of 400" in t for t in progress), progress
+        assert "learn_watch_curve" in str([c.proto.id for c in watcher.get("plotly_chart")])
+        assert not watcher.table  # no heads yet
+    finally:
+        release.set()
+        trainer.join(120)
+    assert not trainer.is_alive()
+    watcher.run()
+    assert not watcher.exception and watcher.table  # the finished run, as if it trained here
