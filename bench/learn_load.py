@@ -38,11 +38,20 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def follow(tab: FollowerSession, think: float, stop: asyncio.Event, latencies: list[float]) -> None:
-    """Whole-page runs and polls, turn about, until stop; every latency recorded (seconds)."""
-    whole = True
+async def follow(tab: FollowerSession, think: float, stop: asyncio.Event, latencies: list[float],
+                 watched: set[int]) -> None:
+    """Whole-page runs and ticks of the page's timers (the room's poll and, while a run trains, the
+    Learn page's watch of it), in turn, until stop; every latency recorded (seconds)."""
+    whole, tick = True, 0
     while not stop.is_set():
-        run = await (tab.rerun() if whole or not tab.auto_reruns else tab.rerun_fragment())
+        timers = list(tab.auto_reruns)
+        if len(timers) > 1:  # the Learn page's watch of the run, beside the room's poll
+            watched.add(id(tab))
+        if whole or not timers:
+            run = await tab.rerun()
+        else:
+            run = await tab.rerun_fragment(timers[tick % len(timers)])
+            tick += 1
         latencies.append(run.seconds)
         whole = not whole
         try:
@@ -76,15 +85,16 @@ async def lesson(url: str, code: str, args) -> dict:
     result = {}
     for phase in ("quiet", "training"):
         latencies: list[float] = []
+        watched: set[int] = set()
         stop = asyncio.Event()
-        followers = [asyncio.create_task(follow(tab, args.think, stop, latencies)) for tab in tabs]
+        followers = [asyncio.create_task(follow(tab, args.think, stop, latencies, watched)) for tab in tabs]
         if phase == "quiet":
             await asyncio.sleep(args.quiet)
         else:
             result["training_seconds"] = await train_on_learn_page(url, args.steps)
         stop.set()
         await asyncio.gather(*followers)
-        result[phase] = latencies
+        result[phase], result[f"{phase}_watched"] = latencies, len(watched)
     for tab in tabs:
         await tab.close()
     return result
@@ -105,7 +115,8 @@ def main() -> None:
     with class_store(folder) as (_, store), streamlit_server() as (url, _):
         room = store.create_room(client="teacher")
         store.set_state(room.code, room.teacher_secret, page="learn", step=0,
-                        setup_json=json.dumps({"preset": "the_cat_sat_two_heads"}), selections={})
+                        setup_json=json.dumps({"preset": "the_cat_sat_two_heads"}),
+                        selections={"inputs": {"learn_steps": args.steps}})  # the teacher's settings
         result = asyncio.run(lesson(url, room.code, args))
     print(f"{args.students} followers on the Learn page, a request every {args.think:g} s each; "
           f"training {args.steps} steps of the default model")
@@ -115,7 +126,8 @@ def main() -> None:
         values = result[phase]
         print(f"| {phase} | {len(values)} | {statistics.median(values):.3f} s | {pct(values, 0.95):.3f} s | "
               f"{max(values):.3f} s |")
-    print(f"training: {result['training_seconds']:.1f} s with the class, {alone:.1f} s alone")
+    print(f"training: {result['training_seconds']:.1f} s with the class, {alone:.1f} s alone; "
+          f"{result['training_watched']} of {args.students} followers watched its curve")
 
 
 if __name__ == "__main__":
