@@ -601,13 +601,18 @@ def test_the_7b_example_compares_multi_head_grouped_and_multi_query_caches(labs)
     at.button(key="lab_size_reset").click().run()
 
 
+def errors_under(at, key: str) -> list[str]:
+    """The messages drawn in the column of the number input ``key`` (under it), unescaped."""
+    column = next(c for c in at.columns if any(n.key == key for n in c.number_input))
+    return [e.value.replace("\\", "") for e in column.error]
+
+
 def test_kv_heads_that_do_not_divide_h_are_said_under_their_input_and_nothing_is_computed(labs):
     at = labs
     at.button(key="lab_size_7b").click().run()
     at.number_input(key="lab_kv_heads").set_value(3).run()
     assert not at.exception
-    column = next(c for c in at.columns if any(n.key == "lab_kv_heads" for n in c.number_input))
-    said = [e.value.replace("\\", "") for e in column.error]
+    said = errors_under(at, "lab_kv_heads")
     assert said == ["g = 3 key/value heads do not divide h = 32 query heads: each key/value head serves the "
                     "same number of query heads, so choose g from 1, 2, 4, 8, 16, 32."]
     text = page_text(at)
@@ -623,8 +628,7 @@ def test_sizes_above_their_limits_are_said_under_their_inputs_before_anything_is
     at.button(key="lab_size_reset").click().run()
     at.number_input(key="lab_context").set_value(10_000_001).run()
     assert not at.exception
-    column = next(c for c in at.columns if any(n.key == "lab_context" for n in c.number_input))
-    assert any("from 1 to 10,000,000" in e.value.replace("\\", "") for e in column.error)
+    assert any("from 1 to 10,000,000" in said for said in errors_under(at, "lab_context"))
     assert at.number_input(key="lab_context").value == 10_000_001  # kept as typed, not reset
     assert "KV cache with" not in page_text(at)
     at.number_input(key="lab_context").set_value(1024).run()
