@@ -215,7 +215,8 @@ print('PRETRAINED', len(runs), len(checkpoints.PRETRAINED), all(not h.stopped fo
   || { echo "$pretrained" >&2; fail "the pretrained runs do not load in the container"; }
 grep -Eq '^PRETRAINED ([0-9]+) \1 True$' <<<"$pretrained" \
   || { echo "$pretrained" >&2; fail "a pretrained run is missing from the image"; }
-log "offline: every pretrained run of the Learn page loads as the server's user ($pretrained)"
+if grep '^NETAUDIT outbound' <<<"$pretrained" >&2; then fail "loading the pretrained runs tried to reach the network"; fi
+log "offline: every pretrained run of the Learn page loads as the server's user ($(grep '^PRETRAINED' <<<"$pretrained"))"
 quiet_podman rm --force --time 0 "$OFFLINE" >/dev/null
 
 # ---- 5. a live class: two app containers sharing one Redis container ----
