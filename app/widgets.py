@@ -23,9 +23,10 @@ SCALE_KINDS = {"sqrt": N_("1/√d_k (standard)"), "none": N_("none (raw scores)"
                "sqrt_of": N_("1/√d for a d you choose"), "multiply": N_("multiply by a number")}
 MASK_LABELS = {"none": N_("none"), "causal": N_("causal (no peeking ahead)"),
                "window": N_("sliding window (the last w tokens)"), "custom": N_("custom grid")}
+# A kept g keeps its label when h changes: a browser sends a selectbox's label back, and shows the old
+# label of a kept value whose label changed.
 KV_HEAD_LABELS = {"all": N_("{g} (standard: one per head)"),
-                  "one": N_("{g} (multi-query: all heads share it)"),
-                  "some": N_("{g} (grouped: {per} query heads share each)")}
+                  "one": N_("{g} (multi-query: all heads share it)"), "some": N_("{g} (grouped-query)")}
 MODE_LABELS = {"self-attention": N_("self-attention"), "cross-attention": N_("cross-attention")}
 MODES = tuple(MODE_LABELS)
 FILL_LABELS = {"random": N_("random"), "identity": N_("identity"), "zeros": N_("zeros")}  # mha_core's FILLS
@@ -242,7 +243,7 @@ def _kv_heads_ui(sb, n_heads: int) -> int:
 
     def label(g: int) -> str:  # also called outside the run (AppTest, the widget's serde): no i18n.t here
         kind = "all" if g == n_heads else "one" if g == 1 else "some"
-        return words[kind].format(g=f"{g:d}", per=f"{n_heads // g:d}")
+        return words[kind].format(g=f"{g:d}")
 
     g = sb.selectbox(i18n.t("key/value heads g"), choices, key="kv_heads", format_func=label,
                      help=i18n.t("Grouped-query attention, as in today's language models: g key/value heads, "

@@ -26,8 +26,8 @@ def test_key_value_heads_offer_the_divisors_of_h_and_default_to_standard_attenti
     at.sidebar.number_input(key="d_model").set_value(12).run()
     at.sidebar.number_input(key="n_heads").set_value(6).run()
     assert at.sidebar.selectbox(key="kv_heads").options == [
-        "6 (standard: one per head)", "3 (grouped: 2 query heads share each)",
-        "2 (grouped: 3 query heads share each)", "1 (multi-query: all heads share it)"]
+        "6 (standard: one per head)", "3 (grouped-query)", "2 (grouped-query)",
+        "1 (multi-query: all heads share it)"]
     assert at.sidebar.selectbox(key="kv_heads").value == 6 and _result(at).groups == 6
 
 
