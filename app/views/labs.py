@@ -66,6 +66,7 @@ CACHE_ROW, CHOSEN_ROW = "| {} | {} | {} | {} |", "| **{}** | {} | {} | {} |"  # 
 GROUPING = {"mha": N_("multi-head"), "gqa": N_("grouped-query"), "mqa": N_("multi-query")}
 CURVE_DRAWS = 200  # random queries per d_k behind each point of the largest-weight curve
 TEXT_CHARS = 400  # a score or value box: 24 numbers with room to spare
+REACH = 10**12  # no lab input goes near this; a kept value past it is not one a person typed
 NEGATIVES_LISTED = 4  # the note on negative scores names this many
 
 
@@ -100,7 +101,22 @@ DEFAULTS = session_keys.defaults("labs")
 
 
 def _restore() -> None:
-    session_keys.restore(st.session_state, SAVED, DEFAULTS)
+    """The inputs kept, and any value a room or a crafted session sent that no input of the page could
+    hold (another type, a number past any input's reach, a box longer than a person types, a choice the
+    page does not offer) back to its default, before a widget or a number formatter sees it."""
+    ss = st.session_state
+    session_keys.restore(ss, SAVED, DEFAULTS)
+    for key, default in DEFAULTS.items():
+        if not _holdable(ss[key], default) or (key == "lab_value_bytes" and ss[key] not in VALUE_BYTES):
+            ss[key] = default
+
+
+def _holdable(value, default) -> bool:
+    if type(value) is not type(default):
+        return False
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return math.isfinite(value) and abs(value) <= REACH
+    return not isinstance(value, str) or len(value) <= 10 * TEXT_CHARS
 
 
 def _save() -> None:

@@ -416,6 +416,21 @@ def test_a_learn_setting_the_page_does_not_offer_is_put_back_to_its_default():
     assert {key: student.session_state[key] for key in defaults} == defaults
 
 
+@pytest.mark.parametrize("key, value", [("lab_context", "abc"), ("lab_context", 10**30), ("lab_heads", None),
+                                        ("lab_value_bytes", 3), ("lab_d_model", True), ("lab_window", 2.5),
+                                        ("lab_scores", "1, " * 5000)])
+def test_a_lab_value_no_input_could_hold_is_put_back_to_its_default(key, value):
+    """A room's (or a crafted session's) lab_context = "abc" or 10**30 once raised inside the size lab
+    (Streamlit's number input, then Babel formatting the limit's message): now the page's default."""
+    from app.views.labs import DEFAULTS
+
+    student = fresh_app()
+    student.session_state[key] = value
+    goto(student, "labs")
+    assert not student.exception
+    assert student.session_state[key] == DEFAULTS[key]
+
+
 def bar_values(spec: dict) -> list:
     """A bar chart's data: the y of each trace."""
     return [list(trace.get("y", [])) for trace in spec["data"]]
