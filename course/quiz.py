@@ -437,8 +437,8 @@ def _shape(f: _Facts, rng, step: int | None = None) -> Question | None:
 
 def _parameters(f: _Facts, rng, step: int | None = None) -> Question | None:
     s = f.sizes
-    if s.groups < s.n_heads:  # the questions below count W_K and W_V per query head
-        return None
+    if s.groups < s.n_heads:
+        return _grouped_parameters(f, step)
     total = count_parameters(s.d_model, s.n_heads, s.d_k, s.d_v, bias=s.bias)
     _ = translator(f.language)
     sizes = {"heads": s.n_heads, "width": s.d_model, "dk": s.d_k, "dv": s.d_v}
@@ -463,6 +463,33 @@ def _parameters(f: _Facts, rng, step: int | None = None) -> Question | None:
             formula=why, biases=r"$h\,(2 d_k + d_v) + d_{model}$", total=shown)
     else:
         why += f" = **{shown}**."
+    return Question("parameters", prompt.format(**sizes), float(total), step or 7, why)
+
+
+def _grouped_parameters(f: _Facts, step: int | None) -> Question:
+    """The parameter count of a block whose W_K and W_V hold g key/value heads (grouped-query attention)."""
+    s = f.sizes
+    h, g = s.n_heads, s.groups
+    total = count_parameters(s.d_model, h, s.d_k, s.d_v, bias=s.bias, kv_heads=g)
+    _ = translator(f.language)
+    if s.bias:
+        prompt = _("How many learnable numbers does this block hold: W_Q of its {heads} query heads, W_K and "
+                   "W_V of its {groups} key/value heads, W_O and the biases b_Q, b_K, b_V and b_O? "
+                   "(d_model = {width}, d_k = {dk}, d_v = {dv})")
+    else:
+        prompt = _("How many learnable numbers does this block hold: W_Q of its {heads} query heads, W_K and "
+                   "W_V of its {groups} key/value heads, and W_O? (d_model = {width}, d_k = {dk}, "
+                   "d_v = {dv})")
+    why = (rf"$h\,d_{{model}}\,d_k + g\,d_{{model}}\,(d_k + d_v) + h\,d_v\,d_{{model}} = {h} \cdot "
+           rf"{s.d_model} \cdot {s.d_k} + {g} \cdot {s.d_model} \cdot ({s.d_k} + {s.d_v}) + {h} \cdot "
+           rf"{s.d_v} \cdot {s.d_model}$")
+    shown = f"{total:,}" if f.language == "en" else number(total, f.language, 0)
+    if s.bias:
+        why = _("{formula} plus the biases {biases} = **{total}**.").format(
+            formula=why, biases=r"$h\,d_k + g\,(d_k + d_v) + d_{model}$", total=shown)
+    else:
+        why += f" = **{shown}**."
+    sizes = {"heads": h, "groups": g, "width": s.d_model, "dk": s.d_k, "dv": s.d_v}
     return Question("parameters", prompt.format(**sizes), float(total), step or 7, why)
 
 

@@ -79,7 +79,7 @@ class Cost:
     with_bias: int
     flops: int  # scores and blends of all heads
     one_wide_head_flops: int  # the same work as one head of width h · d_k
-    four_d_squared: bool  # h · d_k = h · d_v = d_model: the total is 4 · d_model², whatever h is
+    four_d_squared: bool  # h · d_k = h · d_v = d_model, g = h: the total is 4 · d_model², whatever h is
 
 
 def cost_of(sizes: Sizes) -> Cost:
@@ -89,4 +89,4 @@ def cost_of(sizes: Sizes) -> Cost:
                 with_bias=count_parameters(d_model, h, d_k, d_v, bias=True, kv_heads=g),
                 flops=attention_flops(sizes.n_q, sizes.n_k, h, d_k, d_v),
                 one_wide_head_flops=attention_flops(sizes.n_q, sizes.n_k, 1, h * d_k, h * d_v),
-                four_d_squared=h * d_k == d_model == h * d_v)
+                four_d_squared=h * d_k == d_model == h * d_v and g == h)
