@@ -454,16 +454,10 @@ def _parameters(f: _Facts, rng, step: int | None = None) -> Question | None:
     else:
         prompt = _("How many learnable numbers does this block hold: W_Q, W_K and W_V of all {heads} head, "
                    "W_O? (d_model = {width}, d_k = {dk}, d_v = {dv})")
-    why = (rf"$h\,(2\,d_{{model}}\,d_k + d_{{model}}\,d_v) + h\,d_v\,d_{{model}} = {s.n_heads}\,(2 \cdot "
-           rf"{s.d_model} \cdot {s.d_k} + {s.d_model} \cdot {s.d_v}) + {s.n_heads} \cdot {s.d_v} \cdot "
-           rf"{s.d_model}$")
-    shown = f"{total:,}" if f.language == "en" else number(total, f.language, 0)
-    if s.bias:
-        why = _("{formula} plus the biases {biases} = **{total}**.").format(
-            formula=why, biases=r"$h\,(2 d_k + d_v) + d_{model}$", total=shown)
-    else:
-        why += f" = **{shown}**."
-    return Question("parameters", prompt.format(**sizes), float(total), step or 7, why)
+    formula = (rf"$h\,(2\,d_{{model}}\,d_k + d_{{model}}\,d_v) + h\,d_v\,d_{{model}} = {s.n_heads}\,(2 \cdot "
+               rf"{s.d_model} \cdot {s.d_k} + {s.d_model} \cdot {s.d_v}) + {s.n_heads} \cdot {s.d_v} \cdot "
+               rf"{s.d_model}$")
+    return _count_question(f, prompt.format(**sizes), total, formula, r"$h\,(2 d_k + d_v) + d_{model}$", step)
 
 
 def _grouped_parameters(f: _Facts, step: int | None) -> Question:
@@ -480,17 +474,25 @@ def _grouped_parameters(f: _Facts, step: int | None) -> Question:
         prompt = _("How many learnable numbers does this block hold: W_Q of its {heads} query heads, W_K and "
                    "W_V of its {groups} key/value heads, and W_O? (d_model = {width}, d_k = {dk}, "
                    "d_v = {dv})")
-    why = (rf"$h\,d_{{model}}\,d_k + g\,d_{{model}}\,(d_k + d_v) + h\,d_v\,d_{{model}} = {h} \cdot "
-           rf"{s.d_model} \cdot {s.d_k} + {g} \cdot {s.d_model} \cdot ({s.d_k} + {s.d_v}) + {h} \cdot "
-           rf"{s.d_v} \cdot {s.d_model}$")
-    shown = f"{total:,}" if f.language == "en" else number(total, f.language, 0)
-    if s.bias:
-        why = _("{formula} plus the biases {biases} = **{total}**.").format(
-            formula=why, biases=r"$h\,d_k + g\,(d_k + d_v) + d_{model}$", total=shown)
-    else:
-        why += f" = **{shown}**."
+    formula = (rf"$h\,d_{{model}}\,d_k + g\,d_{{model}}\,(d_k + d_v) + h\,d_v\,d_{{model}} = {h} \cdot "
+               rf"{s.d_model} \cdot {s.d_k} + {g} \cdot {s.d_model} \cdot ({s.d_k} + {s.d_v}) + {h} \cdot "
+               rf"{s.d_v} \cdot {s.d_model}$")
     sizes = {"heads": h, "groups": g, "width": s.d_model, "dk": s.d_k, "dv": s.d_v}
-    return Question("parameters", prompt.format(**sizes), float(total), step or 7, why)
+    biases = r"$h\,d_k + g\,(d_k + d_v) + d_{model}$"
+    return _count_question(f, prompt.format(**sizes), total, formula, biases, step)
+
+
+def _count_question(f: _Facts, prompt: str, total: int, formula: str, biases: str,
+                    step: int | None) -> Question:
+    """A parameter-count question: the worked formula, the biases' term when the block has them, the total."""
+    _ = translator(f.language)
+    shown = f"{total:,}" if f.language == "en" else number(total, f.language, 0)
+    if f.sizes.bias:
+        why = _("{formula} plus the biases {biases} = **{total}**.").format(formula=formula, biases=biases,
+                                                                           total=shown)
+    else:
+        why = f"{formula} = **{shown}**."
+    return Question("parameters", prompt, float(total), step or 7, why)
 
 
 def _flat_head(f: _Facts, rng, step: int | None = None) -> Question | None:
