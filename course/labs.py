@@ -207,7 +207,7 @@ class ParameterCount:
     w_v: int  # g * d_model * d_v
     w_o: int  # h * d_v * d_model
     biases: int  # h*d_k + g*d_k + g*d_v + d_model, or 0
-    total: int  # the terms above added up; count_parameters' answer when g = h (tested)
+    total: int  # count_parameters' answer; the terms above add up to it (tested)
     kv_heads: int  # g
 
 
@@ -215,13 +215,11 @@ def parameter_count(d_model: int, n_heads: int, d_k: int, d_v: int, bias: bool =
                     kv_heads: int | None = None) -> ParameterCount:
     """Example I's count, term by term; with g = kv_heads key/value heads (grouped-query attention:
     W_K [g, d_model, d_k] and W_V [g, d_model, d_v], each shared by h / g query heads)."""
-    count_parameters(d_model, n_heads, d_k, d_v, bias)  # checks the sizes
-    g = n_heads if kv_heads is None else int(kv_heads)
-    if g < 1 or kv_heads_problem(n_heads, g):
-        raise ValueError(f"kv_heads={kv_heads} must be at least 1 and divide n_heads={n_heads}")
+    g = n_heads if kv_heads is None else kv_heads
+    total = count_parameters(d_model, n_heads, d_k, d_v, bias, kv_heads=g)  # checks the sizes and g
     terms = dict(w_q=n_heads * d_model * d_k, w_k=g * d_model * d_k, w_v=g * d_model * d_v,
                  w_o=n_heads * d_v * d_model, biases=n_heads * d_k + g * (d_k + d_v) + d_model if bias else 0)
-    return ParameterCount(**terms, total=sum(terms.values()), kv_heads=g)
+    return ParameterCount(**terms, total=total, kv_heads=g)
 
 
 # --- Grouped-query attention and the KV cache ---------------------------------------------------

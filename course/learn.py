@@ -29,6 +29,7 @@ ROLE_PREVIOUS = N_("previous-token head")
 ROLE_INDUCTION = N_("induction head")
 ROLE_NONE = N_("no clear role yet")
 ROLE_AT = 0.4  # a head whose mean score passes this has taken the role
+INDUCTION_KIND = "induction_head"  # the room question's kind: pages hide the heads while it is open
 
 INDUCTION_FORECAST = N_("Before the heads are shown: which head will become the induction head, the one "
                         "that finds where the current token appeared before and copies the token that "
@@ -69,5 +70,5 @@ def induction_question(steps: int, scores, language: str = "en") -> Question | N
                                         score=localized_number_text(f"{score:.2f}", language))
     else:
         answer, why = _(NO_HEAD), _(INDUCTION_NONE).format(steps=steps)
-    return Question(kind="induction_head", prompt=_(INDUCTION_FORECAST), answer=answer, step=2,
+    return Question(kind=INDUCTION_KIND, prompt=_(INDUCTION_FORECAST), answer=answer, step=2,
                     explanation=why, choices=(*choices, _(NO_HEAD)))

@@ -15,7 +15,7 @@ from app.live import in_room, is_teacher
 from app.safe import lit
 from app.widgets import chart
 from course.i18n import N_
-from course.learn import TASK_NAMES, TASK_SOLUTIONS, induction_question, role_of
+from course.learn import INDUCTION_KIND, TASK_NAMES, TASK_SOLUTIONS, induction_question, role_of
 from mha_core.attention import softmax
 from mha_core.checkpoints import EXAMPLE_F
 from mha_core.train import Config, History, Model, probe, probes, token_names
@@ -218,7 +218,7 @@ def forecast_ui(config: Config, history: History, scores: np.ndarray) -> bool:
     ss = st.session_state
     if not is_teacher():
         question, status, _ = questions.room_question()
-        hidden = question is not None and question.kind == "induction_head" and status != "revealed"
+        hidden = question is not None and question.kind == INDUCTION_KIND and status != "revealed"
         if hidden:
             st.info(i18n.t("The heads appear after your teacher's **Reveal**: first, forecast."),
                     icon=":material/psychology_alt:")
