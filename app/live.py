@@ -45,6 +45,7 @@ from classroom.store import (
 )
 from classroom.watch import RoomWatch
 from course.i18n import N_
+from mha_core.codec import current_names
 
 # This module's session keys. A follower receives what pages register as followed, never these.
 LIVE_KEYS = session_keys.register(*(session_keys.Key(name, "live") for name in (
@@ -65,7 +66,7 @@ LIVE_KEYS = session_keys.register(*(session_keys.Key(name, "live") for name in (
 POLL_SECONDS = 1.0  # a follower checks the room's version this often (the page shows a change within 2 s)
 TEACHER_BEAT_SECONDS = 5.0  # the teacher's page says it is open this often (the room ends 15 min after)
 TOO_LARGE_FOR_THE_ROOM = N_("The teacher's setup is too large to send to the class: this page shows the "
-                            "default preset until the teacher shows a smaller one.")
+                            "default example until the teacher shows a smaller one.")
 # {refused}: what state.apply_room_state refused
 ROOM_STATE_REFUSED = N_("The teacher's setup could not be shown: {refused}.")
 ROOM_PARAMS = ("room", "teacher", "me")  # link parameters of a live class; "me" is read no more, only dropped
@@ -442,9 +443,9 @@ def follow_before_build() -> None:
     ss.room_revealed = room.step if selections.pop("revealed", None) else None  # the presenter's Reveal
     inputs = selections.pop("inputs", {})
     if room.setup_json:
-        params = {**json.loads(room.setup_json), **{k: str(v) for k, v in selections.items()}}
+        params = current_names({**json.loads(room.setup_json), **{k: str(v) for k, v in selections.items()}})
         refused = state.apply_room_state(params)  # the whole state, as a fresh page would take it
-        if not {"s", "preset", "setup"} & set(params):
+        if not {"s", "example", "setup"} & set(params):
             ss.live_message = i18n.t(TOO_LARGE_FOR_THE_ROOM)
         elif refused:
             ss.live_message = i18n.t(ROOM_STATE_REFUSED).format(refused="; ".join(refused))

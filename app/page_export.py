@@ -26,7 +26,7 @@ from mha_core.analysis import FLAT_AT
 from mha_core.attention import MHAResult
 from mha_core.setup import Setup
 
-BUDGET_BYTES = 5 * 10**6  # the issue's ceiling for a chapter preset's page (1,024 tokens: 4.6 MB)
+BUDGET_BYTES = 5 * 10**6  # the issue's ceiling for a chapter example's page (1,024 tokens: 4.6 MB)
 PAGES_BUDGET_BYTES = 24 * 2**20  # about ten built pages, shared by every session
 PAGE_CSS = """
 body { font: 17px/1.5 system-ui, sans-serif; color: #1f2430; max-width: 60rem; margin: 0 auto;
@@ -182,7 +182,7 @@ def page_html(setup: Setup, *, title: str, query: int = 0, language: str = ENGLI
 
 
 _building = threading.Lock()  # one page at a time for the whole server: a click costs up to ~4 s of CPU
-PAGES = BytesLRU(PAGES_BUDGET_BYTES)  # the pages built last, shared: the class clicking the same preset
+PAGES = BytesLRU(PAGES_BUDGET_BYTES)  # the pages built last, shared: the class clicking the same example
 
 
 def page_for_download(setup: Setup, title: str, language: str = ENGLISH) -> bytes:

@@ -1,4 +1,4 @@
-"""One path for outside text onto the page: tokens, nicknames, answers, file names, preset and link
+"""One path for outside text onto the page: tokens, nicknames, answers, file names, example and link
 text are shown literally, never as Markdown, LaTeX or HTML.
 
 Every Markdown call of the app (st.markdown, caption, success/info/warning/error, toast, a widget's

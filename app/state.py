@@ -7,7 +7,7 @@ Setup and its result as arguments. What lives here between runs:
   keys); pending edits stay in the editors' widget state (see app/editors.py);
 * ``reservoir``: for each array, every value it has held at a larger size in this session, so
   that h 2 -> 4 -> 2 gives back exactly what was there;
-* ``origin``: the preset the page started from ("file", "link" or "" otherwise), which the
+* ``origin``: the example the page started from ("file", "link" or "" otherwise), which the
   picker names, with "(edited)" once anything differs;
 * ``selections``: the head, query and cell the views focus on, by position.
 """
@@ -21,11 +21,12 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app import editors, figures, i18n, result_cache
+from course.examples import DEFAULT_EXAMPLE, GENERATED, Example, all_examples, generated_setup
 from course.i18n import N_
-from course.scenarios import DEFAULT_SCENARIO, GENERATED, Scenario, all_scenarios, generated_setup
 from mha_core import ARRAYS, LIMITS, MHAResult, Scaling, Setup, Sizes, Window
 from mha_core.codec import (
     ConfigError,
+    current_names,
     settings_from_link,
     setup_from_json,
     setup_from_link,
@@ -47,20 +48,20 @@ SELECTION_PARAMS = {  # link parameter -> the selections it holds, counted from 
 
 
 @st.cache_resource
-def presets() -> dict[str, Scenario]:
-    return all_scenarios()
+def examples() -> dict[str, Example]:
+    return all_examples()
 
 
 def label_of(origin: str) -> str:
     """The name of what the page started from, in the reader's language."""
-    scenario = presets().get(origin)
-    return i18n.t(scenario.title if scenario else GENERATED_LABELS.get(origin, YOUR_SETUP))
+    example = examples().get(origin)
+    return i18n.t(example.title if example else GENERATED_LABELS.get(origin, YOUR_SETUP))
 
 
 def base_setup(origin: str, seed: int) -> Setup | None:
     """The unedited setup the page started from, or None for a file or link of its own."""
-    if origin in presets():
-        return presets()[origin]
+    if origin in examples():
+        return examples()[origin]
     if origin in GENERATED:
         return generated_setup(origin, seed)
     return None
@@ -71,7 +72,7 @@ def base_setup(origin: str, seed: int) -> Setup | None:
 
 
 def init_state() -> None:
-    """Fill session state once per session: the default preset, then whatever the link says."""
+    """Fill session state once per session: the default example, then whatever the link says."""
     if "work" in st.session_state:
         return
     ss = st.session_state
@@ -82,7 +83,7 @@ def init_state() -> None:
 
 
 def load_setup(setup: Setup, seed: int | None = None) -> None:
-    """Write a whole setup (a preset, a file, a link) into the widgets' state and the bases."""
+    """Write a whole setup (an example, a file, a link) into the widgets' state and the bases."""
     ss = st.session_state
     sizes = setup.sizes
     ss.tokens_text = " ".join(setup.tokens)
@@ -108,18 +109,18 @@ def load_setup(setup: Setup, seed: int | None = None) -> None:
     for spec in ARRAYS:
         set_base(spec.name, getattr(setup, spec.name))
     set_base(MASK, setup.mask.astype(float) if setup.mask_kind == "custom" else None)
-    if isinstance(setup, Scenario):
+    if isinstance(setup, Example):
         ss.selections = {"focus_query": setup.focus_query}
 
 
-def load_preset(origin: str) -> None:
-    """Load a preset exactly as it is (also a reset to it)."""
+def load_example(origin: str) -> None:
+    """Load an example exactly as it is (also a reset to it)."""
     ss = st.session_state
     if origin in GENERATED:  # a reset draws with the seed it was drawn with; a new pick with the box's
         seed = ss.origin_seed if ss.get("origin") == origin else ss.seed
         load_setup(generated_setup(origin, seed), seed=seed)
     else:
-        load_setup(presets()[origin])
+        load_setup(examples()[origin])
 
 
 def load_file(data: bytes, name: str) -> str | None:
@@ -128,17 +129,17 @@ def load_file(data: bytes, name: str) -> str | None:
         setup = setup_from_json(data)
     except ConfigError as error:
         return f"{name}: {error}"
-    known = setup.origin in presets()
+    known = setup.origin in examples()
     load_setup(setup.with_origin(setup.origin if known else "file"))
     return None
 
 
 def apply_link_afresh(params: dict) -> list[str]:
-    """Open what a link says as a fresh session does: from the default preset, so that nothing shown
+    """Open what a link says as a fresh session does: from the default example, so that nothing shown
     before survives that the link does not say (a follower takes every room state this way). The seed
     too: a follower's sidebar is not drawn, so Streamlit has dropped the seed input's own state."""
     st.session_state.seed = 0
-    load_setup(presets()[DEFAULT_SCENARIO])
+    load_setup(examples()[DEFAULT_EXAMPLE])
     return apply_link(params)
 
 
@@ -153,7 +154,7 @@ def apply_room_state(params: dict) -> list[str]:
             setup = setup_from_json(document)
         except ConfigError as error:
             return [*notes, i18n.t("the room's setup ({error})").format(error=error)]
-        known = setup.origin in presets() or setup.origin in GENERATED
+        known = setup.origin in examples() or setup.origin in GENERATED
         load_setup(setup if known else setup.with_origin("link"))
     return notes
 
@@ -168,24 +169,26 @@ def publish_params(current: Current) -> dict[str, str]:
 
 
 def apply_link(params: dict) -> list[str]:
-    """Open what a link says: ?s=<state> (the state link), or the older ?preset=&tokens=&d_model=
-    &heads=&seed=, plus the selections. Returns one message for what was refused, if anything."""
+    """Open what a link says: ?s=<state> (the state link), or the older ?example=&tokens=&d_model=
+    &heads=&seed=, plus the selections (older names too: codec.OLD_LINK_NAMES). Returns one message
+    for what was refused, if anything."""
+    params = current_names(params)
     refused: list[str] = []
     seed = _last(params.get("seed", ""))
     if isinstance(seed, str) and seed.isascii() and seed.isdigit() and len(seed) <= 7:
-        st.session_state.seed = int(seed)  # before any preset: a random one is drawn with it
+        st.session_state.seed = int(seed)  # before any example: a random one is drawn with it
     if "s" in params:
         try:
-            setup = setup_from_link(_last(params["s"]), presets())
-            load_setup(setup if setup.origin in presets() or setup.origin in GENERATED
+            setup = setup_from_link(_last(params["s"]), examples())
+            load_setup(setup if setup.origin in examples() or setup.origin in GENERATED
                        else setup.with_origin("link"))
         except ConfigError as error:
-            refused.append(i18n.t("the page's state ({error}); the default preset is shown instead")
+            refused.append(i18n.t("the page's state ({error}); the default example is shown instead")
                            .format(error=error))
     else:
         refused += _apply_legacy_link(params)
     refused += _apply_selections(params)
-    unread = [name for name in params if name not in ("s", *SELECTION_PARAMS, "preset", "tokens", "d_model",
+    unread = [name for name in params if name not in ("s", *SELECTION_PARAMS, "example", "tokens", "d_model",
                                                       "heads", "seed", "room", "teacher", "me", "lang")]
     if unread:
         names = ", ".join(repr(name[:20]) for name in unread[:5]) + (", …" if len(unread) > 5 else "")
@@ -202,11 +205,11 @@ def _last(value):
 
 def _apply_legacy_link(params: dict) -> list[str]:
     ss = st.session_state
-    settings, refused = settings_from_link(params, LIMITS, tuple(presets()))
+    settings, refused = settings_from_link(params, LIMITS, tuple(examples()))
     if "seed" in settings:
         ss.seed = settings["seed"]
-    if "preset" in settings:
-        load_preset(settings["preset"])
+    if "example" in settings:
+        load_example(settings["example"])
     if "tokens" in settings:
         ss.tokens_text = " ".join(settings["tokens"])
     for name, key in (("d_model", "d_model"), ("heads", "n_heads")):
@@ -237,10 +240,10 @@ def _apply_selections(params: dict) -> list[str]:
 def link_params(current: Current) -> tuple[dict[str, str], bool]:
     """The query parameters that reopen this page exactly, and whether the state fits in them."""
     ss = st.session_state
-    base = current.base if ss.origin in presets() else None  # generated presets travel in full
+    base = current.base if ss.origin in examples() else None  # generated examples travel in full
     params, complete = ({}, True) if current.setup is None else setup_to_link(current.setup, base)
     if ss.origin in GENERATED:
-        params["seed"] = str(ss.origin_seed)  # so that the reopened page knows its preset unchanged
+        params["seed"] = str(ss.origin_seed)  # so that the reopened page knows its example unchanged
     params.update(selection_params())
     params.update(i18n.address_params())  # the reader's chosen language, never a room's
     if ss.get("room"):
@@ -431,7 +434,7 @@ class Current:
     result: MHAResult | None
     problems: dict[str, str] = field(default_factory=dict)  # array name or widget key -> message
     error: str | None = None  # the core refused the setup as a whole (e.g. its size)
-    base: Setup | None = None  # the unedited preset it started from
+    base: Setup | None = None  # the unedited example it started from
     notes: tuple[str, ...] = ()
 
     @property
@@ -584,15 +587,15 @@ def sync_url(current: Current) -> None:
         return  # an input is at fault: the address keeps the last good state
     params, complete = link_params(current)
     if not complete:
-        note = TOO_LARGE_FOR_A_LINK["preset" in params]
+        note = TOO_LARGE_FOR_A_LINK["example" in params]
         st.sidebar.caption(i18n.t(note))
     _set_address(params)
 
 
-TOO_LARGE_FOR_A_LINK = {  # does the link name the preset?
-    True: N_("This setup is too large for a link: the address opens its preset. Use 'Save or load this "
+TOO_LARGE_FOR_A_LINK = {  # does the link name the example?
+    True: N_("This setup is too large for a link: the address opens its example. Use 'Save or load this "
              "setup' to keep all of it."),
-    False: N_("This setup is too large for a link: the address opens the default preset. Use 'Save or load "
+    False: N_("This setup is too large for a link: the address opens the default example. Use 'Save or load "
               "this setup' to keep all of it."),
 }
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app import i18n, live, phone_css, questions, state, style, widgets
-from app.views import classroom, labs, learn, model, present, quiz, textbook, workbench
+from app.views import classroom, examples, labs, learn, model, present, quiz, workbench
 
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
 language_notes = i18n.init_language()  # the reader's own, whatever a room shares
@@ -39,12 +39,12 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
     model_page = st.Page(lambda: model.render(workbench_page), title=i18n.t("Real model"),
                          icon=":material/psychology:", url_path="model")
     class_page = st.Page(classroom.render, title=i18n.t("Class"), icon=":material/groups:", url_path="class")
-    textbook_page = st.Page(lambda: textbook.render(workbench_page), title=i18n.t("Worked examples"),
+    examples_page = st.Page(lambda: examples.render(workbench_page), title=i18n.t("Worked examples"),
                             icon=":material/menu_book:", url_path="examples")
     learn_page = st.Page(lambda: learn.render(workbench_page), title=i18n.t("Learn"),
                          icon=":material/model_training:", url_path="learn")
     pages = [workbench_page, present_page, labs_page, learn_page, quiz_page, model_page, class_page,
-             textbook_page]
+             examples_page]
     page = st.navigation(pages)
     live.go_to_room_page({p.url_path: p for p in pages}, page.url_path)
     if st.session_state.get("last_page") not in (None, page.url_path):

@@ -84,7 +84,7 @@ def following() -> bool:
     return bool(st.session_state.get("following"))
 
 
-WHOSE_EDIT = {  # (the numbers below?, following a room?) -> whose numbers an edited preset shows
+WHOSE_EDIT = {  # (the numbers below?, following a room?) -> whose numbers an  example shows
     (False, False): N_("(edited: the numbers are yours, not the chapter's)"),
     (False, True): N_("(edited by your teacher: the numbers are the teacher's, not the chapter's)"),
     (True, False): N_("(edited: the numbers below are yours, not the chapter's)"),
@@ -306,25 +306,25 @@ def _scaling_ui(sb, errors: dict) -> Scaling | None:
         return None
 
 
-EDITED_NOTE = N_("✎ **Edited**: the numbers on the page differ from the preset's.")
+EDITED_NOTE = N_("✎ **Edited**: the numbers on the page differ from the example's.")
 
 
 def picker_ui(slot, current: state.Current) -> None:
-    """The preset picker, naming what is on screen: 'A: single head (edited)', 'your setup'.
+    """The example picker, naming what is on screen: 'A: single head (edited)', 'your setup'.
 
-    Picking a preset loads it exactly, so picking the one shown again resets it; Reset does the
-    same while the page differs from its preset.
+    Picking an example loads it exactly, so picking the one shown again resets it; Reset does the
+    same while the page differs from its example.
     """
     ss = st.session_state
     origin = ss.origin
-    titles = preset_titles()  # the options are the English titles, each shown in the reader's language
+    titles = example_titles()  # the options are the English titles, each shown in the reader's language
     shown = _shown_option(current)
     options = ([shown] if shown not in titles.values() else []) + list(titles.values())
     words = {option: option for option in options}  # each label in this run's language, whenever asked for
     if shown not in titles.values():
         words[shown] = shown_label(current)  # 'A: ... (edited)' or 'your setup', already translated
-    ss.preset_picker = shown
-    slot.selectbox(i18n.t("Preset"), options, key="preset_picker", on_change=_picked, args=(titles,),
+    ss.example_picker = shown
+    slot.selectbox(i18n.t("Example"), options, key="example_picker", on_change=_picked, args=(titles,),
                    format_func=i18n.labels(words),
                    help=i18n.t("Every worked example of the course, or a random or blank start. Picking the "
                                "one shown again resets it."))
@@ -332,20 +332,20 @@ def picker_ui(slot, current: state.Current) -> None:
         slot.caption(i18n.t(EDITED_NOTE))
     if current.edited and origin in titles:
         slot.button(i18n.t("↺ Reset to {title}").format(title=lit(i18n.t(titles[origin]))), key="reset",
-                    on_click=state.open_over_edits, args=(state.load_preset, origin),
-                    help=i18n.t("Undo every change since the preset was loaded."))
+                    on_click=state.open_over_edits, args=(state.load_example, origin),
+                    help=i18n.t("Undo every change since the example was loaded."))
 
 
-def preset_titles() -> dict[str, str]:
-    """Every preset's title by key, in English (marked N_ where each is defined)."""
-    titles = {key: scenario.title for key, scenario in state.presets().items()}
+def example_titles() -> dict[str, str]:
+    """Every example's title by key, in English (marked N_ where each is defined)."""
+    titles = {key: example.title for key, example in state.examples().items()}
     titles.update(state.GENERATED_LABELS)
     return titles
 
 
 def _shown_option(current: state.Current) -> str:
     """The picker's option for what the page shows, in English: a title, 'A: ... (edited)', 'your setup'."""
-    title = preset_titles().get(st.session_state.origin)
+    title = example_titles().get(st.session_state.origin)
     if not current.edited:
         return title or state.YOUR_SETUP
     return f"{title} (edited)" if title else state.YOUR_SETUP
@@ -357,15 +357,15 @@ def shown_label(current: state.Current) -> str:
     origin = st.session_state.origin
     if not current.edited:
         return state.label_of(origin)
-    title = preset_titles().get(origin)
+    title = example_titles().get(origin)
     return i18n.t("{title} (edited)").format(title=i18n.t(title)) if title else i18n.t(state.YOUR_SETUP)
 
 
 def _picked(titles: dict) -> None:
-    label = st.session_state.get("preset_picker")
+    label = st.session_state.get("example_picker")
     for key, title in titles.items():
         if title == label:
-            state.open_over_edits(state.load_preset, key)
+            state.open_over_edits(state.load_example, key)
 
 
 def undo_ui(current: state.Current) -> None:

@@ -275,12 +275,12 @@ async def ballot_stuffing(url: str, store) -> dict:
 
 
 def export_file_name() -> dict:
-    from course.scenarios import all_scenarios
+    from course.examples import all_examples
     from mha_core.codec import setup_to_json
     python = sys.executable
     with tempfile.TemporaryDirectory(prefix="abuse-export-") as tmp:
         work = Path(tmp)
-        (work / ISSUE_FILE_NAME).write_text(setup_to_json(all_scenarios()["cat_chases_mouse"]))
+        (work / ISSUE_FILE_NAME).write_text(setup_to_json(all_examples()["cat_chases_mouse"]))
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         made = subprocess.run([python, "-m", "course.export", ISSUE_FILE_NAME], cwd=work, env=env,
                               capture_output=True, text=True, timeout=120)
@@ -330,10 +330,10 @@ def hostile_link(tokens: list[str]) -> str:
 
     import numpy as np
 
-    from course.scenarios import DEFAULT_SCENARIO, all_scenarios
+    from course.examples import DEFAULT_EXAMPLE, all_examples
     from mha_core.codec import setup_from_document, setup_to_document, setup_to_link
 
-    document = setup_to_document(all_scenarios()[DEFAULT_SCENARIO])
+    document = setup_to_document(all_examples()[DEFAULT_EXAMPLE])
     document.pop("origin", None)
     document["tokens"] = tokens
     document["x"] = np.random.default_rng(0).normal(size=(len(tokens), 2)).round(3).tolist()

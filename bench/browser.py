@@ -1,4 +1,4 @@
-"""What a person waits for in Chromium: a cell edit until the weights change, and a preset switch
+"""What a person waits for in Chromium: a cell edit until the weights change, and an example switch
 until every chart has painted.
 
 Run: PYTHONPATH=. .venv/bin/python bench/browser.py [--edits 10]
@@ -8,7 +8,7 @@ Run: PYTHONPATH=. .venv/bin/python bench/browser.py [--edits 10]
 
 Starts one server (tests/live_server.py) and Debian's Chromium (Playwright) at 1280 x 720. Edit:
 click X's cell ('sat', d1), type a new value, press Enter; the clock runs from Enter until the
-weights heatmap's data in the page differ from before. Switch: pick a preset in the picker; the
+weights heatmap's data in the page differ from before. Switch: pick an example in the picker; the
 clock runs from the click on its option until every chart of the page has painted (example H and
 I are the 512-wide ones). A fresh load of a link is timed too (a new browser context: the app's
 own JavaScript loads first). Medians and ranges are printed; a quiet machine is assumed.
@@ -51,12 +51,12 @@ def edit_seconds(page, value: str) -> float:
 
 
 def switch_seconds(page, title: str) -> float:
-    page.locator(".st-key-preset_picker input").click()
+    page.locator(".st-key-example_picker input").click()
     option = page.get_by_role("option", name=title).first
     option.wait_for(timeout=10_000)
     started = time.perf_counter()
     option.click()
-    page.wait_for_function(f"() => document.querySelector('.st-key-preset_picker input').value"
+    page.wait_for_function(f"() => document.querySelector('.st-key-example_picker input').value"
                            f".startsWith({title!r})", timeout=30_000)
     page.wait_for_selector(IDLE, timeout=30_000)
     page.wait_for_function(ALL_PAINTED, timeout=30_000)
@@ -98,7 +98,7 @@ def first_chart(browser, url: str, runs: int) -> None:
             plain.append(first_chart_seconds(browser, plain_url)[0])
     print("| first chart in a fresh browser, 1280 x 720 | median | range | n |")
     print("|---|---|---|---|")
-    print(summary("the app (default preset)", app))
+    print(summary("the app (default example)", app))
     print(summary("plain script, 12 small heatmaps", plain))
     print(f"ratio of medians: {statistics.median(app) / statistics.median(plain):.2f}")
 
@@ -167,7 +167,7 @@ def main() -> None:
         edits = [edit_seconds(page, str(1.5 + 0.25 * i)) for i in range(args.edits)]
         page.set_viewport_size({"width": 1280, "height": 720})
         switches = {title: [] for title in SWITCHES}
-        for _ in range(3):  # each switch leaves another preset
+        for _ in range(3):  # each switch leaves another example
             for title in SWITCHES:
                 switches[title].append(switch_seconds(page, title))
         loads = []
@@ -175,7 +175,7 @@ def main() -> None:
             context = browser.new_context(viewport={"width": 1280, "height": 720})
             fresh = context.new_page()
             started = time.perf_counter()
-            fresh.goto(f"{url}/?preset=ex_h_cross_attention")
+            fresh.goto(f"{url}/?example=ex_h_cross_attention")
             fresh.wait_for_function(ALL_PAINTED, timeout=60_000)
             loads.append(time.perf_counter() - started)
             context.close()
@@ -185,7 +185,7 @@ def main() -> None:
     print(summary("cell edit: Enter until the weights change", edits))
     for title, seconds in switches.items():
         print(summary(f"switch to '{title}': click until every chart painted", seconds))
-    print(summary("fresh browser context, ?preset=ex_h_cross_attention, until every chart painted", loads))
+    print(summary("fresh browser context, ?example=ex_h_cross_attention, until every chart painted", loads))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ Run: PYTHONPATH=. .venv/bin/python bench/class_faults.py [--students 40] [--redi
 
 One headless server (tests/live_server.py) on the embedded store (SQLite under a temporary
 MHA_DATA_DIR), or with --redis on a redis-server the bench starts. The bench is the teacher: it
-starts a room, shows a preset and asks a question (A, B or C). N students follow over Streamlit's
+starts a room, shows an example and asks a question (A, B or C). N students follow over Streamlit's
 websocket protocol (tests/st_protocol.FollowerSession) and answer through the page (the form's radio
 and Send), at random moments within --answer-window seconds; --kill-at seconds in, the server gets
 SIGKILL. A second server then starts on the same store. Every student reconnects with the address
@@ -97,7 +97,7 @@ def run(args) -> dict:
         stack.callback(store.close)
         room = store.create_room()
         store.set_state(room.code, room.teacher_secret, page="", step=0,
-                        setup_json=json.dumps({"preset": "the_cat_sat_two_heads"}), selections={})
+                        setup_json=json.dumps({"example": "the_cat_sat_two_heads"}), selections={})
         question = store.ask(room.code, room.teacher_secret, "Which head attends to 'the'?", CHOICES, "poll")
         before = store.state(room.code)
 

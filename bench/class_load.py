@@ -10,7 +10,7 @@ websocket handshake carries its address and its own ``mha_student`` cookie: stud
 --addresses loopback addresses (3: a school's three NATs, round-robin; 0: one address per student).
 Students enter the room only through the page's door (``/?room=CODE`` -> store.join, whose join rate
 per address is a burst of 45, then one every 2 s). The bench process creates the room in the same
-store and publishes a state (page, step, setup_json {"preset": ...}, alternating between two presets)
+store and publishes a state (page, step, setup_json {"example": ...}, alternating between two examples)
 every --interval seconds for --seconds. With --page present a real teacher session (a
 FollowerSession that leads with ``?room=CODE&teacher=SECRET``, on the presenter's softmax screen)
 is open all along: its room box heartbeats every 5 s, and once it has asked the room to draw a
@@ -22,12 +22,12 @@ Each student is a FollowerSession that opens ``/?room=CODE`` (students split rou
 the servers, opening within --ramp seconds) and then, as the browser's timer does for
 ``@st.fragment(run_every=1.0)`` (app/live.py ``poll``), sends the fragment's rerun every second;
 when the room's version changed the fragment reruns the whole page, whose room box then names the
-new preset. One difference from a browser: a student sends its next tick only once the previous run
+new example. One difference from a browser: a student sends its next tick only once the previous run
 has ended (a browser's timer does not wait), so an overloaded server sees fewer ticks than from
 browsers.
 
 Reported: per student and change, the time from the teacher's set_state call to the end of the
-first run showing the new preset (a student that never shows it before the next change is a miss);
+first run showing the new example (a student that never shows it before the next change is a miss);
 run errors (status, exception elements, st.error) and dropped sessions; the roster (every student
 admitted); then a --quiet window with nothing changing, over which the servers' CPU
 (/proc/<pid>/stat utime+stime) is divided per student per minute, with the fragment polls'
@@ -62,11 +62,11 @@ import numpy as np  # noqa: E402
 from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 from streamlit.util import calc_hash  # noqa: E402
 
-from course.scenarios import all_scenarios  # noqa: E402
+from course.examples import all_examples  # noqa: E402
 from tests.live_server import class_store, streamlit_server  # noqa: E402
 from tests.st_protocol import FollowerRun, FollowerSession, element_key  # noqa: E402
 
-PRESETS = ("the_cat_sat_two_heads", "cat_chases_mouse")  # the teacher alternates between these
+EXAMPLES = ("the_cat_sat_two_heads", "cat_chases_mouse")  # the teacher alternates between these
 TICK = os.sysconf("SC_CLK_TCK")
 TEACHER_ADDRESS = "127.0.0.10"
 TEACHER_BEAT_SECONDS = 5.0  # app/live.py's teacher box heartbeats this often
@@ -154,7 +154,7 @@ class Record:
     sent: float  # monotonic, BackMsg sent
     done: float  # monotonic, run ended
     fragment: bool  # a fragment-only run (nothing changed)
-    preset: str | None  # the label the room box shows (what the page shows), on a whole-page run
+    example: str | None  # the label the room box shows (what the page shows), on a whole-page run
     question: bool
 
 
@@ -274,13 +274,13 @@ class Teacher:
         if self.client is None:
             return
         self.client.page_hash = calc_hash("present")
-        run = await self.client.open(f"room={self.code}&teacher={self.secret}&preset={PRESETS[0]}"
+        run = await self.client.open(f"room={self.code}&teacher={self.secret}&example={EXAMPLES[0]}"
                                      f"&step={SOFTMAX_STEP}")
         self.errors.extend(run.errors)
 
     async def ask(self) -> Asked:
         if self.client is None:
-            cols = len(all_scenarios()[PRESETS[0]].key_tokens)
+            cols = len(all_examples()[EXAMPLES[0]].key_tokens)
             question = await asyncio.to_thread(self.store.ask, self.code, self.secret, "Draw head 1's row",
                                                kind="forecast", grid=(1, cols))
             return Asked(question.id, question.grid, time.monotonic())
@@ -338,7 +338,7 @@ def change_latencies(students: list[Student],
         for student in students:
             if not student.opened:
                 continue
-            seen = next((r for r in student.runs if t0 < r.done <= until and r.preset == title), None)
+            seen = next((r for r in student.runs if t0 < r.done <= until and r.example == title), None)
             if seen is None:
                 missed += 1
             else:
@@ -357,18 +357,18 @@ async def until(condition, seconds: float, step: float = 0.25) -> bool:
 
 
 async def lesson(urls: list[str], pids: list[int], store, args) -> dict:
-    titles = {key: all_scenarios()[key].title for key in PRESETS}
+    titles = {key: all_examples()[key].title for key in EXAMPLES}
     room = store.create_room(client=TEACHER_ADDRESS)
     code, secret = room.code, room.teacher_secret
 
     def publish(key: str) -> None:
-        store.set_state(code, secret, page=args.page, step=args.step, setup_json=json.dumps({"preset": key}),
+        store.set_state(code, secret, page=args.page, step=args.step, setup_json=json.dumps({"example": key}),
                         selections={"step": args.step + 1} if args.page == "present" else {})
 
     teacher = Teacher(urls[0] if args.page == "present" else None, store, code, secret, args)
     await teacher.open()
     beating = asyncio.create_task(teacher.beat())
-    await asyncio.to_thread(publish, PRESETS[0])  # after the teacher's page published its own
+    await asyncio.to_thread(publish, EXAMPLES[0])  # after the teacher's page published its own
     n = args.students
     rng = random.Random(args.seed)
     students = [Student(i, student_address(i, args.addresses), secrets.token_urlsafe(24)) for i in range(n)]
@@ -390,11 +390,11 @@ async def lesson(urls: list[str], pids: list[int], store, args) -> dict:
         asked.take(await teacher.ask())
         await asyncio.sleep(2.0)
 
-    # the teacher changes the preset every --interval seconds
+    # the teacher changes the example every --interval seconds
     changes = []
     change_cpu0, change0 = sum(cpu_seconds(pid) for pid in pids), time.monotonic()
     for k in range(max(1, int(args.seconds // args.interval))):
-        key = PRESETS[(k + 1) % 2]
+        key = EXAMPLES[(k + 1) % 2]
         t0 = time.monotonic()
         await asyncio.to_thread(publish, key)
         changes.append((t0, titles[key]))

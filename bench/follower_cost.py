@@ -6,7 +6,7 @@ Run: PYTHONPATH=. .venv/bin/python bench/follower_cost.py [--polls 300] [--runs 
 
 One server at a time (tests/live_server.py), one FollowerSession (tests/st_protocol.py) with its own
 ``mha_student`` cookie, in a room made in the server's SQLite store and showing "present" step 4 of
-the default preset; server CPU is read from /proc/<pid>/stat (10-ms ticks) around the polls, then
+the default example; server CPU is read from /proc/<pid>/stat (10-ms ticks) around the polls, then
 around the whole-page runs. A quiet machine is assumed.
 """
 
@@ -64,7 +64,7 @@ def main() -> None:
     with class_store(Path(tempfile.mkdtemp())) as (_, store), streamlit_server() as (url, process):
         room = store.create_room(client="teacher")
         store.set_state(room.code, room.teacher_secret, page="present", step=3,
-                        setup_json=json.dumps({"preset": "the_cat_sat_two_heads"}), selections={})
+                        setup_json=json.dumps({"example": "the_cat_sat_two_heads"}), selections={})
         headers = {"Cookie": f"mha_student={secrets.token_urlsafe(24)}", "X-Forwarded-For": "10.0.0.1"}
         ours = asyncio.run(follower(url, process.pid, f"room={room.code}", headers, args.polls, args.runs))
     print("| server CPU, ms | per poll | per whole-page run |")

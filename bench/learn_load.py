@@ -115,7 +115,7 @@ def main() -> None:
     with class_store(folder) as (_, store), streamlit_server() as (url, _):
         room = store.create_room(client="teacher")
         store.set_state(room.code, room.teacher_secret, page="learn", step=0,
-                        setup_json=json.dumps({"preset": "the_cat_sat_two_heads"}),
+                        setup_json=json.dumps({"example": "the_cat_sat_two_heads"}),
                         selections={"inputs": {"learn_steps": args.steps}})  # the teacher's settings
         result = asyncio.run(lesson(url, room.code, args))
     print(f"{args.students} followers on the Learn page, a request every {args.think:g} s each; "

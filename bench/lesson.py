@@ -3,7 +3,7 @@
 Run: PYTHONPATH=. .venv/bin/python bench/lesson.py
 AppTest runs the script in-process as the server would; each figure is the median wall time of
 `at.run()` over 20 reruns after two warm-up runs, and the chart bytes sent by that run.
-Also: generating a quiz and a worksheet for the largest presets, in the core alone.
+Also: generating a quiz and a worksheet for the largest examples, in the core alone.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from streamlit.util import calc_hash
 
 from app.views.present import SCREENS
 from bench.page import median_rerun  # 20 reruns after two warm-up runs
+from course.examples import all_examples
 from course.quiz import generate
-from course.scenarios import all_scenarios
 from course.worksheet import worksheet_html
 
 APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
-PRESETS = ("the_cat_sat_two_heads", "ex_h_cross_attention")
+EXAMPLES = ("the_cat_sat_two_heads", "ex_h_cross_attention")
 
 
 def opened(url_path: str, params: dict[str, str]) -> AppTest:
@@ -43,20 +43,20 @@ def reveal(at: AppTest) -> None:
 
 
 def main() -> None:
-    print("| page | preset | median rerun (ms) | charts (KiB) |")
+    print("| page | example | median rerun (ms) | charts (KiB) |")
     print("| --- | --- | ---: | ---: |")
-    for preset in PRESETS:
+    for example in EXAMPLES:
         for screen in range(1, len(SCREENS) + 1):
-            at = opened("present", {"preset": preset, "step": str(screen)})
+            at = opened("present", {"example": example, "step": str(screen)})
             reveal(at)
-            print(f"| present {screen}/{len(SCREENS)} | {preset} | {1000 * median_rerun(at):.0f} | "
+            print(f"| present {screen}/{len(SCREENS)} | {example} | {1000 * median_rerun(at):.0f} | "
                   f"{chart_kib(at):.0f} |")
         for page in ("labs", "quiz", "workbench"):
-            at = opened(page, {"preset": preset})
-            print(f"| {page} | {preset} | {1000 * median_rerun(at):.0f} | {chart_kib(at):.0f} |")
-    scenarios = all_scenarios()
+            at = opened(page, {"example": example})
+            print(f"| {page} | {example} | {1000 * median_rerun(at):.0f} | {chart_kib(at):.0f} |")
+    examples = all_examples()
     for key in ("ex_h_cross_attention", "ex_i_parameter_count"):
-        setup = scenarios[key]
+        setup = examples[key]
         result = setup.run()
         started = time.perf_counter()
         for seed in range(20):

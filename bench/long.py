@@ -28,7 +28,7 @@ CASES = ((512, 8, 512), (1024, 12, 768))  # n, h, d_model
 def opened(n: int, h: int, d_model: int) -> tuple[AppTest, float]:
     at = AppTest.from_file(str(APP), default_timeout=300)
     at.run()
-    at.selectbox(key="preset_picker").set_value("random (seeded)").run()
+    at.selectbox(key="example_picker").set_value("random (seeded)").run()
     at.number_input(key="n_heads").set_value(h).run()
     at.number_input(key="d_model").set_value(d_model).run()
     started = time.perf_counter()

@@ -56,7 +56,7 @@ def chart_bytes(at: AppTest) -> int:
 def classroom_app(n: int, h: int, d_model: int) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.run()
-    at.selectbox(key="preset_picker").set_value("random (seeded)").run()
+    at.selectbox(key="example_picker").set_value("random (seeded)").run()
     at.text_input(key="tokens_text").set_value(" ".join(f"w{i}" for i in range(n))).run()
     at.number_input(key="d_model").set_value(d_model).run()
     at.number_input(key="n_heads").set_value(h).run()
@@ -71,11 +71,11 @@ def main() -> None:
     page = AppTest.from_file(str(APP), default_timeout=120)
     plain = AppTest.from_file(str(PLAIN), default_timeout=120)
     page_s, plain_s = median_rerun(page), median_rerun(plain)
-    print(f"| default preset (the cat sat, n=3, h=2) | {page_s * 1e3:.1f} ms | plain 8 heatmaps "
+    print(f"| default example (the cat sat, n=3, h=2) | {page_s * 1e3:.1f} ms | plain 8 heatmaps "
           f"{plain_s * 1e3:.1f} ms | ratio {page_s / plain_s:.2f} (target <= 2) | "
           f"{chart_bytes(page) / 1e3:.1f} kB chart data |")
     edited = median_edit_rerun(AppTest.from_file(str(APP), default_timeout=120))
-    print(f"| default preset, every rerun an edit (no cached figures) | {edited * 1e3:.1f} ms | | "
+    print(f"| default example, every rerun an edit (no cached figures) | {edited * 1e3:.1f} ms | | "
           f"ratio {edited / plain_s:.2f} | |")
     for n, h, d_model in ((8, 4, 16), (16, 8, 32)):
         at = classroom_app(n, h, d_model)

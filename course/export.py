@@ -1,10 +1,10 @@
 """A Setup as a short Python script that needs only NumPy and computes every step in the course's order.
 
-    python -m course.export --preset ex_a_single_head     # a preset
+    python -m course.export --example ex_a_single_head     # an example
     python -m course.export attention-setup.json          # a file saved from the page
 
 The script rebuilds the exact inputs (tokens as comments, arrays as literals, or, for the
-512-wide presets, the seeded NumPy calls that drew them), then projects, scores, scales, masks,
+512-wide examples, the seeded NumPy calls that drew them), then projects, scores, scales, masks,
 takes the softmax, blends the values, concatenates and mixes with W_O, and prints the weights
 and the output as Python lists (every digit, so that they can be compared).
 """
@@ -89,7 +89,7 @@ STEP_COMMENTS = {
 
 def setup_to_script(setup: Setup, title: str = "your setup", recipe: str = "",
                     language: str = ENGLISH) -> str:
-    """The script's text, its comments and header in ``language``. recipe: a preset's own NumPy
+    """The script's text, its comments and header in ``language``. recipe: an example's own NumPy
     statements that rebuild the arrays instead of literals (no other code is written into a script:
     see _trusted_recipe).
 
@@ -158,18 +158,18 @@ def _tokens_comment(heading: str, tokens) -> str:
 
 
 def _trusted_recipe(recipe: str) -> str:
-    """recipe if it is "" or a preset's own (code written by this app), else ValueError: a script
+    """recipe if it is "" or an example's own (code written by this app), else ValueError: a script
     never carries code from outside."""
-    if not recipe or recipe in _preset_recipes():
+    if not recipe or recipe in _example_recipes():
         return recipe
-    raise ValueError("recipe: only a preset's own recipe can be written into a script")
+    raise ValueError("recipe: only an example's own recipe can be written into a script")
 
 
 @functools.cache
-def _preset_recipes() -> frozenset[str]:
-    from course.scenarios import all_scenarios
+def _example_recipes() -> frozenset[str]:
+    from course.examples import all_examples
 
-    return frozenset(s.recipe for s in all_scenarios().values() if s.recipe)
+    return frozenset(s.recipe for s in all_examples().values() if s.recipe)
 
 
 def _mask_line(setup: Setup, _=str) -> str:
@@ -190,30 +190,31 @@ def _mask_line(setup: Setup, _=str) -> str:
     return f"allowed = np.ones(({n_q}, {n_k}), dtype=bool)  # {comment}\n"
 
 
-def preset_script(key: str, language: str = ENGLISH) -> str:
-    """The script for a preset of the course, by its key."""
-    from course.scenarios import all_scenarios
+def example_script(key: str, language: str = ENGLISH) -> str:
+    """The script for an example of the course, by its key."""
+    from course.examples import all_examples
 
-    scenario = all_scenarios()[key]
-    return setup_to_script(scenario, title=scenario.title, recipe=scenario.recipe, language=language)
+    example = all_examples()[key]
+    return setup_to_script(example, title=example.title, recipe=example.recipe, language=language)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course.export", description=__doc__.split("\n\n")[0])
     parser.add_argument("file", nargs="?", type=Path, help="a setup saved from the page (JSON)")
-    parser.add_argument("--preset", help="a preset's key instead, e.g. ex_a_single_head")
+    parser.add_argument("--example", "--preset", dest="example",
+                        help="an example's key instead, e.g. ex_a_single_head (--preset: its older name)")
     parser.add_argument("--language", default=ENGLISH, choices=list(LANGUAGES),
                         help="the language of the script's comments (default: en)")
     args = parser.parse_args(argv)
-    if (args.file is None) == (args.preset is None):
-        parser.error("give a saved setup file or --preset NAME (one of them)")
+    if (args.file is None) == (args.example is None):
+        parser.error("give a saved setup file or --example NAME (one of them)")
     try:
-        if args.preset is not None:
-            from course.scenarios import all_scenarios
+        if args.example is not None:
+            from course.examples import all_examples
 
-            if args.preset not in all_scenarios():
-                parser.error(f"no preset {args.preset!r}; the presets are {', '.join(all_scenarios())}")
-            sys.stdout.write(preset_script(args.preset, args.language))
+            if args.example not in all_examples():
+                parser.error(f"no example {args.example!r}; the examples are {', '.join(all_examples())}")
+            sys.stdout.write(example_script(args.example, args.language))
         else:
             sys.stdout.write(setup_to_script(setup_from_json(args.file.read_bytes()), title=args.file.name,
                                              language=args.language))

@@ -22,7 +22,7 @@ from mha_core.setup import Setup, parse_number
 
 # --- Score lab -------------------------------------------------------------------------------
 
-SCORE_PRESETS = ("ex_c_equal_scores", "ex_d_one_huge_score", "ex_e_negative_score", "ex_f_unscaled",
+SCORE_EXAMPLES = ("ex_c_equal_scores", "ex_d_one_huge_score", "ex_e_negative_score", "ex_f_unscaled",
                  "ex_f_scaled", "ex_g_coreference")  # the score-level examples, in the chapter's order
 MAX_KEYS = 24  # keys of one query: a bar chart and its numbers stay readable
 TEMPERATURE = (0.05, 20.0)  # below 0.05 every row is one-hot already; above 20 nearly flat
@@ -99,19 +99,19 @@ def score_row(scores, values, temperature: float = 1.0) -> ScoreRow:  # [n_k], [
 
 @dataclass(frozen=True)
 class ScoreInputs:
-    """What a preset puts into the score lab's boxes."""
+    """What an example puts into the score lab's boxes."""
 
     scores: np.ndarray  # [n_k]
     values: np.ndarray  # [n_k]
     keys: tuple[str, ...]
-    temperature: float  # 1, or sqrt(d) for a preset scaled by 1/sqrt(d) (example F: 8)
+    temperature: float  # 1, or sqrt(d) for an example scaled by 1/sqrt(d) (example F: 8)
 
 
-def score_inputs(scenario: Setup) -> ScoreInputs:
-    """A score-level preset's scores (x_kv column 0), values (column 1), key names and scaling as T."""
-    x_kv = np.asarray(scenario.x_kv, dtype=float)  # [n_k, 2]
-    multiplier = scenario.scaling.multiplier(d_k=1)  # the examples give their scores directly
-    return ScoreInputs(x_kv[:, 0].copy(), x_kv[:, 1].copy(), tuple(scenario.key_tokens), 1.0 / multiplier)
+def score_inputs(example: Setup) -> ScoreInputs:
+    """A score-level example's scores (x_kv column 0), values (column 1), key names and scaling as T."""
+    x_kv = np.asarray(example.x_kv, dtype=float)  # [n_k, 2]
+    multiplier = example.scaling.multiplier(d_k=1)  # the examples give their scores directly
+    return ScoreInputs(x_kv[:, 0].copy(), x_kv[:, 1].copy(), tuple(example.key_tokens), 1.0 / multiplier)
 
 
 def top_weight(gap, n_keys: int, temperature: float = 1.0):  # gap [...] -> [...]

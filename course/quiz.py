@@ -603,7 +603,7 @@ DRAWERS: dict[str, Callable] = {
 
 
 def _rng(seed: int, salt: int, sizes) -> np.random.Generator:
-    """The draw for (seed, purpose); the sizes take part so that presets do not all open alike."""
+    """The draw for (seed, purpose); the sizes take part so that examples do not all open alike."""
     shape = (sizes.n_q, sizes.n_k, sizes.d_model, sizes.n_heads, sizes.d_k, sizes.d_v)
     return np.random.default_rng([int(seed) % 2**63, salt, *shape])
 

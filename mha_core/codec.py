@@ -5,10 +5,10 @@ limits (``LIMITS``). Reading refuses anything oversized before it allocates arra
 length first, then every list's length while walking it. Every refusal is a ConfigError (a
 ValueError) whose message names the field at fault and says what was found there.
 
-A link is ``?preset=<key>`` while the page shows a preset unchanged; otherwise ``?s=<state>``,
-the setup as JSON with every array that equals the preset's left out and every array that
+A link is ``?example=<key>`` while the page shows an example unchanged; otherwise ``?s=<state>``,
+the setup as JSON with every array that equals the example's left out and every array that
 differs in a few cells written as those cells, deflated and base64url-encoded, behind a version
-prefix ("1."). A state too long for a link (LIMITS.link_chars) falls back to the preset.
+prefix ("1."). A state too long for a link (LIMITS.link_chars) falls back to the example.
 """
 
 from __future__ import annotations
@@ -39,7 +39,16 @@ from mha_core.validation import Window
 FORMAT = "mha-visualizer/setup-v2"
 FORMAT_V1 = "mha-visualizer/setup-v1"  # "scale": "sqrt" | "none" | a multiplier; still read
 LINK_VERSION = "1."
-LEGACY_LINK = ("preset", "tokens", "d_model", "heads", "seed")  # links from before the state link
+LEGACY_LINK = ("example", "tokens", "d_model", "heads", "seed")  # links from before the state link
+OLD_LINK_NAMES = {"preset": "example"}  # a parameter's name in older links -> its name now
+
+
+def current_names(params: dict) -> dict:
+    """A link's parameters under today's names (``?preset=`` is ``?example=``); a parameter given
+    under both names keeps today's."""
+    renamed = {OLD_LINK_NAMES.get(name, name): value for name, value in params.items()
+               if name not in OLD_LINK_NAMES or OLD_LINK_NAMES[name] not in params}
+    return renamed
 
 
 class ConfigError(ValueError):
@@ -76,7 +85,7 @@ def setup_from_document(data, limits: Limits = LIMITS) -> Setup:
 
 
 def _checked_setup(data, limits: Limits, filled: dict[str, np.ndarray]) -> Setup:
-    """setup_from_document, with some arrays given already built (a link's from its preset)."""
+    """setup_from_document, with some arrays given already built (a link's from its example)."""
     if not isinstance(data, dict):
         raise ConfigError(f"the top level must be a JSON object, got {_kind(data)}")
     if data.get("format") not in (FORMAT, FORMAT_V1):
@@ -306,7 +315,7 @@ def save_problem(setup: Setup | None) -> str | None:
         return "fix the inputs marked ⚠️ first: a file must load back"
     if setup.number_count() > LIMITS.save_numbers:
         return (f"{setup.number_count():,} numbers is too many to save as a file (limit "
-                f"{LIMITS.save_numbers:,}); the page's link opens the preset instead")
+                f"{LIMITS.save_numbers:,}); the page's link opens the example instead")
     if _json_bytes_at_most(setup) > LIMITS.file_bytes:  # rare (a large custom mask): measure it
         size = len(setup_to_json(setup))
         if size > LIMITS.file_bytes:
@@ -330,31 +339,31 @@ def _json_bytes_at_most(setup: Setup) -> int:
 def setup_to_link(setup: Setup, base: Setup | None) -> tuple[dict[str, str], bool]:
     """Query parameters that reopen ``setup``, and whether they hold all of it.
 
-    base: the preset the setup came from (its arrays are left out where equal), or None.
+    base: the example the setup came from (its arrays are left out where equal), or None.
     """
     if base is not None and setup.same_inputs(base):
-        return {"preset": base.origin}, True
+        return {"example": base.origin}, True
     deltas = {name: _delta(value, getattr(base, name) if base is not None else None)
               for name, value in setup.arrays().items()}
     numbers = sum(value.size if deltas[name] is None else len(deltas[name].get("cells", ()))
                   if isinstance(deltas[name], dict) else 0 for name, value in setup.arrays().items())
     if numbers > LIMITS.link_chars:  # every number costs at least a character: too big, unwritten
-        return ({"preset": base.origin} if base is not None else {}), False
+        return ({"example": base.origin} if base is not None else {}), False
     document = setup_to_document(setup)
     if base is not None:
         document["base"] = base.origin
         document.update({name: delta for name, delta in deltas.items() if delta is not None})
     text = json.dumps(document, separators=(",", ":"))
     if len(text) > LIMITS.file_bytes:  # e.g. a 1024 × 1024 custom mask: it would pack small, but not load
-        return ({"preset": base.origin} if base is not None else {}), False
+        return ({"example": base.origin} if base is not None else {}), False
     state = LINK_VERSION + base64.urlsafe_b64encode(zlib.compress(text.encode(), 9)).decode().rstrip("=")
     if len(state) <= LIMITS.link_chars:
         return {"s": state}, True
-    return ({"preset": base.origin} if base is not None else {}), False
+    return ({"example": base.origin} if base is not None else {}), False
 
 
 def _delta(value: np.ndarray, base: np.ndarray | None):
-    """What to write for an array given the preset's: "=" if equal, a few cells, or None (all)."""
+    """What to write for an array given the example's: "=" if equal, a few cells, or None (all)."""
     if base is None or base.shape != value.shape:
         return None
     changed = np.flatnonzero(value.ravel() != base.ravel())
@@ -365,7 +374,7 @@ def _delta(value: np.ndarray, base: np.ndarray | None):
     return None
 
 
-def setup_from_link(state: str, presets: dict[str, Setup]) -> Setup:
+def setup_from_link(state: str, examples: dict[str, Setup]) -> Setup:
     """The Setup a state parameter ``s`` describes; ConfigError says what was refused."""
     if not isinstance(state, str) or not state.startswith(LINK_VERSION):
         raise ConfigError("the link's state is not one this version of the app wrote (it should start "
@@ -388,31 +397,31 @@ def setup_from_link(state: str, presets: dict[str, Setup]) -> Setup:
             raise
         raise ConfigError("the link's state is damaged (it may have been cut or changed)") from None
     document = _parse(text)
-    filled = _from_base(document, presets) if isinstance(document, dict) and "base" in document else {}
+    filled = _from_base(document, examples) if isinstance(document, dict) and "base" in document else {}
     return _checked_setup(document, LIMITS, filled)
 
 
-def _from_base(document: dict, presets: dict[str, Setup]) -> dict[str, np.ndarray]:
-    """The arrays a link left out ("=" or a few cells), from the preset it names (removes "base").
+def _from_base(document: dict, examples: dict[str, Setup]) -> dict[str, np.ndarray]:
+    """The arrays a link left out ("=" or a few cells), from the example it names (removes "base").
 
-    Built from the preset's arrays directly: a large preset's arrays never become lists."""
-    base = presets.get(document.pop("base")) if isinstance(document.get("base"), str) else None
+    Built from the example's arrays directly: a large example's arrays never become lists."""
+    base = examples.get(document.pop("base")) if isinstance(document.get("base"), str) else None
     if base is None:
-        raise ConfigError("the link names a preset this app does not have")
+        raise ConfigError("the link names an example this app does not have")
     filled = {}
     for spec in ARRAYS:
         value = document.get(spec.name)
         original = getattr(base, spec.name)
         if value == "=" or isinstance(value, dict):
             if original is None:
-                raise ConfigError(f"{spec.name}: the link refers to the preset's, which has none")
+                raise ConfigError(f"{spec.name}: the link refers to the example's, which has none")
             filled[spec.name] = _apply_cells(spec.name, value, original)
     return filled
 
 
 def _apply_cells(name: str, value, original: np.ndarray) -> np.ndarray:
-    """The preset's array with the link's changed cells ([position, number] pairs) written in."""
-    out = np.array(original, dtype=float)  # a copy: the preset stays as it is
+    """The example's array with the link's changed cells ([position, number] pairs) written in."""
+    out = np.array(original, dtype=float)  # a copy: the example stays as it is
     if value == "=":
         return out
     cells = value.get("cells")
@@ -456,8 +465,8 @@ def _link_ranges(limits: Limits) -> dict[str, tuple[int, int]]:
 
 
 def settings_from_link(params: dict, limits: Limits = LIMITS,
-                       presets: tuple[str, ...] = ()) -> tuple[dict, list[str]]:
-    """Read the links of before the state link: ?preset=...&tokens=...&d_model=...&heads=...&seed=...
+                       examples: tuple[str, ...] = ()) -> tuple[dict, list[str]]:
+    """Read the links of before the state link: ?example=...&tokens=...&d_model=...&heads=...&seed=...
 
     Returns the accepted settings and a message for each refused one; sizes over the limits
     are refused here, before anything is allocated for them. Parameters that are not these
@@ -470,11 +479,11 @@ def settings_from_link(params: dict, limits: Limits = LIMITS,
         value = raw[-1] if isinstance(raw, list) and raw else raw
         if not isinstance(value, str) or len(value) > limits.token_text:
             refused.append(f"link parameter {name!r}: too long or not text")
-        elif name == "preset":
-            if value in presets:
-                settings["preset"] = value
+        elif name == "example":
+            if value in examples:
+                settings["example"] = value
             else:
-                refused.append(f"link parameter preset={value[:40]!r}: no such preset")
+                refused.append(f"link parameter example={value[:40]!r}: no such example")
         elif name == "tokens":
             problem = token_problem(value.split(), "link parameter tokens")
             if problem:

@@ -35,7 +35,7 @@ class Limits:
     editable: int = 32  # a grid wider or taller than this is shown read-only (use "fill a matrix")
     file_bytes: int = 1_000_000  # a saved setup; the same as the page's upload limit
     save_numbers: int = 40_000  # about 0.8 MB of JSON, inside file_bytes
-    link_chars: int = 8_000  # a state link longer than this holds only the preset (browsers cut ~8 kB)
+    link_chars: int = 8_000  # a state link longer than this holds only the example (browsers cut ~8 kB)
     multiplier: tuple[float, float] = (1e-3, 1e3)  # a scaling typed as "multiply the scores by s"
     sqrt_of: tuple[int, int] = (1, 1_000_000)  # a scaling typed as "divide by √d" with d given
     attention_cells: int = 12 * 1024 * 1024  # h × n_q × n_k: 12 heads over 1024 tokens, ~150 MB in float32
@@ -167,7 +167,7 @@ class Scaling:
 class Setup:
     """Tokens, every input array and the options: everything needed to redraw a page.
 
-    origin says where it came from: a preset key, "file", "link", or "" for a setup built on
+    origin says where it came from: an example key, "file", "link", or "" for a setup built on
     the page. It is not part of what the setup computes (see ``same_inputs``).
     """
 

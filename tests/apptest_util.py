@@ -11,7 +11,7 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from app.editors import editor_key
-from course.scenarios import GENERATED, all_scenarios
+from course.examples import GENERATED, all_examples
 
 ENTRY = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
 
@@ -69,14 +69,14 @@ def work(at: AppTest, name: str) -> np.ndarray:
     return at.session_state["work"][name]
 
 
-PRESET_TITLES = {key: scenario.title for key, scenario in all_scenarios().items()}
-PRESET_TITLES.update({"random": "random (seeded)", "blank": "blank (zeros)"})
-assert set(GENERATED) <= set(PRESET_TITLES)
+EXAMPLE_TITLES = {key: example.title for key, example in all_examples().items()}
+EXAMPLE_TITLES.update({"random": "random (seeded)", "blank": "blank (zeros)"})
+assert set(GENERATED) <= set(EXAMPLE_TITLES)
 
 
-def pick_preset(at: AppTest, key: str) -> None:
-    """Choose a preset in the picker, as a person does (by its title)."""
-    at.selectbox(key="preset_picker").set_value(PRESET_TITLES[key]).run()
+def pick_example(at: AppTest, key: str) -> None:
+    """Choose an example in the picker, as a person does (by its title)."""
+    at.selectbox(key="example_picker").set_value(EXAMPLE_TITLES[key]).run()
 
 
 def pick(at: AppTest, name: str, label: str) -> None:

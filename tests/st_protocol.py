@@ -35,7 +35,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import ClientConnection, connect
 
-from course.scenarios import DEFAULT_SCENARIO, all_scenarios
+from course.examples import DEFAULT_EXAMPLE, all_examples
 from tests.apptest_util import heatmap_values, unescaped
 
 FINISHED = {ForwardMsg.FINISHED_SUCCESSFULLY: "ok", ForwardMsg.FINISHED_WITH_COMPILE_ERROR: "compile error",
@@ -214,17 +214,17 @@ class Session:
 
 # --- what the default page should draw -------------------------------------------------------------
 
-SAT = 2  # X row and query index of 'sat' in the default preset (chapter 002's "the cat sat")
+SAT = 2  # X row and query index of 'sat' in the default example (chapter 002's "the cat sat")
 
 
 @functools.lru_cache(maxsize=4096)
 def expected_weights(sat_x0: float | None) -> np.ndarray:  # [h, n_q, n_k]
-    """The default preset's weights after X['sat'][0] was set to sat_x0 (None: untouched)."""
-    scenario = all_scenarios()[DEFAULT_SCENARIO]
-    x = scenario.x.astype(float).copy()
+    """The default example's weights after X['sat'][0] was set to sat_x0 (None: untouched)."""
+    example = all_examples()[DEFAULT_EXAMPLE]
+    x = example.x.astype(float).copy()
     if sat_x0 is not None:
         x[SAT, 0] = sat_x0
-    return dataclasses.replace(scenario, x=x).run().weights
+    return dataclasses.replace(example, x=x).run().weights
 
 
 def drawn_weights(run: Run) -> np.ndarray:  # [h, n_q, n_k] as carried by the weights heatmap

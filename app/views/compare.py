@@ -39,10 +39,10 @@ def unpin() -> None:
 
 
 def pin_and_open(origin: str, partner: str) -> None:
-    """Pin this preset (unedited: the shared preset itself) as A and load its partner as B
+    """Pin this example (unedited: the shared example itself) as A and load its partner as B
     (example F scaled against unscaled)."""
-    pin(state.presets()[origin])
-    state.load_preset(partner)
+    pin(state.examples()[origin])
+    state.load_example(partner)
 
 
 def render(current: Current) -> None:
@@ -83,7 +83,7 @@ def buttons(current: Current) -> None:
 
 
 def label(setup: Setup) -> str:
-    return state.label_of(setup.origin) if setup.origin in state.presets() else "your setup"
+    return state.label_of(setup.origin) if setup.origin in state.examples() else "your setup"
 
 
 def weight(value: float) -> str:

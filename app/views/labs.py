@@ -20,7 +20,7 @@ from app.widgets import chart
 from course.i18n import N_, localized_number_text
 from course.labs import (
     PAIRS,
-    SCORE_PRESETS,
+    SCORE_EXAMPLES,
     SEQUENCE_LENGTHS,
     TEMPERATURE,
     VALUE_BYTES,
@@ -48,7 +48,7 @@ from mha_core import head_width, mha_flops
 from mha_core.setup import LIMITS, token_problem
 
 SAVED = "lab_saved"  # a plain session key (no widget): the labs' inputs across pages
-PRESET_LABELS = {"ex_c_equal_scores": N_("C · equal"), "ex_d_one_huge_score": N_("D · one huge"),
+EXAMPLE_LABELS = {"ex_c_equal_scores": N_("C · equal"), "ex_d_one_huge_score": N_("D · one huge"),
                  "ex_e_negative_score": N_("E · negative"), "ex_f_unscaled": N_("F · unscaled"),
                  "ex_f_scaled": "F · ÷ √64", "ex_g_coreference": N_("G · 'it' → 'cat'")}
 GAP_RANGE = (0.0, 40.0)  # example F's unscaled gap, 32, fits
@@ -79,9 +79,9 @@ def _default_names(n_keys: int) -> list[str]:
     return [f"k{i}" for i in range(1, n_keys + 1)]
 
 
-def _preset_texts(key: str) -> dict:
-    """The score lab's widget values that load preset `key`."""
-    inputs = score_inputs(state.presets()[key])
+def _example_texts(key: str) -> dict:
+    """The score lab's widget values that load example `key`."""
+    inputs = score_inputs(state.examples()[key])
     texts = {"lab_scores": ", ".join(f"{s:.12g}" for s in inputs.scores),
              "lab_values": ", ".join(f"{v:.12g}" for v in inputs.values),
              "lab_keys": "" if _numbered(inputs.keys) else " ".join(inputs.keys),
@@ -94,7 +94,7 @@ def _preset_texts(key: str) -> dict:
 
 # The labs' inputs: a class following the teacher sees them as the teacher set them (app/live.py).
 session_keys.register(*(session_keys.Key(name, "labs", default, followed=True) for name, default in {
-    **_preset_texts(SCORE_PRESETS[0]), "lab_gap": 20.0,  # example D's gap, the chapter's dot
+    **_example_texts(SCORE_EXAMPLES[0]), "lab_gap": 20.0,  # example D's gap, the chapter's dot
     "lab_d_k": 64, "lab_seed": 0, "lab_pairs": 2000, "lab_curve_keys": 8, **CHAPTER_SIZES,
     **CACHE_DEFAULTS}.items()))
 DEFAULTS = session_keys.defaults("labs")
@@ -143,7 +143,7 @@ def render() -> None:
 
 
 def _load(key: str) -> None:
-    st.session_state.update(_preset_texts(key))
+    st.session_state.update(_example_texts(key))
     st.session_state.lab_loaded = key
 
 
@@ -176,9 +176,9 @@ def score_lab() -> None:
     st.caption(i18n.t("Chapter 001, examples C to G: the raw scores q·k of one query against each key, "
                       "and each key's value. Softmax turns the scores into weights; the output is "
                       "Σ weight × value."))
-    for column, key in zip(st.columns(len(SCORE_PRESETS)), SCORE_PRESETS, strict=True):
-        column.button(i18n.t(PRESET_LABELS[key]), key=f"lab_load_{key}", on_click=_load, args=(key,),
-                      help=lit(state.presets()[key].title), width="stretch")
+    for column, key in zip(st.columns(len(SCORE_EXAMPLES)), SCORE_EXAMPLES, strict=True):
+        column.button(i18n.t(EXAMPLE_LABELS[key]), key=f"lab_load_{key}", on_click=_load, args=(key,),
+                      help=lit(state.examples()[key].title), width="stretch")
     _loaded_note()
     inputs, results = st.columns([2, 3], gap="large")
     with inputs:
@@ -211,14 +211,14 @@ def score_lab() -> None:
 
 def _loaded_note() -> None:
     key = st.session_state.get("lab_loaded")
-    if key not in PRESET_LABELS:
+    if key not in EXAMPLE_LABELS:
         return
-    scenario = state.presets()[key]
-    loaded = _preset_texts(key)
+    example = state.examples()[key]
+    loaded = _example_texts(key)
     edited = any(st.session_state.get(name) != loaded[name] for name in ("lab_scores", "lab_values",
                                                                           "lab_temperature"))
     note = i18n.t("Edited from {title}: {story}") if edited else i18n.t("Loaded {title}: {story}")
-    st.caption(note.format(title=lit(scenario.title), story=lit(scenario.story)))
+    st.caption(note.format(title=lit(example.title), story=lit(example.story)))
 
 
 def _local(text: str) -> str:
@@ -370,7 +370,7 @@ def _example_f(d_k: int) -> None:
     unscaled_key, scaled_key = "ex_f_unscaled", "ex_f_scaled"
     rows = {}
     for key in (unscaled_key, scaled_key):
-        inputs = score_inputs(state.presets()[key])
+        inputs = score_inputs(state.examples()[key])
         rows[key] = (inputs, score_row(inputs.scores, inputs.values, inputs.temperature))
     left, right = st.columns(2, gap="large")
     (inputs, unscaled), (_, scaled) = rows[unscaled_key], rows[scaled_key]

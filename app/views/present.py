@@ -49,7 +49,7 @@ PRESENTER_CSS = """<style>
 CHART_WIDTH = 800
 # A chart's cells are as tall as LARGE's (72 px) when the screen has room, else shorter: the first of
 # these heights whose figure fits. Below 42 px a cell holds no 20-px number (the hover and the table
-# below the chart keep them); the chapter's small presets fit with their numbers.
+# below the chart keep them); the chapter's small examples fit with their numbers.
 CELL_HEIGHTS = (72, 60, 52, 46, 42, 34, 28, 22)
 PROJECTOR = replace(figures.LARGE, title_font=20, row_gap=10)
 # Vertical room for the charts' column of a screen, px: 720 less the header, the formula and padding.
@@ -77,8 +77,8 @@ def screen_number() -> int:
     return position
 
 
-def start_again_on_a_new_preset() -> None:
-    """A new preset, or a new draw of "random", starts its lesson on screen 1 (edits do not)."""
+def start_again_on_a_new_example() -> None:
+    """A new example, or a new draw of "random", starts its lesson on screen 1 (edits do not)."""
     ss = st.session_state
     source = (ss.get("origin"), ss.get("origin_seed"))
     if ss.get("present_source") not in (None, source):
@@ -106,14 +106,14 @@ def reveal(screen: int, question: Question) -> None:
 def render(current: Current, inputs: Inputs) -> None:
     st.set_page_config(initial_sidebar_state="collapsed")  # the room sees the lesson, not the controls
     st.html(LARGE_TYPE_CSS + PRESENTER_CSS)
-    start_again_on_a_new_preset()
+    start_again_on_a_new_example()
     screen = screen_number()
     header(screen)
     new_screen = st.session_state.pop(TO_THE_TOP, False)
     scroll = f"{widgets.SCROLL_TO_TOP}<!-- screen {screen} -->" if new_screen else ""  # one iframe per screen
     st.iframe(scroll or "<!-- the arrow keys: app/style.py -->", height=1)  # the screen's place kept
-    scenario = state.presets().get(current.base.origin) if current.base is not None else None
-    lesson = scenario.lesson if scenario is not None and not current.edited else None
+    example = state.examples().get(current.base.origin) if current.base is not None else None
+    lesson = example.lesson if example is not None and not current.edited else None
     if current.result is None or inputs.sizes is None:
         st.warning(i18n.t("An input is at fault: fix the one with a warning sign on the workbench (nothing "
                           "you typed is lost), and the lesson carries on here."), icon=":material/warning:")
@@ -124,7 +124,7 @@ def render(current: Current, inputs: Inputs) -> None:
     charts, words = st.columns([3, 2], gap="medium")
     with words:
         if screen == 0:
-            title_card(scenario, current)
+            title_card(example, current)
         revealed = question is None or ask(screen, question, drawings(current, question, screen))
         where_the_point_is(lesson, screen, shown=revealed)  # after Reveal: it may answer the forecast
         if question is None or not revealed:
@@ -163,16 +163,16 @@ def header(screen: int) -> None:
                    disabled=screen == len(SCREENS) - 1 or led, use_container_width=True)
 
 
-def title_card(scenario, current: Current) -> None:
+def title_card(example, current: Current) -> None:
     """The first screen: which example, what it teaches, what to look for (where it is, when the
     lesson's point answers a forecast asked on its screen)."""
     with st.container(border=True):
-        if scenario is None:
+        if example is None:
             st.markdown(i18n.t("**Your own setup**: every number on these screens is computed from it."))
             return
         edited = widgets.whose_edit() if current.edited else ""
-        st.markdown(f"**{lit(i18n.t(scenario.title))}**{lit(edited)}  \n{lit(i18n.t(scenario.story))}")
-        lesson = scenario.lesson
+        st.markdown(f"**{lit(i18n.t(example.title))}**{lit(edited)}  \n{lit(i18n.t(example.story))}")
+        lesson = example.lesson
         if lesson is not None and not current.edited:
             if lesson.forecast or lesson.screen > 1:
                 st.markdown(i18n.t("**What to look for:** on screen {screen}, after the room's forecast.")
@@ -300,8 +300,8 @@ class Draw:
                                  label_visibility="collapsed")
 
     def query(self, where) -> int:
-        scenario = state.presets().get(self.setup.origin)
-        default = min(getattr(scenario, "focus_query", 0), len(self.q_tokens) - 1)
+        example = state.examples().get(self.setup.origin)
+        default = min(getattr(example, "focus_query", 0), len(self.q_tokens) - 1)
         return widgets.choice_ui(where, "query token", state.row_labels(self.q_tokens), "focus_query",
                                  default=default, label_visibility="collapsed")
 
@@ -475,7 +475,7 @@ class Draw:
 def fitted(builder: Callable[..., figure_spec.FigureSpec], *args, budget: int, width: int = CHART_WIDTH,
            **kwargs):
     """A figure in the projector's style with the tallest cells (CELL_HEIGHTS) that keep it within
-    ``budget`` px; the shortest cells if none does (the test of the presets says whether they fit)."""
+    ``budget`` px; the shortest cells if none does (the test of the examples says whether they fit)."""
     def with_cells(cell_max: int):
         return figure(builder, *args, large=replace(PROJECTOR, cell_max=cell_max), width=width, **kwargs)
 

@@ -85,16 +85,16 @@ def render(current: Current, inputs: Inputs) -> None:
 
 
 def story(current: Current) -> None:
-    """Which preset is on screen, what it teaches, and the sizes and parameter count."""
+    """Which example is on screen, what it teaches, and the sizes and parameter count."""
     base = current.base
-    scenario = state.presets().get(base.origin) if base is not None else None
-    if scenario is not None:
+    example = state.examples().get(base.origin) if base is not None else None
+    if example is not None:
         edited = widgets.whose_edit(below=True) if current.edited else ""
         with st.container(border=True):
-            st.markdown(f"**{lit(i18n.t(scenario.title))}**{lit(edited)} · {lit(i18n.t(scenario.source))}")
-            st.caption(lit(i18n.t(scenario.story)))
-            if scenario.lesson is not None:
-                point = lit(i18n.t(scenario.lesson.look_for))
+            st.markdown(f"**{lit(i18n.t(example.title))}**{lit(edited)} · {lit(i18n.t(example.source))}")
+            st.caption(lit(i18n.t(example.story)))
+            if example.lesson is not None:
+                point = lit(i18n.t(example.lesson.look_for))
                 st.markdown(i18n.t("**What to look for:** {point}").format(point=point))
     if current.setup is not None:
         st.markdown(sizes_line(current.setup.sizes))

@@ -1,5 +1,5 @@
 """Issue 15 on the page (findings 7 and 10): a setup over a limit from a state link, an old link or a
-room's state is refused with a message saying which limit, the default preset stays, and nothing of
+room's state is refused with a message saying which limit, the default example stays, and nothing of
 the refused size is ever built or computed; a number a cell cannot hold is refused next to it."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import zlib
 
 import numpy as np
 
-from course.scenarios import DEFAULT_SCENARIO, all_scenarios
+from course.examples import DEFAULT_EXAMPLE, all_examples
 from mha_core.codec import FORMAT
 from tests.apptest_util import chart_specs, edit_cell, fresh_app, heatmap_values, open_address, shown
 
-SCENARIOS = all_scenarios()
-DEFAULT = SCENARIOS[DEFAULT_SCENARIO]
+EXAMPLES = all_examples()
+DEFAULT = EXAMPLES[DEFAULT_EXAMPLE]
 
 
 def over_limit_link(n: int = 1024, d_model: int = 16, h: int = 16) -> str:
@@ -40,9 +40,9 @@ def opened_with_peak(params: dict[str, str]) -> tuple[object, int]:
         tracemalloc.stop()
 
 
-def assert_the_default_preset_is_shown(at) -> None:
+def assert_the_default_example_is_shown(at) -> None:
     assert not at.exception
-    assert at.session_state["origin"] == DEFAULT_SCENARIO
+    assert at.session_state["origin"] == DEFAULT_EXAMPLE
     assert at.session_state["tokens_text"] == " ".join(DEFAULT.tokens)
     assert {name: a.shape for name, a in at.session_state["work"].items() if a is not None} == {
         name: a.shape for name, a in DEFAULT.arrays().items()}
@@ -53,17 +53,17 @@ def assert_the_default_preset_is_shown(at) -> None:
 def test_a_state_link_over_the_attention_limit_is_refused_before_it_runs():
     """Finding 7: the link was decoded and run (~200 MB allocated here) before the sidebar refused it."""
     at, peak = opened_with_peak({"s": over_limit_link()})
-    assert_the_default_preset_is_shown(at)
+    assert_the_default_example_is_shown(at)
     assert peak < 30_000_000, f"{peak:,} bytes allocated while opening the link"  # was 202 MB
     warnings = " ".join(shown(at.warning))
     assert "Ignored from the link: the page's state" in warnings
     assert "16 × 1024 × 1024 = 16,777,216 attention cells is over the limit of 12,582,912" in warnings
-    assert "default preset is shown instead" in warnings
+    assert "default example is shown instead" in warnings
 
 
 def test_an_old_link_whose_tokens_and_heads_ask_too_much_is_refused():
     at, peak = opened_with_peak({"tokens": " ".join(["w"] * 1024), "heads": "16"})
-    assert_the_default_preset_is_shown(at)
+    assert_the_default_example_is_shown(at)
     assert peak < 30_000_000
     warnings = shown(at.warning)
     assert any("tokens and heads" in w and "attention cells is over the limit" in w for w in warnings)
@@ -87,7 +87,7 @@ def test_a_rooms_state_over_the_limit_is_refused_for_a_follower(tmp_path, monkey
                                selections={})
         student, peak = opened_with_peak({"room": code})
         assert student.session_state.get("room") == code
-        assert_the_default_preset_is_shown(student)
+        assert_the_default_example_is_shown(student)
         assert peak < 30_000_000
     finally:
         live.store().close()

@@ -1,5 +1,5 @@
 """Accessibility measured by a real engine: axe-core (tests/a11y.py) in Chromium against a real server,
-on every page of the navigation, a preset, a long sequence, a room as teacher and as student and the
+on every page of the navigation, an example, a long sequence, a room as teacher and as student and the
 forecast question on a student's screen; plus what axe does not check: chart text contrast, skip
 links, toolbars out of the Tab order, a visible focus ring, reduced motion and 200% zoom.
 
@@ -122,13 +122,13 @@ def test_every_page_of_the_navigation_has_no_violation(live, name):
 
 
 @pytest.mark.parametrize(("path", "language"), [
-    ("/?preset=ex_g_coreference", "en"),
-    ("/?preset=decoder_gqa", "en"),  # issue 18: grouped key/value heads, a causal decoder
+    ("/?example=ex_g_coreference", "en"),
+    ("/?example=decoder_gqa", "en"),  # issue 18: grouped key/value heads, a causal decoder
     ("/?lang=de", "de"),  # issue 17: German, the longest language
     ("/present?lang=zh_CN", "zh-CN"),
 ])
-def test_a_preset_or_a_language_has_no_violation_and_the_page_says_its_language(live, path, language):
-    """A preset, and translated pages (issue 17): axe passes as on the English page, and the page's
+def test_a_example_or_a_language_has_no_violation_and_the_page_says_its_language(live, path, language):
+    """An example, and translated pages (issue 17): axe passes as on the English page, and the page's
     lang is the reader's (WCAG 3.1.1: a screen reader pronounces German as German)."""
     url, browser = live
     page = new_page(browser)
@@ -345,13 +345,13 @@ def test_the_states_a_page_reaches_only_by_a_click_have_no_violation(live):
     page.wait_for_function("() => document.body.innerText.includes('128 MiB')", timeout=LOADED)
     settle(page, "[data-testid='stTab'][aria-selected='true']")
     assert_accessible(page, "labs 7B-class KV cache")
-    page.goto(f"{url}/?preset=ex_f_unscaled")
+    page.goto(f"{url}/?example=ex_f_unscaled")
     settle(page, ".st-key-compare_partner")
     page.locator(".st-key-compare_partner button").click()
     page.wait_for_selector(".st-key-compare_unpin", timeout=LOADED)
     settle(page, ".st-key-chart_weights .js-plotly-plot")
     assert_accessible(page, "compare pinned")
-    page.goto(f"{url}/?preset=the_cat_sat_two_heads&drill=2.3.1")
+    page.goto(f"{url}/?example=the_cat_sat_two_heads&drill=2.3.1")
     settle(page, ".st-key-chart_weights .js-plotly-plot")
     assert_accessible(page, "drill-down open")
     page.goto(f"{url}/quiz")
@@ -386,11 +386,11 @@ def test_the_learn_page_after_training_has_no_violation(live):
 def test_the_printed_worksheet_has_no_violation(live):
     """The Quiz's worksheet is a page of its own (course.worksheet): its tables, answer key and
     headings, as a browser opens the downloaded file."""
-    from course.scenarios import all_scenarios
+    from course.examples import all_examples
     from course.worksheet import worksheet_html
 
     _, browser = live
-    setup = all_scenarios()["the_cat_sat_two_heads"]
+    setup = all_examples()["the_cat_sat_two_heads"]
     page = new_page(browser)
     page.set_content(worksheet_html(setup, setup.run(), title="Multi-head attention by hand", seed=0))
     height = page.evaluate("() => document.documentElement.scrollHeight")

@@ -1,11 +1,11 @@
-"""AppTest: every page and preset runs, edits reach the charts, bad input gets its message."""
+"""AppTest: every page and example runs, edits reach the charts, bad input gets its message."""
 
 import json
 
 import numpy as np
 import pytest
 
-from course.scenarios import DEFAULT_SCENARIO, all_scenarios
+from course.examples import DEFAULT_EXAMPLE, all_examples
 from mha_core import LIMITS
 from tests.apptest_util import (
     ENTRY,
@@ -17,13 +17,13 @@ from tests.apptest_util import (
     heatmap_values,
     key_of,
     pick,
-    pick_preset,
+    pick_example,
     shown,
     texts,
     work,
 )
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 STEP_CHARTS = {"chart_x", "chart_scores", "chart_scaled", "chart_weights", "chart_heads", "chart_bars",
                "chart_concat", "chart_contributions", "chart_output"}
 
@@ -40,48 +40,48 @@ def weights_drawn(at) -> np.ndarray:  # [h, n_q, n_k] as carried by the weights 
 
 def test_default_page_is_the_two_disagreeing_heads(at):
     assert not at.exception
-    assert at.session_state["origin"] == DEFAULT_SCENARIO
-    assert at.selectbox(key="preset_picker").value == SCENARIOS[DEFAULT_SCENARIO].title
-    np.testing.assert_allclose(weights_drawn(at), SCENARIOS[DEFAULT_SCENARIO].run().weights, atol=1e-6)
+    assert at.session_state["origin"] == DEFAULT_EXAMPLE
+    assert at.selectbox(key="example_picker").value == EXAMPLES[DEFAULT_EXAMPLE].title
+    np.testing.assert_allclose(weights_drawn(at), EXAMPLES[DEFAULT_EXAMPLE].run().weights, atol=1e-6)
     assert STEP_CHARTS <= set(chart_specs(at))
     assert any("0.813" in text for text in texts(at.markdown))
     assert any("72 FLOPs; one head of width 2 would cost 72" in c for c in texts(at.caption))
     assert sum("$$" in text for text in texts(at.markdown)) >= 8  # every step's formula
 
 
-@pytest.mark.parametrize("key", list(SCENARIOS))
-def test_every_preset_runs_and_draws_its_weights(at, key):
-    pick_preset(at, key)
+@pytest.mark.parametrize("key", list(EXAMPLES))
+def test_every_example_runs_and_draws_its_weights(at, key):
+    pick_example(at, key)
     assert not at.exception, key
     assert not at.error, texts(at.error)
     specs = chart_specs(at)
-    assert STEP_CHARTS - ({"chart_disagreement"} if SCENARIOS[key].n_heads == 1 else set()) <= set(specs)
+    assert STEP_CHARTS - ({"chart_disagreement"} if EXAMPLES[key].n_heads == 1 else set()) <= set(specs)
     drawn = np.stack(heatmap_values(specs["chart_weights"]))
-    result = SCENARIOS[key].run()
+    result = EXAMPLES[key].run()
     shown = result.weights if result.mask is None else np.where(result.mask, result.weights, np.nan)  # blank
     np.testing.assert_allclose(drawn, shown, atol=1e-6)
 
 
-@pytest.mark.parametrize("preset", ["random", "blank"])
-def test_generated_presets_run(at, preset):
-    pick_preset(at, preset)
+@pytest.mark.parametrize("example", ["random", "blank"])
+def test_generated_examples_run(at, example):
+    pick_example(at, example)
     assert not at.exception
     assert not at.error, texts(at.error)
     assert work(at, "w_q").shape == (2, 8, 4)
-    assert (np.abs(work(at, "w_q")).sum() == 0) == (preset == "blank")
+    assert (np.abs(work(at, "w_q")).sum() == 0) == (example == "blank")
 
 
-def test_the_random_preset_has_heads_with_opinions(at):
+def test_the_random_example_has_heads_with_opinions(at):
     """A random setup worth discussing: not every row near uniform."""
     from mha_core import normalised_entropy
-    pick_preset(at, "random")
+    pick_example(at, "random")
     assert normalised_entropy(weights_drawn(at)).min() < 0.6
 
 
 def test_worked_examples_page_runs(at):
     goto(at, "examples")
     assert not at.exception
-    assert len(at.button) >= len(SCENARIOS)
+    assert len(at.button) >= len(EXAMPLES)
 
 
 def test_editing_an_embedding_cell_changes_the_weights(at):
@@ -144,7 +144,7 @@ def test_a_bad_cell_gets_a_message_naming_it_and_nothing_else_is_lost(at, bad, w
 def test_typed_numbers_are_read_exactly(at, typed, value):
     edit_cell(at, "x", row=0, col=1, value=typed)
     assert not at.error, texts(at.error)
-    r = SCENARIOS[DEFAULT_SCENARIO]
+    r = EXAMPLES[DEFAULT_EXAMPLE]
     x = r.x.copy()
     x[0, 1] = value
     import dataclasses
@@ -200,7 +200,7 @@ def test_heads_not_dividing_d_model_says_how_to_fix_it(at):
 
 
 def test_changing_a_size_keeps_the_entries_that_fit(at):
-    pick_preset(at, "cat_chases_mouse")
+    pick_example(at, "cat_chases_mouse")
     x_before = work(at, "x").copy()  # [3, 4]
     at.text_input(key="tokens_text").set_value("cat chases mouse today").run()
     x_after = work(at, "x")
@@ -235,7 +235,7 @@ def test_causal_mask_blanks_the_future(at):
 
 
 def test_scaling_none_sqrt_of_and_multiply(at):
-    pick_preset(at, "ex_f_scaled")
+    pick_example(at, "ex_f_scaled")
     np.testing.assert_allclose(weights_drawn(at)[0, 0, 0], 0.9820, atol=5e-5)
     assert at.number_input(key="scale_sqrt_of").value == 64  # the text's d_k, not "temperature 8"
     assert any(r"\sqrt{64}" in text for text in texts(at.markdown))
@@ -249,9 +249,9 @@ def test_scaling_none_sqrt_of_and_multiply(at):
 
 
 def test_cross_attention_draws_a_non_square_grid(at):
-    pick_preset(at, "ex_h_cross_attention")
+    pick_example(at, "ex_h_cross_attention")
     assert weights_drawn(at).shape == (8, 3, 5)
-    pick_preset(at, DEFAULT_SCENARIO)
+    pick_example(at, DEFAULT_EXAMPLE)
     at.radio(key="mode").set_value("cross-attention").run()
     at.text_input(key="kv_tokens_text").set_value("a b c d").run()
     assert not at.exception and weights_drawn(at).shape == (2, 3, 4)
@@ -310,21 +310,21 @@ def test_tokens_in_messages_are_escaped_not_rendered(at):
     assert r"2 · \$y\$" in warning
 
 
-def test_a_link_opens_a_preset_and_refuses_huge_sizes():
+def test_a_link_opens_a_example_and_refuses_huge_sizes():
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ENTRY), default_timeout=60)
-    at.query_params["preset"] = "ex_a_single_head"
+    at.query_params["example"] = "ex_a_single_head"
     at.query_params["d_model"] = "100000000"
     at.run()
     assert not at.exception
     assert at.session_state["origin"] == "ex_a_single_head"
-    np.testing.assert_allclose(weights_drawn(at), SCENARIOS["ex_a_single_head"].run().weights, atol=1e-6)
+    np.testing.assert_allclose(weights_drawn(at), EXAMPLES["ex_a_single_head"].run().weights, atol=1e-6)
     warnings = texts(at.warning)
     assert any("d\\_model" in w and f"1 to {LIMITS.d_model}" in w for w in warnings), warnings
 
 
 def test_the_exam_size_examples_cannot_be_saved_but_say_why(at):
-    pick_preset(at, "ex_i_parameter_count")
+    pick_example(at, "ex_i_parameter_count")
     assert not at.exception
     assert any("too many to save" in c for c in texts(at.caption))

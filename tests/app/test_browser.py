@@ -54,8 +54,8 @@ def choose(page, label, tries: int = 3) -> None:
 
 
 def picker(page) -> str:
-    """What the preset picker shows."""
-    return page.locator(".st-key-preset_picker input").input_value()
+    """What the example picker shows."""
+    return page.locator(".st-key-example_picker input").input_value()
 
 
 def no_error_on(page) -> None:
@@ -93,7 +93,7 @@ def type_into_sat_d1(page, text: str) -> float:
 
 
 def wait_for_sat_weight_to_move(page, old: float) -> None:
-    """Until head A's weight of 'sat' on 'the' (the default preset) is no longer old."""
+    """Until head A's weight of 'sat' on 'the' (the default example) is no longer old."""
     page.wait_for_function(
         f"(old) => {{ const z = ({READ_WEIGHTS})(); return z && Math.abs(z[0][2][0] - old) > 1e-6; }}",
         arg=old, timeout=10_000)
@@ -145,11 +145,11 @@ def upload(page, name: str, text: str) -> None:
 def test_loading_a_saved_setup_and_refusing_a_bad_one(browser_page):
     import json
 
-    from course.scenarios import all_scenarios
+    from course.examples import all_examples
     from mha_core.codec import setup_to_json
     page = browser_page
     before = page.evaluate(READ_WEIGHTS)
-    example_a = setup_to_json(all_scenarios()["ex_a_single_head"])
+    example_a = setup_to_json(all_examples()["ex_a_single_head"])
     bad = {**json.loads(example_a), "tokens": ["w"] * 30}
     upload(page, "bad.json", json.dumps(bad))
     assert page.get_by_text("Could not load bad.json").count() == 1
@@ -218,14 +218,14 @@ def test_the_address_bar_reopens_an_edit_in_a_fresh_browser(live):
     other.context.close()
 
 
-@pytest.mark.parametrize("preset", ["ex_h_cross_attention", "ex_i_parameter_count"])
-def test_the_512_wide_examples_paint_every_chart_quickly(live, preset):
+@pytest.mark.parametrize("example", ["ex_h_cross_attention", "ex_i_parameter_count"])
+def test_the_512_wide_examples_paint_every_chart_quickly(live, example):
     """Finding 2: examples H and I froze Chromium for 68 to 118 s and drew blank panels."""
     url, browser = live
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
     started = time.perf_counter()
-    page.goto(f"{url}/?preset={preset}")
+    page.goto(f"{url}/?example={example}")
     page.wait_for_selector(WEIGHTS, timeout=60_000)
     page.wait_for_selector(IDLE, timeout=60_000)
     page.wait_for_function("""() => {
@@ -238,8 +238,8 @@ def test_the_512_wide_examples_paint_every_chart_quickly(live, preset):
         document.querySelectorAll(".js-plotly-plot .heatmaplayer image"))
         .filter(img => !(img.getAttribute("href") || "").startsWith("data:image")).length""")
     no_error_on(page)
-    page.screenshot(path=str(ARTIFACTS / f"browser-{preset}.png"), full_page=True)
-    (ARTIFACTS / f"browser-{preset}-seconds.txt").write_text(f"{seconds:.3f}\n")
+    page.screenshot(path=str(ARTIFACTS / f"browser-{example}.png"), full_page=True)
+    (ARTIFACTS / f"browser-{example}-seconds.txt").write_text(f"{seconds:.3f}\n")
     assert blank == 0
     context.close()
 
@@ -347,7 +347,7 @@ def test_the_presenter_walks_all_steps_readably_at_projector_size(live):
     url, browser = live
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
-    page.goto(f"{url}/present?preset=the_cat_sat_two_heads")
+    page.goto(f"{url}/present?example=the_cat_sat_two_heads")
     settle(page, ".st-key-present_next")
     seen = []
     for screen in range(1, 10):
@@ -631,7 +631,7 @@ def test_the_downloaded_page_opens_offline_with_every_chart_and_its_text(live, t
     from tests.a11y import assert_no_violations
 
     url, browser = live
-    page = open_page(browser, f"{url}/?preset=ex_d_one_huge_score")
+    page = open_page(browser, f"{url}/?example=ex_d_one_huge_score")
     path = download(page, "Download this page (HTML, opens offline)", tmp_path)
     page.context.close()
     assert path.stat().st_size < 5_000_000
@@ -663,7 +663,7 @@ def walk_history(page, press, shown: str, presses: int = 2) -> None:
         press()
         page.wait_for_timeout(500)
         page.wait_for_selector(IDLE, timeout=LOADED)
-        settle(page, ".st-key-preset_picker input")
+        settle(page, ".st-key-example_picker input")
         if shown in picker(page):
             return
     raise AssertionError(f"{presses} presses showed {picker(page)!r}, not {shown!r}")
@@ -674,7 +674,7 @@ def test_back_after_open_in_the_workbench_brings_the_edited_setup_back(live):
     Back shows the teacher's sentence again, Forward the example; the example opened over the edits
     said so, with Undo."""
     url, browser = live
-    page = open_page(browser, f"{url}/?preset=the_cat_sat_two_heads", viewport=(1280, 720))
+    page = open_page(browser, f"{url}/?example=the_cat_sat_two_heads", viewport=(1280, 720))
     type_tokens(page, "my own words")
     settle(page)
     assert picker(page).endswith("(edited)")

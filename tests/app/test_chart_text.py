@@ -299,7 +299,7 @@ def test_every_workbench_chart_has_its_summary_and_table():
 
 
 def test_every_presenter_chart_on_every_screen_has_its_summary_and_table():
-    at = open_address({"preset": "the_cat_sat_two_heads"}, "present")
+    at = open_address({"example": "the_cat_sat_two_heads"}, "present")
     seen = set()
     for screen in range(len(SCREENS)):
         if any(b.key == "present_reveal" for b in at.button):

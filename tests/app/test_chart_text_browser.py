@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from app import chart_text, numbers
-from course.scenarios import all_scenarios
+from course.examples import all_examples
 from tests.a11y import assert_no_violations
 from tests.app.test_browser import type_tokens
 from tests.browser_env import ARTIFACTS, IDLE, require_browser
@@ -20,7 +20,7 @@ TIMEOUT = 90_000  # ms: the machine may be loaded
 
 require_browser()
 
-DEFAULT = all_scenarios()["the_cat_sat_two_heads"]  # the workbench's first page
+DEFAULT = all_examples()["the_cat_sat_two_heads"]  # the workbench's first page
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def settle(tab) -> None:
 
 
 def head_summary(head: int) -> str:
-    """Head ``head``'s sentence of the weights chart, from the preset's own numbers."""
+    """Head ``head``'s sentence of the weights chart, from the example's own numbers."""
     weights, tokens = DEFAULT.run().weights, DEFAULT.tokens
     return chart_text.weights_sentence(weights[head], tokens, tokens)
 

@@ -1,4 +1,4 @@
-"""Outside text (tokens, nicknames, answers, preset and file text) reaches the page only through
+"""Outside text (tokens, nicknames, answers, example and file text) reaches the page only through
 app/safe.py.
 
 Two kinds of test: a source check that reads every app/ module and refuses any Markdown call or
@@ -51,7 +51,7 @@ APP_MARKDOWN = {
     "drill_lines": "workbench: LaTeX of one cell, positions and numbers only, never tokens",
     "step_markdown": "workbench: a step's heading, formula, what and why from course/steps.py (the course's "
                      "own Markdown); a formula or what given instead is checked at each call",
-    "shown_label": "widgets: a preset's title (app text) or 'your setup'",
+    "shown_label": "widgets: an example's title (app text) or 'your setup'",
     "format_number": "figures: a float as text (digits, a sign, '.', 'e', '−'), for cells and captions",
     "hover_number": "figures: a float as text with more digits, for hover and tables",
     "_latex_int": "labs: an int as LaTeX, 12{,}345",
@@ -455,7 +455,7 @@ REFUSED = [
     'st.radio("pick", tokens)',
     'st.segmented_control("head", labels, format_func=str)',
     'st.selectbox(f"of {token}", [1])',
-    'st.button("go", help=preset.title)',
+    'st.button("go", help=example.title)',
     'st.markdown(f"<b>{lit(token)}</b>", unsafe_allow_html=True)',
     'st.latex(rf"\\text{{{lit(token)}}}")',
     'x = f"{token}"\nst.info(x)',
@@ -574,13 +574,13 @@ def test_outside_text_in_every_chart_title_label_and_hover_shows_literally():
 
 
 def hostile_setup():
-    """The default preset's numbers over six tokens that are each a piece of markup."""
+    """The default example's numbers over six tokens that are each a piece of markup."""
     import numpy as np
 
-    from course.scenarios import DEFAULT_SCENARIO, all_scenarios
+    from course.examples import DEFAULT_EXAMPLE, all_examples
     from mha_core.codec import setup_from_document, setup_to_document
 
-    document = setup_to_document(all_scenarios()[DEFAULT_SCENARIO])
+    document = setup_to_document(all_examples()[DEFAULT_EXAMPLE])
     document.pop("origin", None)
     document["tokens"] = list(HOSTILE)
     document["x"] = np.random.default_rng(0).normal(size=(len(HOSTILE), 2)).round(3).tolist()

@@ -18,7 +18,7 @@ from plotly.colors import get_colorscale, sample_colorscale, unlabel_rgb
 from plotly.offline import get_plotlyjs
 
 from app import figures, numbers, pictures
-from course.scenarios import all_scenarios
+from course.examples import all_examples
 from mha_core import head_contributions, normalised_entropy, pairwise_disagreement
 
 MINUS = "\u2212"
@@ -288,8 +288,8 @@ def test_tick_positions_are_round_and_within_budget():
 
 
 def workbench_figures(key: str, *, large: bool = False) -> dict[str, go.Figure]:
-    """Every figure the workbench draws for a preset, as app/views/workbench.py calls the builders."""
-    s = all_scenarios()[key]
+    """Every figure the workbench draws for an example, as app/views/workbench.py calls the builders."""
+    s = all_examples()[key]
     r = s.run()
     tokens, kv = list(s.tokens), list(s.kv_tokens or s.tokens)
     h, d_model, d_v = r.weights.shape[0], s.x.shape[1], r.v.shape[-1]
@@ -363,7 +363,7 @@ def test_hover_number(value, near_one, expected):
 
 
 def test_example_d_shows_tiny_and_near_one_weights_on_cells_and_in_hover():
-    s = all_scenarios()["ex_d_one_huge_score"]
+    s = all_examples()["ex_d_one_huge_score"]
     r = s.run()
     trace = spec(figures.head_grids(r.weights, s.tokens, s.kv_tokens, kind="weights"))["data"][0]
     assert trace["text"] == [["2.1e-9", "2.1e-9", f"1 {MINUS} 4.1e-9"]]

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from app import figure_cache, figures
-from course.scenarios import all_scenarios
+from course.examples import all_examples
 from mha_core import LIMITS
 from mha_core.codec import setup_from_link
 from tests.apptest_util import (
-    PRESET_TITLES,
+    EXAMPLE_TITLES,
     address,
     chart_specs,
     edit_cell,
@@ -26,14 +26,14 @@ from tests.apptest_util import (
     heatmap_values,
     open_address,
     pick,
-    pick_preset,
+    pick_example,
     texts,
     work,
 )
 from tests.live_server import streamlit_server
 from tests.st_protocol import Run, Session
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def weights(at) -> np.ndarray:
 
 
 def picker(at) -> str:
-    return at.selectbox(key="preset_picker").value
+    return at.selectbox(key="example_picker").value
 
 
 # --- 1 and 8: selections that name a token, head or cell survive every change ---------------------
@@ -137,60 +137,60 @@ def test_an_empty_head_selector_falls_back_to_the_shown_head(at):
     ("cat_chases_mouse", "n_heads", 4, 2), ("cat_chases_mouse", "d_model", 8, 4),
     ("the_cat_sat_two_heads", "n_heads", 1, 2), ("visual_walkthrough", "n_heads", 6, 3),
 ])
-def test_a_size_changed_and_changed_back_restores_the_preset_exactly(at, key, widget, there, back):
-    pick_preset(at, key)
+def test_a_size_changed_and_changed_back_restores_the_example_exactly(at, key, widget, there, back):
+    pick_example(at, key)
     at.number_input(key=widget).set_value(there).run()
     assert any("New cells" in i for i in texts(at.info)) or there < back  # new cells are announced
     assert picker(at).endswith("(edited)")
     at.number_input(key=widget).set_value(back).run()
     assert not at.exception
     for name in ("x", "w_q", "w_k", "w_v", "w_o"):
-        np.testing.assert_array_equal(work(at, name), getattr(SCENARIOS[key], name), err_msg=name)
-    assert picker(at) == SCENARIOS[key].title  # the picker says so: it is the preset again
+        np.testing.assert_array_equal(work(at, name), getattr(EXAMPLES[key], name), err_msg=name)
+    assert picker(at) == EXAMPLES[key].title  # the picker says so: it is the example again
 
 
 def test_an_edit_made_at_another_size_is_kept_when_coming_back(at):
-    pick_preset(at, "cat_chases_mouse")
+    pick_example(at, "cat_chases_mouse")
     at.number_input(key="n_heads").set_value(4).run()
     edit_cell(at, "x", row=0, col=0, value="9")
     at.number_input(key="n_heads").set_value(2).run()
     assert heatmap_values(chart_specs(at)["chart_x"])[0][0, 0] == 9
-    np.testing.assert_array_equal(work(at, "w_q"), SCENARIOS["cat_chases_mouse"].w_q)
+    np.testing.assert_array_equal(work(at, "w_q"), EXAMPLES["cat_chases_mouse"].w_q)
 
 
 # --- 5: the page says what it shows, and the URL is the state -----------------------------------
 
 
-def test_the_picker_names_an_edited_preset_and_reset_restores_it(at):
-    pick_preset(at, "ex_a_single_head")
+def test_the_picker_names_an_edited_example_and_reset_restores_it(at):
+    pick_example(at, "ex_a_single_head")
     assert picker(at) == "A: single head, the bare core"
     assert "reset" not in [button.key for button in at.button]
     edit_cell(at, "x", row=0, col=0, value="2")
     assert picker(at) == "A: single head, the bare core (edited)"
     at.button(key="reset").click().run()
     assert picker(at) == "A: single head, the bare core"
-    np.testing.assert_allclose(weights(at), SCENARIOS["ex_a_single_head"].run().weights, atol=1e-6)
+    np.testing.assert_allclose(weights(at), EXAMPLES["ex_a_single_head"].run().weights, atol=1e-6)
 
 
-def test_picking_the_shown_preset_again_resets_it(at):
+def test_picking_the_shown_example_again_resets_it(at):
     edit_cell(at, "x", row=0, col=0, value="5")
     assert picker(at).endswith("(edited)")
-    pick_preset(at, "the_cat_sat_two_heads")
-    assert picker(at) == SCENARIOS["the_cat_sat_two_heads"].title
+    pick_example(at, "the_cat_sat_two_heads")
+    assert picker(at) == EXAMPLES["the_cat_sat_two_heads"].title
     assert work(at, "x")[0, 0] == 2
 
 
 def test_a_link_with_its_own_tokens_is_your_setup():
-    fresh = open_address({"preset": "ex_a_single_head", "tokens": "a b c"})
+    fresh = open_address({"example": "ex_a_single_head", "tokens": "a b c"})
     assert not fresh.exception
-    assert fresh.selectbox(key="preset_picker").value == "your setup"
+    assert fresh.selectbox(key="example_picker").value == "your setup"
 
 
-@pytest.mark.parametrize("action", ["preset", "edit", "head", "scaling", "mask", "tokens", "bias"])
+@pytest.mark.parametrize("action", ["example", "edit", "head", "scaling", "mask", "tokens", "bias"])
 def test_the_address_bar_reopens_exactly_the_same_page(at, action):
-    """Pick example A, reload: the old page went back to the link's preset."""
-    if action == "preset":
-        pick_preset(at, "ex_a_single_head")
+    """Pick example A, reload: the old page went back to the link's example."""
+    if action == "example":
+        pick_example(at, "ex_a_single_head")
     elif action == "edit":
         edit_cell(at, "x", row=1, col=1, value="-1.25")
     elif action == "head":
@@ -229,11 +229,11 @@ def test_two_hundred_unknown_link_parameters_give_one_summary_that_clears():
     assert not fresh.warning
 
 
-def test_the_link_state_of_an_edited_preset_names_the_preset(at):
-    pick_preset(at, "ex_d_one_huge_score")
+def test_the_link_state_of_an_edited_example_names_the_example(at):
+    pick_example(at, "ex_d_one_huge_score")
     edit_cell(at, "x_kv", row=2, col=0, value="10")
     state = address(at)["s"]
-    setup = setup_from_link(state, SCENARIOS)
+    setup = setup_from_link(state, EXAMPLES)
     assert setup.origin == "ex_d_one_huge_score" and setup.x_kv[2, 0] == 10
 
 
@@ -245,13 +245,13 @@ def page_text(at) -> str:
 
 
 def test_example_i_shows_its_parameter_counts(at):
-    pick_preset(at, "ex_i_parameter_count")
+    pick_example(at, "ex_i_parameter_count")
     text = page_text(at)
     assert "1,048,576" in text and "262,144" in text
 
 
 def test_example_d_shows_the_winners_weight_without_rounding_it_to_one(at):
-    pick_preset(at, "ex_d_one_huge_score")
+    pick_example(at, "ex_d_one_huge_score")
     at.toggle(key="drill_open").set_value(True).run()
     spec = chart_specs(at)["chart_weights"]
     cells = json.dumps(spec["data"][0].get("text"))
@@ -264,7 +264,7 @@ def test_example_d_shows_the_winners_weight_without_rounding_it_to_one(at):
 
 
 def test_example_h_writes_its_shapes(at):
-    pick_preset(at, "ex_h_cross_attention")
+    pick_example(at, "ex_h_cross_attention")
     titles = json.dumps([chart_specs(at)[key]["layout"].get("annotations", []) for key in
                          ("chart_scores", "chart_heads", "chart_qkv")], ensure_ascii=False)
     for shape in ("S₁ [3 × 5]", "head₁ [3 × 64]", "Q₁ [3 × 64]", "K₁ [5 × 64]", "V₁ [5 × 64]"):
@@ -272,12 +272,12 @@ def test_example_h_writes_its_shapes(at):
 
 
 def test_example_f_scaled_says_d_k_is_64(at):
-    pick_preset(at, "ex_f_scaled")
+    pick_example(at, "ex_f_scaled")
     assert "√64" in page_text(at) and r"\sqrt{64}" in page_text(at)
 
 
 def test_example_b_names_no_head_against_itself_and_explains_the_empty_entropy(at):
-    pick_preset(at, "ex_b_two_heads_one_token")
+    pick_example(at, "ex_b_two_heads_one_token")
     text = page_text(at)
     assert "head 1 vs head 1" not in text.replace("*", "")
     assert "With one key every head puts all of its weight on it" in text
@@ -328,7 +328,7 @@ def test_the_figure_cache_is_bounded_by_bytes():
 
 @pytest.mark.parametrize("key", ["ex_h_cross_attention", "ex_i_parameter_count"])
 def test_the_512_wide_examples_send_under_a_megabyte_of_charts(at, key):
-    pick_preset(at, key)
+    pick_example(at, key)
     assert not at.exception
     total = sum(len(json.dumps(spec)) for spec in chart_specs(at).values())
     assert total < 1_000_000, total
@@ -342,9 +342,9 @@ def test_saving_with_an_empty_cell_says_why_instead_of_writing_a_bad_file(at):
     assert any("Cannot save now" in c for c in texts(at.caption))
 
 
-def test_every_page_opens_after_any_preset(at):
-    for key in PRESET_TITLES:
-        pick_preset(at, key)
+def test_every_page_opens_after_any_example(at):
+    for key in EXAMPLE_TITLES:
+        pick_example(at, key)
         goto(at, "examples")
         goto(at, "workbench")
         assert not at.exception, key
@@ -426,7 +426,7 @@ def test_large_type_grows_the_charts_and_the_pages_text(at):
 
 
 def test_a_link_to_a_drill_down_cell_opens_the_drill_down_on_it():
-    fresh = open_address({"preset": "the_cat_sat_two_heads", "drill": "2.3.1"})
+    fresh = open_address({"example": "the_cat_sat_two_heads", "drill": "2.3.1"})
     assert not fresh.exception and fresh.toggle(key="drill_open").value
     assert fresh.selectbox(key="pick_drill_head").value == "head 2"
     assert fresh.selectbox(key="pick_drill_query").value == "3 · sat"
@@ -435,12 +435,12 @@ def test_a_link_to_a_drill_down_cell_opens_the_drill_down_on_it():
     assert "drill" not in address(fresh)  # a closed drill-down is not in the address
 
 
-def test_reset_gives_back_the_random_preset_drawn_with_its_own_seed(at):
-    from course.scenarios import generated_setup
+def test_reset_gives_back_the_random_example_drawn_with_its_own_seed(at):
+    from course.examples import generated_setup
     at.number_input(key="seed").set_value(7).run()
-    pick_preset(at, "random")
+    pick_example(at, "random")
     drawn = generated_setup("random", 7)
-    at.number_input(key="seed").set_value(8).run()  # the box changes; the preset on screen does not
+    at.number_input(key="seed").set_value(8).run()  # the box changes; the example on screen does not
     edit_cell(at, "x", row=0, col=0, value="5")
     assert picker(at) == "random (seeded) (edited)"
     at.button(key="reset").click().run()

@@ -1,4 +1,4 @@
-"""Presenter mode, the presets' lessons and comparing two setups (issue 8, parts 1 and 4)."""
+"""Presenter mode, the examples' lessons and comparing two setups (issue 8, parts 1 and 4)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis.extra.numpy import arrays
 
 from app import numbers
 from app.views.present import SCREENS
-from course.scenarios import all_scenarios
+from course.examples import all_examples
 from mha_core import count_parameters, largest_change
 from tests.apptest_util import (
     address,
@@ -22,11 +22,11 @@ from tests.apptest_util import (
     goto,
     heatmap_values,
     open_address,
-    pick_preset,
+    pick_example,
     texts,
 )
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 
 
 # --- largest_change -----------------------------------------------------------------------------
@@ -75,15 +75,15 @@ def _disagreements(result):
         yield from pairwise_disagreement(result.weights, query, "l2").ravel()
 
 
-@pytest.mark.parametrize("key", list(SCENARIOS))
-def test_every_preset_says_what_to_look_for_and_its_numbers_are_the_live_ones(key):
+@pytest.mark.parametrize("key", list(EXAMPLES))
+def test_every_example_says_what_to_look_for_and_its_numbers_are_the_live_ones(key):
     """Each decimal the lesson quotes is a number the page computes, to the digits printed."""
-    scenario = SCENARIOS[key]
-    lesson = scenario.lesson
+    example = EXAMPLES[key]
+    lesson = example.lesson
     assert lesson is not None and lesson.look_for
     assert 1 <= lesson.screen <= len(SCREENS)
     assert bool(lesson.forecast) == bool(lesson.forecast_answer)
-    values = _numbers_of(scenario.run(), scenario)
+    values = _numbers_of(example.run(), example)
     for text in re.findall(r"\d+\.\d+(?:e-\d+)?", lesson.look_for):
         number = float(text)
         if "e" in text:  # '1.3e-14': two significant figures
@@ -125,10 +125,10 @@ def reveal_if_asked(at) -> bool:
     return asked
 
 
-@pytest.mark.parametrize("key", [*SCENARIOS, "random"])
+@pytest.mark.parametrize("key", [*EXAMPLES, "random"])
 def test_presenter_walks_every_screen_forward_and_back(key):
     at = fresh_app()
-    pick_preset(at, key)
+    pick_example(at, key)
     goto(at, "present")
     assert not at.exception
     titles = walk(at)
@@ -146,7 +146,7 @@ def test_the_first_screen_tells_the_story_and_where_to_look():
     """The point itself answers the forecast of its screen (issue 16, finding 1): the first screen
     says where it is, the point's screen shows it after Reveal."""
     at = fresh_app()
-    pick_preset(at, "ex_d_one_huge_score")
+    pick_example(at, "ex_d_one_huge_score")
     goto(at, "present")
     page = " ".join(texts(at.markdown))
     assert "Exponentials magnify gaps" in page
@@ -156,7 +156,7 @@ def test_the_first_screen_tells_the_story_and_where_to_look():
 
 def test_the_point_is_flagged_on_its_screen_after_the_chapters_forecast():
     at = fresh_app()
-    pick_preset(at, "ex_d_one_huge_score")
+    pick_example(at, "ex_d_one_huge_score")
     goto(at, "present")
     for _ in range(3):  # to screen 4, where example D's point is
         reveal_if_asked(at)
@@ -167,11 +167,11 @@ def test_the_point_is_flagged_on_its_screen_after_the_chapters_forecast():
     assert reveal_if_asked(at)
     assert "Almost all on token 3" in " ".join(texts(at.markdown)).replace("\\", "")
     np.testing.assert_allclose(heatmap_values(chart_specs(at)["present_weights"])[0],
-                               SCENARIOS["ex_d_one_huge_score"].run().weights[0], atol=1e-9)
+                               EXAMPLES["ex_d_one_huge_score"].run().weights[0], atol=1e-9)
     assert any("The point is on this screen" in text for text in texts(at.success))
 
 
-def test_back_hides_the_answer_again_and_a_new_preset_asks_its_own_question():
+def test_back_hides_the_answer_again_and_a_new_example_asks_its_own_question():
     at = fresh_app()
     goto(at, "present")
     for _ in range(3):
@@ -182,7 +182,7 @@ def test_back_hides_the_answer_again_and_a_new_preset_asks_its_own_question():
     at.button(key="present_next").click().run()
     assert any(b.key == "present_reveal" for b in at.button)  # asked again, not shown stale
     before = [t for t in texts(at.markdown) if "Forecast" in t]
-    pick_preset(at, "ex_e_negative_score")  # a new example starts its lesson on screen 1
+    pick_example(at, "ex_e_negative_score")  # a new example starts its lesson on screen 1
     assert not at.exception
     assert screen_title(at) == heading(0)
     for _ in range(3):
@@ -193,12 +193,12 @@ def test_back_hides_the_answer_again_and_a_new_preset_asks_its_own_question():
     assert "Scores \\-3 and 1" in after[0]
     assert reveal_if_asked(at)
     np.testing.assert_allclose(heatmap_values(chart_specs(at)["present_weights"])[0],
-                               SCENARIOS["ex_e_negative_score"].run().weights[0], atol=1e-9)
+                               EXAMPLES["ex_e_negative_score"].run().weights[0], atol=1e-9)
 
 
 def test_a_bookmark_opens_the_example_at_its_step():
     at = fresh_app()
-    pick_preset(at, "ex_f_scaled")
+    pick_example(at, "ex_f_scaled")
     goto(at, "present")
     for _ in range(3):
         reveal_if_asked(at)
@@ -212,7 +212,7 @@ def test_a_bookmark_opens_the_example_at_its_step():
 
 
 def test_a_link_to_a_step_that_does_not_exist_lands_on_the_last_one():
-    at = open_address({"preset": "ex_c_equal_scores", "step": "99"}, "present")
+    at = open_address({"example": "ex_c_equal_scores", "step": "99"}, "present")
     assert not at.exception
     assert screen_title(at) == heading(8)
     assert any("does not have" in text for text in texts(at.caption))
@@ -227,7 +227,7 @@ def test_the_presenter_waits_for_valid_input_without_a_traceback():
 
 
 def test_the_cost_screen_substitutes_example_is_numbers():
-    at = open_address({"preset": "ex_i_parameter_count", "step": "9"}, "present")
+    at = open_address({"example": "ex_i_parameter_count", "step": "9"}, "present")
     assert not at.exception
     assert "About how many parameters" in " ".join(texts(at.markdown))  # the chapter's forecast first
     assert reveal_if_asked(at)
@@ -246,14 +246,14 @@ def named_change(at) -> str:
 
 def test_example_f_scaled_against_unscaled_is_one_click():
     at = fresh_app()
-    pick_preset(at, "ex_f_scaled")
+    pick_example(at, "ex_f_scaled")
     at.button(key="compare_partner").click().run()
     assert not at.exception
     assert at.session_state["origin"] == "ex_f_unscaled"
-    a, b = SCENARIOS["ex_f_scaled"].run(), SCENARIOS["ex_f_unscaled"].run()
+    a, b = EXAMPLES["ex_f_scaled"].run(), EXAMPLES["ex_f_unscaled"].run()
     gap = np.abs(b.weights - a.weights)
     head, query, key = np.unravel_index(np.argmax(gap), gap.shape)  # the direct computation
-    tokens, kv_tokens = SCENARIOS["ex_f_unscaled"].tokens, SCENARIOS["ex_f_unscaled"].kv_tokens
+    tokens, kv_tokens = EXAMPLES["ex_f_unscaled"].tokens, EXAMPLES["ex_f_unscaled"].kv_tokens
     expected = (f"head {head + 1}, query '{tokens[query]}', key '{kv_tokens[key]}': "
                 f"{numbers.format_number(a.weights[head, query, key], near_one=True)} → "
                 f"{numbers.format_number(b.weights[head, query, key], near_one=True)}")
@@ -267,16 +267,16 @@ def test_example_f_scaled_against_unscaled_is_one_click():
 
 def test_pin_then_edit_one_w_q_cell_names_the_largest_change():
     at = fresh_app()
-    a = SCENARIOS["the_cat_sat_two_heads"].run()
+    a = EXAMPLES["the_cat_sat_two_heads"].run()
     at.button(key="compare_pin").click().run()
     edit_cell(at, "w_q", 0, 0, "-1", head=0)  # head 1's W_Q: the horizontal axis flips
     assert not at.exception
     pinned = at.session_state["pinned"]
-    assert pinned.same_inputs(SCENARIOS["the_cat_sat_two_heads"])  # A did not move with the edit
+    assert pinned.same_inputs(EXAMPLES["the_cat_sat_two_heads"])  # A did not move with the edit
     drawn_b = np.stack(heatmap_values(chart_specs(at)["compare_weights_B"]))
     delta = drawn_b - a.weights
     head, query, key = np.unravel_index(np.argmax(np.abs(delta)), delta.shape)
-    tokens = SCENARIOS["the_cat_sat_two_heads"].tokens
+    tokens = EXAMPLES["the_cat_sat_two_heads"].tokens
     assert f"head {head + 1}, query '{tokens[query]}', key '{tokens[key]}'" in named_change(at)
     np.testing.assert_allclose(np.stack(heatmap_values(chart_specs(at)["compare_weights_A"])), a.weights,
                                atol=1e-9)
@@ -285,23 +285,23 @@ def test_pin_then_edit_one_w_q_cell_names_the_largest_change():
 def test_pinned_setups_of_other_sizes_say_so():
     at = fresh_app()
     at.button(key="compare_pin").click().run()
-    pick_preset(at, "ex_a_single_head")
+    pick_example(at, "ex_a_single_head")
     assert not at.exception
     assert any("sizes differ" in text for text in texts(at.warning))
 
 
-def test_a_generated_preset_also_starts_its_lesson_on_screen_one():
-    at = open_address({"preset": "ex_g_coreference", "step": "5"}, "present")
+def test_a_generated_example_also_starts_its_lesson_on_screen_one():
+    at = open_address({"example": "ex_g_coreference", "step": "5"}, "present")
     assert screen_title(at) == heading(4)
-    pick_preset(at, "random")
+    pick_example(at, "random")
     assert not at.exception
     assert screen_title(at) == heading(0)
 
 
-@pytest.mark.parametrize("key", [k for k in SCENARIOS if max(SCENARIOS[k].sizes.d_model, 8) <= 8])
+@pytest.mark.parametrize("key", [k for k in EXAMPLES if max(EXAMPLES[k].sizes.d_model, 8) <= 8])
 def test_every_small_grid_on_the_presenter_carries_its_numbers(key):
-    """The room reads the numbers off the cells: every heatmap of a small preset prints them."""
-    at = open_address({"preset": key}, "present")
+    """The room reads the numbers off the cells: every heatmap of a small example prints them."""
+    at = open_address({"example": key}, "present")
     for screen in range(len(SCREENS)):
         reveal_if_asked(at)
         for name, spec in chart_specs(at).items():

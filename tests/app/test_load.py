@@ -28,7 +28,7 @@ async def one_session(url: str, i: int, start_edits: asyncio.Barrier) -> list[tu
     try:
         runs = [(None, await session.open())]
         await start_edits.wait()  # every session is open: the edits' runs overlap
-        value = 1.25 + 0.25 * i  # the preset has 1.0 there: every session really changes it
+        value = 1.25 + 0.25 * i  # the example has 1.0 there: every session really changes it
         runs.append((value, await session.edit_cell(editor_key("x", 1), SAT, 0, str(value))))
         runs.append((value, await session.rerun()))
         return runs
@@ -39,7 +39,7 @@ async def one_session(url: str, i: int, start_edits: asyncio.Barrier) -> list[tu
 async def load(url: str) -> tuple[list, Run]:
     barrier = asyncio.Barrier(SESSIONS)
     results = await asyncio.gather(*(one_session(url, i, barrier) for i in range(SESSIONS)))
-    latecomer = Session(url)  # a fresh session after all the edits still gets the preset
+    latecomer = Session(url)  # a fresh session after all the edits still gets the example
     try:
         fresh = await latecomer.open()
     finally:

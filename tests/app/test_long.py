@@ -6,16 +6,16 @@ from __future__ import annotations
 import numpy as np
 
 from app import figures, result_cache
-from course.scenarios import generated_setup
+from course.examples import generated_setup
 from mha_core import LIMITS, multi_head_attention
-from tests.apptest_util import chart_specs, fresh_app, heatmap_values, pick_preset, texts
+from tests.apptest_util import chart_specs, fresh_app, heatmap_values, pick_example, texts
 
 N = 80  # tokens: 80 x 80 per head is past the picture threshold (64 x 64)
 
 
 def long_page(n: int = N):
     at = fresh_app()
-    pick_preset(at, "random")
+    pick_example(at, "random")
     at.text_input(key="tokens_text").set_value(" ".join(f"w{i}" for i in range(n))).run()
     assert not at.exception and not at.error, texts(at.error)
     return at

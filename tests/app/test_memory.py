@@ -15,10 +15,10 @@ import pytest
 
 from app import result_cache
 from app.result_cache import RESULTS, SESSION_BUDGET_BYTES, numpy_bytes
-from course.scenarios import generated_setup
+from course.examples import generated_setup
 from mha_core import LIMITS
 from mha_core.gate import Gate
-from tests.apptest_util import fresh_app, pick_preset, texts
+from tests.apptest_util import fresh_app, pick_example, texts
 from tests.st_protocol import Run, Session
 
 MiB = 2**20
@@ -35,7 +35,7 @@ def long_session(n_tokens: int, d_model: int, n_heads: int, *, n_kv: int | None 
     """A session at these sizes (cross-attention over n_kv keys if given), every step drawn
     (drill-down open)."""
     at = fresh_app()
-    pick_preset(at, "random")
+    pick_example(at, "random")
     if n_kv is not None:
         at.radio(key="mode").set_value("cross-attention").run()
         at.text_input(key="kv_tokens_text").set_value(" ".join(f"k{i}" for i in range(n_kv))).run()
@@ -96,10 +96,10 @@ def test_what_resizing_remembers_is_forgotten_past_the_budget_and_the_page_says_
 def test_a_second_long_session_shares_the_bounded_cache_instead_of_doubling_it():
     first = long_session(LIMITS.tokens, 768, 12)
     one = RESULTS.held_bytes()
-    second = long_session(LIMITS.tokens, 768, 12)  # the same random preset and sizes: the same result
+    second = long_session(LIMITS.tokens, 768, 12)  # the same random example and sizes: the same result
     assert RESULTS.held_bytes() == one and len(RESULTS) == 1
     second.number_input(key="seed").set_value(5).run()
-    pick_preset(second, "random")  # another draw: another result
+    pick_example(second, "random")  # another draw: another result
     third = long_session(LIMITS.tokens, 768, 8)
     assert not second.exception and not third.exception
     assert 0 < RESULTS.held_bytes() <= RESULTS.budget_bytes
@@ -181,7 +181,7 @@ def test_a_pinned_setup_is_refused_when_it_would_pass_the_session_budget():
 
 def test_the_pin_button_keeps_no_setup_in_its_callback():
     at = fresh_app()
-    pick_preset(at, "random")
+    pick_example(at, "random")
     before = kept_bytes(at)
     setup = generated_setup("random", 0)
     assert kept_bytes(at) - before < numpy_bytes(setup)  # nothing new held for the button
@@ -271,7 +271,7 @@ def test_a_tab_that_reconnects_resumes_its_session_in_time_and_gets_a_fresh_one_
     tokens = " ".join(f"w{i}" for i in range(300))
     query = urlencode({"seed": "3", "d_model": "64", "heads": "8", "tokens": tokens})
 
-    async def scenario(url):
+    async def example(url):
         tab = Tab(url)
         first = await tab.open(query)
         assert first.status == "ok" and not first.errors and "chart_weights" in first.charts
@@ -291,7 +291,7 @@ def test_a_tab_that_reconnects_resumes_its_session_in_time_and_gets_a_fresh_one_
         await tab.ws.close()
 
     with streamlit_server("--server.disconnectedSessionTTL=2") as (url, _):
-        asyncio.run(scenario(url))
+        asyncio.run(example(url))
 
 
 class Tab(Session):

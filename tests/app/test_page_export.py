@@ -11,12 +11,12 @@ import pytest
 
 from app import page_export
 from app.safe import chart_text
-from course.scenarios import all_scenarios
+from course.examples import all_examples
 from course.steps import STEPS
 from mha_core import LIMITS
 from mha_core.setup import Setup
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 HOSTILE = ("</script><script>window.pwned=1</script>", "<img src=x onerror=window.pwned=2>", "a\u2028b")
 
 
@@ -43,14 +43,14 @@ def charts_of(page: str) -> dict:
 
 
 def hostile_setup() -> Setup:
-    base = SCENARIOS["the_cat_sat_two_heads"]
+    base = EXAMPLES["the_cat_sat_two_heads"]
     return Setup(tokens=HOSTILE, x=base.x, w_q=base.w_q, w_k=base.w_k, w_v=base.w_v, w_o=base.w_o)
 
 
-@pytest.mark.parametrize("key", list(SCENARIOS))
-def test_every_chapter_preset_fits_in_one_file_under_5_mb_with_every_step(key):
-    scenario = SCENARIOS[key]
-    page = page_export.page_html(scenario, title=scenario.title)
+@pytest.mark.parametrize("key", list(EXAMPLES))
+def test_every_chapter_example_fits_in_one_file_under_5_mb_with_every_step(key):
+    example = EXAMPLES[key]
+    page = page_export.page_html(example, title=example.title)
     assert len(page.encode()) < page_export.BUDGET_BYTES
     tags = elements(page)
     sections = [a["id"] for t, a in tags if t == "section"]
@@ -65,9 +65,9 @@ def test_every_chapter_preset_fits_in_one_file_under_5_mb_with_every_step(key):
 
 
 def test_the_weights_in_the_file_are_the_results():
-    scenario = SCENARIOS["the_cat_sat_two_heads"]
-    charts = charts_of(page_export.page_html(scenario, title="x"))
-    result = scenario.run()
+    example = EXAMPLES["the_cat_sat_two_heads"]
+    charts = charts_of(page_export.page_html(example, title="x"))
+    result = example.run()
     weights = [spec for spec in charts.values()
                if any(str(t.get("name", "")).startswith("A") for t in spec["data"])
                or "A₁" in json.dumps(spec["layout"], ensure_ascii=False)]
@@ -78,9 +78,9 @@ def test_the_weights_in_the_file_are_the_results():
 
 
 def test_grouped_heads_name_their_shared_keys_in_the_file():
-    """The decoder preset's 4 query heads read 2 key/value heads: head 2's K and V are K 1 and V 1."""
-    scenario = SCENARIOS["decoder_gqa"]
-    figures = page_export.step_figures(scenario, scenario.run(), list(scenario.tokens), list(scenario.tokens))
+    """The decoder example's 4 query heads read 2 key/value heads: head 2's K and V are K 1 and V 1."""
+    example = EXAMPLES["decoder_gqa"]
+    figures = page_export.step_figures(example, example.run(), list(example.tokens), list(example.tokens))
     titles = [[a["text"] for a in fig["layout"]["annotations"]] for fig in figures[2]]  # [Q, K, V] per head
     assert [t[1].split(" [")[0] for t in titles] == ["K 1", "K 1", "K 2", "K 2"]
     assert [t[0].split(" [")[0] for t in titles] == ["Q 1", "Q 2", "Q 3", "Q 4"]

@@ -21,7 +21,7 @@ TOUCH_PX = 44
 LOADED = 60_000  # ms: a loaded machine may take this long to draw a page
 # every page of the navigation, and a 512-wide example
 PAGES = ["/", "/present", "/labs", "/learn", "/quiz", "/model", "/class", "/examples",
-         "/?preset=ex_h_cross_attention"]
+         "/?example=ex_h_cross_attention"]
 CHIP_BUTTONS = "[class*='st-key-chip_add_'] button"
 
 require_browser()
@@ -109,7 +109,7 @@ def test_every_page_fits_a_phone_with_targets_for_a_thumb(live):
         settle(page)
         no_error_on(page)
         assert_fits_a_phone(page, path)
-        name = path.strip("/").replace("?preset=", "") or "workbench"
+        name = path.strip("/").replace("?example=", "") or "workbench"
         page.screenshot(path=str(ARTIFACTS / f"phone-{name}.png"))
     page.goto(url + "/")
     settle(page)

@@ -1,4 +1,4 @@
-"""The projector (issue 16): every presenter screen of every preset fits Chromium at 1280 x 720 without
+"""The projector (issue 16): every presenter screen of every example fits Chromium at 1280 x 720 without
 scrolling, before and after Reveal and with the room's answer panel open, with cell numbers and
 formulas at 20 px or more. One server, one browser, one page for the walk.
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from course.scenarios import all_scenarios
+from course.examples import all_examples
 from course.steps import in_language
 from tests.app.test_browser import ARTIFACTS, no_error_on, room_code
 from tests.browser_env import IDLE
@@ -87,25 +87,25 @@ def projector(live):  # the fixture of tests/conftest.py
     context.close()
 
 
-def walk(page, url: str, presets, language: str | None = None) -> tuple[list, int]:
-    """Every screen of each preset, before and after Reveal: (what did not fit, views measured)."""
+def walk(page, url: str, examples, language: str | None = None) -> tuple[list, int]:
+    """Every screen of each example, before and after Reveal: (what did not fit, views measured)."""
     failures, views = [], 0
     lang = f"&lang={language}" if language else ""
-    for preset in presets:
-        page.goto(f"{url}/present?preset={preset}{lang}")
+    for example in examples:
+        page.goto(f"{url}/present?example={example}{lang}")
         page.wait_for_selector(".st-key-present_next button", timeout=LOADED)
         page.wait_for_function(SCREEN_SHOWN, arg=f"1 / {SCREENS} · ", timeout=LOADED)
         for screen in range(1, SCREENS + 1):
-            where = f"{preset}-{screen}" + (f"-{language}" if language else "")
+            where = f"{example}-{screen}" + (f"-{language}" if language else "")
             seen = measured(page, where)
             assert seen["title"].startswith(f"{screen} / {SCREENS} · "), seen["title"]
-            failures += [(preset, screen, "before Reveal", p) for p in seen["problems"]]
+            failures += [(example, screen, "before Reveal", p) for p in seen["problems"]]
             views += 1
             if reveal(page):
                 seen = measured(page, f"{where}-revealed")
-                failures += [(preset, screen, "after Reveal", p) for p in seen["problems"]]
+                failures += [(example, screen, "after Reveal", p) for p in seen["problems"]]
                 views += 1
-            if preset == "the_cat_sat_two_heads":  # to look at: artifacts/present-<screen>[-<lang>].png
+            if example == "the_cat_sat_two_heads":  # to look at: artifacts/present-<screen>[-<lang>].png
                 suffix = f"-{language}" if language else ""
                 page.screenshot(path=str(ARTIFACTS / f"present-{screen}{suffix}.png"))
             no_error_on(page)
@@ -114,15 +114,15 @@ def walk(page, url: str, presets, language: str | None = None) -> tuple[list, in
     return failures, views
 
 
-def test_every_screen_of_every_preset_fits_the_projector(projector):
+def test_every_screen_of_every_example_fits_the_projector(projector):
     url, page = projector
-    failures, views = walk(page, url, all_scenarios())
-    assert views >= len(all_scenarios()) * SCREENS
+    failures, views = walk(page, url, all_examples())
+    assert views >= len(all_examples()) * SCREENS
     assert not failures, failures
 
 
 def test_the_screens_fit_in_german_the_longest_language(projector):
-    """Issue 17: German's longer titles and texts still fit 1280 x 720 (the chapter's two presets with
+    """Issue 17: German's longer titles and texts still fit 1280 x 720 (the chapter's two examples with
     the most text on screen: the cat sat with two heads, and example I's parameter count)."""
     url, page = projector
     failures, views = walk(page, url, ["the_cat_sat_two_heads", "ex_i_parameter_count"], language="de")

@@ -10,11 +10,11 @@ import pytest
 
 from app import figures
 from app.views.present import SCREENS
+from course.examples import all_examples
 from course.quiz import forecast
-from course.scenarios import all_scenarios
 from tests.apptest_util import chart_specs, open_address, shown
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 SPLIT = next(i for i, screen in enumerate(SCREENS) if screen.title.startswith("Split into h heads"))
 CONCATENATE = next(i for i, screen in enumerate(SCREENS) if screen.title.startswith("Concatenate"))
 COST = len(SCREENS) - 1
@@ -36,8 +36,8 @@ def reveal_button(at):
 
 
 def walk_before_reveal(key: str):
-    """(screen, the page before Reveal, the page after Reveal or None) for every screen of a preset."""
-    at = open_address({"preset": key}, "present")
+    """(screen, the page before Reveal, the page after Reveal or None) for every screen of an example."""
+    at = open_address({"example": key}, "present")
     for screen in range(len(SCREENS)):
         before = on_screen(at)
         button = reveal_button(at)
@@ -52,11 +52,11 @@ def walk_before_reveal(key: str):
             assert not at.exception
 
 
-@pytest.mark.parametrize("key", [k for k, s in SCENARIOS.items() if s.lesson is not None])
+@pytest.mark.parametrize("key", [k for k, s in EXAMPLES.items() if s.lesson is not None])
 def test_the_lessons_point_is_never_on_screen_before_the_reveal_of_its_forecast(key):
     """The point ("Row 'sat': head 1 puts 0.67 on 'the'…") answers the forecast of its screen: it is
     on no screen up to that one until the room has forecast and the teacher pressed Reveal."""
-    lesson = SCENARIOS[key].lesson
+    lesson = EXAMPLES[key].lesson
     point = lesson.look_for
     answer = lesson.forecast_answer
     for screen, before, after in walk_before_reveal(key):
@@ -72,7 +72,7 @@ def test_the_lessons_point_is_never_on_screen_before_the_reveal_of_its_forecast(
 
 def test_the_cat_sat_screen_7_shows_its_point_only_after_reveal():
     """The teacher's finding, as seen: screen 7 of 'the cat sat' before and after Reveal."""
-    at = open_address({"preset": "the_cat_sat_two_heads", "step": "7"}, "present")
+    at = open_address({"example": "the_cat_sat_two_heads", "step": "7"}, "present")
     assert "Where will 'sat' look in each head?" in forecast_prompt(at)
     assert "head 1 puts 0.67" not in on_screen(at)
     assert not at.success
@@ -81,32 +81,32 @@ def test_the_cat_sat_screen_7_shows_its_point_only_after_reveal():
     assert any("The point is on this screen" in text for text in shown(at.success))
 
 
-MANY_HEADS = [k for k, s in SCENARIOS.items() if s.w_q.shape[0] > 1 and len(s.key_tokens) > 1]
+MANY_HEADS = [k for k, s in EXAMPLES.items() if s.w_q.shape[0] > 1 and len(s.key_tokens) > 1]
 
 
 @pytest.mark.parametrize("key", MANY_HEADS)
 def test_screen_6_asks_about_the_heads_and_its_answer_is_the_cores(key):
     """Split into h heads: the forecast compares the heads (which gives a key the most weight from a
     query), not a dot product; the revealed answer is the head the weights say."""
-    at = open_address({"preset": key, "step": str(SPLIT + 1)}, "present")
+    at = open_address({"example": key, "step": str(SPLIT + 1)}, "present")
     prompt = forecast_prompt(at)
     assert prompt is not None, key
     asked = re.search(r"Which head gives key “(\d+) · [^”]*” the most weight from query “(\d+) · ", prompt)
     assert asked, prompt
     assert "q · k" not in prompt and "score" not in prompt
     key_at, query_at = int(asked[1]) - 1, int(asked[2]) - 1
-    weights = SCENARIOS[key].run().weights  # [h, n_q, n_k]
+    weights = EXAMPLES[key].run().weights  # [h, n_q, n_k]
     best = int(np.argmax(weights[:, query_at, key_at]))
     reveal_button(at).click().run()
     assert f"**Answer:** head {best + 1}" in " ".join(shown(at.markdown))
 
 
-@pytest.mark.parametrize("key", list(SCENARIOS))
+@pytest.mark.parametrize("key", list(EXAMPLES))
 def test_each_screens_generated_forecast_is_about_that_screens_idea(key):
     """The forecast generated for a screen asks what that screen shows: shapes of Q, K, V on screen 2,
     a score on 3, weights on 4, a blend on 5, the heads on 6, disagreement on 7, the concatenation's
     shapes on 8, the parameter count on 9 (never the cost on the concatenation's screen)."""
-    setup = SCENARIOS[key]
+    setup = EXAMPLES[key]
     result = setup.run()
     kinds = {1: {"shape"}, 2: {"top_key", "score"}, 3: {"top_key", "flat_head"},
              4: {"head_output", "top_key"},
@@ -136,7 +136,7 @@ def test_each_screens_generated_forecast_is_about_that_screens_idea(key):
 def test_every_weight_on_the_presenter_is_drawn_in_one_colour_scale(key):
     """Finding 9: the presenter shows attention weights in one high-contrast scale everywhere (the
     heatmaps' own, figures.WEIGHT_SCALE): no screen draws them as bars in the heads' colours."""
-    at = open_address({"preset": key}, "present")
+    at = open_address({"example": key}, "present")
     weights_seen = 0
     for screen in range(len(SCREENS)):
         button = reveal_button(at)

@@ -1,7 +1,7 @@
 """A class's worth of random use: a Hypothesis state machine driving the whole page through AppTest.
 
 Rules do what users do (type tokens of any length, change sizes, toggle cross-attention, the mask,
-biases and the scaling, edit cells with good and bad values, pick heads and queries, load presets,
+biases and the scaling, edit cells with good and bad values, pick heads and queries, load examples,
 save and reload, open the page's own link in a fresh session, switch pages), and a live class: the
 teacher (this page) leads a room, locks and unlocks it, removes a student, asks a quiz question or a
 drawn forecast, closes and reveals; students open the link in new browsers or second tabs of one
@@ -56,14 +56,14 @@ from app.views.present import SCREENS, SOFTMAX_SCREEN, STEP_KEY
 from classroom.sqlite_store import SqliteStore
 from classroom.store import GUESS_BUCKET, HEARTBEAT_SECONDS, WRONG_CODES_PER_MINUTE, is_right
 from classroom.watch import RoomWatch
-from course.labs import SCORE_PRESETS
+from course.examples import all_examples
+from course.labs import SCORE_EXAMPLES
 from course.quiz import generate, read_shape
-from course.scenarios import all_scenarios
 from mha_core import LIMITS
 from mha_core.codec import ConfigError, setup_from_json, setup_from_link, setup_to_json
 from tests.apptest_util import (
     ENTRY,
-    PRESET_TITLES,
+    EXAMPLE_TITLES,
     address,
     chart_specs,
     edit_cell,
@@ -75,10 +75,10 @@ from tests.apptest_util import (
     work,
 )
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 MODEL_TEXTS = ("the cat sat on the mat because it was tired", "  ", "Ünïcödé, emoji 🙂 and <b>tags</b>!",
                "a " * 40)
-EXAMPLES = int(os.environ.get("STATEFUL_EXAMPLES", "6"))
+MAX_EXAMPLES = int(os.environ.get("STATEFUL_EXAMPLES", "6"))
 STEPS = int(os.environ.get("STATEFUL_STEPS", "12"))
 FUZZ_DIR = os.environ.get("FUZZ_DIR")  # scripts/fuzz.py: where each example's end is noted
 RUN_SECONDS = 600  # an AppTest run's timeout: on a shared machine a slow run is no failure
@@ -150,7 +150,7 @@ class World:
 
 def empty_caches() -> None:
     """Every cache a session's page reads and another example may have filled. The model's weights
-    stay loaded (read-only, and seconds to load), as do the presets (frozen)."""
+    stay loaded (read-only, and seconds to load), as do the examples (frozen)."""
     streamlit.cache_data.clear()  # the labs' curves, a revealed question's tally
     model.TRACES.clear()
     figure_cache.clear()
@@ -199,10 +199,10 @@ def decoded_setup(at):
     """The Setup the page's address describes, decoded here without the session."""
     params = address(at)
     if "s" in params:
-        return setup_from_link(params["s"], SCENARIOS)
+        return setup_from_link(params["s"], EXAMPLES)
     selections = {"head", "query", "drill", "step", "quiz", "room"}  # a room's code says nothing of the setup
-    if set(params) - selections == {"preset"} and params["preset"] in SCENARIOS:
-        return SCENARIOS[params["preset"]]
+    if set(params) - selections == {"example"} and params["example"] in EXAMPLES:
+        return EXAMPLES[params["example"]]
     return None  # e.g. the legacy link a test opened, before the page wrote its own address
 
 
@@ -334,11 +334,11 @@ class Workbench(RuleBasedStateMachine):
         if any(toggle.key == "drill_open" for toggle in self.at.toggle):  # drawn while the page computes
             self.at.toggle(key="drill_open").set_value(on).run()
 
-    @rule(key=st.sampled_from(sorted(PRESET_TITLES)))
-    def load_preset(self, key):
+    @rule(key=st.sampled_from(sorted(EXAMPLE_TITLES)))
+    def load_example(self, key):
         if key in ("ex_h_cross_attention", "ex_i_parameter_count"):
-            return  # the 512-wide presets are tested on their own; here they only slow every step
-        self.at.selectbox(key="preset_picker").set_value(PRESET_TITLES[key]).run()
+            return  # the 512-wide examples are tested on their own; here they only slow every step
+        self.at.selectbox(key="example_picker").set_value(EXAMPLE_TITLES[key]).run()
 
     @rule()
     def save_and_reload(self):
@@ -421,7 +421,7 @@ class Workbench(RuleBasedStateMachine):
         self.at.button(key="quiz_next").click().run()
         goto(self.at, "workbench")
 
-    @rule(key=st.sampled_from(sorted(SCORE_PRESETS)))
+    @rule(key=st.sampled_from(sorted(SCORE_EXAMPLES)))
     def try_the_score_lab(self, key):
         goto(self.at, "labs")
         self.at.button(key=f"lab_load_{key}").click().run()
@@ -695,10 +695,10 @@ class Workbench(RuleBasedStateMachine):
     @rule(forecast=st.booleans())
     def the_teacher_asks_the_room(self, forecast):
         """A quiz question from the Quiz page, or a forecast drawn on the presenter's softmax screen
-        (a page with an input at fault asks nothing: the teacher loads a preset first). A room and a
+        (a page with an input at fault asks nothing: the teacher loads an example first). A room and a
         student come first if there are none yet, so that a run of 30 steps reaches the answers."""
         if self.at.error:
-            self.load_preset("the_cat_sat_two_heads")
+            self.load_example("the_cat_sat_two_heads")
         self.lead_a_room()
         if self.room() is None:
             return
@@ -900,7 +900,7 @@ class Workbench(RuleBasedStateMachine):
 
 
 NO_SHRINK = bool(os.environ.get("STATEFUL_NO_SHRINK"))  # report a failure as first met (quicker, longer)
-Workbench.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
+Workbench.TestCase.settings = settings(max_examples=MAX_EXAMPLES, stateful_step_count=STEPS, deadline=None,
                                        database=None, print_blob=True, report_multiple_bugs=False,
                                        suppress_health_check=list(HealthCheck),
                                        phases=[Phase.explicit, Phase.reuse, Phase.generate] if NO_SHRINK

@@ -11,10 +11,10 @@ import pytest
 
 from app import figures, numbers
 from app.views.workbench import drill_lines
-from course.scenarios import all_scenarios
-from tests.apptest_util import chart_specs, fresh_app, pick_preset, shown
+from course.examples import all_examples
+from tests.apptest_util import chart_specs, fresh_app, pick_example, shown
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 
 # --- Finding 3: every number a lesson quotes is on the page, at the precision it is quoted --------
 
@@ -24,10 +24,10 @@ QUOTED = re.compile(r"\d+\.\d+(?:e-?\d+)?|\d+e-?\d+|\d{1,3}(?:,\d{3})+")
 SHOWN = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
-def lesson_texts(scenario) -> list[str]:
+def lesson_texts(example) -> list[str]:
     """Everything the page says in the chapter's voice: the story, what to look for, the forecast."""
-    lesson = scenario.lesson
-    return [scenario.story, lesson.look_for, lesson.forecast, lesson.forecast_answer]
+    lesson = example.lesson
+    return [example.story, lesson.look_for, lesson.forecast, lesson.forecast_answer]
 
 
 def chart_strings(spec: dict) -> list[str]:
@@ -74,21 +74,21 @@ def workbench():
     return fresh_app()
 
 
-@pytest.mark.parametrize("key", list(SCENARIOS))
+@pytest.mark.parametrize("key", list(EXAMPLES))
 def test_every_number_a_lesson_quotes_is_on_the_page_at_its_precision(workbench, key):
     """The workbench shows the lesson; its numbers are on a cell, in a hover, in the page's text or in
     the drill-down (Example D's 29.99999994 was on none of them: every cell and hover read 30.00)."""
     at = workbench
-    pick_preset(at, key)
+    pick_example(at, key)
     assert not at.exception
-    scenario = SCENARIOS[key]
-    quoting = [text for text in lesson_texts(scenario) if text]
+    example = EXAMPLES[key]
+    quoting = [text for text in lesson_texts(example) if text]
     page = [*shown(at.markdown), *shown(at.caption), *shown(at.success), *shown(at.info)]
     page = [text for text in page if not any(quote in text for quote in quoting)]  # not the lesson itself
     assert len(page) > 8
     page += [string for spec in chart_specs(at).values() for string in chart_strings(spec)]
-    numbers = shown_numbers(page + drill_strings(scenario.run()))
-    missing = [quoted for text in lesson_texts(scenario) for quoted in QUOTED.findall(text)
+    numbers = shown_numbers(page + drill_strings(example.run()))
+    missing = [quoted for text in lesson_texts(example) for quoted in QUOTED.findall(text)
                if not is_shown(quoted, numbers)]
     assert not missing, (key, missing)
 
@@ -126,7 +126,7 @@ def grid_specs(at) -> dict[str, dict]:
 def test_example_h_scores_scaled_and_weights_all_show_numbers_or_all_say_why(workbench, large):
     at = workbench
     at.toggle(key="large_type").set_value(large).run()
-    pick_preset(at, "ex_h_cross_attention")
+    pick_example(at, "ex_h_cross_attention")
     assert not at.exception
     specs = chart_specs(at)
     shown_on_cells = {key: has_numbers(specs[key]) for key in ATTENTION_GRIDS}
@@ -141,7 +141,7 @@ def test_example_h_scores_scaled_and_weights_all_show_numbers_or_all_say_why(wor
 def test_every_grid_without_numbers_says_why_next_to_it(workbench, key, large):
     at = workbench
     at.toggle(key="large_type").set_value(large).run()
-    pick_preset(at, key)
+    pick_example(at, key)
     without = [name for name, spec in grid_specs(at).items() if not has_numbers(spec)]
     notes = [text for text in shown(at.caption) if text.startswith(NO_NUMBERS)]
     assert len(notes) == len(without), (without, notes)
@@ -184,7 +184,7 @@ def test_b_minus_a_of_equal_setups_is_drawn_on_plus_minus_one():
 
 def test_compare_of_a_setup_with_itself_draws_its_difference_on_plus_minus_one(workbench):
     at = workbench
-    pick_preset(at, "the_cat_sat_two_heads")
+    pick_example(at, "the_cat_sat_two_heads")
     at.button(key="compare_pin").click().run()
     assert not at.exception
     delta = chart_specs(at)["compare_weights_delta"]

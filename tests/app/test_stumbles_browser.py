@@ -27,7 +27,7 @@ def projector_page(browser, url: str):
 
 
 def edit_sat_d1(page, text: str) -> None:
-    """Type into X's 'sat' row, column d1 of the default preset, until head A's weights move.
+    """Type into X's 'sat' row, column d1 of the default example, until head A's weights move.
 
     tests.app.test_browser's helper clicks the grid by position: the grid must be on screen first (a 720-px
     window starts above it) and still (charts arriving above it move it), so a click that landed
@@ -93,10 +93,10 @@ READABLE_EDITED = """() => {
 }"""
 
 
-def test_an_edited_preset_says_so_where_the_sidebar_shows_it(live):
+def test_an_edited_example_says_so_where_the_sidebar_shows_it(live):
     """At the sidebar's default width the picker cut its value to 'A: single head, the bare core (edi'."""
     url, browser = live
-    page = projector_page(browser, f"{url}/?preset=ex_a_single_head")
+    page = projector_page(browser, f"{url}/?example=ex_a_single_head")
     settle(page, WEIGHTS, timeout=LOADED)
     assert page.evaluate(READABLE_EDITED) == []  # not edited yet: nothing to say
     type_tokens(page, "t1 t9")
@@ -116,7 +116,7 @@ COUNTER = """() => [...document.querySelectorAll(
 def test_the_tokens_box_shows_no_character_counter(live):
     """max_chars (which also keeps the server from holding more) drew '30/41984' under the box."""
     url, browser = live
-    page = projector_page(browser, f"{url}/?preset=the_cat_sat_two_heads")
+    page = projector_page(browser, f"{url}/?example=the_cat_sat_two_heads")
     settle(page, WEIGHTS, timeout=LOADED)
     box = page.locator("input[aria-label*='Tokens' i]").first
     box.click()
@@ -150,12 +150,12 @@ COVERED = """() => {
 }"""
 
 
-@pytest.mark.parametrize("preset", ["the_cat_sat_two_heads", "visual_walkthrough"])
-def test_no_chart_toolbar_covers_a_panel_title_or_colour_bar_label(live, preset):
+@pytest.mark.parametrize("example", ["the_cat_sat_two_heads", "visual_walkthrough"])
+def test_no_chart_toolbar_covers_a_panel_title_or_colour_bar_label(live, example):
     """Plotly's eight buttons covered the right-hand panel's title ('A₂ [3 × 3]') and the colour bar's
     top label."""
     url, browser = live
-    page = projector_page(browser, f"{url}/?preset={preset}")
+    page = projector_page(browser, f"{url}/?example={example}")
     settle(page, WEIGHTS, timeout=LOADED)
     page.wait_for_function("() => document.querySelectorAll(\"[data-testid='stMain'] .modebar\").length >= 8",
                            timeout=LOADED)
@@ -164,7 +164,7 @@ def test_no_chart_toolbar_covers_a_panel_title_or_colour_bar_label(live, preset)
     chart.scroll_into_view_if_needed()
     chart.hover()
     page.wait_for_timeout(300)
-    chart.screenshot(path=str(ARTIFACTS / f"stumbles-toolbar-{preset}.png"))
+    chart.screenshot(path=str(ARTIFACTS / f"stumbles-toolbar-{example}.png"))
     page.context.close()
 
 
@@ -214,7 +214,7 @@ def test_compare_keeps_the_numbers_on_b_in_its_half_column(live):
     """Pinned as A, then one cell of X changed: B's weights (2.2e-3 among them) lost every number in
     the half column while A kept them."""
     url, browser = live
-    page = projector_page(browser, f"{url}/?preset=the_cat_sat_two_heads")
+    page = projector_page(browser, f"{url}/?example=the_cat_sat_two_heads")
     settle(page, WEIGHTS, timeout=LOADED)
     page.locator(".st-key-compare_pin button").click()
     page.wait_for_selector(".st-key-compare_unpin", timeout=LOADED)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from app import forecast_figures
 from classroom.store import Question as RoomQuestion
 from classroom.store import is_right
+from course.examples import all_examples
 from course.quiz import (
     FORECAST_CELLS,
     chips_to_weights,
@@ -28,7 +29,6 @@ from course.quiz import (
     room_answer,
     room_correct,
 )
-from course.scenarios import all_scenarios
 from mha_core.setup import Setup
 from tests.apptest_util import chart_specs, decode, goto, heatmap_values, open_address, texts
 from tests.classroom.test_live import rerun_after_a_poll, teacher_with_room
@@ -36,7 +36,7 @@ from tests.strategies import random_setups
 
 pytestmark = pytest.mark.usefixtures("embedded_store")  # every test its own store (tests/conftest.py)
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 ATTACK = ("![i](http://127.0.0.1:9/p.png)", "**BOLD**", "$x$", "<b>", ":red[x]")
 RAW = ("![i](", "**BOLD**", "$x$", "<b>", ":red[")  # what must never reach Markdown unescaped
 
@@ -128,7 +128,7 @@ def test_the_store_marks_every_generated_question_as_the_quiz_does(setup, seed):
 
 
 def test_a_drawn_forecast_is_the_heads_real_row_and_its_json_round_trips():
-    setup = SCENARIOS["the_cat_sat_two_heads"]
+    setup = EXAMPLES["the_cat_sat_two_heads"]
     result = setup.run()
     row = drawn_forecast(setup, result, head=1, query=2)
     assert row.grid == (1, 3) and row.query_labels == ("3 · sat",)
@@ -146,7 +146,7 @@ def test_a_whole_grid_is_offered_only_for_small_setups_and_masked_rows_are_refus
     assert big.sizes.n_q * big.sizes.n_k > FORECAST_CELLS
     assert drawn_forecast(big, big.run(), 0) is None
     assert drawn_forecast(big, big.run(), 0, 0) is not None
-    setup = SCENARIOS["the_cat_sat_two_heads"].setup()
+    setup = EXAMPLES["the_cat_sat_two_heads"].setup()
     blocked = Setup(**{**_fields(setup), "mask": np.array([[False, False, False], [True, True, False],
                                                           [True, True, True]])})
     assert drawn_forecast(blocked, blocked.run(), 0, 0) is None  # row 1 attends to nothing

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from app import live
 from classroom import MAX_STUDENTS_PER_ROOM
 from classroom.watch import VERSION_MAX_AGE
-from course.scenarios import all_scenarios
+from course.examples import all_examples
 from tests.apptest_util import (
     ENTRY,
     address,
@@ -27,7 +27,7 @@ from tests.apptest_util import (
     heatmap_values,
     open_address,
     pick,
-    pick_preset,
+    pick_example,
     shown,
     texts,
     work,
@@ -35,7 +35,7 @@ from tests.apptest_util import (
 from tests.live_server import streamlit_server
 from tests.st_protocol import Run, Session, element_key
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 
 
 pytestmark = pytest.mark.usefixtures("embedded_store")  # every test its own store (tests/conftest.py)
@@ -58,7 +58,7 @@ def teacher_with_room():
 def test_a_student_follows_the_teachers_setup_page_and_step():
     teacher, code = teacher_with_room()
     assert len(code) == 4 and any(code in m for m in texts(teacher.markdown))
-    pick_preset(teacher, "ex_e_negative_score")
+    pick_example(teacher, "ex_e_negative_score")
     student = open_address({"room": code})
     assert not student.exception
     assert student.session_state["origin"] == "ex_e_negative_score"
@@ -75,10 +75,10 @@ def test_explore_on_my_own_then_follow_again():
     teacher, code = teacher_with_room()
     student = open_address({"room": code})
     student.button(key="live_explore").click().run()
-    pick_preset(student, "ex_c_equal_scores")  # the student's own
+    pick_example(student, "ex_c_equal_scores")  # the student's own
     version = live.store().version(code)
     goto(teacher, "workbench")
-    pick_preset(teacher, "ex_d_one_huge_score")
+    pick_example(teacher, "ex_d_one_huge_score")
     rerun_after_a_poll(student)
     assert student.session_state["origin"] == "ex_c_equal_scores"  # not dragged back while exploring
     assert live.store().version(code) > version  # the teacher's changes, and none of the student's
@@ -86,7 +86,7 @@ def test_explore_on_my_own_then_follow_again():
     rerun_after_a_poll(student)
     assert student.session_state["origin"] == "ex_d_one_huge_score"
     np.testing.assert_allclose(np.stack(heatmap_values(chart_specs(student)["chart_weights"])),
-                               SCENARIOS["ex_d_one_huge_score"].run().weights, atol=1e-9)
+                               EXAMPLES["ex_d_one_huge_score"].run().weights, atol=1e-9)
 
 
 def test_a_student_who_drew_the_sidebar_then_follows_takes_the_teachers_next_change():
@@ -103,14 +103,14 @@ def test_a_student_who_drew_the_sidebar_then_follows_takes_the_teachers_next_cha
     next(b for b in joiner.button if b.label == "Join").click().run()
     assert joiner.session_state.get("room") == code
     goto(teacher, "workbench")
-    for preset in ("ex_d_one_huge_score", "ex_c_equal_scores"):
-        pick_preset(teacher, preset)
+    for example in ("ex_d_one_huge_score", "ex_c_equal_scores"):
+        pick_example(teacher, example)
         for student in (explorer, joiner):
             rerun_after_a_poll(student)
             assert not student.exception, [e.value for e in student.exception]
-            assert student.session_state["origin"] == preset
+            assert student.session_state["origin"] == example
             np.testing.assert_allclose(np.stack(heatmap_values(chart_specs(student)["chart_weights"])),
-                                       SCENARIOS[preset].run().weights, atol=1e-9)
+                                       EXAMPLES[example].run().weights, atol=1e-9)
 
 
 def test_an_answer_sent_after_the_teacher_closed_answers_is_refused_with_a_message():
@@ -193,7 +193,7 @@ def test_a_students_session_never_changes_the_room():
     student = open_address({"room": code})
     version = live.store().version(code)
     student.button(key="live_explore").click().run()
-    pick_preset(student, "ex_a_single_head")
+    pick_example(student, "ex_a_single_head")
     goto(student, "present")
     assert live.store().version(code) == version
     assert "teacher_secret" not in student.session_state or not student.session_state["teacher_secret"]
@@ -211,8 +211,8 @@ def test_a_following_student_is_led_and_exploring_gives_the_presenter_back():
 
 
 def teachers_edited_setup(teacher) -> None:
-    """A setup no preset has: other tokens (the arrays grow), two heads of d_model 4, one cell typed."""
-    pick_preset(teacher, "the_cat_sat_two_heads")
+    """A setup no example has: other tokens (the arrays grow), two heads of d_model 4, one cell typed."""
+    pick_example(teacher, "the_cat_sat_two_heads")
     teacher.text_input(key="tokens_text").input("le | chat *noir*").run()
     edit_cell(teacher, "x", 2, 1, "0.125")
     assert not teacher.exception and not teacher.error
@@ -226,7 +226,7 @@ def test_a_follower_reads_the_teachers_grids_and_exploring_makes_them_editable()
     assert not student.exception
     # following: none of the sidebar's inputs, the grids as tables with the teacher's numbers
     assert not student.sidebar.text_input and not student.sidebar.number_input
-    assert not [s for s in student.selectbox if s.key == "preset_picker"]
+    assert not [s for s in student.selectbox if s.key == "example_picker"]
     assert not student.get("dataframe")
     assert any("following the teacher" in m and "edited" in m for m in texts(student.sidebar.markdown))
     tables = [m for m in texts(student.markdown) if m.startswith("| |")]
@@ -449,7 +449,7 @@ def test_a_follower_shows_the_head_the_teacher_picks():
     2, then head 1 again, and the student went on showing head 2."""
     teacher, code = teacher_with_room()
     goto(teacher, "workbench")
-    pick_preset(teacher, "the_cat_sat_two_heads")
+    pick_example(teacher, "the_cat_sat_two_heads")
     student = open_address({"room": code})
     for head in ("head 2", "head 1", "head 2"):
         pick(teacher, "shown_head", head)
@@ -472,12 +472,12 @@ def test_a_follower_closes_the_drill_down_when_the_teacher_does():
 
 def test_a_follower_of_a_setup_too_large_for_a_link_shows_it_all_the_same():
     """A thousand random tokens do not fit in a link (the teacher's page says so): the students went on
-    showing the preset shown before, without a word. The room carries the whole setup instead."""
+    showing the example shown before, without a word. The room carries the whole setup instead."""
     teacher, code = teacher_with_room()
     goto(teacher, "workbench")
-    pick_preset(teacher, "ex_c_equal_scores")
+    pick_example(teacher, "ex_c_equal_scores")
     student = open_address({"room": code})
-    pick_preset(teacher, "random")
+    pick_example(teacher, "random")
     teacher.text_input(key="tokens_text").input("a " * 1000).run()
     assert any("too large for a link" in c for c in texts(teacher.sidebar.caption))
     rerun_after_a_poll(student)
@@ -492,7 +492,7 @@ def test_a_follower_of_a_setup_too_large_for_a_link_shows_it_all_the_same():
 
 def test_a_room_state_the_page_refuses_is_said_to_the_follower():
     """A room state over a limit (written straight into the store) was refused and the follower shown
-    the default preset without a word: follow_before_build dropped what apply_room_state refused."""
+    the default example without a word: follow_before_build dropped what apply_room_state refused."""
     teacher, code = teacher_with_room()
     from tests.app.test_abuse_core import over_limit_link
 
@@ -546,6 +546,6 @@ def test_a_query_the_teacher_picks_inside_a_fragment_reaches_the_room():
                 await tab.close()
         before, run = asyncio.run(teach())
     assert run.status == "fragment ok" and not run.errors, run.errors
-    assert before.selections["query"] == "3"  # the default preset's "sat"
+    assert before.selections["query"] == "3"  # the default example's "sat"
     after = live.store().state(room.code)
     assert after.version > before.version and after.selections["query"] == "1"

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from course.scenarios import all_scenarios
+from course.examples import all_examples
 from mha_core import count_parameters, multi_head_attention, pairwise_disagreement, softmax
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 
 
 def decimals(printed: float | str) -> float:
@@ -29,12 +29,12 @@ def assert_printed(actual, printed, carried=0.0):
 
 
 def run(key):
-    return SCENARIOS[key].run()
+    return EXAMPLES[key].run()
 
 
-def test_every_scenario_runs_and_reproduces_nothing_nan():
-    for key, scenario in SCENARIOS.items():
-        result = scenario.run()
+def test_every_example_runs_and_reproduces_nothing_nan():
+    for key, example in EXAMPLES.items():
+        result = example.run()
         assert np.isfinite(result.output).all(), key
         np.testing.assert_allclose(result.weights.sum(-1), 1.0, err_msg=key)
 
@@ -155,8 +155,8 @@ def test_example_g():
 
 
 def test_example_h_shapes():
-    scenario = SCENARIOS["ex_h_cross_attention"]
-    result = scenario.run()
+    example = EXAMPLES["ex_h_cross_attention"]
+    result = example.run()
     assert result.scores.shape == (8, 3, 5)
     assert result.head_outputs.shape == (8, 3, 64)
     assert result.concat.shape == (3, 512) and result.output.shape == (3, 512)
@@ -164,19 +164,19 @@ def test_example_h_shapes():
 
 
 def test_example_i_parameter_count():
-    scenario = SCENARIOS["ex_i_parameter_count"]
+    example = EXAMPLES["ex_i_parameter_count"]
     assert count_parameters(512, 8) == 1048576 == 4 * 512**2
-    per_head = scenario.w_q[0].size
+    per_head = example.w_q[0].size
     assert per_head == 32768
-    assert scenario.w_q.size + scenario.w_k.size + scenario.w_v.size == 786432
-    assert scenario.w_o.size == 262144
-    total = sum(getattr(scenario, name).size for name in ("w_q", "w_k", "w_v", "w_o"))
-    assert total == count_parameters(scenario.d_model, scenario.n_heads) == 1048576
+    assert example.w_q.size + example.w_k.size + example.w_v.size == 786432
+    assert example.w_o.size == 262144
+    total = sum(getattr(example, name).size for name in ("w_q", "w_k", "w_v", "w_o"))
+    assert total == count_parameters(example.d_model, example.n_heads) == 1048576
 
 
-def test_scenarios_record_expected_numbers_consistent_with_their_runs():
+def test_examples_record_expected_numbers_consistent_with_their_runs():
     """The `expected` dicts shown in the app's captions are the chapters' numbers, and they hold."""
-    two = SCENARIOS["the_cat_sat_two_heads"]
+    two = EXAMPLES["the_cat_sat_two_heads"]
     assert_printed(pairwise_disagreement(two.run().weights, two.focus_query)[0, 1],
                    str(two.expected["disagreement"]))
-    assert SCENARIOS["ex_g_coreference"].expected["w_cat"] == 0.6963
+    assert EXAMPLES["ex_g_coreference"].expected["w_cat"] == 0.6963

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from course.scenarios import all_scenarios
+from course.examples import all_examples
 from mha_core import LIMITS, Scaling, Setup, Window
 from mha_core.codec import (
     FORMAT,
@@ -26,31 +26,31 @@ from mha_core.codec import (
     setup_to_link,
 )
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def valid_document(**overrides) -> dict:
-    document = json.loads(setup_to_json(SCENARIOS["the_cat_sat_two_heads"]))
+    document = json.loads(setup_to_json(EXAMPLES["the_cat_sat_two_heads"]))
     document.update(overrides)
     return document
 
 
-@pytest.mark.parametrize("key", list(SCENARIOS))
-def test_every_preset_round_trips_exactly(key):
-    scenario = SCENARIOS[key]
-    text = setup_to_json(scenario)
-    if scenario.d_model == 512:  # the exam-size examples: 1M numbers, about 23 MB of JSON
+@pytest.mark.parametrize("key", list(EXAMPLES))
+def test_every_example_round_trips_exactly(key):
+    example = EXAMPLES[key]
+    text = setup_to_json(example)
+    if example.d_model == 512:  # the exam-size examples: 1M numbers, about 23 MB of JSON
         with pytest.raises(ConfigError, match="limit is 1,000,000"):
             setup_from_json(text)
         return
     loaded = setup_from_json(text)
-    assert loaded.same_inputs(scenario) and loaded.origin == key
-    np.testing.assert_array_equal(loaded.run().output, scenario.run().output)
+    assert loaded.same_inputs(example) and loaded.origin == key
+    np.testing.assert_array_equal(loaded.run().output, example.run().output)
 
 
 def test_custom_mask_and_biases_round_trip(rng):
-    base = SCENARIOS["cat_chases_mouse"]
+    base = EXAMPLES["cat_chases_mouse"]
     mask = np.array([[True, False, True], [True, True, False], [False, False, True]])
     setup = dataclasses.replace(base, mask=mask, b_o=rng.normal(size=4), b_q=rng.normal(size=(2, 2)))
     loaded = setup_from_json(setup_to_json(setup))
@@ -68,7 +68,7 @@ def test_grouped_key_value_heads_and_a_sliding_window_round_trip_through_file_an
                   mask=Window(2))
     assert setup.sizes.groups == kv_heads and setup.mask_kind == "window"
     link = setup_to_link(setup, None)[0]["s"]
-    for loaded in (setup_from_json(setup_to_json(setup)), setup_from_link(link, SCENARIOS)):
+    for loaded in (setup_from_json(setup_to_json(setup)), setup_from_link(link, EXAMPLES)):
         assert loaded.same_inputs(setup) and loaded.mask == Window(2)
         np.testing.assert_array_equal(loaded.run().output, setup.run().output)
     assert not setup.same_inputs(dataclasses.replace(setup, mask=Window(3)))
@@ -180,17 +180,17 @@ def test_a_valid_setup_with_one_field_corrupted_loads_or_is_refused(field_and_va
 
 
 @FUZZ
-@given(st.dictionaries(st.sampled_from(["preset", "tokens", "d_model", "heads", "seed", "x", ""])
+@given(st.dictionaries(st.sampled_from(["example", "tokens", "d_model", "heads", "seed", "x", ""])
                        | st.text(max_size=5), st.text(max_size=30) | st.lists(st.text(max_size=5)),
                        max_size=6))
 def test_link_settings_are_within_limits_or_refused(params):
-    accepted, refused = settings_from_link(params, LIMITS, presets=("ex_a_single_head",))
-    assert set(accepted) <= {"preset", "tokens", "d_model", "heads", "seed"}
+    accepted, refused = settings_from_link(params, LIMITS, examples=("ex_a_single_head",))
+    assert set(accepted) <= {"example", "tokens", "d_model", "heads", "seed"}
     assert 1 <= accepted.get("d_model", 1) <= LIMITS.d_model
     assert 1 <= accepted.get("heads", 1) <= LIMITS.n_heads
     assert 1 <= len(accepted.get("tokens", ["t"])) <= LIMITS.tokens
     assert all(isinstance(message, str) and message for message in refused)
-    legacy = [name for name in params if name in ("preset", "tokens", "d_model", "heads", "seed")]
+    legacy = [name for name in params if name in ("example", "tokens", "d_model", "heads", "seed")]
     assert len(accepted) + len(refused) == len(legacy)  # the others are the page's to read
 
 
@@ -248,7 +248,7 @@ def test_invisible_or_overlong_tokens_are_refused_naming_them(token, words):
 
 
 def test_example_f_scaled_keeps_the_texts_d_k_of_64():
-    setup = setup_from_json(setup_to_json(SCENARIOS["ex_f_scaled"]))
+    setup = setup_from_json(setup_to_json(EXAMPLES["ex_f_scaled"]))
     assert setup.scaling == Scaling("sqrt_of", 64)
     assert "√64" in setup.scaling.describe(setup.sizes.d_k)
 
@@ -257,42 +257,42 @@ def test_example_f_scaled_keeps_the_texts_d_k_of_64():
 
 
 def edited(key: str, **arrays) -> Setup:
-    return dataclasses.replace(SCENARIOS[key].setup(), **arrays)
+    return dataclasses.replace(EXAMPLES[key].setup(), **arrays)
 
 
-@pytest.mark.parametrize("key", list(SCENARIOS))
-def test_an_unedited_preset_links_by_name(key):
-    params, complete = setup_to_link(SCENARIOS[key].setup(), SCENARIOS[key])
-    assert params == {"preset": key} and complete
+@pytest.mark.parametrize("key", list(EXAMPLES))
+def test_an_unedited_example_links_by_name(key):
+    params, complete = setup_to_link(EXAMPLES[key].setup(), EXAMPLES[key])
+    assert params == {"example": key} and complete
 
 
-def test_an_edited_cell_of_a_big_preset_fits_in_a_short_link():
-    x = SCENARIOS["ex_h_cross_attention"].x.copy()
+def test_an_edited_cell_of_a_big_example_fits_in_a_short_link():
+    x = EXAMPLES["ex_h_cross_attention"].x.copy()
     x[2, 300] = 0.25
     setup = edited("ex_h_cross_attention", x=x)
-    params, complete = setup_to_link(setup, SCENARIOS["ex_h_cross_attention"])
+    params, complete = setup_to_link(setup, EXAMPLES["ex_h_cross_attention"])
     assert complete and len(params["s"]) < 400
-    back = setup_from_link(params["s"], SCENARIOS)
+    back = setup_from_link(params["s"], EXAMPLES)
     assert back.same_inputs(setup) and back.origin == "ex_h_cross_attention"
 
 
 def test_a_setup_of_its_own_round_trips_through_a_link(rng):
-    base = SCENARIOS["cat_chases_mouse"]
+    base = EXAMPLES["cat_chases_mouse"]
     mask = np.array([[True, False, True], [True, True, False], [False, False, True]])
     setup = dataclasses.replace(base.setup(), mask=mask, x=rng.normal(size=(3, 4)).round(3), origin="",
                                 b_q=np.ones((2, 2)), b_k=np.zeros((2, 2)), b_v=np.zeros((2, 2)),
                                 b_o=np.zeros(4), scaling=Scaling("multiply", 0.3))
     params, complete = setup_to_link(setup, None)
     assert complete
-    back = setup_from_link(params["s"], SCENARIOS)
+    back = setup_from_link(params["s"], EXAMPLES)
     assert back.same_inputs(setup)
 
 
-def test_a_state_too_big_for_a_link_falls_back_to_its_preset(rng):
-    base = SCENARIOS["ex_i_parameter_count"]
+def test_a_state_too_big_for_a_link_falls_back_to_its_example(rng):
+    base = EXAMPLES["ex_i_parameter_count"]
     setup = dataclasses.replace(base.setup(), x=rng.normal(size=base.x.shape))
     params, complete = setup_to_link(setup, base)
-    assert params == {"preset": "ex_i_parameter_count"} and not complete
+    assert params == {"example": "ex_i_parameter_count"} and not complete
 
 
 @FUZZ
@@ -300,23 +300,23 @@ def test_a_state_too_big_for_a_link_falls_back_to_its_preset(rng):
     lambda b: "1." + base64.urlsafe_b64encode(zlib.compress(b)).decode()))
 def test_a_tampered_link_state_is_refused_with_a_message(state):
     with pytest.raises(ConfigError) as refused:
-        setup_from_link(state, SCENARIOS)
+        setup_from_link(state, EXAMPLES)
     assert str(refused.value)
 
 
 def test_a_truncated_link_state_is_refused():
-    x = SCENARIOS["cat_chases_mouse"].x + 1
-    params, _ = setup_to_link(edited("cat_chases_mouse", x=x), SCENARIOS["cat_chases_mouse"])
+    x = EXAMPLES["cat_chases_mouse"].x + 1
+    params, _ = setup_to_link(edited("cat_chases_mouse", x=x), EXAMPLES["cat_chases_mouse"])
     for cut in (1, 5, len(params["s"]) // 2):
         with pytest.raises(ConfigError, match="state"):
-            setup_from_link(params["s"][:-cut], SCENARIOS)
+            setup_from_link(params["s"][:-cut], EXAMPLES)
 
 
 def test_a_link_bomb_is_refused_without_inflating_it():
     bomb = "1." + base64.urlsafe_b64encode(zlib.compress(b" " * 50_000_000, 9)).decode()
     assert len(bomb) < 2 * LIMITS.link_chars * 10
     with pytest.raises(ConfigError):
-        setup_from_link(bomb, SCENARIOS)
+        setup_from_link(bomb, EXAMPLES)
 
 
 def test_a_setup_far_too_big_for_a_link_is_not_even_encoded(rng, monkeypatch):
@@ -367,7 +367,7 @@ def refusal(decode, text):
 
 
 ROUTES = {"file": lambda document: (setup_from_json, json.dumps(document, separators=(",", ":"))),
-          "link": lambda document: (lambda state: setup_from_link(state, SCENARIOS), link_of(document))}
+          "link": lambda document: (lambda state: setup_from_link(state, EXAMPLES), link_of(document))}
 OVER_LIMITS = {  # each one step over one limit, everything else tiny
     "attention cells": (dict(n_q=1024, h=13), "13 × 1024 × 1024 = 13,631,488 attention cells is over the "
                                               "limit of 12,582,912"),
@@ -397,7 +397,7 @@ def test_the_link_from_the_issue_is_refused_without_running_it():
     the page refused it."""
     state = link_of(zeros_document(n_q=1024, d_model=16, h=16))
     assert len(state) < 3_500
-    message, peak, seconds = refusal(lambda s: setup_from_link(s, SCENARIOS), state)
+    message, peak, seconds = refusal(lambda s: setup_from_link(s, EXAMPLES), state)
     assert "16 × 1024 × 1024 = 16,777,216 attention cells is over the limit of 12,582,912" in message
     assert peak < 3_000_000 and seconds < 2.0
 
@@ -411,26 +411,26 @@ def test_an_array_larger_than_any_setup_is_refused_from_its_lengths():
 
 
 def test_link_length_and_deflate_bombs_are_refused_naming_the_limit():
-    message, peak, seconds = refusal(lambda s: setup_from_link(s, SCENARIOS), "1." + "A" * 16_001)
+    message, peak, seconds = refusal(lambda s: setup_from_link(s, EXAMPLES), "1." + "A" * 16_001)
     assert "16,003 characters; the limit is 16,000" in message and seconds < 0.5
     bomb = "1." + base64.urlsafe_b64encode(zlib.compress(b"[" + b"0," * 5_000_000 + b"0]", 9)).decode()
     assert len(bomb) < 2 * LIMITS.link_chars
-    message, peak, seconds = refusal(lambda s: setup_from_link(s, SCENARIOS), bomb)
+    message, peak, seconds = refusal(lambda s: setup_from_link(s, EXAMPLES), bomb)
     assert "unpacks to more than 1,000,000 bytes" in message
     assert peak < 3_000_000 and seconds < 2.0
 
 
-def test_a_link_over_its_presets_arrays_never_turns_them_into_lists():
-    """A link that edits one cell of a 512-wide preset filled every array from the preset as a Python
+def test_a_link_over_its_examples_arrays_never_turns_them_into_lists():
+    """A link that edits one cell of a 512-wide example filled every array from the example as a Python
     list (about 30 MB for example H) before checking anything."""
-    x = SCENARIOS["ex_h_cross_attention"].x.copy()
+    x = EXAMPLES["ex_h_cross_attention"].x.copy()
     x[2, 300] = 0.25
-    params, _ = setup_to_link(edited("ex_h_cross_attention", x=x), SCENARIOS["ex_h_cross_attention"])
+    params, _ = setup_to_link(edited("ex_h_cross_attention", x=x), EXAMPLES["ex_h_cross_attention"])
     import tracemalloc
 
     tracemalloc.start()
     try:
-        back = setup_from_link(params["s"], SCENARIOS)
+        back = setup_from_link(params["s"], EXAMPLES)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -448,11 +448,11 @@ def test_old_link_tokens_and_heads_that_ask_too_much_together_are_refused():
     assert accepted["heads"] == 12 and len(accepted["tokens"]) == 1024 and not refused
 
 
-@pytest.mark.parametrize("key", list(SCENARIOS))
-def test_every_preset_is_within_the_limits(key):
+@pytest.mark.parametrize("key", list(EXAMPLES))
+def test_every_example_is_within_the_limits(key):
     from mha_core.setup import size_problem
 
-    assert size_problem(SCENARIOS[key].sizes) is None
+    assert size_problem(EXAMPLES[key].sizes) is None
 
 
 def test_what_the_page_writes_loads_back_a_large_custom_mask():
@@ -471,14 +471,14 @@ def test_what_the_page_writes_loads_back_a_large_custom_mask():
                                 mask=setup.mask[:100, :100])
     assert save_problem(small) is None and setup_from_json(setup_to_json(small)).same_inputs(small)
     params, complete = setup_to_link(small, None)
-    assert complete and setup_from_link(params["s"], SCENARIOS).same_inputs(small)
+    assert complete and setup_from_link(params["s"], EXAMPLES).same_inputs(small)
 
 
 # --- Issue 15, finding 10: a message says in words what was refused, never a Python object ---------
 
 def cat_sat_link(cells: str) -> str:
     """A link over the_cat_sat_two_heads whose x changes these cells (JSON text, written as is)."""
-    document = json.loads(setup_to_json(SCENARIOS["the_cat_sat_two_heads"]))
+    document = json.loads(setup_to_json(EXAMPLES["the_cat_sat_two_heads"]))
     document.update({name: "=" for name in ("w_q", "w_k", "w_v", "w_o")}, base="the_cat_sat_two_heads",
                     x={"cells": "CELLS"})
     text = json.dumps(document).replace('"CELLS"', cells)
@@ -496,7 +496,7 @@ def cat_sat_link(cells: str) -> str:
 ])
 def test_a_links_bad_cell_is_described_in_words(cells, words):
     with pytest.raises(ConfigError) as refused:
-        setup_from_link(cat_sat_link(cells), SCENARIOS)
+        setup_from_link(cat_sat_link(cells), EXAMPLES)
     assert words in str(refused.value)
     assert "object at" not in str(refused.value) and "_Huge" not in str(refused.value)
 

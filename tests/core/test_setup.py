@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course.scenarios import all_scenarios
+from course.examples import all_examples
 from mha_core import (
     ARRAYS,
     LIMITS,
@@ -28,7 +28,7 @@ from mha_core import (
 from mha_core.setup import covering, parse_number, resized, token_problem
 from tests.reference import naive_mha
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 
 
 def test_the_table_names_every_argument_of_the_core_once():
@@ -39,9 +39,9 @@ def test_the_table_names_every_argument_of_the_core_once():
     assert set(names) == core
 
 
-@pytest.mark.parametrize("key", list(SCENARIOS))
-def test_every_preset_has_exactly_the_shapes_of_the_table(key):
-    setup = SCENARIOS[key]
+@pytest.mark.parametrize("key", list(EXAMPLES))
+def test_every_example_has_exactly_the_shapes_of_the_table(key):
+    setup = EXAMPLES[key]
     sizes = setup.sizes
     assert {spec.name for spec in sizes.present()} == set(setup.arrays())
     for spec in sizes.present():
@@ -139,7 +139,7 @@ def test_resizing_keeps_what_fits_and_covering_remembers_both(rng):
 
 
 def test_same_inputs_ignores_the_origin_and_sees_every_array():
-    setup = SCENARIOS["cat_chases_mouse"].setup()
+    setup = EXAMPLES["cat_chases_mouse"].setup()
     assert setup.same_inputs(setup.with_origin("file"))
     x = setup.x.copy()
     x[2, 3] = 0.5
@@ -159,7 +159,7 @@ def test_row_sum_deviation_ignores_fully_masked_rows_and_sees_a_bad_row():
 
 
 def test_contribution_gap_is_zero_for_the_real_output_and_not_for_another(rng):
-    setup = SCENARIOS["visual_walkthrough"]
+    setup = EXAMPLES["visual_walkthrough"]
     r = setup.run()
     parts = head_contributions(r.head_outputs, setup.w_o)
     assert contribution_gap(parts, r.output) < 1e-12
@@ -170,11 +170,11 @@ def test_contribution_gap_is_zero_for_the_real_output_and_not_for_another(rng):
 
 
 def test_the_most_disagreeing_pair_is_two_different_heads():
-    setup = SCENARIOS["the_cat_sat_two_heads"]
+    setup = EXAMPLES["the_cat_sat_two_heads"]
     distances = pairwise_disagreement(setup.run().weights, setup.focus_query)
     a, b, value = most_disagreeing_pair(distances)
     assert (a, b) == (0, 1) and round(value, 3) == 0.813  # chapter 002
-    one_token = SCENARIOS["ex_b_two_heads_one_token"]
+    one_token = EXAMPLES["ex_b_two_heads_one_token"]
     a, b, value = most_disagreeing_pair(pairwise_disagreement(one_token.run().weights, 0))
     assert a != b and value == 0.0  # not "head 1 vs head 1"
     assert most_disagreeing_pair(np.zeros((1, 1))) is None

@@ -15,13 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from course.export import main, preset_script, setup_to_script
-from course.scenarios import all_scenarios
+from course.examples import all_examples
+from course.export import example_script, main, setup_to_script
 from mha_core import Setup
 from mha_core.codec import setup_to_json
 from tests.strategies import random_setups
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 
 
 def run_script(text: str, tmp_path) -> dict[str, np.ndarray]:
@@ -40,11 +40,11 @@ def assert_same(printed: dict, setup: Setup) -> None:
     np.testing.assert_allclose(printed["output"], result.output, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("key", list(SCENARIOS))
-def test_every_presets_script_prints_the_cores_numbers(key, tmp_path):
-    text = preset_script(key)
+@pytest.mark.parametrize("key", list(EXAMPLES))
+def test_every_examples_script_prints_the_cores_numbers(key, tmp_path):
+    text = example_script(key)
     assert "import mha_core" not in text and len(text) < 20_000  # short, and NumPy alone
-    assert_same(run_script(text, tmp_path), SCENARIOS[key])
+    assert_same(run_script(text, tmp_path), EXAMPLES[key])
 
 
 def setups():
@@ -57,12 +57,12 @@ def test_a_random_setups_script_prints_the_cores_numbers(tmp_path, setup):
     assert_same(run_script(setup_to_script(setup), tmp_path), setup)
 
 
-def test_the_command_line_exports_a_saved_file_and_a_preset(tmp_path, capsys):
+def test_the_command_line_exports_a_saved_file_and_a_example(tmp_path, capsys):
     saved = tmp_path / "attention-setup.json"
-    saved.write_text(setup_to_json(SCENARIOS["cat_chases_mouse"]))
+    saved.write_text(setup_to_json(EXAMPLES["cat_chases_mouse"]))
     assert main([str(saved)]) == 0
-    assert_same(run_script(capsys.readouterr().out, tmp_path), SCENARIOS["cat_chases_mouse"])
-    assert main(["--preset", "ex_f_scaled"]) == 0
+    assert_same(run_script(capsys.readouterr().out, tmp_path), EXAMPLES["cat_chases_mouse"])
+    assert main(["--example", "ex_f_scaled"]) == 0
     assert "divided by √64" in capsys.readouterr().out
 
 
@@ -72,11 +72,11 @@ def test_the_command_line_refuses_a_bad_file_with_a_message(tmp_path, capsys):
     assert main([str(bad)]) == 2
     assert "x holds a string '1.5'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        main(["--preset", "no_such_preset"])
+        main(["--example", "no_such_example"])
 
 
 def test_a_setup_too_big_for_literals_is_refused():
-    big = SCENARIOS["ex_i_parameter_count"].setup()  # no recipe: a million literals
+    big = EXAMPLES["ex_i_parameter_count"].setup()  # no recipe: a million literals
     with pytest.raises(ValueError, match="too many to write out"):
         setup_to_script(big)
 
@@ -108,7 +108,7 @@ def test_the_csv_zip_holds_every_step_with_its_labels_and_exact_numbers(setup):
 # --- Issue 15, finding 1: nothing from outside runs in an exported script ---------------------------
 
 POC_NAME = 'x""";import os;os.system("touch PWNED");""".json'  # the file name from the issue
-PLAIN = SCENARIOS["cat_chases_mouse"].setup()
+PLAIN = EXAMPLES["cat_chases_mouse"].setup()
 
 
 def run_in_fresh_dir(text: str) -> tuple[str, list[str]]:
@@ -167,20 +167,21 @@ def test_any_outside_text_is_inert_in_the_script(title, tokens, origin):
 
 @pytest.mark.parametrize("text", NASTY, ids=lambda text: ascii(text)[:20])
 def test_each_text_that_ends_a_string_or_a_line_stays_in_its_comment(text):
-    preset = SCENARIOS["ex_h_cross_attention"]  # cross-attention: key tokens too; a recipe
-    setup = dataclasses.replace(preset.setup(), tokens=(text, "a", "b"), kv_tokens=("c", text, "d", "e", "f"))
-    script = setup_to_script(setup, title=text, recipe=preset.recipe)
-    plain = setup_to_script(preset, title="plain", recipe=preset.recipe)
+    example = EXAMPLES["ex_h_cross_attention"]  # cross-attention: key tokens too; a recipe
+    setup = dataclasses.replace(example.setup(), tokens=(text, "a", "b"),
+                                kv_tokens=("c", text, "d", "e", "f"))
+    script = setup_to_script(setup, title=text, recipe=example.recipe)
+    plain = setup_to_script(example, title="plain", recipe=example.recipe)
     assert script.isascii() or "√" in script
     assert len(script.splitlines()) == len(plain.splitlines())
     assert ast.dump(ast.parse(script)) == ast.dump(ast.parse(plain))  # the same code: the text is in comments
 
 
-def test_a_recipe_from_outside_is_refused_and_a_presets_own_is_written():
-    with pytest.raises(ValueError, match="only a preset's own recipe"):
+def test_a_recipe_from_outside_is_refused_and_a_examples_own_is_written():
+    with pytest.raises(ValueError, match="only an example's own recipe"):
         setup_to_script(PLAIN, recipe="import os; os.system('touch PWNED')\n")
-    preset = SCENARIOS["ex_h_cross_attention"]
-    assert preset.recipe in setup_to_script(preset, recipe=preset.recipe)
+    example = EXAMPLES["ex_h_cross_attention"]
+    assert example.recipe in setup_to_script(example, recipe=example.recipe)
 
 
 def test_outside_text_never_reaches_the_first_two_lines():

@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app import lab_figures
+from course.examples import all_examples
 from course.labs import (
     KINDS,
     MAX_KEYS,
-    SCORE_PRESETS,
+    SCORE_EXAMPLES,
     SEQUENCE_LENGTHS,
     WIDTHS,
     attended_pairs,
@@ -36,15 +37,14 @@ from course.labs import (
     score_row,
     top_weight,
 )
-from course.scenarios import all_scenarios
 from mha_core import attention_flops, count_parameters
 from tests.apptest_util import chart_specs, fresh_app, goto
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 
 
 def lab_row(key: str, temperature: float | None = None):
-    inputs = score_inputs(SCENARIOS[key])
+    inputs = score_inputs(EXAMPLES[key])
     return score_row(inputs.scores, inputs.values, inputs.temperature if temperature is None else temperature)
 
 
@@ -53,13 +53,13 @@ def lab_row(key: str, temperature: float | None = None):
 
 def test_example_c_equal_scores_give_the_plain_average():
     row = lab_row("ex_c_equal_scores")
-    np.testing.assert_allclose(row.weights, SCENARIOS["ex_c_equal_scores"].expected["weights"], atol=1e-15)
-    assert round(row.output, 10) == SCENARIOS["ex_c_equal_scores"].expected["output"] == 20
+    np.testing.assert_allclose(row.weights, EXAMPLES["ex_c_equal_scores"].expected["weights"], atol=1e-15)
+    assert round(row.output, 10) == EXAMPLES["ex_c_equal_scores"].expected["output"] == 20
 
 
 def test_example_d_one_huge_score_collapses_onto_token_3():
     row = lab_row("ex_d_one_huge_score")
-    expected = SCENARIOS["ex_d_one_huge_score"].expected
+    expected = EXAMPLES["ex_d_one_huge_score"].expected
     assert round(row.weights[2], 11) == expected["w3"] == 0.99999999588
     assert round(row.weights[0], 10) == expected["w1"]
     assert round(row.output, 8) == expected["output"] == 29.99999994
@@ -68,7 +68,7 @@ def test_example_d_one_huge_score_collapses_onto_token_3():
 
 def test_example_e_negative_score_still_gets_a_positive_weight():
     row = lab_row("ex_e_negative_score")
-    expected = SCENARIOS["ex_e_negative_score"].expected
+    expected = EXAMPLES["ex_e_negative_score"].expected
     assert round(row.output, 2) == expected["output"] == 198.20
     np.testing.assert_allclose(row.weights, expected["weights"], atol=5e-6)  # printed to 5 decimals
     assert list(row.negative) == [0]
@@ -77,23 +77,23 @@ def test_example_e_negative_score_still_gets_a_positive_weight():
 
 def test_example_f_scaled_and_unscaled():
     unscaled, scaled = lab_row("ex_f_unscaled"), lab_row("ex_f_scaled")
-    assert score_inputs(SCENARIOS["ex_f_scaled"]).temperature == 8.0  # √64, read from the preset's scaling
-    np.testing.assert_allclose(scaled.scaled, SCENARIOS["ex_f_scaled"].expected["scaled"])  # (5, 1)
-    assert round(scaled.weights[0], 4) == SCENARIOS["ex_f_scaled"].expected["w1"] == 0.9820
-    assert round(unscaled.weights[0], 14) == SCENARIOS["ex_f_unscaled"].expected["w1"]
+    assert score_inputs(EXAMPLES["ex_f_scaled"]).temperature == 8.0  # √64, read from the example's scaling
+    np.testing.assert_allclose(scaled.scaled, EXAMPLES["ex_f_scaled"].expected["scaled"])  # (5, 1)
+    assert round(scaled.weights[0], 4) == EXAMPLES["ex_f_scaled"].expected["w1"] == 0.9820
+    assert round(unscaled.weights[0], 14) == EXAMPLES["ex_f_unscaled"].expected["w1"]
     np.testing.assert_allclose(unscaled.weights[1], math.exp(-32), rtol=1e-12)  # 1 − w1 = e^-32, not 0
 
 
 def test_example_g_weight_on_cat():
     row = lab_row("ex_g_coreference")
-    inputs = score_inputs(SCENARIOS["ex_g_coreference"])
+    inputs = score_inputs(EXAMPLES["ex_g_coreference"])
     assert inputs.keys[int(np.argmax(row.weights))] == "cat"
-    assert round(row.weights[0], 4) == SCENARIOS["ex_g_coreference"].expected["w_cat"] == 0.6963
+    assert round(row.weights[0], 4) == EXAMPLES["ex_g_coreference"].expected["w_cat"] == 0.6963
 
 
-def test_every_score_preset_loads_into_the_lab():
-    for key in SCORE_PRESETS:
-        inputs = score_inputs(SCENARIOS[key])
+def test_every_score_example_loads_into_the_lab():
+    for key in SCORE_EXAMPLES:
+        inputs = score_inputs(EXAMPLES[key])
         assert inputs.scores.shape == inputs.values.shape == (len(inputs.keys),)
 
 
@@ -164,7 +164,7 @@ def test_gap_curve_rises_from_uniform_to_one(n_keys):
 
 
 def test_gap_curve_agrees_with_the_softmax_and_example_d():
-    assert round(float(top_weight(20, 3)), 11) == SCENARIOS["ex_d_one_huge_score"].expected["w3"]
+    assert round(float(top_weight(20, 3)), 11) == EXAMPLES["ex_d_one_huge_score"].expected["w3"]
     row = score_row([0, 0, 0, 4.5], [0, 0, 0, 1], temperature=1.5)
     assert math.isclose(float(top_weight(4.5, 4, 1.5)), row.weights[-1], rel_tol=1e-12)
     assert gap_of([0, 0, 20]) == 20 and gap_of([-3, 1]) == 4 and gap_of([2, 2, 2]) == 0
@@ -200,7 +200,7 @@ def test_largest_weight_climbs_unscaled_and_stays_level_scaled():
 
 def test_example_i_parameter_count():
     count = parameter_count(512, 8, 64, 64)
-    expected = SCENARIOS["ex_i_parameter_count"].expected
+    expected = EXAMPLES["ex_i_parameter_count"].expected
     assert count.total == expected["total"] == 1_048_576 == 4 * 512**2
     assert count.w_q // 8 == expected["per_head_projection"]
     assert count.w_q + count.w_k + count.w_v == expected["projections"]
@@ -231,14 +231,14 @@ def test_example_h_shapes():
     shapes = {step.name: step.shape for step in cross_attention_shapes(3, 5, 512, 8, 64, 64)}
     assert shapes["Q_i = X W_i^Q"] == (3, 64)
     assert shapes["K_i = X_kv W_i^K"] == (5, 64)
-    assert shapes["scores Q_i K_iᵀ"] == SCENARIOS["ex_h_cross_attention"].expected["scores_shape"][1:]
-    assert shapes["head_i = weights V_i"] == SCENARIOS["ex_h_cross_attention"].expected["head_shape"]
-    assert shapes["concat of the heads"] == SCENARIOS["ex_h_cross_attention"].expected["concat_shape"]
+    assert shapes["scores Q_i K_iᵀ"] == EXAMPLES["ex_h_cross_attention"].expected["scores_shape"][1:]
+    assert shapes["head_i = weights V_i"] == EXAMPLES["ex_h_cross_attention"].expected["head_shape"]
+    assert shapes["concat of the heads"] == EXAMPLES["ex_h_cross_attention"].expected["concat_shape"]
     assert shapes["output = concat W_O"] == (3, 512)
 
 
 def test_example_h_shapes_match_the_core():
-    result = SCENARIOS["ex_h_cross_attention"].run()
+    result = EXAMPLES["ex_h_cross_attention"].run()
     shapes = {step.name: step.shape for step in cross_attention_shapes(3, 5, 512, 8, 64, 64)}
     assert shapes["scores Q_i K_iᵀ"] == result.scores.shape[1:]
     assert shapes["head_i = weights V_i"] == result.head_outputs.shape[1:]
@@ -480,7 +480,7 @@ def test_labs_page_draws_all_three_labs(labs):
     assert "1 − 1.266e-14" in text and "0.9820" in text  # example F side by side
 
 
-PRESET_OUTPUTS = [  # preset -> what its output line must say
+EXAMPLE_OUTPUTS = [  # example -> what its output line must say
     ("ex_d_one_huge_score", "= **30.00** (more precisely 29.99999994)"),
     ("ex_e_negative_score", "= **198.20** (more precisely 198.201379)"),
     ("ex_f_unscaled", "(1 − 1.266e-14) × 1.00"),
@@ -490,21 +490,21 @@ PRESET_OUTPUTS = [  # preset -> what its output line must say
 ]
 
 
-def test_each_preset_button_loads_its_numbers(labs):
+def test_each_example_button_loads_its_numbers(labs):
     at = labs
-    for key, output in PRESET_OUTPUTS:
+    for key, output in EXAMPLE_OUTPUTS:
         at.button(key=f"lab_load_{key}").click().run()
         assert not at.exception
         text = page_text(at)
         assert output in text, (key, [m.value for m in at.markdown if "output" in m.value])
-        inputs = score_inputs(SCENARIOS[key])
+        inputs = score_inputs(EXAMPLES[key])
         np.testing.assert_allclose(parse_numbers(at.text_input(key="lab_scores").value), inputs.scores)
         assert at.slider(key="lab_temperature").value == inputs.temperature
         names = at.text_input(key="lab_keys").value  # empty for k1, k2, ...: the lab's own names
         assert names == ("cat ate the fish because it" if key == "ex_g_coreference" else "")
 
 
-def test_preset_numbers_reach_the_weight_chart_and_notes(labs):
+def test_example_numbers_reach_the_weight_chart_and_notes(labs):
     at = labs
     at.button(key="lab_load_ex_e_negative_score").click().run()
     bars = chart_specs(at)["lab_chart_weights"]["data"][0]

@@ -21,7 +21,7 @@ from course.i18n import (
     translator,
 )
 from course.steps import SCREENS, STEPS, in_language
-from tests.apptest_util import address, chart_specs, fresh_app, goto, open_address, pick_preset, texts
+from tests.apptest_util import address, chart_specs, fresh_app, goto, open_address, pick_example, texts
 
 TRANSLATED = [code for code in LANGUAGES if code != "en"]
 # What a translation keeps exactly as the English has it: symbols, formulas' names, Markdown.
@@ -121,7 +121,7 @@ def test_a_link_s_language_shows_every_step_in_it_and_stays_in_the_address(code)
     assert not at.exception
     assert step_headings(at) == [step.title for step in steps.values()]
     assert not set(step_headings(at)) & {step.title for step in STEPS.values()}  # no English title left
-    pick_preset(at, "ex_e_negative_score")
+    pick_example(at, "ex_e_negative_score")
     assert address(at)["lang"] == code  # a change of setup keeps the reader's language
     goto(at, "present")
     title = next(text for text in texts(at.markdown) if text.startswith("### "))
@@ -201,7 +201,7 @@ def test_numbers_in_text_follow_the_language_and_labels_do_not():
 def test_a_german_reader_s_charts_write_decimal_commas_on_cells_hover_and_axes():
     """Cells and hover of the cat sat's weights in German: '0,67'; the labels before a hover's number
     stay as typed (a token '3.14' is not a number to rewrite)."""
-    at = open_address({"lang": "de", "preset": "the_cat_sat_two_heads"})
+    at = open_address({"lang": "de", "example": "the_cat_sat_two_heads"})
     english = fresh_app()
     spec, english_spec = chart_specs(at)["chart_weights"], chart_specs(english)["chart_weights"]
     assert spec["layout"]["separators"] == ",." and "separators" not in english_spec["layout"]
@@ -211,7 +211,7 @@ def test_a_german_reader_s_charts_write_decimal_commas_on_cells_hover_and_axes()
             assert [c for row in trace["text"] for c in row] == [c.replace(".", ",") for c in cells]
     hover = spec["data"][1]["hovertext"][2][1]  # head 2, query 'sat', key 'cat'
     assert hover == "Query sat, Key cat: Gewicht 0,6652"  # the words German too (the glossary's)
-    at = open_address({"lang": "de", "preset": "the_cat_sat_two_heads"})
+    at = open_address({"lang": "de", "example": "the_cat_sat_two_heads"})
     at.text_input(key="tokens_text").set_value("3.14 cat sat").run()
     hover = chart_specs(at)["chart_weights"]["data"][1]["hovertext"][0][0]
     assert hover.startswith("Query 3.14, Key 3.14: Gewicht ") and "," in hover.rpartition(": ")[2]
@@ -220,7 +220,7 @@ def test_a_german_reader_s_charts_write_decimal_commas_on_cells_hover_and_axes()
 def test_the_presenter_speaks_german_with_german_numbers_on_every_screen():
     """Example I (d_model 512, h 8) walked screen by screen in German: no exception, the cost screen
     says its sentences in German with 4 · 512² written 1.048.576, and no presenter sentence stays English."""
-    at = open_address({"lang": "de", "preset": "ex_i_parameter_count"})
+    at = open_address({"lang": "de", "example": "ex_i_parameter_count"})
     goto(at, "present")
     seen = []
     while True:

@@ -1,5 +1,5 @@
 """The quiz: questions generated from a setup mark right answers right and wrong ones wrong, their
-answers are mha_core's numbers, the draw is fixed by the seed, and the page runs on every preset."""
+answers are mha_core's numbers, the draw is fixed by the seed, and the page runs on every example."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from course.examples import DEFAULT_EXAMPLE, GENERATED, all_examples, generated_setup
 from course.quiz import (
     FLAT_AT,
     KINDS,
@@ -24,13 +25,12 @@ from course.quiz import (
     read_shape,
     relative_tolerance,
 )
-from course.scenarios import DEFAULT_SCENARIO, GENERATED, all_scenarios, generated_setup
 from mha_core import Setup
 from mha_core.analysis import most_disagreeing_pair, normalised_entropy, pairwise_disagreement
-from tests.apptest_util import fresh_app, goto, open_address, pick_preset, texts
+from tests.apptest_util import fresh_app, goto, open_address, pick_example, texts
 from tests.strategies import random_setups
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 JUNK = ["", "   ", "abc", "1,2,3", "0x10", "inf", "-inf", "nan", "1e999", "<script>", "3 × ", "½", "١٢",
         "--1"]
 
@@ -184,9 +184,9 @@ def test_forecasts_are_answered_at_the_step_asked(setup, seed, step):
         assert_answer_is_the_cores(question, setup, result)
 
 
-@pytest.mark.parametrize("key", list(SCENARIOS))
-def test_every_preset_generates_and_forecasts(key):
-    setup = SCENARIOS[key]
+@pytest.mark.parametrize("key", list(EXAMPLES))
+def test_every_example_generates_and_forecasts(key):
+    setup = EXAMPLES[key]
     result = setup.run()
     questions = generate(setup, result, 0)
     assert len(questions) == 10
@@ -200,8 +200,8 @@ def test_every_preset_generates_and_forecasts(key):
             assert_marks_right_and_wrong(question)
 
 
-def test_the_default_presets_forecasts_cover_every_step():
-    setup = SCENARIOS[DEFAULT_SCENARIO]
+def test_the_default_examples_forecasts_cover_every_step():
+    setup = EXAMPLES[DEFAULT_EXAMPLE]
     result = setup.run()
     asked = {step: forecast(setup, result, step, seed) for step in range(1, 9) for seed in range(4)}
     assert all(question is not None for question in asked.values())
@@ -209,7 +209,7 @@ def test_the_default_presets_forecasts_cover_every_step():
     assert sixth.kind == "disagreeing_pair" and sixth.answer == "3 · sat"  # chapter 002's 0.813
 
 
-def test_generated_presets_generate():
+def test_generated_examples_generate():
     for kind in GENERATED:
         setup = generated_setup(kind, 5)
         questions = generate(setup, setup.run(), 1)
@@ -217,8 +217,8 @@ def test_generated_presets_generate():
 
 
 @pytest.mark.parametrize("key", ["ex_h_cross_attention", "ex_i_parameter_count"])
-def test_generation_is_fast_on_the_512_wide_presets(key):
-    setup = SCENARIOS[key]
+def test_generation_is_fast_on_the_512_wide_examples(key):
+    setup = EXAMPLES[key]
     result = setup.run()
     took = min(_timed(generate, setup, result, seed) for seed in range(3))
     assert took < 0.05, f"{took * 1000:.0f} ms"
@@ -231,7 +231,7 @@ def _timed(call, *args) -> float:
 
 
 def test_the_same_seed_gives_the_same_questions_and_other_seeds_other_draws():
-    setup = SCENARIOS["visual_walkthrough"]
+    setup = EXAMPLES["visual_walkthrough"]
     result = setup.run()
     assert generate(setup, result, 7) == generate(setup, result, 7)
     assert generate(setup.setup(), setup.run(), 7) == generate(setup, result, 7)  # the inputs, not the object
@@ -247,8 +247,8 @@ def test_kinds_are_mixed():
 
 
 def test_ties_are_never_asked_as_a_top_key():
-    equal = SCENARIOS["ex_c_equal_scores"]  # one query, three equal scores
-    one_head = SCENARIOS["the_cat_sat_one_head"]  # row 'sat' (3) is exactly uniform
+    equal = EXAMPLES["ex_c_equal_scores"]  # one query, three equal scores
+    one_head = EXAMPLES["the_cat_sat_one_head"]  # row 'sat' (3) is exactly uniform
     for seed in range(30):
         assert all(q.kind != "top_key" for q in generate(equal, equal.run(), seed))
         tops = [q for q in generate(one_head, one_head.run(), seed) if q.kind == "top_key"]
@@ -256,7 +256,7 @@ def test_ties_are_never_asked_as_a_top_key():
 
 
 def test_a_one_token_setup_asks_no_top_key_and_no_disagreement():
-    setup = SCENARIOS["ex_b_two_heads_one_token"]
+    setup = EXAMPLES["ex_b_two_heads_one_token"]
     questions = generate(setup, setup.run(), 0, count=30)
     kinds = {q.kind for q in questions}
     assert "top_key" not in kinds and "flat_head" not in kinds and "disagreeing_pair" not in kinds
@@ -277,7 +277,7 @@ def test_masked_keys_are_never_the_answer():
 
 
 def test_repeated_tokens_get_unambiguous_labels():
-    setup = SCENARIOS["ex_i_parameter_count"]  # 'the cat sat on the mat'
+    setup = EXAMPLES["ex_i_parameter_count"]  # 'the cat sat on the mat'
     questions = generate(setup, setup.run(), 0, count=40)
     assert all(len(set(q.choices)) == len(q.choices) for q in questions)
     named = " ".join(q.prompt + " " + " ".join(q.choices) for q in questions)
@@ -285,7 +285,7 @@ def test_repeated_tokens_get_unambiguous_labels():
 
 
 def test_flat_is_the_workbenchs_flat():
-    setup = SCENARIOS["the_cat_sat_one_head"]
+    setup = EXAMPLES["the_cat_sat_one_head"]
     result = setup.run()
     flats = [q for seed in range(20) for q in generate(setup, result, seed) if q.kind == "flat_head"]
     assert {q.answer for q in flats} == {"yes", "no"}  # 'sat' is uniform, 'the' is not
@@ -387,12 +387,12 @@ def quiz_app():
     return at
 
 
-@pytest.mark.parametrize("key", [*SCENARIOS, *GENERATED])
-def test_the_page_runs_on_every_preset(quiz_app, key):
+@pytest.mark.parametrize("key", [*EXAMPLES, *GENERATED])
+def test_the_page_runs_on_every_example(quiz_app, key):
     at = quiz_app
-    pick_preset(at, key)
+    pick_example(at, key)
     assert not at.exception
-    setup = generated_setup(key, at.session_state["origin_seed"]) if key in GENERATED else SCENARIOS[key]
+    setup = generated_setup(key, at.session_state["origin_seed"]) if key in GENERATED else EXAMPLES[key]
     seed = at.session_state["selections"].get("quiz_seed", 0)
     first = generate(setup, setup.run(), seed)[0]
     assert shown_question(at) == first.prompt
@@ -402,7 +402,7 @@ def test_the_page_runs_on_every_preset(quiz_app, key):
 def test_answering_right_raises_the_score_junk_gets_a_hint_and_a_wrong_number_is_wrong():
     at = fresh_app()
     goto(at, "quiz")
-    setup = SCENARIOS[DEFAULT_SCENARIO]
+    setup = EXAMPLES[DEFAULT_EXAMPLE]
     questions = generate(setup, setup.run(), 0)
     answer(at, questions[0], questions[0].answer_text)
     assert not at.exception
@@ -426,7 +426,7 @@ def test_answering_right_raises_the_score_junk_gets_a_hint_and_a_wrong_number_is
 def test_the_arithmetic_is_shown_on_request():
     at = fresh_app()
     goto(at, "quiz")
-    setup = SCENARIOS[DEFAULT_SCENARIO]
+    setup = EXAMPLES[DEFAULT_EXAMPLE]
     questions = generate(setup, setup.run(), 0)
     index = next(i for i, q in enumerate(questions) if q.cell is not None)
     for _ in range(index):
@@ -445,7 +445,7 @@ def test_a_link_gives_everyone_the_same_first_question():
     assert not first.exception and not second.exception
     assert first.session_state["selections"]["quiz_seed"] == 4
     assert shown_question(first) == shown_question(second)
-    setup = SCENARIOS[DEFAULT_SCENARIO]
+    setup = EXAMPLES[DEFAULT_EXAMPLE]
     assert shown_question(first) == generate(setup, setup.run(), 4)[0].prompt
 
 
@@ -466,10 +466,10 @@ def test_a_new_setup_restarts_the_questions():
     at.button(key="quiz_next").click().run()
     at.button(key="quiz_next").click().run()
     assert at.session_state["quiz_index"] == 2
-    pick_preset(at, "ex_g_coreference")
+    pick_example(at, "ex_g_coreference")
     assert not at.exception
     assert at.session_state["quiz_index"] == 0 and at.session_state["quiz_given"] == {}
-    expected = generate(SCENARIOS["ex_g_coreference"], SCENARIOS["ex_g_coreference"].run(), 0)[0]
+    expected = generate(EXAMPLES["ex_g_coreference"], EXAMPLES["ex_g_coreference"].run(), 0)[0]
     assert any("starts again" in i for i in texts(at.info))
     assert shown_question(at) == expected.prompt
 

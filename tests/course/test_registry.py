@@ -22,12 +22,12 @@ import streamlit as st
 from app import page_export
 from app.views import present, workbench
 from course import steps as course_steps
-from course.scenarios import all_scenarios
+from course.examples import all_examples
 from course.steps import SCREENS, STEPS, Screen, Step
 from mha_core.derive import compare_heads, cost_of
-from tests.apptest_util import fresh_app, goto, pick_preset, texts
+from tests.apptest_util import fresh_app, goto, pick_example, texts
 
-CHAPTER_PRESETS = sorted(all_scenarios())
+CHAPTER_EXAMPLES = sorted(all_examples())
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -67,7 +67,7 @@ def test_every_layout_draws_the_registry_s_steps_in_its_order():
     assert workbench_headings(at) == registry_order()
     goto(at, "present")
     assert presenter_titles(at) == [screen.title for screen in SCREENS]
-    setup = all_scenarios()["the_cat_sat_two_heads"].setup()
+    setup = all_examples()["the_cat_sat_two_heads"].setup()
     assert page_sections(page_export.page_html(setup, title="t")) == registry_order()
 
 
@@ -82,9 +82,9 @@ def test_the_presenter_s_screens_are_the_registry_s_and_each_names_its_step():
     assert set(workbench.Page.DRAW) == set(STEPS)
 
 
-@pytest.mark.parametrize("key", CHAPTER_PRESETS)
+@pytest.mark.parametrize("key", CHAPTER_EXAMPLES)
 def test_what_step_6_derives_matches_a_naive_loop(key):
-    result = all_scenarios()[key].run()
+    result = all_examples()[key].run()
     h, n_q, n_k = result.weights.shape
     for query in range(n_q):
         compared = compare_heads(result.weights, query, "l2")
@@ -104,9 +104,9 @@ def test_what_step_6_derives_matches_a_naive_loop(key):
             assert (head in compared.flat) == (entropy >= 0.95)
 
 
-@pytest.mark.parametrize("key", CHAPTER_PRESETS)
+@pytest.mark.parametrize("key", CHAPTER_EXAMPLES)
 def test_what_steps_7_and_3_derive_match_naive_loops(key):
-    setup = all_scenarios()[key].setup()
+    setup = all_examples()[key].setup()
     result = setup.run()
     derived = STEPS[7].derive(setup, result, {})
     h, n_q, d_v = result.head_outputs.shape
@@ -127,13 +127,13 @@ def test_what_steps_7_and_3_derive_match_naive_loops(key):
 
 def test_example_i_costs_four_d_model_squared():
     """Chapter 003, example I: d_model = 512, h = 8: 4 x 512^2 = 1,048,576 parameters."""
-    setup = all_scenarios()["ex_i_parameter_count"].setup()
+    setup = all_examples()["ex_i_parameter_count"].setup()
     cost = STEPS[3].derive(setup, setup.run(), {})
     assert cost.total == 1_048_576 and cost.four_d_squared
 
 
 def test_each_derived_value_is_frozen():
-    setup = all_scenarios()["the_cat_sat_two_heads"].setup()
+    setup = all_examples()["the_cat_sat_two_heads"].setup()
     result = setup.run()
     for number, step in STEPS.items():
         if step.derive is None:
@@ -165,11 +165,11 @@ def test_a_step_added_in_three_places_appears_on_every_layout(monkeypatch):
     assert not at.exception
     assert workbench_headings(at)[-1] == (9, added.title)
     assert "drawn by the added step" in texts(at.caption)
-    pick_preset(at, "the_cat_sat_two_heads")
+    pick_example(at, "the_cat_sat_two_heads")
     goto(at, "present")
     assert presenter_titles(at)[-1] == "A screen added by a test"
     assert "drawn by the added screen" in texts(at.caption)
-    setup = all_scenarios()["the_cat_sat_two_heads"].setup()
+    setup = all_examples()["the_cat_sat_two_heads"].setup()
     assert page_sections(page_export.page_html(setup, title="t"))[-1] == (9, added.title)
 
 
@@ -231,7 +231,7 @@ def imported_modules(path: Path) -> set[str]:
 def test_the_exported_script_names_each_step_as_the_registry_does():
     from course.export import setup_to_script
 
-    script = setup_to_script(all_scenarios()["the_cat_sat_two_heads"].setup())
+    script = setup_to_script(all_examples()["the_cat_sat_two_heads"].setup())
     named = re.findall(r"^# Step (\d+) · (.+)$", script, flags=re.MULTILINE)
     assert [int(n) for n, _ in named] == [2, 3, 4, 5, 7]  # the steps the script computes, in order
     assert all(title == STEPS[int(n)].title for n, title in named)

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course.scenarios import all_scenarios, generated_setup
+from course.examples import all_examples, generated_setup
 from course.worksheet import DECIMALS, HAND_DOT_MAX, MAX_COLUMNS, number, worksheet_html
 from mha_core import Setup
 from tests.course.test_quiz import setups
 
-SCENARIOS = all_scenarios()
+EXAMPLES = all_examples()
 ANSWER = re.compile(r'data-cell="(\w+) ([\d ]+)">([^<]+)<')
 PRINTABLE_MM = 180  # A4 210 mm less two 15 mm margins
 
@@ -71,10 +71,10 @@ def assert_prints_on_a4(html: str) -> None:
     assert widths and max(widths) <= PRINTABLE_MM
 
 
-@pytest.mark.parametrize("key", list(SCENARIOS))
-def test_every_presets_answer_key_is_the_cores(key):
-    html = worksheet_html(SCENARIOS[key], SCENARIOS[key].run(), title=SCENARIOS[key].title, seed=0)
-    assert_key_is_the_cores(html, SCENARIOS[key])
+@pytest.mark.parametrize("key", list(EXAMPLES))
+def test_every_examples_answer_key_is_the_cores(key):
+    html = worksheet_html(EXAMPLES[key], EXAMPLES[key].run(), title=EXAMPLES[key].title, seed=0)
+    assert_key_is_the_cores(html, EXAMPLES[key])
     assert_prints_on_a4(html)
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
 
@@ -112,12 +112,12 @@ def test_tokens_are_escaped():
 
 
 def test_a_large_d_k_gives_the_scores_instead_of_dot_products():
-    setup = SCENARIOS["ex_h_cross_attention"]  # d_k = 64
+    setup = EXAMPLES["ex_h_cross_attention"]  # d_k = 64
     html = worksheet_html(setup, setup.run(), title="H", seed=2)
     assert "Raw scores q · k</h2>" not in html and "raw score q · k" in html
     assert "Q of head" not in html and "V of head" in html
     assert f"columns {MAX_COLUMNS + 1} to 64 are not needed" in html
-    small = SCENARIOS["visual_walkthrough"]  # d_k = 2: dot products by hand
+    small = EXAMPLES["visual_walkthrough"]  # d_k = 2: dot products by hand
     assert "Raw scores q · k</h2>" in worksheet_html(small, small.run(), title="V", seed=2)
 
 
@@ -130,7 +130,7 @@ def test_masked_keys_are_marked_and_weigh_nothing():
 
 
 def test_the_seed_picks_the_head():
-    setup = SCENARIOS["ex_i_parameter_count"]
+    setup = EXAMPLES["ex_i_parameter_count"]
     heads = {re.search(r"Work in head (\d+)", worksheet_html(setup, setup.run(), title="I", seed=s))[1]
              for s in range(12)}
     assert len(heads) >= 3
@@ -191,7 +191,7 @@ def test_a_long_token_worksheet_fits_the_a4_width_in_chromium(tmp_path):
 def test_the_sheet_page_and_file_name_count_the_seed_alike():
     from app.views.quiz import worksheet_file_name
 
-    setup = SCENARIOS["the_cat_sat_two_heads"]
+    setup = EXAMPLES["the_cat_sat_two_heads"]
     for seed in (0, 4):
         html = worksheet_html(setup, setup.run(), title="t", seed=seed)
         shown = seed + 1  # the Quiz page says "Quiz seed {seed + 1}"; the link's quiz= is the same
@@ -204,13 +204,13 @@ def pdf_pages(pdf: bytes) -> int:
     return pdf.count(b"/Type /Page") - pdf.count(b"/Type /Pages")
 
 
-def test_every_presets_sheet_prints_on_one_page_and_its_key_on_another():
-    """Printed by Chromium: the student's part is one A4 page and the whole file two (the random preset
+def test_every_examples_sheet_prints_on_one_page_and_its_key_on_another():
+    """Printed by Chromium: the student's part is one A4 page and the whole file two (the random example
     and example G printed task 3 alone on a second page: three sheets per student)."""
     if not Path(CHROMIUM).exists():
         pytest.skip("no Chromium (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api")
-    setups = {**SCENARIOS, "random": generated_setup("random", 0), "blank": generated_setup("blank", 0)}
+    setups = {**EXAMPLES, "random": generated_setup("random", 0), "blank": generated_setup("blank", 0)}
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--disable-background-networking"]
     pages = {}

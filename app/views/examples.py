@@ -4,20 +4,20 @@ import streamlit as st
 
 from app import i18n, state
 from app.safe import lit
-from course.scenarios import choices_in
+from course.examples import choices_in
 
 
 def render(workbench_page) -> None:
     st.title(i18n.t("Worked examples"))
     st.caption(i18n.t("Every example of the course, ready to replay with its exact numbers."))
-    for key, scenario in state.presets().items():
+    for key, example in state.examples().items():
         with st.container(border=True):
-            st.subheader(lit(i18n.t(scenario.title)))
-            st.caption(lit(i18n.t(scenario.source)))
-            st.write(lit(i18n.t(scenario.story)))
-            if scenario.choices:
+            st.subheader(lit(i18n.t(example.title)))
+            st.caption(lit(i18n.t(example.source)))
+            st.write(lit(i18n.t(example.story)))
+            if example.choices:
                 st.caption(i18n.t("Our choices where the chapter is silent: {choices}").format(
-                    choices=lit(choices_in(scenario.choices, i18n.language()))))
+                    choices=lit(choices_in(example.choices, i18n.language()))))
             if st.button(i18n.t("Open in the workbench"), key=f"open_{key}", on_click=state.open_over_edits,
-                         args=(state.load_preset, key)):
+                         args=(state.load_example, key)):
                 state.switch_page(workbench_page)

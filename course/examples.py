@@ -1,8 +1,8 @@
-"""Every worked example of the course text (its four chapters) as a named preset.
+"""Every worked example of the course text (its four chapters) as a named example.
 
-Each Scenario holds tokens, embeddings, per-head projections, W_O and options, and
+Each Example holds tokens, embeddings, per-head projections, W_O and options, and
 ``run()`` reproduces the chapter's printed numbers. Where a chapter leaves something
-unspecified, the choice is documented in the scenario's ``choices`` text.
+unspecified, the choice is documented in the example's ``choices`` text.
 
 Score-level examples (C to G) give only a row of scores and the values. They are
 built as one query attending over keys whose embedding is [score, value]:
@@ -23,7 +23,7 @@ from mha_core.setup import Scaling, Setup, setup_fields
 
 @dataclass(frozen=True)
 class Lesson:
-    """How a class meets a preset: the point to find, the presenter screen that shows it, and the
+    """How a class meets an example: the point to find, the presenter screen that shows it, and the
     chapter's own Forecast box (a question to ask before that screen, and the chapter's answer)."""
 
     look_for: str  # the chapter's point and the numbers to find on the page
@@ -34,7 +34,7 @@ class Lesson:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Scenario(Setup):
+class Example(Setup):
     """A worked example: its inputs (a Setup: tokens, matrices, mask, scale) and what it teaches."""
 
     key: str
@@ -44,11 +44,11 @@ class Scenario(Setup):
     focus_query: int = 0  # the query row the chapter talks about
     choices: str = ""  # what we chose where the chapter is silent
     expected: dict = field(default_factory=dict)  # the chapter's printed numbers, for tests and captions
-    recipe: str = ""  # NumPy statements that rebuild the arrays (an exported script's, for big presets)
+    recipe: str = ""  # NumPy statements that rebuild the arrays (an exported script's, for big examples)
     lesson: Lesson | None = None  # what to look for, for the presenter and the workbench
 
     def __post_init__(self):
-        object.__setattr__(self, "origin", self.key)  # a preset's setup says which preset it is
+        object.__setattr__(self, "origin", self.key)  # an example's setup says which example it is
 
     @property
     def n_heads(self) -> int:
@@ -69,7 +69,7 @@ NO_SCALING = Scaling("none")  # the score-level examples give their scores as th
 
 
 def choices_in(choices: str, language: str = "en") -> str:
-    """A preset's ``choices`` in ``language``: a score-level example's are the common sentence, then its own
+    """An example's ``choices`` in ``language``: a score-level example's are the common sentence, then its own
     (a setup from a file or a link may carry any text: gettext returns what it does not know unchanged)."""
     _ = translator(language)
     common = SCORE_LEVEL_CHOICES + " "
@@ -84,10 +84,10 @@ def _heads(*matrices) -> np.ndarray:  # h x [d_model, d] -> [h, d_model, d]
 
 
 def _score_level(key, title, source, story, query, keys, scores, values, *, scaling=NO_SCALING,
-                 choices="", expected=None) -> Scenario:
+                 choices="", expected=None) -> Example:
     """One query over keys embedded as [score, value] (see the module docstring)."""
     pick_score = [[1.0], [0.0]]
-    return Scenario(
+    return Example(
         key=key, title=title, source=source, story=story,
         tokens=(query,), x=np.array([[1.0, 0.0]]),
         kv_tokens=tuple(keys), x_kv=np.column_stack([scores, values]).astype(float),
@@ -98,10 +98,10 @@ def _score_level(key, title, source, story, query, keys, scores, values, *, scal
     )
 
 
-def _cat_chases_mouse() -> Scenario:
+def _cat_chases_mouse() -> Example:
     keep_first_two = [[1, 0], [0, 1], [0, 0], [0, 0]]
     keep_last_two = [[0, 0], [0, 0], [1, 0], [0, 1]]
-    return Scenario(
+    return Example(
         key="cat_chases_mouse",
         title=N_("Cat chases mouse: tracing two heads"),
         source=N_("Chapter 000, worked example: tracing through two heads"),
@@ -125,13 +125,13 @@ def _cat_chases_mouse() -> Scenario:
     )
 
 
-def _the_cat_sat(two_heads: bool) -> Scenario:
+def _the_cat_sat(two_heads: bool) -> Example:
     x = np.array([[2, 0], [0, 2], [1, 1]], dtype=float)  # the, cat, sat as points in 2-D
     horizontal, vertical = [[1.0], [0.0]], [[0.0], [1.0]]
     common = dict(tokens=("the", "cat", "sat"), x=x, w_o=np.eye(2), focus_query=2,
                   source=N_("Chapter 002, self-attention & multi-head attention"))
     if not two_heads:
-        return Scenario(
+        return Example(
             key="the_cat_sat_one_head", title=N_("The cat sat: one head, 'sat' is uniform"),
             story=N_("Row 'sat' is exactly uniform: it sits equally close to both 'the' and 'cat', so it has "
                    "no reason to favor either. 'The' mostly attends to itself."),
@@ -140,7 +140,7 @@ def _the_cat_sat(two_heads: bool) -> Scenario:
                        "all projections are the identity."),
             expected={"sat_row": [1 / 3, 1 / 3, 1 / 3]}, **common,
         )
-    return Scenario(
+    return Example(
         key="the_cat_sat_two_heads", title=N_("The cat sat: two heads that disagree"),
         story=N_("Head A projects each token onto its horizontal axis, head B onto its vertical axis. For "
                "'the' and 'cat' one head goes flat while the other has a clear opinion: that head simply "
@@ -156,8 +156,8 @@ def _the_cat_sat(two_heads: bool) -> Scenario:
     )
 
 
-def _example_a() -> Scenario:
-    return Scenario(
+def _example_a() -> Example:
+    return Example(
         key="ex_a_single_head", title=N_("A: single head, the bare core"),
         source=N_("Chapter 001, example A"),
         story=N_("h = 1, d_k = 2: strip away parallelism to see the core. The diagonal score is 1 "
@@ -173,8 +173,8 @@ def _example_a() -> Scenario:
     )
 
 
-def _example_b() -> Scenario:
-    return Scenario(
+def _example_b() -> Example:
+    return Example(
         key="ex_b_two_heads_one_token", title=N_("B: two heads split then re-join (one token)"),
         source=N_("Chapter 001, example B"),
         story=N_("With a single token attention cannot gather anything from neighbours: each softmax row "
@@ -194,12 +194,12 @@ def _random_recipe(seed: int, d_model: int, h: int, d: int, rows: dict[str, int]
     weights = "".join(f"{name} = {draw}\n" for name in ("w_q", "w_k", "w_v"))
     w_o = f"w_o = rng.standard_normal(({h * d}, {d_model})) / np.sqrt({h * d})  # [h * d_v, d_model]\n"
     inputs = "".join(f"{name} = rng.standard_normal(({n}, {d_model}))\n" for name, n in rows.items())
-    return f"rng = np.random.default_rng({seed})  # the preset's own random numbers\n{weights}{w_o}{inputs}"
+    return f"rng = np.random.default_rng({seed})  # the example's own random numbers\n{weights}{w_o}{inputs}"
 
 
-def _example_h(rng: np.random.Generator) -> Scenario:
+def _example_h(rng: np.random.Generator) -> Example:
     weights = random_weights(rng, d_model=512, n_heads=8, d_k=64, d_v=64)
-    return Scenario(
+    return Example(
         key="ex_h_cross_attention", title=N_("H: cross-attention, 3 queries over 5 keys"),
         source=N_("Chapter 001, example H"),
         story=N_("Queries come from the decoder (3 tokens), keys and values from the encoder (5 tokens): "
@@ -214,9 +214,9 @@ def _example_h(rng: np.random.Generator) -> Scenario:
     )
 
 
-def _example_i(rng: np.random.Generator) -> Scenario:
+def _example_i(rng: np.random.Generator) -> Example:
     weights = random_weights(rng, d_model=512, n_heads=8, d_k=64, d_v=64)
-    return Scenario(
+    return Example(
         key="ex_i_parameter_count", title=N_("I: count the parameters (d_model 512, h 8)"),
         source=N_("Chapter 001, example I"),
         story=N_("Each W_i^Q is 512 x 64 = 32768 numbers; 3 x 8 of them make 786432; W_O adds 262144; "
@@ -230,9 +230,9 @@ def _example_i(rng: np.random.Generator) -> Scenario:
     )
 
 
-def _visual_walkthrough(rng: np.random.Generator) -> Scenario:
+def _visual_walkthrough(rng: np.random.Generator) -> Example:
     weights = random_weights(rng, d_model=6, n_heads=3, d_k=2, d_v=2)
-    return Scenario(
+    return Example(
         key="visual_walkthrough", title=N_("Visual walkthrough: 'the cat sat', 6 columns, 3 heads"),
         source=N_("Chapter 004, visual walkthrough"),
         story=N_("A sentence is a stack of arrows: 'the cat sat' becomes 3 rows of d_model = 6 numbers. "
@@ -246,11 +246,11 @@ def _visual_walkthrough(rng: np.random.Generator) -> Scenario:
     )
 
 
-def _decoder(rng: np.random.Generator) -> Scenario:
+def _decoder(rng: np.random.Generator) -> Example:
     """A decoder layer as today's language models have it: causal, with grouped key/value heads."""
     weights = random_weights(rng, d_model=8, n_heads=4, d_k=2, d_v=2)
     weights["w_k"], weights["w_v"] = weights["w_k"][::2], weights["w_v"][::2]  # [2, 8, 2]: g = 2 groups
-    return Scenario(
+    return Example(
         key="decoder_gqa", title=N_("A decoder: causal, 4 query heads sharing 2 key/value heads"),
         source=N_("Beyond the chapters: a decoder layer of today's language models"),
         story=N_("A decoder (GPT, Llama, Mistral) writes one token at a time, so each token may look only at "
@@ -265,7 +265,7 @@ def _decoder(rng: np.random.Generator) -> Scenario:
     )
 
 
-def _score_examples() -> list[Scenario]:
+def _score_examples() -> list[Example]:
     return [
         _score_level(
             "ex_c_equal_scores", N_("C: all scores equal -> uniform weights"), N_("Chapter 001, example C"),
@@ -319,9 +319,9 @@ def _score_examples() -> list[Scenario]:
     ]
 
 
-def all_scenarios() -> dict[str, Scenario]:
-    """Every preset by key, in the order a class would meet them."""
-    scenarios = [
+def all_examples() -> dict[str, Example]:
+    """Every example by key, in the order a class would meet them."""
+    examples = [
         _the_cat_sat(two_heads=True),
         _the_cat_sat(two_heads=False),
         _cat_chases_mouse(),
@@ -333,7 +333,7 @@ def all_scenarios() -> dict[str, Scenario]:
         _visual_walkthrough(np.random.default_rng(4)),
         _decoder(np.random.default_rng(493)),
     ]
-    return {scenario.key: replace(scenario, lesson=LESSONS[scenario.key]) for scenario in scenarios}
+    return {example.key: replace(example, lesson=LESSONS[example.key]) for example in examples}
 
 
 LESSONS = {  # presenter screens: 1 X, 2 Q K V, 3 scores, 4 softmax, 5 values, 6 heads, 7 disagreement,
@@ -422,14 +422,14 @@ LESSONS = {  # presenter screens: 1 X, 2 Q K V, 3 scores, 4 softmax, 5 values, 6
 }
 
 
-DEFAULT_SCENARIO = "the_cat_sat_two_heads"
+DEFAULT_EXAMPLE = "the_cat_sat_two_heads"
 
 
-GENERATED = ("random", "blank")  # presets made on demand rather than taken from a chapter
+GENERATED = ("random", "blank")  # examples made on demand rather than taken from a chapter
 
 
 def generated_setup(kind: str, seed: int) -> Setup:
-    """The "random" and "blank" presets: 'the cat sat on the mat', d_model 8, h 2, d_k = d_v = 4.
+    """The "random" and "blank" examples: 'the cat sat on the mat', d_model 8, h 2, d_k = d_v = 4.
 
     Random queries and keys are drawn wide enough (scaled scores with a spread of about 2.5)
     that the heads have opinions worth discussing rather than near-uniform rows; numbers are
