@@ -79,6 +79,11 @@ def pick_example(at: AppTest, key: str) -> None:
     at.selectbox(key="example_picker").set_value(EXAMPLE_TITLES[key]).run()
 
 
+def picker_label(at: AppTest) -> str:
+    """What the example picker says is on screen ('A: single head, the bare core (edited)')."""
+    return at.selectbox(key="example_picker").value
+
+
 def pick(at: AppTest, name: str, label: str) -> None:
     """Choose an option of a selection widget (choice_ui) by its label."""
     key = f"pick_{name}"

@@ -9,6 +9,14 @@ os.environ.setdefault("MHA_DATA_DIR", tempfile.mkdtemp(prefix="mha-tests-"))
 
 
 @pytest.fixture
+def at():
+    """A fresh page, run once (AppTest): the workbench on the default example."""
+    from tests.apptest_util import fresh_app
+
+    return fresh_app()
+
+
+@pytest.fixture
 def rng():
     return np.random.default_rng(0)
 

@@ -9,10 +9,10 @@ from course.examples import DEFAULT_EXAMPLE, all_examples
 from mha_core import LIMITS
 from tests.apptest_util import (
     ENTRY,
+    EXAMPLE_TITLES,
     chart_specs,
     edit_cell,
     edit_cells,
-    fresh_app,
     goto,
     heatmap_values,
     key_of,
@@ -26,11 +26,6 @@ from tests.apptest_util import (
 EXAMPLES = all_examples()
 STEP_CHARTS = {"chart_x", "chart_scores", "chart_scaled", "chart_weights", "chart_heads", "chart_bars",
                "chart_concat", "chart_contributions", "chart_output"}
-
-
-@pytest.fixture
-def at():
-    return fresh_app()
 
 
 def weights_drawn(at) -> np.ndarray:  # [h, n_q, n_k] as carried by the weights heatmap
@@ -328,3 +323,16 @@ def test_the_exam_size_examples_cannot_be_saved_but_say_why(at):
     pick_example(at, "ex_i_parameter_count")
     assert not at.exception
     assert any("too many to save" in c for c in texts(at.caption))
+
+
+def test_saving_with_an_empty_cell_says_why_instead_of_writing_a_bad_file(at):
+    edit_cell(at, "x", row=0, col=0, value="")
+    assert any("Cannot save now" in c for c in texts(at.caption))
+
+
+def test_every_page_opens_after_any_example(at):
+    for key in EXAMPLE_TITLES:
+        pick_example(at, key)
+        goto(at, "examples")
+        goto(at, "workbench")
+        assert not at.exception, key

@@ -17,9 +17,10 @@ import pytest
 from plotly.colors import get_colorscale, sample_colorscale, unlabel_rgb
 from plotly.offline import get_plotlyjs
 
-from app import figures, numbers, pictures
+from app import figure_cache, figures, numbers, pictures
 from course.examples import all_examples
 from mha_core import head_contributions, normalised_entropy, pairwise_disagreement
+from tests.apptest_util import chart_specs, pick_example
 
 MINUS = "\u2212"
 
@@ -30,7 +31,9 @@ def spec(fig) -> dict:
 
 
 def z_of(trace) -> np.ndarray:
-    from tests.apptest_util import decode
+    from tests.apptest_util import (
+    decode,
+)
     return decode(trace["z"]).astype(float)
 
 
@@ -685,3 +688,33 @@ def test_the_pictures_png_decodes_in_pillow_to_the_same_pixels(shape):
     decoded = np.asarray(Image.open(io.BytesIO(pictures.png_bytes(rgba))).convert("RGBA"))
     assert decoded.shape == rgba.shape and np.array_equal(decoded, rgba)
     assert decoded[0, 0, 3] == 0
+
+
+def test_the_figure_cache_is_bounded_by_bytes():
+    figure_cache.clear()
+    big = np.random.default_rng(0).normal(size=(24, 512))
+    for i in range(40):  # 40 distinct large figures: far more than the budget
+        figure_cache.figure(figures.matrix_heatmap, big + i, [f"t{j}" for j in range(24)],
+                            [str(j) for j in range(512)])
+    assert 0 < figure_cache.held_bytes() <= figure_cache.BUDGET_BYTES
+
+
+@pytest.mark.parametrize("key", ["ex_h_cross_attention", "ex_i_parameter_count"])
+def test_the_512_wide_examples_send_under_a_megabyte_of_charts(at, key):
+    pick_example(at, key)
+    assert not at.exception
+    total = sum(len(json.dumps(spec)) for spec in chart_specs(at).values())
+    assert total < 1_000_000, total
+
+
+def test_large_type_grows_the_charts_and_the_pages_text(at):
+    def cell_fonts():
+        return {trace["textfont"]["size"] for trace in chart_specs(at)["chart_weights"]["data"]}
+
+    def styles():
+        return [str(element.proto) for element in at.get("html")]
+
+    assert max(cell_fonts()) < 20 and not any("font-size" in body for body in styles())
+    at.toggle(key="large_type").set_value(True).run()
+    assert min(cell_fonts()) >= 20
+    assert any("font-size: 1.4rem" in body for body in styles())

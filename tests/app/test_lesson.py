@@ -1,7 +1,9 @@
-"""Presenter mode, the examples' lessons and comparing two setups (issue 8, parts 1 and 4)."""
+"""Presenter mode, the examples' lessons and comparing two setups (issue 8, parts 1 and 4), and the
+chapters' numbers where the workbench shows them (issue 7, finding 6)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -22,6 +24,7 @@ from tests.apptest_util import (
     goto,
     heatmap_values,
     open_address,
+    pick,
     pick_example,
     texts,
 )
@@ -310,3 +313,71 @@ def test_every_small_grid_on_the_presenter_carries_its_numbers(key):
                     assert "texttemplate" in trace, (key, screen + 1, name)
         if screen < len(SCREENS) - 1:
             at.button(key="present_next").click().run()
+
+
+def page_text(at) -> str:
+    return " ".join(texts(at.markdown) + texts(at.caption) + texts(at.latex) + texts(at.info))
+
+
+def test_example_i_shows_its_parameter_counts(at):
+    pick_example(at, "ex_i_parameter_count")
+    text = page_text(at)
+    assert "1,048,576" in text and "262,144" in text
+
+
+def test_example_d_shows_the_winners_weight_without_rounding_it_to_one(at):
+    pick_example(at, "ex_d_one_huge_score")
+    at.toggle(key="drill_open").set_value(True).run()
+    spec = chart_specs(at)["chart_weights"]
+    cells = json.dumps(spec["data"][0].get("text"))
+    assert "2.1e-9" in cells and "1 \\u2212 4.1e-9" in cells
+    pick(at, "drill_key", "3 · k3")
+    line = next(latex for latex in texts(at.latex) if "a_{1,3}" in latex)
+    exact = float(re.search(r"\(= (0\.9+\d*)\)", line).group(1))
+    assert abs(exact - 0.99999999588) <= 5e-12  # the chapter's number to its printed precision
+    assert "4.1" in line
+
+
+def test_example_h_writes_its_shapes(at):
+    pick_example(at, "ex_h_cross_attention")
+    titles = json.dumps([chart_specs(at)[key]["layout"].get("annotations", []) for key in
+                         ("chart_scores", "chart_heads", "chart_qkv")], ensure_ascii=False)
+    for shape in ("S₁ [3 × 5]", "head₁ [3 × 64]", "Q₁ [3 × 64]", "K₁ [5 × 64]", "V₁ [5 × 64]"):
+        assert shape in titles, shape
+
+
+def test_example_f_scaled_says_d_k_is_64(at):
+    pick_example(at, "ex_f_scaled")
+    assert "√64" in page_text(at) and r"\sqrt{64}" in page_text(at)
+
+
+def test_example_b_names_no_head_against_itself_and_explains_the_empty_entropy(at):
+    pick_example(at, "ex_b_two_heads_one_token")
+    text = page_text(at)
+    assert "head 1 vs head 1" not in text.replace("*", "")
+    assert "With one key every head puts all of its weight on it" in text
+    assert "chart_entropy" not in chart_specs(at)
+
+
+def test_step_4_formula_follows_the_scaling_and_the_mask(at):
+    at.selectbox(key="scale_kind").set_value("none").run()
+    formula = next(text for text in texts(at.markdown) if "operatorname{softmax}" in text)
+    assert r"\sqrt" not in formula
+    at.selectbox(key="mask_kind").set_value("causal").run()
+    formula = next(text for text in texts(at.markdown) if "operatorname{softmax}" in text)
+    assert r"-\infty" in formula
+
+
+def test_masked_cells_look_the_same_in_scores_and_weights(at):
+    at.selectbox(key="mask_kind").set_value("causal").run()
+    specs = chart_specs(at)
+    scaled = np.stack(heatmap_values(specs["chart_scaled"]))
+    drawn = np.stack(heatmap_values(specs["chart_weights"]))
+    np.testing.assert_array_equal(np.isnan(scaled), np.isnan(drawn))
+    assert np.isnan(drawn[:, 0, 1:]).all()
+    assert "masked" in json.dumps(specs["chart_weights"]["data"][0])
+
+
+def test_hover_text_has_no_internal_words(at):
+    for key, spec in chart_specs(at).items():
+        assert "signed" not in json.dumps(spec), key

@@ -58,3 +58,13 @@ def test_the_result_is_reused_when_nothing_changed_and_float32_past_the_threshol
     assert in_float64.weights.dtype == np.float64
     np.testing.assert_allclose(result.weights, in_float64.weights, atol=1e-6)  # float32 loses nothing seen
     assert work["w_q"].shape == reference.w_q.shape  # sizes other than the tokens stayed
+
+
+def test_one_head_more_than_the_attention_limit_is_refused_next_to_the_heads():
+    at = fresh_app()
+    at.text_input(key="tokens_text").set_value(" ".join(f"w{i}" for i in range(LIMITS.tokens))).run()
+    at.number_input(key="d_model").set_value(13 * 8).run()
+    at.number_input(key="n_heads").set_value(13).run()
+    assert not at.exception
+    assert any("attention cells is over the limit" in e for e in texts(at.sidebar.error))
+    assert "chart_weights" not in chart_specs(at)

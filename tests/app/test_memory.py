@@ -18,7 +18,12 @@ from app.result_cache import RESULTS, SESSION_BUDGET_BYTES, numpy_bytes
 from course.examples import generated_setup
 from mha_core import LIMITS
 from mha_core.gate import Gate
-from tests.apptest_util import fresh_app, pick_example, texts
+from tests.apptest_util import (
+    chart_specs,
+    fresh_app,
+    pick_example,
+    texts,
+)
 from tests.st_protocol import Run, Session
 
 MiB = 2**20
@@ -318,3 +323,55 @@ class Tab(Session):
                                 additional_headers={"Cookie": f"_streamlit_xsrf={xsrf}"} if xsrf else {},
                                 max_size=None, ping_interval=None, open_timeout=self.timeout)
         return await self.rerun(query_string=query_string)
+
+
+EDITABLE_SESSION_BUDGET_BYTES = 160 * 2**20  # README, "Limits": a session within the editable sizes
+
+
+LONG_SESSION_BUDGET_BYTES = 640 * 2**20  # README, "Limits": a long sequence at the attention limit
+
+
+def session_bytes(at, set_sizes) -> tuple[int, int]:
+    """What the session keeps (bases, what resizing remembers, the last result) and the peak
+    allocation of the rerun that makes every array and figure anew."""
+    import tracemalloc
+
+    tracemalloc.start()
+    set_sizes()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert not at.exception and not at.error, texts(at.error)
+    kept = [*at.session_state["work"].values(), *at.session_state["reservoir"].values()]
+    held = sum(a.nbytes for a in kept if a is not None)  # the result kept is made in the rerun: in peak
+    return held, peak
+
+
+def at_sizes(at, n_q: int, n_k: int, n_heads: int, d_k: int) -> None:
+    at.radio(key="mode").set_value("cross-attention").run()
+    at.text_input(key="kv_tokens_text").set_value(" ".join(f"k{i}" for i in range(n_k))).run()
+    at.text_input(key="tokens_text").set_value(" ".join(f"q{i}" for i in range(n_q))).run()
+    at.checkbox(key="use_bias").check().run()
+    at.checkbox(key="custom_head_width").check().run()
+    at.number_input(key="d_k").set_value(d_k).run()
+    at.number_input(key="d_v").set_value(d_k).run()
+    at.number_input(key="n_heads").set_value(n_heads).run()
+
+
+def test_one_session_at_the_editable_sizes_stays_within_its_memory_budget():
+    """24 + 24 tokens, d_model 512, 16 heads of width 128, biases (the sizes of a class's setups)."""
+    at = fresh_app()
+    at_sizes(at, 24, 24, 16, 128)
+    held, peak = session_bytes(at, lambda: at.number_input(key="d_model").set_value(512).run())
+    print(f"session at the editable sizes: holds {held / 2**20:.1f} MiB, peaks at {peak / 2**20:.1f} MiB")
+    assert held + peak <= EDITABLE_SESSION_BUDGET_BYTES, (held / 2**20, peak / 2**20)
+
+
+def test_one_long_session_at_the_attention_limit_stays_within_its_memory_budget():
+    """1024 + 1024 tokens, 12 heads of width 128, d_model 768, biases: every limit reached at once."""
+    at = fresh_app()
+    at_sizes(at, LIMITS.tokens, LIMITS.tokens, 12, 128)
+    assert 12 * LIMITS.tokens * LIMITS.tokens == LIMITS.attention_cells
+    held, peak = session_bytes(at, lambda: at.number_input(key="d_model").set_value(LIMITS.d_model).run())
+    print(f"long session at every limit: holds {held / 2**20:.1f} MiB, peaks at {peak / 2**20:.1f} MiB")
+    assert held + peak <= LONG_SESSION_BUDGET_BYTES, (held / 2**20, peak / 2**20)
+    assert any(trace["type"] == "image" for trace in chart_specs(at)["chart_weights"]["data"])
