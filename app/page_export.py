@@ -12,17 +12,18 @@ from __future__ import annotations
 import base64
 import gzip
 import threading
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 
 from latex2mathml.converter import convert
 
-from app import chart_text, figures
+from app import chart_text
 from app.result_cache import BytesLRU, setup_key
 from app.safe import html_text, script_json
+from app.step_charts import CHARTS, ONE_HEAD_AT_A_TIME, StepView
 from course.i18n import ENGLISH, translator
 from course.steps import STEPS, in_language
-from mha_core.analysis import FLAT_AT
 from mha_core.attention import MHAResult
 from mha_core.setup import Setup
 
@@ -75,55 +76,15 @@ def mathml(latex: str) -> str:
 
 def step_figures(setup: Setup, result: MHAResult, q_tokens, k_tokens, *, query: int = 0,
                  language: str = ENGLISH) -> dict[int, list]:
-    """The figures the workbench draws under each step, for the first head and the given query."""
-    sizes = setup.sizes
-    _ = translator(language)
-
-    def build(builder, *args, **kwargs):  # every chart's words in the page's language
-        return builder(*args, language=language, **kwargs)
-
-    heads = [_("head {number}").format(number=i + 1) for i in range(sizes.n_heads)]
-    r = result
-    d_model = figures.dims("d", sizes.d_model)
-    embeddings = [build(figures.matrix_heatmap, setup.x, q_tokens, d_model,
-                        title=figures.shape_title("X", setup.x.shape))]
-    if setup.x_kv is not None:
-        embeddings.append(build(figures.matrix_heatmap, setup.x_kv, k_tokens, d_model,
-                                title=figures.shape_title("X_kv", setup.x_kv.shape)))
-    def owner(name: str, h: int) -> int:  # K and V are named by their key/value head when grouped
-        return h + 1 if name == "Q" else r.group_of(h) + 1
-
-    qkv = [build(figures.qkv_panels, r.q[h], r.k[h], r.v[h], q_tokens, k_tokens,
-                 titles=[figures.shape_title(f"{name} {owner(name, h)}", a[h].shape)
-                         for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))])
-           for h in range(sizes.n_heads)]
-    compared = [build(figures.query_bars, r.weights, query, k_tokens, head_names=heads)]
-    heads_compared = STEPS[6].derive(setup, r, {"focus_query": query, "metric": "l2"})
-    if heads_compared.comparable:
-        compared += [build(figures.disagreement_heatmap, heads_compared.distances, metric="l2",
-                           head_names=heads),
-                     build(figures.entropy_bars, heads_compared.entropy, head_names=heads, flat_at=FLAT_AT)]
-    contributions = STEPS[7].derive(setup, r, {}).per_head  # [h, n_q, d_model]
-    return {
-        1: embeddings,
-        2: qkv,
-        3: [build(figures.head_grids, r.scores, q_tokens, k_tokens, kind="scores",
-                  head_names=figures.head_titles("S", r.scores))],
-        4: [build(figures.head_grids, r.scaled, q_tokens, k_tokens, kind="scores", mask=r.mask,
-                  head_names=figures.head_titles("scaled", r.scaled)),
-            build(figures.head_grids, r.weights, q_tokens, k_tokens, kind="weights", mask=r.mask,
-                  head_names=figures.head_titles("A", r.weights))],
-        5: [build(figures.head_grids, r.head_outputs, q_tokens, figures.dims("v", sizes.d_v), kind="signed",
-                  head_names=figures.head_titles("head", r.head_outputs), cols_are_tokens=False)],
-        6: compared,
-        7: [build(figures.concat_bands, r.concat, q_tokens, sizes.n_heads, sizes.d_v,
-                  title="Concat(head_1, ..., head_h) " + figures.shape_title("", r.concat.shape).strip()),
-            build(figures.head_grids, contributions, q_tokens, d_model, kind="signed",
-                  head_names=figures.head_titles("C", contributions), cols_are_tokens=False)],
-        8: [build(figures.side_by_side, setup.x, r.output, q_tokens,
-                  left_title=figures.shape_title(_("input X"), setup.x.shape),
-                  right_title=figures.shape_title(_("output"), r.output.shape))],
-    }
+    """Every step's charts as the workbench draws them (app/step_charts.py, the same functions), for
+    the given query, with each head's where the workbench shows one head at a time."""
+    view = StepView(setup, result, q_tokens, k_tokens, query=query, language=language)
+    drawn = {}
+    for number in STEPS:  # the course's registry is the only list of steps
+        heads = range(result.n_heads) if number in ONE_HEAD_AT_A_TIME else (0,)
+        charts = CHARTS.get(number, lambda _: {})  # a step may have words only
+        drawn[number] = [fig for head in heads for fig in charts(replace(view, head=head)).values()]
+    return drawn
 
 
 def chart_html(chart_id: str, fig, language: str = ENGLISH) -> str:

@@ -3,9 +3,10 @@
 
 This registry is the only list of steps. The workbench draws one section per Step, the presenter
 one screen per Screen (SCREENS, in this order), the downloadable page one section per Step, and the
-Quiz names a question's step by it. Adding a step: one Step here (its screens with it), one drawing
-function per layout keyed by its ``number`` (app/views/workbench.py Page.DRAW, app/views/present.py
-Draw.DRAW); tests/course/test_registry.py fails until every layout draws every step, in this order.
+Quiz names a question's step by it. Adding a step: one Step here (its screens with it), its charts
+keyed by its ``number`` (app/step_charts.py CHARTS: the workbench and the downloadable page draw
+them), its presenter drawing named by its screen's key (app/views/present.py Draw);
+tests/course/test_registry.py fails until every layout draws every step, in this order.
 """
 
 from __future__ import annotations

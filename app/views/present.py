@@ -18,7 +18,8 @@ from app import figure_spec, figures, i18n, numbers, questions, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
-from app.views.workbench import LARGE_TYPE_CSS, _sub, drill_lines, sizes_line
+from app.step_charts import sub
+from app.views.workbench import LARGE_TYPE_CSS, drill_lines, sizes_line
 from app.widgets import chart
 from course.i18n import N_
 from course.quiz import DrawnForecast, Question, drawn_forecast, forecast
@@ -403,7 +404,7 @@ class Draw:
         chart(fig, key="present_all_heads")
 
     def all_heads(self, heads: range, budget: int):
-        names = [figures.shape_title(f"A{_sub(i + 1)}", self.r.weights.shape[1:]) for i in heads]
+        names = [figures.shape_title(f"A{sub(i + 1)}", self.r.weights.shape[1:]) for i in heads]
         return fitted(figures.head_grids, self.r.weights[heads.start:heads.stop], self.q_tokens,
                       self.k_tokens, budget=budget, kind="weights", mask=self.r.mask, head_names=names)
 

@@ -6,6 +6,8 @@ editors' bases (to draw them) and the selections (through widgets.choice_ui).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import streamlit as st
 
@@ -13,13 +15,14 @@ from app import cell_opener, figures, i18n, numbers, result_cache, state, widget
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
+from app.step_charts import CHARTS, StepView, sub
 from app.views import compare
 from app.widgets import chart, following
 from course.i18n import N_
 from course.steps import STEPS
 from mha_core import LIMITS, row_sum_deviation
-from mha_core.analysis import FLAT_AT, METRICS
-from mha_core.derive import compare_heads, cost_of
+from mha_core.analysis import METRICS
+from mha_core.derive import cost_of
 from mha_core.setup import SPECS
 
 # Large type: the page's own text grows with the charts' (the grids' canvas keeps its size).
@@ -80,7 +83,10 @@ def render(current: Current, inputs: Inputs) -> None:
                  icon=":material/warning:")
     page = Page(current, inputs)
     for number in STEPS:  # the course's registry is the only list of steps
-        getattr(page, Page.DRAW[number])()
+        if number in Page.DRAW:
+            getattr(page, Page.DRAW[number])()
+        else:  # a step with no editor or words of its own: its heading and its charts
+            page.step_charts(number)
     page.drill_down()
 
 
@@ -125,8 +131,10 @@ def sizes_line(sizes) -> str:
 class Page:
     """The course's steps (course/steps.py), drawn from one Setup and its MHAResult."""
 
+    # Step number -> its drawing, for the steps with editors or words of their own; any other step is
+    # drawn as its heading and its charts (app/step_charts.py).
     DRAW = {1: "embeddings", 2: "projections", 3: "raw_scores", 4: "softmax", 5: "head_outputs",
-            6: "heads_compared", 7: "concatenation", 8: "output"}  # step number -> its drawing
+            6: "heads_compared", 7: "concatenation", 8: "output"}
 
     def __init__(self, current: Current, inputs: Inputs):
         self.current, self.inputs = current, inputs
@@ -135,6 +143,21 @@ class Page:
         self.q_tokens, self.k_tokens = inputs.tokens, inputs.kv_tokens
         self.heads = [i18n.t("head {number}").format(number=i + 1) for i in range(self.sizes.n_heads)]
         self.large = inputs.large
+        self.view = (StepView(self.setup, self.result, self.q_tokens, self.k_tokens, large=self.large,
+                              language=i18n.language(), build=figure)
+                     if self.result is not None else None)
+
+    def step_charts(self, number: int) -> None:
+        step_header(number)
+        if self.view is None:
+            return waiting()
+        for key, fig in self.charts(number).items():
+            grid(fig, key=key)
+
+    def charts(self, number: int, **choices) -> dict:
+        """Step ``number``'s charts (app/step_charts.py), for the head or query chosen on the page."""
+        view = replace(self.view, **choices) if choices else self.view
+        return CHARTS[number](view) if number in CHARTS else {}
 
     def problem(self, name: str) -> None:
         if name in self.problems:
@@ -166,15 +189,9 @@ class Page:
                 self.editor("x_kv")
                 self.problem("x_kv")
         with right:
-            if self.setup is not None:
-                x = self.setup.x
-                grid(figure(figures.matrix_heatmap, x, self.q_tokens, figures.dims("d", self.sizes.d_model),
-                            title=figures.shape_title("X", x.shape), large=self.large), key="chart_x")
-                if self.setup.x_kv is not None:
-                    grid(figure(figures.matrix_heatmap, self.setup.x_kv, self.k_tokens,
-                                figures.dims("d", self.sizes.d_model),
-                                title=figures.shape_title("X_kv", self.setup.x_kv.shape), large=self.large),
-                         key="chart_x_kv")
+            if self.view is not None:
+                for key, fig in self.charts(1).items():
+                    grid(fig, key=key)
 
     def projections(self):
         step_header(2)
@@ -199,13 +216,8 @@ class Page:
                     self.editor(name, head=head if name == "b_q" else group)
         for name in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v"):
             self.problem(name)
-        if self.result is not None:
-            r, n, g = self.result, head + 1, self.result.group_of(head) + 1
-            shared = self.sizes.groups < self.sizes.n_heads  # K and V named by their key/value head
-            titles = [figures.shape_title(f"{name}{_sub(g if shared and name != 'Q' else n)}", a[head].shape)
-                      for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))]
-            grid(figure(figures.qkv_panels, r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
-                        titles=titles, large=self.large), key="chart_qkv")
+        if self.view is not None:
+            grid(self.charts(2, head=head)["chart_qkv"], key="chart_qkv")
 
     def raw_scores(self):
         step_header(3)
@@ -218,8 +230,7 @@ class Page:
                    .format(n_q=f"{sz.n_q:d}", n_k=f"{sz.n_k:d}", h=f"{sz.n_heads:d}",
                            flops=i18n.number(cost.flops), width=f"{sz.n_heads * sz.d_k:d}",
                            wide=i18n.number(cost.one_wide_head_flops)))
-        grid(figure(figures.head_grids, self.result.scores, self.q_tokens, self.k_tokens, kind="scores",
-                    head_names=self._titled("S", self.result.scores), large=self.large), key="chart_scores")
+        grid(self.charts(3)["chart_scores"], key="chart_scores")
 
     def softmax(self):
         setup = self.setup
@@ -248,12 +259,11 @@ class Page:
             scaled += i18n.t("; masked cells (mask: {note}) are blank here and in the weights").format(
                 note=mask_note)
         st.caption(lit(scaled))
-        grid(figure(figures.head_grids, r.scaled, self.q_tokens, self.k_tokens, kind="scores", mask=r.mask,
-                    head_names=self._titled("scaled", r.scaled), large=self.large), key="chart_scaled")
+        charts = self.charts(4)
+        grid(charts["chart_scaled"], key="chart_scaled")
         st.caption(i18n.t("Attention weights A = softmax over each row (one colour scale 0 to 1 for all "
                           "heads)"))
-        grid(figure(figures.head_grids, r.weights, self.q_tokens, self.k_tokens, kind="weights", mask=r.mask,
-                    head_names=self._titled("A", r.weights), large=self.large), key="chart_weights")
+        grid(charts["chart_weights"], key="chart_weights")
         if r.weights[0].size > figures.IMAGE_FROM_CELLS:
             self._zoom(r)
         deviation = row_sum_deviation(r.weights)
@@ -281,17 +291,8 @@ class Page:
         chart(figure(figures.head_grids, window, state.row_labels(self.q_tokens)[rows],
                      state.row_labels(self.k_tokens)[cols], kind="weights", large=self.large,
                      mask=r.mask[rows, cols] if r.mask is not None else None,
-                     head_names=[figures.shape_title(f"A{_sub(head + 1)}, a window", window.shape[1:])]),
+                     head_names=[figures.shape_title(f"A{sub(head + 1)}, a window", window.shape[1:])]),
               key="chart_zoom")
-
-    def _titled(self, symbol: str, values) -> list[str]:
-        """Panel titles: the head's symbol and the shape of its grid, 'A₁ [3 × 5]' for head 1; with grouped
-        key/value heads also the one each head reads, 'A₃ [3 × 5] · K/V₂'."""
-        titles = figures.head_titles(symbol, values)
-        per = self.sizes.n_heads // self.sizes.groups
-        if per == 1:
-            return titles
-        return [f"{title} · K/V{_sub(head // per + 1)}" for head, title in enumerate(titles)]
 
     def _mask_editor(self):
         st.caption(i18n.t("Mask: tick the (query, key) pairs that may attend"))
@@ -309,11 +310,7 @@ class Page:
         step_header(5)
         if self.result is None:
             return waiting()
-        outputs = self.result.head_outputs
-        grid(figure(figures.head_grids, outputs, self.q_tokens, figures.dims("v", self.sizes.d_v),
-                    kind="signed",
-                    head_names=self._titled("head", outputs), cols_are_tokens=False, large=self.large),
-             key="chart_heads")
+        grid(self.charts(5)["chart_heads"], key="chart_heads")
 
     def heads_compared(self):
         step_header(6)
@@ -334,29 +331,18 @@ class Page:
             self.problem("b_o")
         if self.result is None:
             return waiting()
-        r = self.result
-        grid(figure(figures.concat_bands, r.concat, self.q_tokens, sz.n_heads, sz.d_v,
-                    title=f"Concat(head_1, ..., head_h) {figures.shape_title('', r.concat.shape).strip()}: "
-                          "one coloured band per head", large=self.large), key="chart_concat")
-        derived = STEPS[7].derive(self.setup, r, {})
-        contributions = derived.per_head  # [h, n_q, d_model]
+        charts = self.charts(7)
+        grid(charts["chart_concat"], key="chart_concat")
         st.caption(i18n.t("Each head's contribution head_i · W_O[rows of head i]; they add up to the output"))
-        grid(figure(figures.head_grids, contributions, self.q_tokens, figures.dims("d", sz.d_model),
-                    kind="signed", head_names=self._titled("C", contributions), cols_are_tokens=False,
-                    large=self.large),
-             key="chart_contributions")
+        grid(charts["chart_contributions"], key="chart_contributions")
         st.success(i18n.t("Check: the contributions sum to the output (largest difference {gap}).")
-                   .format(gap=f"{derived.gap:.1e}"), icon=":material/check_circle:")
+                   .format(gap=f"{self.view.contributions.gap:.1e}"), icon=":material/check_circle:")
 
     def output(self):
         step_header(8)
         if self.result is None:
             return waiting()
-        x, out = self.setup.x, self.result.output
-        grid(figure(figures.side_by_side, x, out, self.q_tokens,
-                    left_title=figures.shape_title(i18n.t("input X"), x.shape),
-                    right_title=figures.shape_title(i18n.t("output"), out.shape), large=self.large),
-             key="chart_output")
+        grid(self.charts(8)["chart_output"], key="chart_output")
 
     def drill_down(self):
         if self.result is None:
@@ -387,8 +373,10 @@ def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
     state.sync_selection_params()
     metric = right.selectbox(i18n.t("disagreement"), METRICS, key="metric",
                              format_func=i18n.labels(METRIC_NAMES))
-    chart(figure(figures.query_bars, r.weights, query, k_tokens, head_names=heads, large=large),
-          key="chart_bars")
+    view = StepView(None, r, q_tokens, k_tokens, query=query, metric=metric, large=large,
+                    language=i18n.language(), build=figure)
+    charts = CHARTS[6](view)
+    chart(charts["chart_bars"], key="chart_bars")
     if len(heads) == 1:
         st.caption(i18n.t("With one head there is nothing to compare."))
         return
@@ -397,7 +385,7 @@ def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
                           "disagree, and every entropy is 0."))
         return
     metric_name = i18n.labels(METRIC_NAMES)(metric)
-    compared = compare_heads(r.weights, query, metric)
+    compared = view.compared
     a, b, value = compared.pair
     if value == 0:
         st.markdown(i18n.t("For this query all {n} heads agree exactly ({metric} distance 0).")
@@ -409,11 +397,9 @@ def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
                             metric=lit(metric_name)))
     cols = st.columns(2)
     with cols[0]:
-        grid(figure(figures.disagreement_heatmap, compared.distances, metric=metric, head_names=heads,
-                    large=large), key="chart_disagreement")
+        grid(charts["chart_disagreement"], key="chart_disagreement")
     with cols[1]:
-        chart(figure(figures.entropy_bars, compared.entropy, head_names=heads, flat_at=FLAT_AT, large=large),
-              key="chart_entropy")
+        chart(charts["chart_entropy"], key="chart_entropy")
     flat = [heads[i] for i in compared.flat]
     if flat:
         flat_words = (i18n.t("{heads} is flat for this query (nearly uniform): such a head has nothing to "
@@ -445,10 +431,6 @@ def drill_down_body(r, q_tokens, k_tokens, heads) -> None:
                       "overflow, it first subtracts the row's largest score from every score, which leaves "
                       "the fraction unchanged."))
     state.sync_selection_params()
-
-
-def _sub(n: int) -> str:
-    return str(n).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
 
 
 def _num(value: float, *, weight: bool = False) -> str:

@@ -78,12 +78,12 @@ def test_the_weights_in_the_file_are_the_results():
 
 
 def test_grouped_heads_name_their_shared_keys_in_the_file():
-    """The decoder example's 4 query heads read 2 key/value heads: head 2's K and V are K 1 and V 1."""
+    """The decoder example's 4 query heads read 2 key/value heads: head 2's K and V are K₁ and V₁."""
     example = EXAMPLES["decoder_gqa"]
     figures = page_export.step_figures(example, example.run(), list(example.tokens), list(example.tokens))
     titles = [[a["text"] for a in fig["layout"]["annotations"]] for fig in figures[2]]  # [Q, K, V] per head
-    assert [t[1].split(" [")[0] for t in titles] == ["K 1", "K 1", "K 2", "K 2"]
-    assert [t[0].split(" [")[0] for t in titles] == ["Q 1", "Q 2", "Q 3", "Q 4"]
+    assert [t[1].split(" [")[0] for t in titles] == ["K₁", "K₁", "K₂", "K₂"]
+    assert [t[0].split(" [")[0] for t in titles] == ["Q₁", "Q₂", "Q₃", "Q₄"]
 
 
 def test_outside_text_stays_text_in_the_file():

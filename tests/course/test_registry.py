@@ -2,8 +2,9 @@
 
 Each layout (the workbench, the presenter, the downloadable page) draws what the registry lists, in
 its order; what a step derives is computed once (mha_core/derive.py) and checked here against a
-naive loop. Adding a step touches three places (the registry, the workbench's drawing, the
-presenter's drawing): the last test adds one in those places only and finds it on every layout.
+naive loop; each step's charts are built by one function (app/step_charts.py) that the workbench and
+the downloadable page both draw. Adding a step touches three places (the registry, its charts, the
+presenter's drawing): a test adds one in those places only and finds it on every layout.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import html
+import json
 import re
 from itertools import combinations
 from pathlib import Path
@@ -19,13 +21,13 @@ import numpy as np
 import pytest
 import streamlit as st
 
-from app import page_export
+from app import figures, page_export, step_charts
 from app.views import present, workbench
 from course import steps as course_steps
 from course.examples import all_examples
 from course.steps import SCREENS, STEPS, Screen, Step
 from mha_core.derive import compare_heads, cost_of
-from tests.apptest_util import fresh_app, goto, pick_example, texts
+from tests.apptest_util import chart_specs, fresh_app, goto, pick_example, texts
 
 CHAPTER_EXAMPLES = sorted(all_examples())
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,35 +144,65 @@ def test_each_derived_value_is_frozen():
         assert dataclasses.is_dataclass(derived) and derived.__dataclass_params__.frozen, number
 
 
+ADDED_TITLE = "|output|"
+
+
+def added_charts(view):
+    """The added step's one chart, built as every step's are (a pure function of the view)."""
+    out = np.abs(view.result.output)  # [n_q, d_model]
+    return {"chart_added": view.chart(figures.matrix_heatmap, out, view.q_tokens,
+                                      figures.dims("d", out.shape[1]), title=ADDED_TITLE)}
+
+
 def test_a_step_added_in_three_places_appears_on_every_layout(monkeypatch):
-    """The README's "Adding a step": one Step in course/steps.py (with its screen), one drawing on the
-    workbench (Page.DRAW and its method), one on the presenter (Draw.<screen key>). Nothing else."""
+    """The README's "Adding a step": one Step in course/steps.py (with its screen), its charts in
+    app/step_charts.py (the workbench and the downloadable page draw them), its drawing on the presenter
+    (Draw.<screen key>). Nothing else."""
     added = Step("A step added by a test", r"y = x", "What it does.", "Why it matters.",
                  screens=(Screen("added_by_a_test", "A screen added by a test", step=9),))
     monkeypatch.setitem(STEPS, 9, added)  # 1. the registry (SCREENS follows it: see below)
     screens = tuple(screen for step in STEPS.values() for screen in step.screens)
     monkeypatch.setattr(course_steps, "SCREENS", screens)
     monkeypatch.setattr(present, "SCREENS", screens)  # the name present imported: as a restart re-reads it
-
-    def workbench_drawing(page):
-        workbench.step_header(9)
-        st.caption("drawn by the added step")
-
-    monkeypatch.setitem(workbench.Page.DRAW, 9, "added_by_a_test")  # 2. the workbench
-    monkeypatch.setattr(workbench.Page, "added_by_a_test", workbench_drawing, raising=False)
+    monkeypatch.setitem(step_charts.CHARTS, 9, added_charts)  # 2. its charts
     monkeypatch.setattr(present.Draw, "added_by_a_test",  # 3. the presenter
                         lambda draw: st.caption("drawn by the added screen"), raising=False)
 
     at = fresh_app()
     assert not at.exception
     assert workbench_headings(at)[-1] == (9, added.title)
-    assert "drawn by the added step" in texts(at.caption)
+    assert ADDED_TITLE in json.dumps(chart_specs(at)["chart_added"]["layout"])
     pick_example(at, "the_cat_sat_two_heads")
     goto(at, "present")
     assert presenter_titles(at)[-1] == "A screen added by a test"
     assert "drawn by the added screen" in texts(at.caption)
     setup = all_examples()["the_cat_sat_two_heads"].setup()
     assert page_sections(page_export.page_html(setup, title="t"))[-1] == (9, added.title)
+    written = page_export.step_figures(setup, setup.run(), list(setup.tokens), list(setup.key_tokens))[9]
+    assert [fig.to_dict()["layout"]["annotations"][0]["text"] for fig in written] == [ADDED_TITLE]
+
+
+@pytest.mark.parametrize("key", ["the_cat_sat_two_heads", "decoder_gqa", "ex_h_cross_attention"])
+def test_the_workbench_and_the_downloaded_page_draw_the_same_charts_for_every_step(key):
+    """One function per step builds its charts: the workbench's charts (the shown head, the focus
+    query) are the downloaded page's, figure for figure, in the same order."""
+    at = fresh_app()
+    pick_example(at, key)
+    assert not at.exception
+    drawn = chart_specs(at)
+    example = all_examples()[key]
+    query = int(at.session_state["selections"].get("focus_query", 0))  # step 6 compares the heads for it
+    exported = page_export.step_figures(example, example.run(), list(example.tokens),
+                                        list(example.key_tokens), query=query)
+    for number, charts in exported.items():
+        keys = list(step_charts.CHARTS[number](step_charts.StepView(example, example.run(), list(
+            example.tokens), list(example.key_tokens))))
+        on_the_page = [drawn[k] for k in keys if k in drawn]
+        heads = example.sizes.n_heads if number in step_charts.ONE_HEAD_AT_A_TIME else 1
+        assert len(charts) == heads * len(keys) and len(on_the_page) == len(keys), number
+        for shown, written in zip(on_the_page, charts, strict=False):  # head 1's, where one head is shown
+            assert json.dumps(shown["data"], sort_keys=True) == json.dumps(written.to_dict()["data"],
+                                                                          sort_keys=True), number
 
 
 def imported_packages(package: str) -> dict[str, set[str]]:
