@@ -7,6 +7,8 @@ generated from the live state) and show its result only after Reveal. The screen
 
 from __future__ import annotations
 
+import math
+import unicodedata
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -18,13 +20,13 @@ from app import figure_spec, figures, i18n, numbers, questions, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
-from app.step_charts import sub
+from app.step_charts import CHARTS, StepView
 from app.views.workbench import LARGE_TYPE_CSS, drill_lines, sizes_line
 from app.widgets import chart
 from course.i18n import N_
 from course.quiz import DrawnForecast, Question, drawn_forecast, forecast
 from course.steps import SCREENS, STEPS
-from mha_core.derive import compare_heads, cost_of
+from mha_core.derive import cost_of
 
 # Everything on a screen fits a projector's 1280 x 720 without scrolling (tests/app/test_present_fit.py):
 # text of 20 px with tight lines, formulas of 24 px, little padding and small gaps between elements.
@@ -56,6 +58,12 @@ PROJECTOR = replace(figures.LARGE, title_font=20, row_gap=10)
 # Vertical room for the charts' column of a screen, px: 720 less the header, the formula and padding.
 CHARTS_PX = 515
 SELECTORS_PX = 52  # the head and query pickers, one row
+# The heading between Back and Next: its column measures about 825 px at 1280 px, and a character of
+# its 28.8-px type about 12 px on average (German's screen 4 wraps after 58 of its 73 characters); a
+# margin keeps the estimate on the safe side. A second line takes HEADING_LINE_PX from the charts.
+HEADING_PX = 780
+HEADING_CHAR_PX = 12.1
+HEADING_LINE_PX = 35
 WORKED_LINE_PX = 66  # a worked formula line under the pickers
 CAPTION_PX = 34  # a line of text
 TABLE_PX = 40  # "Numbers as a table" under every chart (app/widgets.chart), closed, and its gap
@@ -152,6 +160,17 @@ def room_view() -> str:
                                 format_func=i18n.labels(ROOM_VIEWS)) or RESULT
 
 
+def screen_heading(screen: int) -> str:
+    return f"{screen + 1} / {len(SCREENS)} · {i18n.screen(screen).title}"
+
+
+def heading_lines(heading: str) -> int:
+    """The lines a screen's heading takes between Back and Next at 1280 px (a long German or French
+    title takes two, and the charts get that much less room)."""
+    wide = sum(2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in heading)
+    return max(1, math.ceil(wide * HEADING_CHAR_PX / HEADING_PX))
+
+
 def header(screen: int) -> None:
     """Back, the screen's number and title, Next: one row (a student following a room is led by
     the teacher: "Explore on my own" in the sidebar gives the buttons back)."""
@@ -159,7 +178,7 @@ def header(screen: int) -> None:
     back, title, forward = st.columns([1, 6, 1], vertical_alignment="center")
     back.button("◀ " + i18n.t("Back"), key="present_back", on_click=go, args=(-1,),
                 disabled=screen == 0 or led, use_container_width=True)
-    title.markdown(f"### {screen + 1} / {len(SCREENS)} · {i18n.screen(screen).title}")
+    title.markdown(f"### {screen_heading(screen)}")
     forward.button(i18n.t("Next") + " ▶", key="present_next", on_click=go, args=(1,), type="primary",
                    disabled=screen == len(SCREENS) - 1 or led, use_container_width=True)
 
@@ -195,12 +214,6 @@ def where_the_point_is(lesson, screen: int, *, shown: bool) -> None:
     elif screen > 0:
         st.caption(i18n.t("This example's point appears on screen {screen}.")
                    .format(screen=f"{lesson.screen:d}"))
-
-
-def of_head(symbol: str, head: int) -> str:
-    """A chart title 'A of head 2' in the reader's language."""
-    head_name = i18n.t("head {number}").format(number=head + 1)
-    return i18n.t("{matrix} of {head}").format(matrix=symbol, head=head_name)
 
 
 def forecast_for(lesson, current: Current, screen: int) -> Question | None:
@@ -263,10 +276,19 @@ class Draw:
         self.q_tokens, self.k_tokens = inputs.tokens, inputs.kv_tokens
         self.heads = [f"head {i + 1}" for i in range(self.sizes.n_heads)]
         self.room = CHARTS_PX  # px the charts' column has for this screen's charts (see screen)
+        self.view = StepView(self.setup, self.r, self.q_tokens, self.k_tokens, language=i18n.language())
+
+    def charts(self, number: int, budget: int, *, width: int = CHART_WIDTH, head: int | None = None,
+               **choices):
+        """Step ``number``'s charts (app/step_charts.py, as the workbench draws them), each fitted into
+        ``budget`` px of the projector; for one head, or the heads in ``choices['shown']``."""
+        if head is not None:
+            choices.update(head=head, shown=(head,))
+        return CHARTS[number](replace(self.view, build=partial(fit, budget=budget, width=width), **choices))
 
     def screen(self, screen: int, *, above: int = 0) -> None:
         """Screen ``screen``'s charts in the room left by ``above`` px of other things above them."""
-        self.room = CHARTS_PX - above
+        self.room = CHARTS_PX - above - HEADING_LINE_PX * (heading_lines(screen_heading(screen)) - 1)
         getattr(self, SCREENS[screen].key)()  # each screen of the registry is drawn by its key
 
     def formula(self, screen: int) -> None:
@@ -306,25 +328,12 @@ class Draw:
         return widgets.choice_ui(where, "query token", state.row_labels(self.q_tokens), "focus_query",
                                  default=default, label_visibility="collapsed")
 
-    def one_head(self, values, head: int, kind: str, symbol: str, key: str, budget: int) -> None:
-        chart(fitted(figures.head_grids, values[head:head + 1], self.q_tokens, self.k_tokens, budget=budget,
-                     kind=kind, mask=self.r.mask,
-                     head_names=[figures.shape_title(of_head(symbol, head), values.shape[1:])]),
-              key=key)
-
     def arrows(self):
-        x = self.setup.x
-        chart(fitted(figures.matrix_heatmap, x, self.q_tokens, figures.dims("d", self.sizes.d_model),
-                     budget=self.room, title=figures.shape_title("X", x.shape)),
-              key="present_x")
+        chart(self.charts(1, self.room)["chart_x"], key="present_x")
 
     def qkv(self):
         head, _ = self.pickers(query=False)
-        r = self.r
-        titles = [figures.shape_title(of_head(name, head), a[head].shape)
-                  for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))]
-        chart(fitted(figures.qkv_panels, r.q[head], r.k[head], r.v[head], self.q_tokens, self.k_tokens,
-                     budget=self.room - SELECTORS_PX, titles=titles), key="present_qkv")
+        chart(self.charts(2, self.room - SELECTORS_PX, head=head)["chart_qkv"], key="present_qkv")
 
     def dot_product(self):
         head, query = self.pickers()
@@ -335,8 +344,8 @@ class Draw:
         st.caption(against.format(query=f"{query + 1:d}", query_token=lit(self.q_tokens[query]),
                                   key=f"{key + 1:d}", key_token=lit(self.k_tokens[key]),
                                   head=f"{head + 1:d}"))
-        self.one_head(self.r.scores, head, "scores", "S", "present_scores",
-                      self.room - SELECTORS_PX - WORKED_LINE_PX - CAPTION_PX)
+        budget = self.room - SELECTORS_PX - WORKED_LINE_PX - CAPTION_PX
+        chart(self.charts(3, budget, head=head)["chart_scores"], key="present_scores")
 
     def softmax(self):
         """The scaled scores and the weights of one head: stacked when both fit, else side by side."""
@@ -344,23 +353,17 @@ class Draw:
         key = int(np.argmax(self.r.weights[head, query]))
         st.latex(drill_lines(self.r, head, query, key)[-1])
         room = self.room - SELECTORS_PX - WORKED_LINE_PX
-        pair = (("scores", self.r.scaled, "scaled", "present_scaled"),
-                ("weights", self.r.weights, "A", "present_weights"))
-        stacked = [fitted(figures.head_grids, values[head:head + 1], self.q_tokens, self.k_tokens,
-                          budget=room // 2, kind=kind, mask=self.r.mask,
-                          head_names=[figures.shape_title(of_head(symbol, head), values.shape[1:])])
-                   for kind, values, symbol, _ in pair]
-        if sum(fig["layout"]["height"] + TABLE_PX for fig in stacked) <= room:
-            for fig, (*_, key_) in zip(stacked, pair, strict=True):
-                chart(fig, key=key_)
+        keys = {"chart_scaled": "present_scaled", "chart_weights": "present_weights"}
+        stacked = self.charts(4, room // 2, head=head)
+        fits = sum(stacked[key]["layout"]["height"] + TABLE_PX for key in keys) <= room
+        side_by_side = self.charts(4, room, width=CHART_WIDTH // 2, head=head)
+        if fits and not (numbers_off(stacked, keys) and not numbers_off(side_by_side, keys)):
+            for key, key_ in keys.items():  # stacked, unless side by side the cells keep their numbers
+                chart(stacked[key], key=key_)
             return
-        for column, (kind, values, symbol, key_) in zip(st.columns(2), pair, strict=True):
+        for column, (key, key_) in zip(st.columns(2), keys.items(), strict=True):
             with column:
-                chart(fitted(figures.head_grids, values[head:head + 1], self.q_tokens, self.k_tokens,
-                             budget=room, kind=kind, mask=self.r.mask, width=CHART_WIDTH // 2,
-                             head_names=[figures.shape_title(of_head(symbol, head),
-                                                             values.shape[1:])]),
-                      key=key_)
+                chart(side_by_side[key], key=key_)
 
     def weighted_sum(self):
         head, query = self.pickers()
@@ -375,13 +378,8 @@ class Draw:
                         "shown); V has {rows} rows of {columns}."))
         st.caption(blend.format(query=f"{query + 1:d}", token=lit(self.q_tokens[query]), head=f"{head + 1:d}",
                                 rows=f"{values.shape[0]:d}", columns=f"{values.shape[1]:d}"))
-        outputs = self.r.head_outputs
-        chart(fitted(figures.head_grids, outputs[head:head + 1], self.q_tokens,
-                     figures.dims("v", self.sizes.d_v),
-                     budget=self.room - SELECTORS_PX - WORKED_LINE_PX - 2 * CAPTION_PX,
-                     kind="signed", cols_are_tokens=False,
-                     head_names=[figures.shape_title(f"head {head + 1}'s output", outputs.shape[1:])]),
-              key="present_head_output")
+        budget = self.room - SELECTORS_PX - WORKED_LINE_PX - 2 * CAPTION_PX
+        chart(self.charts(5, budget, head=head)["chart_heads"], key="present_head_output")
 
     def split(self):
         sz, cost = self.sizes, cost_of(self.sizes)
@@ -404,9 +402,8 @@ class Draw:
         chart(fig, key="present_all_heads")
 
     def all_heads(self, heads: range, budget: int):
-        names = [figures.shape_title(f"A{sub(i + 1)}", self.r.weights.shape[1:]) for i in heads]
-        return fitted(figures.head_grids, self.r.weights[heads.start:heads.stop], self.q_tokens,
-                      self.k_tokens, budget=budget, kind="weights", mask=self.r.mask, head_names=names)
+        """Every head's weights side by side (titles short enough for a row of four at 20 px)."""
+        return self.charts(4, budget, shown=tuple(heads), kv_in_titles=False)["chart_weights"]
 
     def head_page(self) -> range:
         """A pager over the heads, MAX_PER_ROW at a time: the heads shown."""
@@ -420,37 +417,32 @@ class Draw:
 
     def disagreement(self):
         query = self.query(st)
-        compared = compare_heads(self.r.weights, query, "l2")
+        view = replace(self.view, query=query)  # step 6's derivation, as the workbench's (metric L2)
+        compared, heads = view.compared, view.heads
         if compared.comparable:
             a, b, value = compared.pair
-            flat = [self.heads[i] for i in compared.flat]
+            flat = [heads[i] for i in compared.flat]
             apart = i18n.t("Most apart for this query: **{a}** and **{b}**, L2 distance **{distance}**.")
-            apart = apart.format(a=lit(self.heads[a]), b=lit(self.heads[b]), distance=i18n.number(value, 3))
+            apart = apart.format(a=lit(heads[a]), b=lit(heads[b]), distance=i18n.number(value, 3))
             flat_words = i18n.t("Flat (nothing to say): {heads}.").format(heads=lit(", ".join(flat)))
             st.markdown(apart + (" " + flat_words if flat else ""))
         else:
             st.markdown(i18n.t("With one head, or one key, there is nothing to disagree about."))
-        rows = self.r.weights[:, query, :]  # [h, n_k]: one row per head, on the weights' one scale
-        title = figures.shape_title(f"Query {query + 1} · {self.q_tokens[query]}", rows.shape)
-        chart(fitted(figures.head_grids, rows[None], self.heads, self.k_tokens, kind="weights",
-                     cols_are_tokens=False, budget=self.room - SELECTORS_PX - 2 * CAPTION_PX,
-                     head_names=[title]),
-              key="present_heads_row")
+        budget = self.room - SELECTORS_PX - 2 * CAPTION_PX
+        chart(self.charts(6, budget, query=query)["chart_heads_row"], key="present_heads_row")
 
     def concatenate(self):
         """The concatenation, then the output next to the input X (one scale: they have one width)."""
         sz, r = self.sizes, self.r
         room = self.room - CAPTION_PX  # two charts' tables: a little more air than one
-        concat = fitted(figures.concat_bands, r.concat, self.q_tokens, sz.n_heads, sz.d_v, budget=room // 2,
-                        title=f"Concat {figures.shape_title('', r.concat.shape).strip()}: one band per head")
+        concat = self.charts(7, room // 2)["chart_concat"]
         chart(concat, key="present_concat")
         budget = room - concat["layout"]["height"] - TABLE_PX
-        pair = fitted(figures.side_by_side, r.output, self.setup.x, self.q_tokens, budget=budget,
-                      left_title=figures.shape_title("output", r.output.shape),
-                      right_title=figures.shape_title("input X", self.setup.x.shape))
+        pair = self.charts(8, budget)["chart_output"]
         small = max(r.output.shape) <= figures.NUMBERS_UP_TO  # its numbers are drawn when they fit
         if small and "texttemplate" not in pair["data"][0]:  # side by side they do not: the output alone
-            title = f"{figures.shape_title('output', r.output.shape)}: the input's shape (X: screen 1)"
+            title = i18n.t("{output}: the input's shape (X: screen 1)").format(
+                output=figures.shape_title(i18n.t("output"), r.output.shape))
             pair = fitted(figures.matrix_heatmap, r.output, self.q_tokens, figures.dims("d", sz.d_model),
                           budget=budget, title=title)
         chart(pair, key="present_output")
@@ -471,6 +463,18 @@ class Draw:
         st.markdown(i18n.t("**Work of attention** for {n_q} × {n_k} tokens: {flops} FLOPs (scores and blends "
                            "of all heads); it grows with n², so long sentences cost most here.")
                     .format(n_q=f"{sz.n_q:d}", n_k=f"{sz.n_k:d}", flops=i18n.number(cost.flops)))
+
+
+def numbers_off(charts, keys) -> bool:
+    """Whether any of these charts leaves its cells' numbers off (figures.numbers_note says why)."""
+    return any(figures.numbers_note(charts[key]) for key in keys)
+
+
+def fit(builder: Callable[..., figure_spec.FigureSpec], *args, budget: int, width: int = CHART_WIDTH,
+        large=None, **kwargs):
+    """A step chart's build on the projector (app/step_charts.StepView.build): fitted, in the projector's
+    type whatever the page's."""
+    return fitted(builder, *args, budget=budget, width=width, **kwargs)
 
 
 def fitted(builder: Callable[..., figure_spec.FigureSpec], *args, budget: int, width: int = CHART_WIDTH,
