@@ -357,7 +357,7 @@ class Draw:
         stacked = self.charts(4, room // 2, head=head)
         fits = sum(stacked[key]["layout"]["height"] + TABLE_PX for key in keys) <= room
         side_by_side = self.charts(4, room, width=CHART_WIDTH // 2, head=head)
-        if fits and not (numbers_off(stacked, keys) and not numbers_off(side_by_side, keys)):
+        if fits and (not numbers_off(stacked, keys) or numbers_off(side_by_side, keys)):  # built if asked
             for key, key_ in keys.items():  # stacked, unless side by side the cells keep their numbers
                 chart(stacked[key], key=key_)
             return
