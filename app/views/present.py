@@ -274,7 +274,7 @@ class Draw:
         self.setup, self.r = current.setup, current.result
         self.sizes = inputs.sizes
         self.q_tokens, self.k_tokens = inputs.tokens, inputs.kv_tokens
-        self.heads = [f"head {i + 1}" for i in range(self.sizes.n_heads)]
+        self.heads = [i18n.t("head {number}").format(number=i + 1) for i in range(self.sizes.n_heads)]
         self.room = CHARTS_PX  # px the charts' column has for this screen's charts (see screen)
         self.view = StepView(self.setup, self.r, self.q_tokens, self.k_tokens, language=i18n.language())
 
@@ -319,13 +319,13 @@ class Draw:
         return self.head(left), self.query(right)
 
     def head(self, where) -> int:
-        return widgets.choice_ui(where, "head", self.heads, "shown_head", segmented=True,
+        return widgets.choice_ui(where, i18n.t("head"), self.heads, "shown_head", segmented=True,
                                  label_visibility="collapsed")
 
     def query(self, where) -> int:
         example = state.examples().get(self.setup.origin)
         default = min(getattr(example, "focus_query", 0), len(self.q_tokens) - 1)
-        return widgets.choice_ui(where, "query token", state.row_labels(self.q_tokens), "focus_query",
+        return widgets.choice_ui(where, i18n.t("query token"), state.row_labels(self.q_tokens), "focus_query",
                                  default=default, label_visibility="collapsed")
 
     def arrows(self):
@@ -409,10 +409,11 @@ class Draw:
         """A pager over the heads, MAX_PER_ROW at a time: the heads shown."""
         per, h = figures.MAX_PER_ROW, self.sizes.n_heads
         pages = [range(start, min(start + per, h)) for start in range(0, h, per)]
-        labels = [f"heads {page.start + 1}–{page.stop}" if len(page) > 1 else f"head {page.start + 1}"
-                  for page in pages]
-        chosen = st.segmented_control("Heads shown", labels, key="present_head_page", default=labels[0],
-                                      required=True, label_visibility="collapsed", format_func=lit)
+        labels = [i18n.t("heads {first}–{last}").format(first=f"{page.start + 1:d}", last=f"{page.stop:d}")
+                  if len(page) > 1 else self.heads[page.start] for page in pages]
+        chosen = st.segmented_control(i18n.t("Heads shown"), labels, key="present_head_page",
+                                      default=labels[0], required=True, label_visibility="collapsed",
+                                      format_func=lit)
         return pages[labels.index(chosen) if chosen in labels else 0]
 
     def disagreement(self):

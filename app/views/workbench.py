@@ -279,13 +279,15 @@ class Page:
     def _zoom(self, r) -> None:
         """A long sequence's weights: one head's window at full resolution, with its numbers."""
         n_q, n_k = r.weights.shape[1:]
-        st.caption(f"Each head's {n_q:d} × {n_k:d} grid is sent as a picture (block means beyond "
-                   f"{figures.IMAGE_BLOCKS:d} positions a side): numbers on cells and editing cell by cell "
-                   f"are off. One head's window of {ZOOM:d} × {ZOOM:d} at full resolution, with its numbers:")
+        st.caption(i18n.t("Each head's {n_q} × {n_k} grid is sent as a picture (block means beyond {blocks} "
+                          "positions a side): numbers on cells and editing cell by cell are off. One head's "
+                          "window of {zoom} × {zoom} at full resolution, with its numbers:").format(
+            n_q=f"{n_q:d}", n_k=f"{n_k:d}", blocks=f"{figures.IMAGE_BLOCKS:d}", zoom=f"{ZOOM:d}"))
         head_column, query_column, key_column = st.columns(3)
         head = widgets.choice_ui(head_column, i18n.t("head"), self.heads, "zoom_head")
-        q0 = int(query_column.number_input("queries from", 1, max(1, n_q - ZOOM + 1), key="zoom_query")) - 1
-        k0 = int(key_column.number_input("keys from", 1, max(1, n_k - ZOOM + 1), key="zoom_key")) - 1
+        q0 = int(query_column.number_input(i18n.t("queries from"), 1, max(1, n_q - ZOOM + 1),
+                                           key="zoom_query")) - 1
+        k0 = int(key_column.number_input(i18n.t("keys from"), 1, max(1, n_k - ZOOM + 1), key="zoom_key")) - 1
         rows, cols = slice(q0, q0 + ZOOM), slice(k0, k0 + ZOOM)
         window = r.weights[head:head + 1, rows, cols]  # [1, <= ZOOM, <= ZOOM]
         chart(figure(figures.head_grids, window, state.row_labels(self.q_tokens)[rows],
@@ -369,7 +371,7 @@ def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
     """Step 6 reruns alone when its query or metric changes."""
     r = shared_result(key)
     left, right = st.columns([2, 1])
-    query = widgets.choice_ui(left, "query token", state.row_labels(q_tokens), "focus_query")
+    query = widgets.choice_ui(left, i18n.t("query token"), state.row_labels(q_tokens), "focus_query")
     state.sync_selection_params()
     metric = right.selectbox(i18n.t("disagreement"), METRICS, key="metric",
                              format_func=i18n.labels(METRIC_NAMES))
@@ -422,9 +424,9 @@ def drill_down(key: bytes, q_tokens, k_tokens, heads) -> None:
 
 def drill_down_body(r, q_tokens, k_tokens, heads) -> None:
     cols = st.columns(3)
-    head = widgets.choice_ui(cols[0], "head", heads, "drill_head")
-    query = widgets.choice_ui(cols[1], "query", state.row_labels(q_tokens), "drill_query")
-    key = widgets.choice_ui(cols[2], "key", state.row_labels(k_tokens), "drill_key")
+    head = widgets.choice_ui(cols[0], i18n.t("head"), heads, "drill_head")
+    query = widgets.choice_ui(cols[1], i18n.t("query"), state.row_labels(q_tokens), "drill_query")
+    key = widgets.choice_ui(cols[2], i18n.t("key"), state.row_labels(k_tokens), "drill_key")
     for line in drill_lines(r, head, query, key):
         st.latex(line)
     st.caption(i18n.t("The core computes exactly this fraction. When a score is large enough for e^s to "

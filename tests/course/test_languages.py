@@ -237,3 +237,27 @@ def test_the_presenter_speaks_german_with_german_numbers_on_every_screen():
     english = ("Work of attention", "Why narrow slices", "Most apart for this query", "blends the value rows",
                "its highest score in head", "The result appears here", "whatever h is")
     assert not [text for text in seen if any(words in text for words in english)]
+
+
+def test_the_pickers_and_chart_titles_name_heads_queries_and_keys_in_the_reader_s_language():
+    """Single words escape the sentence check of the page walk: the presenter's head picker (and its
+    label, which a screen reader reads), step 6's heads-by-keys grid, the workbench's drill-down
+    pickers and the step-7 chart title were English on a German page."""
+    at = open_address({"lang": "de", "example": "the_cat_sat_two_heads", "step": "7"}, "present")
+    assert not at.exception
+    if any(b.key == "present_reveal" for b in at.button):
+        at.button(key="present_reveal").click().run()
+    grid = json.dumps(chart_specs(at)["present_heads_row"], ensure_ascii=False)
+    assert "Kopf 1" in grid and "head 1" not in grid
+    assert at.selectbox(key="pick_focus_query").label == "Query-Token"
+    at.button(key="present_back").click().run()  # screen 6 (split into heads): no picker; screen 5 has one
+    at.button(key="present_back").click().run()
+    at.button(key="present_reveal").click().run()
+    picker = at.button_group(key="pick_shown_head")
+    assert picker.label == "Kopf" and list(picker.options)[:2] == ["Kopf 1", "Kopf 2"]
+    goto(at, "workbench")
+    at.toggle(key="drill_open").set_value(True).run()
+    assert [at.selectbox(key=f"pick_drill_{name}").label for name in ("head", "query", "key")] == [
+        "Kopf", "Query", "Key"]
+    concat = json.dumps(chart_specs(at)["chart_concat"]["layout"], ensure_ascii=False)
+    assert "ein Band pro Kopf" in concat
