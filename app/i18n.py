@@ -15,7 +15,15 @@ import streamlit as st
 from app import figure_cache, session_keys
 from app.figure_spec import FigureSpec
 from course import steps as course_steps
-from course.i18n import ENGLISH, LANGUAGES, known, localized_number_text, number_marks, translator
+from course.i18n import (
+    ENGLISH,
+    LANGUAGES,
+    known,
+    localized_number_text,
+    localized_tex,
+    number_marks,
+    translator,
+)
 from course.i18n import from_accept_language as browser_language
 from course.i18n import number as language_number
 from course.steps import Screen, Step
@@ -57,6 +65,11 @@ def t(message: str) -> str:
 def number(value: float, decimals: int = 0) -> str:
     """A number as the reader's language writes it: 1,048,576 / 1.048.576; 0.813 / 0,813."""
     return language_number(value, language(), decimals)
+
+
+def tex(latex: str) -> str:
+    """A formula for st.latex with its numbers written as the reader's language writes them."""
+    return localized_tex(latex, language())
 
 
 def step(number: int) -> Step:

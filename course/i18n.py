@@ -103,6 +103,25 @@ def number_marks(language: str) -> tuple[str, str]:
     return get_decimal_symbol(language), get_group_symbol(language)
 
 
+_TEX_DECIMAL = re.compile(r"(?<=\d)\.(?=\d)")  # "0.6652" in a formula
+_TEX_GROUP = re.compile(r"(?<=\d)\{,\}(?=\d)")  # "1{,}048{,}576": braces keep TeX from spacing the comma
+
+
+def localized_tex(latex: str, language: str) -> str:
+    """A formula's numbers written the English way ('0.6652', '1{,}048{,}576') written the language's
+    way ('0{,}6652', '1.048.576'; a space-like separator becomes TeX's thin space)."""
+    decimal, group = number_marks(language)
+    if (decimal, group) == (".", ","):
+        return latex
+
+    def tex(mark: str) -> str:
+        return "{,}" if mark == "," else "." if mark == "." else r"\,"
+
+    placeholder = "\x00"
+    grouped = _TEX_GROUP.sub(placeholder, latex)
+    return _TEX_DECIMAL.sub(lambda _: tex(decimal), grouped).replace(placeholder, tex(group))
+
+
 def localized_number_text(text: str, language: str) -> str:
     """Numbers written the English way inside ``text`` ('0.67', '1,048,576', '2.1e-9') written the
     language's way ('0,67', '1.048.576', '2,1e-9'); the rest of the text is left as it is."""

@@ -492,8 +492,8 @@ def _parameters(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
         numbers += rf" + (2\cdot{n_heads:d}\cdot{d_k:d} + {n_heads:d}\cdot{d_v:d} + {d_model:d})"
         terms += f" + {_latex_int(count.biases)}"
     params = i18n.t("params")
-    st.latex(rf"\begin{{aligned}} \text{{{params}}} &= {symbols} \\ &= {numbers} \\ &= {terms} "
-             rf"= {_latex_int(count.total)} \end{{aligned}}")
+    st.latex(i18n.tex(rf"\begin{{aligned}} \text{{{params}}} &= {symbols} \\ &= {numbers} \\ &= {terms} "
+             rf"= {_latex_int(count.total)} \end{{aligned}}"))
     weights, biases = i18n.number(count.total - count.biases), i18n.number(count.biases)
     if n_heads * d_k == d_model and n_heads * d_v == d_model:
         note = (i18n.t("With h·d_k = h·d_v = d_model each of W_Q, W_K, W_V, W_O is one {d_model} × {d_model} "
@@ -516,12 +516,12 @@ def _flops(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
     right.metric(i18n.t("1 head of width {width}").format(width=f"{n_heads * d_k:d}"), i18n.number(wide))
     thin_words = i18n.t("{h} thin heads").format(h=f"{n_heads:d}")
     wide_words = i18n.t("one wide head")
-    st.latex(rf"\begin{{aligned}} 2\,h\,n_q\,n_k\,(d_k + d_v) "
+    st.latex(i18n.tex(rf"\begin{{aligned}} 2\,h\,n_q\,n_k\,(d_k + d_v) "
              rf"&= 2\cdot{n_heads:d}\cdot{n_q:d}\cdot{n_k:d}\cdot({d_k:d} + {d_v:d}) = {_latex_int(thin)} "
              rf"&& \text{{{thin_words}}} \\ "
              rf"&= 2\cdot 1\cdot{n_q:d}\cdot{n_k:d}\cdot({n_heads * d_k:d} + {n_heads * d_v:d}) = "
              rf"{_latex_int(wide)} "
-             rf"&& \text{{{wide_words}}} \end{{aligned}}")
+             rf"&& \text{{{wide_words}}} \end{{aligned}}"))
     verdict = (i18n.t("**equal**: {h} × n_q·n_k·{d_k} = n_q·n_k·{width}. Splitting into heads gives h "
                       "different views of the sequence for the same work.") if thin == wide else
                i18n.t("**different**: {h} × n_q·n_k·{d_k} = n_q·n_k·{width}. Splitting into heads gives h "
@@ -598,9 +598,10 @@ def _grouped_query(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
     right.metric(i18n.t("multi-head (g = h = {h})").format(h=f"{n_heads:d}"),
                  lit(binary_size_text(full_cache, i18n.language())))
     per_token = kv_bytes_per_token(kv_heads, d_k, d_v, value_bytes)
-    st.latex(rf"\begin{{aligned}} L\,n\,g\,(d_k + d_v)\,b &= {layers:d}\cdot{context:d}\cdot{kv_heads:d}"
+    st.latex(i18n.tex(rf"\begin{{aligned}} L\,n\,g\,(d_k + d_v)\,b &= {layers:d}\cdot{context:d}\cdot"
+                      rf"{kv_heads:d}"
              rf"\cdot({d_k:d} + {d_v:d})\cdot{value_bytes:d} \\ &= {layers:d}\cdot{context:d}\cdot"
-             rf"{_latex_int(per_token)} = {_latex_int(cache)} \end{{aligned}}")
+             rf"{_latex_int(per_token)} = {_latex_int(cache)} \end{{aligned}}"))
     st.caption(i18n.t("Per token and layer: g keys of d_k numbers and g values of d_v numbers, b bytes each "
                       "({per_token}); times L layers and n tokens of context. Parameters with g = {g}: "
                       "{mine}; with g = h: {standard}.").format(

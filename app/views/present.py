@@ -295,14 +295,14 @@ class Draw:
         """The screen's formula, across the page (the cost screen's formula is its result)."""
         key = SCREENS[screen].key
         if key == "softmax":
-            st.latex(r"A_i = \operatorname{softmax}\!\left(" + self.setup.scaling.latex(self.sizes.d_k)
-                     + r"\right)")
+            scaling = self.setup.scaling.latex(self.sizes.d_k)
+            st.latex(i18n.tex(r"A_i = \operatorname{softmax}\!\left(" + scaling + r"\right)"))
         elif key == "split":
             sz = self.sizes
-            st.latex(rf"d_k = {sz.d_k:d},\quad h = {sz.n_heads:d},\quad "
-                     rf"h \times d_k = {sz.n_heads * sz.d_k:d}")
+            st.latex(i18n.tex(rf"d_k = {sz.d_k:d},\quad h = {sz.n_heads:d},\quad "
+                     rf"h \times d_k = {sz.n_heads * sz.d_k:d}"))
         elif key != "cost":
-            st.latex(STEPS[SCREENS[screen].step].formula)
+            st.latex(i18n.tex(STEPS[SCREENS[screen].step].formula))
 
     def why(self, screen: int) -> None:
         why_word = i18n.t("Why.")
@@ -338,7 +338,7 @@ class Draw:
     def dot_product(self):
         head, query = self.pickers()
         key = int(np.argmax(self.r.scores[head, query]))  # the best-aligned key: a bright beam
-        st.latex(drill_lines(self.r, head, query, key)[0])
+        st.latex(i18n.tex(drill_lines(self.r, head, query, key)[0]))
         against = i18n.t("Query {query} · {query_token} against key {key} · {key_token}, its highest score "
                          "in head {head}.")
         st.caption(against.format(query=f"{query + 1:d}", query_token=lit(self.q_tokens[query]),
@@ -351,7 +351,7 @@ class Draw:
         """The scaled scores and the weights of one head: stacked when both fit, else side by side."""
         head, query = self.pickers()
         key = int(np.argmax(self.r.weights[head, query]))
-        st.latex(drill_lines(self.r, head, query, key)[-1])
+        st.latex(i18n.tex(drill_lines(self.r, head, query, key)[-1]))
         room = self.room - SELECTORS_PX - WORKED_LINE_PX
         keys = {"chart_scaled": "present_scaled", "chart_weights": "present_weights"}
         stacked = self.charts(4, room // 2, head=head)
@@ -371,7 +371,7 @@ class Draw:
         shown = np.argsort(-weights, kind="stable")[:SHOWN_TERMS]
         terms = " + ".join(rf"{_tex_number(weights[k])}\,v_{{{k + 1}}}" for k in sorted(shown))
         more = r" + \dots" if len(weights) > len(shown) else ""
-        st.latex(rf"\text{{head}}_{{{head + 1}}}[{query + 1}] = {terms}{more}")
+        st.latex(i18n.tex(rf"\text{{head}}_{{{head + 1}}}[{query + 1}] = {terms}{more}"))
         blend = (i18n.t("Row {query} · {token} of head {head} blends the value rows by its weights (the "
                         "largest shown); V has {rows} rows of {columns}.") if more else
                  i18n.t("Row {query} · {token} of head {head} blends the value rows by its weights (all "
@@ -452,10 +452,10 @@ class Draw:
         sz, cost = self.sizes, cost_of(self.sizes)
         h, d, d_k, d_v = sz.n_heads, sz.d_model, sz.d_k, sz.d_v
         total = cost.total
-        st.latex(rf"\underbrace{{2 \cdot {h:d} \cdot {d:d} \cdot {d_k:d}}}_{{W^Q,\,W^K}} + "
+        st.latex(i18n.tex(rf"\underbrace{{2 \cdot {h:d} \cdot {d:d} \cdot {d_k:d}}}_{{W^Q,\,W^K}} + "
                  rf"\underbrace{{{h:d} \cdot {d:d} \cdot {d_v:d}}}_{{W^V}} + "
                  rf"\underbrace{{{h * d_v:d} \cdot {d:d}}}_{{W^O}}"
-                 rf" = {total:,}".replace(f"{total:,}", f"{total:,}".replace(",", "{,}")))
+                 rf" = {total:,}".replace(f"{total:,}", f"{total:,}".replace(",", "{,}"))))
         if cost.four_d_squared:
             st.markdown(i18n.t("With h · d_k = d_model that is **4 · {d}² = {total}**, whatever h is: more "
                                "heads split the same parameters into more viewpoints.")

@@ -127,7 +127,7 @@ def _questions(current: Current, workbench_page, seed: int) -> None:
         if question.cell is not None and st.toggle(
                 i18n.t("Show the arithmetic (the drill-down of this cell)"), key=f"quiz_arithmetic_{ident}"):
             for line in drill_lines(current.result, *question.cell):
-                st.latex(line)
+                st.latex(i18n.tex(line))
     left, right = st.columns(2)
     if in_room() and is_teacher():  # the room's store shows the question to every student: in English
         english = question if i18n.language() == "en" else generate(

@@ -48,7 +48,7 @@ def step_markdown(number: int, formula: str | None = None, what: str | None = No
     step = i18n.step(number)
     what_word = i18n.t("What.")
     why_word = i18n.t("Why.")
-    return (f"### {number}. {step.title}\n\n$$\n{formula or step.formula}\n$$\n\n"
+    return (f"### {number}. {step.title}\n\n$$\n{i18n.tex(formula or step.formula)}\n$$\n\n"
             f"**{what_word}** {what or step.what}  \n**{why_word}** {step.why}")
 
 
@@ -428,7 +428,7 @@ def drill_down_body(r, q_tokens, k_tokens, heads) -> None:
     query = widgets.choice_ui(cols[1], i18n.t("query"), state.row_labels(q_tokens), "drill_query")
     key = widgets.choice_ui(cols[2], i18n.t("key"), state.row_labels(k_tokens), "drill_key")
     for line in drill_lines(r, head, query, key):
-        st.latex(line)
+        st.latex(i18n.tex(line))
     st.caption(i18n.t("The core computes exactly this fraction. When a score is large enough for e^s to "
                       "overflow, it first subtracts the row's largest score from every score, which leaves "
                       "the fraction unchanged."))

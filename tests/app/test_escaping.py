@@ -52,6 +52,7 @@ APP_MARKDOWN = {
     "step_markdown": "workbench: a step's heading, formula, what and why from course/steps.py (the course's "
                      "own Markdown); a formula or what given instead is checked at each call",
     "shown_label": "widgets: an example's title (app text) or 'your setup'",
+    "screen_heading": "present: a screen's number and its title (course/steps.py, translated)",
     "format_number": "figures: a float as text (digits, a sign, '.', 'e', '−'), for cells and captions",
     "hover_number": "figures: a float as text with more digits, for hover and tables",
     "_latex_int": "labs: an int as LaTeX, 12{,}345",
@@ -82,6 +83,7 @@ APP_TEXT_CALLS = {
 }
 # Translations of a message: as safe as the message translated, which is checked like any value.
 TRANSLATORS = {"t": "app.i18n.t(message): the app's own message in the reader's language",
+               "tex": "app.i18n.tex(latex): the formula with its numbers' marks written the reader's way",
                "N_": "course.i18n.N_(message): marks a message for the catalogues, returns it unchanged"}
 # Functions whose parameter is shown as Markdown: the parameter is checked at every call instead.
 WRAPPERS = {

@@ -261,3 +261,23 @@ def test_the_pickers_and_chart_titles_name_heads_queries_and_keys_in_the_reader_
         "Kopf", "Query", "Key"]
     concat = json.dumps(chart_specs(at)["chart_concat"]["layout"], ensure_ascii=False)
     assert "ein Band pro Kopf" in concat
+
+
+@pytest.mark.parametrize(("code", "decimal"), [("de", "0{,}"), ("fr", "0{,}"), ("zh_CN", "0.")])
+def test_the_drill_down_and_the_presenter_s_formulas_write_numbers_as_the_language_does(code, decimal):
+    """Issue 17 asks for locale numbers in the drill-down too: its LaTeX wrote 0.6652 on a German page.
+    The chapter's cell ('sat' attends to 'cat' in head 2: 0.67) checked to its printed precision."""
+    at = open_address({"lang": code, "example": "the_cat_sat_two_heads", "drill": "2.3.2"})
+    assert not at.exception
+    lines = [line.strip("$\n") for line in texts(at.latex)]  # AppTest keeps st.latex's $$ … $$
+    weight = next(line for line in lines if line.startswith("a_{3,2}"))
+    assert weight.endswith(f"= {decimal}6652")
+    assert round(float(weight.rsplit("= ", 1)[1].replace("{,}", ".")), 2) == 0.67
+    english_decimal = re.compile(r"\d\.\d")
+    assert code == "zh_CN" or not any(english_decimal.search(line) for line in lines), lines
+    goto(at, "present")
+    at.button(key="present_next").click().run()
+    at.button(key="present_next").click().run()  # screen 3: one dot product, written out
+    if any(b.key == "present_reveal" for b in at.button):
+        at.button(key="present_reveal").click().run()
+    assert code == "zh_CN" or not any(english_decimal.search(line) for line in texts(at.latex))
