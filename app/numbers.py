@@ -42,6 +42,12 @@ def format_number(value: float, digits: int = 2, *, near_one: bool = False) -> s
     return f"{value:.{digits}f}"
 
 
+def latex_int(n: int) -> str:
+    """A whole number for LaTeX with English thousands marks, braced so TeX adds no space: 12{,}345
+    (app.i18n.tex writes it the reader's way)."""
+    return f"{n:,}".replace(",", "{,}")
+
+
 def hover_number(value: float, *, near_one: bool = False) -> str:
     """A number for hover text, with more precision than the cell: 0.6698, 1.00, 29.99, 2.1e-9.
 

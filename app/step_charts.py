@@ -72,7 +72,7 @@ class StepView:
     kv_in_titles: bool = True  # with grouped key/value heads, panel titles name the one each head reads
     query: int = 0  # the query token whose heads are compared (step 6)
     metric: str = "l2"  # their disagreement's measure (mha_core.analysis.METRICS)
-    large: object = False  # figures' large type (False, True or a figures.Style)
+    large: bool | figures.Style = False  # the page's large type, or a style of its own
     language: str = ENGLISH
     build: Build = build_directly
 

@@ -84,7 +84,7 @@ def following() -> bool:
     return bool(st.session_state.get("following"))
 
 
-WHOSE_EDIT = {  # (the numbers below?, following a room?) -> whose numbers an  example shows
+WHOSE_EDIT = {  # (the numbers below?, following a room?) -> whose numbers an edited example shows
     (False, False): N_("(edited: the numbers are yours, not the chapter's)"),
     (False, True): N_("(edited by your teacher: the numbers are the teacher's, not the chapter's)"),
     (True, False): N_("(edited: the numbers below are yours, not the chapter's)"),

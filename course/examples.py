@@ -1,4 +1,4 @@
-"""Every worked example of the course text (its four chapters) as a named example.
+"""Every worked example of the course text (its four chapters) as a named, runnable setup.
 
 Each Example holds tokens, embeddings, per-head projections, W_O and options, and
 ``run()`` reproduces the chapter's printed numbers. Where a chapter leaves something

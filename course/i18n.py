@@ -103,7 +103,8 @@ def number_marks(language: str) -> tuple[str, str]:
     return get_decimal_symbol(language), get_group_symbol(language)
 
 
-_TEX_DECIMAL = re.compile(r"(?<=\d)\.(?=\d)")  # "0.6652" in a formula
+# "0.6652" in a formula; not a TeX length such as 0.5em or 1.5mu, whose decimal point TeX requires
+_TEX_DECIMAL = re.compile(r"(?<=\d)\.(?=\d)(?!\d*\s*(?:em|ex|mu|pt|pc|cm|mm|in|bp|dd|sp)\b)")
 _TEX_GROUP = re.compile(r"(?<=\d)\{,\}(?=\d)")  # "1{,}048{,}576": braces keep TeX from spacing the comma
 
 

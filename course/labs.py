@@ -23,7 +23,7 @@ from mha_core.setup import Setup, parse_number
 # --- Score lab -------------------------------------------------------------------------------
 
 SCORE_EXAMPLES = ("ex_c_equal_scores", "ex_d_one_huge_score", "ex_e_negative_score", "ex_f_unscaled",
-                 "ex_f_scaled", "ex_g_coreference")  # the score-level examples, in the chapter's order
+                  "ex_f_scaled", "ex_g_coreference")  # the score-level examples, in the chapter's order
 MAX_KEYS = 24  # keys of one query: a bar chart and its numbers stay readable
 TEMPERATURE = (0.05, 20.0)  # below 0.05 every row is one-hot already; above 20 nearly flat
 SEPARATORS = re.compile(r"[,;\s]+")  # "2, 2, 2", "2;2;2" and "2 2 2" all read as three numbers

@@ -83,7 +83,7 @@ def buttons(current: Current) -> None:
 
 
 def label(setup: Setup) -> str:
-    return state.label_of(setup.origin) if setup.origin in state.examples() else "your setup"
+    return state.label_of(setup.origin) if setup.origin in state.examples() else i18n.t(state.YOUR_SETUP)
 
 
 def weight(value: float) -> str:

@@ -14,7 +14,7 @@ import numpy as np
 import streamlit as st
 
 from app import i18n, lab_figures, session_keys, state
-from app.numbers import format_number, hover_number
+from app.numbers import format_number, hover_number, latex_int
 from app.safe import lit, md
 from app.widgets import chart
 from course.i18n import N_, localized_number_text
@@ -49,8 +49,8 @@ from mha_core.setup import LIMITS, token_problem
 
 SAVED = "lab_saved"  # a plain session key (no widget): the labs' inputs across pages
 EXAMPLE_LABELS = {"ex_c_equal_scores": N_("C · equal"), "ex_d_one_huge_score": N_("D · one huge"),
-                 "ex_e_negative_score": N_("E · negative"), "ex_f_unscaled": N_("F · unscaled"),
-                 "ex_f_scaled": "F · ÷ √64", "ex_g_coreference": N_("G · 'it' → 'cat'")}
+                  "ex_e_negative_score": N_("E · negative"), "ex_f_unscaled": N_("F · unscaled"),
+                  "ex_f_scaled": "F · ÷ √64", "ex_g_coreference": N_("G · 'it' → 'cat'")}
 GAP_RANGE = (0.0, 40.0)  # example F's unscaled gap, 32, fits
 CHAPTER_SIZES = {"lab_d_model": 512, "lab_heads": 8, "lab_even_split": True, "lab_head_d_k": 64,
                  "lab_head_d_v": 64, "lab_bias": False, "lab_n_q": 3, "lab_n_k": 5,
@@ -178,7 +178,7 @@ def score_lab() -> None:
                       "Σ weight × value."))
     for column, key in zip(st.columns(len(SCORE_EXAMPLES)), SCORE_EXAMPLES, strict=True):
         column.button(i18n.t(EXAMPLE_LABELS[key]), key=f"lab_load_{key}", on_click=_load, args=(key,),
-                      help=lit(state.examples()[key].title), width="stretch")
+                      help=lit(i18n.t(state.examples()[key].title)), width="stretch")
     _loaded_note()
     inputs, results = st.columns([2, 3], gap="large")
     with inputs:
@@ -218,7 +218,7 @@ def _loaded_note() -> None:
     edited = any(st.session_state.get(name) != loaded[name] for name in ("lab_scores", "lab_values",
                                                                           "lab_temperature"))
     note = i18n.t("Edited from {title}: {story}") if edited else i18n.t("Loaded {title}: {story}")
-    st.caption(note.format(title=lit(example.title), story=lit(example.story)))
+    st.caption(note.format(title=lit(i18n.t(example.title)), story=lit(i18n.t(example.story))))
 
 
 def _local(text: str) -> str:
@@ -454,10 +454,6 @@ def _sizes_ui() -> tuple[int, int, int, int, int, int, bool] | None:
     return d_model, n_heads, d_k, d_v, n_q, n_k, bias
 
 
-def _latex_int(n: int) -> str:
-    return f"{n:,}".replace(",", "{,}")
-
-
 def size_and_cost() -> None:
     st.subheader(i18n.t("Size and cost of one block"))
     st.caption(i18n.t("Chapter 001, examples H and I; chapter 004, step 6. Every formula below is written "
@@ -486,14 +482,14 @@ def _parameters(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
     symbols = r"h\,d_{model}\,d_k + h\,d_{model}\,d_k + h\,d_{model}\,d_v + h\,d_v\,d_{model}"
     numbers = (rf"{n_heads:d}\cdot{d_model:d}\cdot{d_k:d} + {n_heads:d}\cdot{d_model:d}\cdot{d_k:d} + "
                rf"{n_heads:d}\cdot{d_model:d}\cdot{d_v:d} + {n_heads:d}\cdot{d_v:d}\cdot{d_model:d}")
-    terms = " + ".join(_latex_int(n) for n in (count.w_q, count.w_k, count.w_v, count.w_o))
+    terms = " + ".join(latex_int(n) for n in (count.w_q, count.w_k, count.w_v, count.w_o))
     if bias:
         symbols += r" + (2h\,d_k + h\,d_v + d_{model})"
         numbers += rf" + (2\cdot{n_heads:d}\cdot{d_k:d} + {n_heads:d}\cdot{d_v:d} + {d_model:d})"
-        terms += f" + {_latex_int(count.biases)}"
+        terms += f" + {latex_int(count.biases)}"
     params = i18n.t("params")
     st.latex(i18n.tex(rf"\begin{{aligned}} \text{{{params}}} &= {symbols} \\ &= {numbers} \\ &= {terms} "
-             rf"= {_latex_int(count.total)} \end{{aligned}}"))
+             rf"= {latex_int(count.total)} \end{{aligned}}"))
     weights, biases = i18n.number(count.total - count.biases), i18n.number(count.biases)
     if n_heads * d_k == d_model and n_heads * d_v == d_model:
         note = (i18n.t("With h·d_k = h·d_v = d_model each of W_Q, W_K, W_V, W_O is one {d_model} × {d_model} "
@@ -516,12 +512,13 @@ def _flops(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
     right.metric(i18n.t("1 head of width {width}").format(width=f"{n_heads * d_k:d}"), i18n.number(wide))
     thin_words = i18n.t("{h} thin heads").format(h=f"{n_heads:d}")
     wide_words = i18n.t("one wide head")
-    st.latex(i18n.tex(rf"\begin{{aligned}} 2\,h\,n_q\,n_k\,(d_k + d_v) "
-             rf"&= 2\cdot{n_heads:d}\cdot{n_q:d}\cdot{n_k:d}\cdot({d_k:d} + {d_v:d}) = {_latex_int(thin)} "
-             rf"&& \text{{{thin_words}}} \\ "
-             rf"&= 2\cdot 1\cdot{n_q:d}\cdot{n_k:d}\cdot({n_heads * d_k:d} + {n_heads * d_v:d}) = "
-             rf"{_latex_int(wide)} "
-             rf"&& \text{{{wide_words}}} \end{{aligned}}"))
+    work = (rf"\begin{{aligned}} 2\,h\,n_q\,n_k\,(d_k + d_v) "
+            rf"&= 2\cdot{n_heads:d}\cdot{n_q:d}\cdot{n_k:d}\cdot({d_k:d} + {d_v:d}) = {latex_int(thin)} "
+            rf"&& \text{{{thin_words}}} \\ "
+            rf"&= 2\cdot 1\cdot{n_q:d}\cdot{n_k:d}\cdot({n_heads * d_k:d} + {n_heads * d_v:d}) = "
+            rf"{latex_int(wide)} "
+            rf"&& \text{{{wide_words}}} \end{{aligned}}")
+    st.latex(i18n.tex(work))
     verdict = (i18n.t("**equal**: {h} × n_q·n_k·{d_k} = n_q·n_k·{width}. Splitting into heads gives h "
                       "different views of the sequence for the same work.") if thin == wide else
                i18n.t("**different**: {h} × n_q·n_k·{d_k} = n_q·n_k·{width}. Splitting into heads gives h "
@@ -598,10 +595,10 @@ def _grouped_query(d_model, n_heads, d_k, d_v, n_q, n_k, bias) -> None:
     right.metric(i18n.t("multi-head (g = h = {h})").format(h=f"{n_heads:d}"),
                  lit(binary_size_text(full_cache, i18n.language())))
     per_token = kv_bytes_per_token(kv_heads, d_k, d_v, value_bytes)
-    st.latex(i18n.tex(rf"\begin{{aligned}} L\,n\,g\,(d_k + d_v)\,b &= {layers:d}\cdot{context:d}\cdot"
-                      rf"{kv_heads:d}"
-             rf"\cdot({d_k:d} + {d_v:d})\cdot{value_bytes:d} \\ &= {layers:d}\cdot{context:d}\cdot"
-             rf"{_latex_int(per_token)} = {_latex_int(cache)} \end{{aligned}}"))
+    cache_sum = (rf"\begin{{aligned}} L\,n\,g\,(d_k + d_v)\,b &= {layers:d}\cdot{context:d}\cdot{kv_heads:d}"
+                 rf"\cdot({d_k:d} + {d_v:d})\cdot{value_bytes:d} \\ &= {layers:d}\cdot{context:d}\cdot"
+                 rf"{latex_int(per_token)} = {latex_int(cache)} \end{{aligned}}")
+    st.latex(i18n.tex(cache_sum))
     st.caption(i18n.t("Per token and layer: g keys of d_k numbers and g values of d_v numbers, b bytes each "
                       "({per_token}); times L layers and n tokens of context. Parameters with g = {g}: "
                       "{mine}; with g = h: {standard}.").format(

@@ -282,9 +282,14 @@ class Draw:
                **choices):
         """Step ``number``'s charts (app/step_charts.py, as the workbench draws them), each fitted into
         ``budget`` px of the projector; for one head, or the heads in ``choices['shown']``."""
+        return CHARTS[number](self.fitted_view(budget, width=width, head=head, **choices))
+
+    def fitted_view(self, budget: int, *, width: int = CHART_WIDTH, head: int | None = None,
+                    **choices) -> StepView:
+        """The step charts' view for the projector: charts fitted into ``budget`` px, of one head."""
         if head is not None:
             choices.update(head=head, shown=(head,))
-        return CHARTS[number](replace(self.view, build=partial(fit, budget=budget, width=width), **choices))
+        return replace(self.view, build=partial(fit, budget=budget, width=width), **choices)
 
     def screen(self, screen: int, *, above: int = 0) -> None:
         """Screen ``screen``'s charts in the room left by ``above`` px of other things above them."""
@@ -418,7 +423,8 @@ class Draw:
 
     def disagreement(self):
         query = self.query(st)
-        view = replace(self.view, query=query)  # step 6's derivation, as the workbench's (metric L2)
+        budget = self.room - SELECTORS_PX - 2 * CAPTION_PX
+        view = self.fitted_view(budget, query=query)  # step 6's derivation, as the workbench's (metric L2)
         compared, heads = view.compared, view.heads
         if compared.comparable:
             a, b, value = compared.pair
@@ -429,8 +435,7 @@ class Draw:
             st.markdown(apart + (" " + flat_words if flat else ""))
         else:
             st.markdown(i18n.t("With one head, or one key, there is nothing to disagree about."))
-        budget = self.room - SELECTORS_PX - 2 * CAPTION_PX
-        chart(self.charts(6, budget, query=query)["chart_heads_row"], key="present_heads_row")
+        chart(CHARTS[6](view)["chart_heads_row"], key="present_heads_row")
 
     def concatenate(self):
         """The concatenation, then the output next to the input X (one scale: they have one width)."""
@@ -441,7 +446,7 @@ class Draw:
         budget = room - concat["layout"]["height"] - TABLE_PX
         pair = self.charts(8, budget)["chart_output"]
         small = max(r.output.shape) <= figures.NUMBERS_UP_TO  # its numbers are drawn when they fit
-        if small and "texttemplate" not in pair["data"][0]:  # side by side they do not: the output alone
+        if small and figures.numbers_note(pair):  # side by side they do not: the output alone
             title = i18n.t("{output}: the input's shape (X: screen 1)").format(
                 output=figures.shape_title(i18n.t("output"), r.output.shape))
             pair = fitted(figures.matrix_heatmap, r.output, self.q_tokens, figures.dims("d", sz.d_model),
@@ -452,10 +457,10 @@ class Draw:
         sz, cost = self.sizes, cost_of(self.sizes)
         h, d, d_k, d_v = sz.n_heads, sz.d_model, sz.d_k, sz.d_v
         total = cost.total
-        st.latex(i18n.tex(rf"\underbrace{{2 \cdot {h:d} \cdot {d:d} \cdot {d_k:d}}}_{{W^Q,\,W^K}} + "
+        terms = (rf"\underbrace{{2 \cdot {h:d} \cdot {d:d} \cdot {d_k:d}}}_{{W^Q,\,W^K}} + "
                  rf"\underbrace{{{h:d} \cdot {d:d} \cdot {d_v:d}}}_{{W^V}} + "
-                 rf"\underbrace{{{h * d_v:d} \cdot {d:d}}}_{{W^O}}"
-                 rf" = {total:,}".replace(f"{total:,}", f"{total:,}".replace(",", "{,}"))))
+                 rf"\underbrace{{{h * d_v:d} \cdot {d:d}}}_{{W^O}} = {numbers.latex_int(total)}")
+        st.latex(i18n.tex(terms))
         if cost.four_d_squared:
             st.markdown(i18n.t("With h · d_k = d_model that is **4 · {d}² = {total}**, whatever h is: more "
                                "heads split the same parameters into more viewpoints.")

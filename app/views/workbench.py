@@ -290,10 +290,11 @@ class Page:
         k0 = int(key_column.number_input(i18n.t("keys from"), 1, max(1, n_k - ZOOM + 1), key="zoom_key")) - 1
         rows, cols = slice(q0, q0 + ZOOM), slice(k0, k0 + ZOOM)
         window = r.weights[head:head + 1, rows, cols]  # [1, <= ZOOM, <= ZOOM]
+        title = i18n.t("{symbol}, a window").format(symbol=f"A{sub(head + 1)}")
         chart(figure(figures.head_grids, window, state.row_labels(self.q_tokens)[rows],
                      state.row_labels(self.k_tokens)[cols], kind="weights", large=self.large,
                      mask=r.mask[rows, cols] if r.mask is not None else None,
-                     head_names=[figures.shape_title(f"A{sub(head + 1)}, a window", window.shape[1:])]),
+                     head_names=[figures.shape_title(title, window.shape[1:])]),
               key="chart_zoom")
 
     def _mask_editor(self):

@@ -127,7 +127,7 @@ def test_every_page_of_the_navigation_has_no_violation(live, name):
     ("/?lang=de", "de"),  # issue 17: German, the longest language
     ("/present?lang=zh_CN", "zh-CN"),
 ])
-def test_a_example_or_a_language_has_no_violation_and_the_page_says_its_language(live, path, language):
+def test_an_example_or_a_language_has_no_violation_and_the_page_says_its_language(live, path, language):
     """An example, and translated pages (issue 17): axe passes as on the English page, and the page's
     lang is the reader's (WCAG 3.1.1: a screen reader pronounces German as German)."""
     url, browser = live

@@ -305,7 +305,7 @@ def test_tokens_in_messages_are_escaped_not_rendered(at):
     assert r"2 · \$y\$" in warning
 
 
-def test_a_link_opens_a_example_and_refuses_huge_sizes():
+def test_a_link_opens_an_example_and_refuses_huge_sizes():
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ENTRY), default_timeout=60)

@@ -55,7 +55,7 @@ APP_MARKDOWN = {
     "screen_heading": "present: a screen's number and its title (course/steps.py, translated)",
     "format_number": "figures: a float as text (digits, a sign, '.', 'e', '−'), for cells and captions",
     "hover_number": "figures: a float as text with more digits, for hover and tables",
-    "_latex_int": "labs: an int as LaTeX, 12{,}345",
+    "latex_int": "numbers: an int as LaTeX, 12{,}345",
     "forecast_words": "questions: the class's forecast in words, built with safe.md",
     "_tex_number": "present: a float as LaTeX (digits, a sign, \\times 10^{n})",
     "latex": "mha_core.Scaling.latex(d_k): the scaling as LaTeX from its kind and numbers",

@@ -85,15 +85,12 @@ def test_editing_the_opened_example_drops_the_undo():
 def test_an_address_from_before_the_rename_opens_its_example_under_todays_name():
     """One word for one thing (issue 17): links that said ?preset= (every link shared before) open
     the same example, and the address bar then says ?example=; given both, today's name wins."""
-    from course.examples import all_examples
-    from tests.apptest_util import address, open_address
-
     old = open_address({"preset": "cat_chases_mouse"})
     assert not old.exception and not old.warning
-    assert old.selectbox(key="example_picker").value == all_examples()["cat_chases_mouse"].title
+    assert old.selectbox(key="example_picker").value == EXAMPLES["cat_chases_mouse"].title
     assert address(old).get("example") == "cat_chases_mouse" and "preset" not in address(old)
     both = open_address({"preset": "cat_chases_mouse", "example": "ex_a_single_head"})
-    assert both.selectbox(key="example_picker").value == all_examples()["ex_a_single_head"].title
+    assert both.selectbox(key="example_picker").value == EXAMPLES["ex_a_single_head"].title
 
 
 def test_a_link_with_its_own_tokens_is_your_setup():

@@ -549,3 +549,15 @@ def test_a_query_the_teacher_picks_inside_a_fragment_reaches_the_room():
     assert before.selections["query"] == "3"  # the default example's "sat"
     after = live.store().state(room.code)
     assert after.version > before.version and after.selections["query"] == "1"
+
+
+def test_a_room_state_stored_before_the_rename_is_followed_under_today_s_name():
+    """A room in Redis outlives a deploy: its state written as {"preset": …} (before the course called
+    every one of them an example) is still followed, without a word of refusal."""
+    teacher, code = teacher_with_room()
+    live.store().set_state(code, teacher.session_state["teacher_secret"], page="", step=0,
+                           setup_json=json.dumps({"preset": "cat_chases_mouse"}), selections={})
+    student = open_address({"room": code})
+    assert not student.exception and student.session_state.get("room") == code
+    assert student.session_state["origin"] == "cat_chases_mouse"
+    assert not shown(student.sidebar.warning) and not student.warning

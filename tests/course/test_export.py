@@ -57,12 +57,14 @@ def test_a_random_setups_script_prints_the_cores_numbers(tmp_path, setup):
     assert_same(run_script(setup_to_script(setup), tmp_path), setup)
 
 
-def test_the_command_line_exports_a_saved_file_and_a_example(tmp_path, capsys):
+def test_the_command_line_exports_a_saved_file_and_an_example(tmp_path, capsys):
     saved = tmp_path / "attention-setup.json"
     saved.write_text(setup_to_json(EXAMPLES["cat_chases_mouse"]))
     assert main([str(saved)]) == 0
     assert_same(run_script(capsys.readouterr().out, tmp_path), EXAMPLES["cat_chases_mouse"])
     assert main(["--example", "ex_f_scaled"]) == 0
+    assert "divided by √64" in capsys.readouterr().out
+    assert main(["--preset", "ex_f_scaled"]) == 0  # the option's name before the rename still works
     assert "divided by √64" in capsys.readouterr().out
 
 
@@ -177,7 +179,7 @@ def test_each_text_that_ends_a_string_or_a_line_stays_in_its_comment(text):
     assert ast.dump(ast.parse(script)) == ast.dump(ast.parse(plain))  # the same code: the text is in comments
 
 
-def test_a_recipe_from_outside_is_refused_and_a_examples_own_is_written():
+def test_a_recipe_from_outside_is_refused_and_an_examples_own_is_written():
     with pytest.raises(ValueError, match="only an example's own recipe"):
         setup_to_script(PLAIN, recipe="import os; os.system('touch PWNED')\n")
     example = EXAMPLES["ex_h_cross_attention"]

@@ -17,6 +17,7 @@ from course.i18n import (
     from_accept_language,
     known,
     localized_number_text,
+    localized_tex,
     number,
     translator,
 )
@@ -276,8 +277,21 @@ def test_the_drill_down_and_the_presenter_s_formulas_write_numbers_as_the_langua
     english_decimal = re.compile(r"\d\.\d")
     assert code == "zh_CN" or not any(english_decimal.search(line) for line in lines), lines
     goto(at, "present")
-    at.button(key="present_next").click().run()
-    at.button(key="present_next").click().run()  # screen 3: one dot product, written out
+    for _ in range(3):  # screen 4: the softmax of one cell, written out with its weight 0.6652
+        at.button(key="present_next").click().run()
     if any(b.key == "present_reveal" for b in at.button):
         at.button(key="present_reveal").click().run()
-    assert code == "zh_CN" or not any(english_decimal.search(line) for line in texts(at.latex))
+    worked = [line.strip("$\n") for line in texts(at.latex)]
+    assert any(line.endswith(f"= {decimal}6652") for line in worked), worked
+    assert code == "zh_CN" or not any(english_decimal.search(line) for line in worked)
+
+
+@pytest.mark.parametrize(("code", "written"), [
+    ("en", r"x = 0.25,\; n = 1{,}048{,}576"), ("de", r"x = 0{,}25,\; n = 1.048.576"),
+    ("fr", r"x = 0{,}25,\; n = 1\,048\,576"), ("zh_CN", r"x = 0.25,\; n = 1{,}048{,}576")])
+def test_a_formula_s_decimal_marks_and_thousands_follow_the_language(code, written):
+    """TeX spaces a bare comma as punctuation: a decimal comma is braced, 1{,}048{,}576 becomes
+    German's 1.048.576 and French's thin spaces; subscripts, TeX lengths and digits without a mark stay."""
+    assert localized_tex(r"x = 0.25,\; n = 1{,}048{,}576", code) == written
+    for kept in (r"a_{3,2}", r"\hspace{0.5em}", r"\mkern1.5mu", r"\sqrt{64}", r"q_{12} \cdot k_{3}"):
+        assert localized_tex(kept, code) == kept

@@ -81,7 +81,7 @@ def test_the_presenter_s_screens_are_the_registry_s_and_each_names_its_step():
     for screen in SCREENS:
         assert callable(getattr(present.Draw, screen.key, None)), screen.key
     assert [n for n, step in STEPS.items() if not step.screens] == [8]  # the output: on the W_O screen
-    assert set(workbench.Page.DRAW) == set(STEPS)
+    assert set(workbench.Page.DRAW) <= set(STEPS)  # a step without editors of its own needs none
 
 
 @pytest.mark.parametrize("key", CHAPTER_EXAMPLES)
@@ -182,6 +182,11 @@ def test_a_step_added_in_three_places_appears_on_every_layout(monkeypatch):
     assert [fig.to_dict()["layout"]["annotations"][0]["text"] for fig in written] == [ADDED_TITLE]
 
 
+# Step 6's grid of heads by keys for one query: the presenter's drawing of the rows the workbench shows
+# as grouped bars (chart_bars); the downloaded page writes both.
+NOT_ON_THE_WORKBENCH = {"chart_heads_row"}
+
+
 def spec_data(fig) -> str:
     return json.dumps(fig["data"], sort_keys=True)
 
@@ -204,6 +209,7 @@ def test_the_workbench_and_the_downloaded_page_draw_the_same_charts_for_every_st
     on_the_workbench = 0
     for number, written in exported.items():
         charts = step_charts.CHARTS[number](view)
+        assert set(charts) - set(drawn) <= NOT_ON_THE_WORKBENCH, number  # the workbench draws the rest
         for chart_key in set(charts) & set(drawn):
             assert spec_data(drawn[chart_key]) == spec_data(charts[chart_key].to_dict()), chart_key
             on_the_workbench += 1
