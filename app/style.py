@@ -198,6 +198,16 @@ SCRIPT = """
 """
 
 
+# Large type: the page's own text grows with the charts' (the grids' canvas keeps its size).
+LARGE_TYPE_CSS = """<style>
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] li { font-size: 1.4rem; line-height: 1.45; }
+[data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 1.15rem; }
+[data-testid="stMain"] h3 { font-size: 2.1rem; }
+[data-testid="stMain"] .katex { font-size: 1.5em; }
+</style>"""
+
+
 def apply(language: str) -> None:
     """The global CSS and the keyboard helpers' script, once per run (Streamlit keeps an unchanged
     element as it is, so the script runs once per tab), and the page's language for screen readers

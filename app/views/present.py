@@ -21,7 +21,8 @@ from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
 from app.step_charts import CHARTS, StepView
-from app.views.workbench import LARGE_TYPE_CSS, drill_lines, sizes_line
+from app.step_text import drill_lines, sizes_line
+from app.style import LARGE_TYPE_CSS
 from app.widgets import chart
 from course.i18n import N_
 from course.quiz import DrawnForecast, Question, drawn_forecast, forecast

@@ -21,7 +21,7 @@ from app.live import in_room, is_teacher
 from app.questions import ask_button
 from app.safe import lit
 from app.state import Current
-from app.views.workbench import drill_lines
+from app.step_text import drill_lines
 from course.i18n import N_
 from course.quiz import Question, generate, recall
 from course.worksheet import worksheet_html

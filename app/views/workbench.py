@@ -11,28 +11,21 @@ from dataclasses import replace
 import numpy as np
 import streamlit as st
 
-from app import cell_opener, figures, i18n, numbers, result_cache, state, widgets
+from app import cell_opener, figures, i18n, result_cache, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
 from app.step_charts import CHARTS, StepView, sub
+from app.step_text import drill_lines, sizes_line
+from app.style import LARGE_TYPE_CSS
 from app.views import compare
 from app.widgets import chart, following
 from course.i18n import N_
 from course.steps import STEPS
 from mha_core import LIMITS, row_sum_deviation
 from mha_core.analysis import METRICS
-from mha_core.derive import cost_of
 from mha_core.setup import SPECS
 
-# Large type: the page's own text grows with the charts' (the grids' canvas keeps its size).
-LARGE_TYPE_CSS = """<style>
-[data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
-[data-testid="stMain"] [data-testid="stMarkdownContainer"] li { font-size: 1.4rem; line-height: 1.45; }
-[data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 1.15rem; }
-[data-testid="stMain"] h3 { font-size: 2.1rem; }
-[data-testid="stMain"] .katex { font-size: 1.5em; }
-</style>"""
 ZOOM = 12  # positions a side of the zoomed window of a long sequence's weights
 METRIC_NAMES = {"l2": N_("L2 (Euclidean)"), "js": N_("Jensen-Shannon"), "tv": N_("total variation")}
 
@@ -104,28 +97,6 @@ def story(current: Current) -> None:
                 st.markdown(i18n.t("**What to look for:** {point}").format(point=point))
     if current.setup is not None:
         st.markdown(sizes_line(current.setup.sizes))
-
-
-def sizes_line(sizes) -> str:
-    """Shapes and the parameter count of this block, per projection and in all."""
-    cost, number = cost_of(sizes), i18n.number
-    shapes = dict(d_model=f"{sizes.d_model:d}", h=f"{sizes.n_heads:d}", d_k=f"{sizes.d_k:d}",
-                  d_v=f"{sizes.d_v:d}")
-    sizes_words = i18n.t("**Sizes:** {n_q} × {n_k} (queries × keys), d_model = {d_model}, h = {h}, "
-                         "d_k = {d_k}, d_v = {d_v}.").format(n_q=f"{sizes.n_q:d}", n_k=f"{sizes.n_k:d}",
-                                                             **shapes)
-    if sizes.groups < sizes.n_heads:
-        words = i18n.t("**Parameters:** W_Q {wq} (h × d_model × d_k = {h} × {d_model} × {d_k}), W_K {wk} and "
-                       "W_V {wv} (only g = {g} key/value heads), W_O {wo}: **{total}** in all; with biases "
-                       "{with_bias}.")
-    else:
-        words = i18n.t("**Parameters:** W_Q and W_K {wq} each (h × d_model × d_k = {h} × {d_model} × "
-                       "{d_k}), W_V {wv}, W_O {wo}: **{total}** in all; with biases {with_bias}.")
-    parameters = words.format(
-        wq=number(cost.per_query_key), wk=number(cost.per_key), wv=number(cost.per_value),
-        wo=number(cost.per_output), g=f"{sizes.groups:d}", total=number(cost.total),
-        with_bias=number(cost.with_bias), **shapes)
-    return f"{sizes_words}  \n{parameters}"
 
 
 class Page:
@@ -434,46 +405,6 @@ def drill_down_body(r, q_tokens, k_tokens, heads) -> None:
                       "overflow, it first subtracts the row's largest score from every score, which leaves "
                       "the fraction unchanged."))
     state.sync_selection_params()
-
-
-def _num(value: float, *, weight: bool = False) -> str:
-    """A number for LaTeX: exact for whole numbers, four figures otherwise, and scientific (or
-    "1 − 4.1e-9") where those would hide it, as on the cells and in the hover."""
-    if not np.isfinite(value):
-        return r"-\infty" if value < 0 else r"\infty"
-    value = float(value)
-    if weight:
-        text = numbers.hover_number(value, near_one=True)
-    elif value == int(value) and abs(value) < 1e6:
-        text = str(int(value))
-    elif abs(value) < 1e-3 or abs(value) >= 1e5:
-        text = numbers.format_number(value)
-    else:
-        text = f"{value:.4g}"
-    text = text.replace("−", "-").replace("e-", r"\mathrm{e}{-}").replace("e+", r"\mathrm{e}{+}")
-    return text.replace(" (", r"\;\;(= ")  # "1 - 4.1e-9 (0.9999…)": the exact value, not a product
-
-
-def drill_lines(r, head: int, query: int, key: int) -> list[str]:
-    """LaTeX lines for one cell: dot product terms, scaling, softmax. Positions, never tokens."""
-    q, k = r.q[head, query], r.k[head, key]  # [d_k]
-    terms = " + ".join(f"({_num(a)})({_num(b)})" for a, b in zip(q[:8], k[:8], strict=True))
-    terms += r" + \dots" if q.size > 8 else ""
-    score, scaled = r.scores[head, query, key], r.scaled[head, query, key]
-    row = r.scaled[head, query]  # [n_k]
-    denominator = " + ".join(rf"e^{{{_num(s)}}}" for s in row[:8] if np.isfinite(s))
-    denominator += r" + \dots" if row.size > 8 else ""
-    lines = [
-        rf"q_{{{query + 1}}} \cdot k_{{{key + 1}}} = {terms} = {_num(score)}",
-        rf"s = {_num(score)} \times {_num(r.scale)} = {_num(scaled)}",
-    ]
-    if np.isfinite(scaled):
-        lines.append(rf"a_{{{query + 1},{key + 1}}} = \frac{{e^{{{_num(scaled)}}}}}{{{denominator}}}"
-                     rf" = {_num(r.weights[head, query, key], weight=True)}")
-    else:
-        lines.append(rf"a_{{{query + 1},{key + 1}}} = 0 \quad \text{{(masked: this query may not attend to "
-                     r"this key)}")
-    return lines
 
 
 def sharing_text(n_heads: int, groups: int, head: int | None = None) -> str:

@@ -45,10 +45,10 @@ ESCAPERS_FOR = {False: ESCAPERS, "latex": set(), "html": {"html_text"}}
 # may be trusted. Each is checked like any other code: its own Markdown-bearing strings pass the
 # same rules where they are built.
 APP_MARKDOWN = {
-    "sizes_line": "workbench: sizes and parameter counts, numbers only",
+    "sizes_line": "step_text: sizes and parameter counts, numbers only",
     "chip_label": "questions: a forecast key's button, the key's label through lit, dots and a share",
     "read_only_grid": "widgets: a follower's grid, labels through lit and cells as numbers",
-    "drill_lines": "workbench: LaTeX of one cell, positions and numbers only, never tokens",
+    "drill_lines": "step_text: LaTeX of one cell, positions and numbers only, never tokens",
     "step_markdown": "workbench: a step's heading, formula, what and why from course/steps.py (the course's "
                      "own Markdown); a formula or what given instead is checked at each call",
     "shown_label": "widgets: an example's title (app text) or 'your setup'",

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from app import figures, numbers
-from app.views.workbench import drill_lines
+from app.step_text import drill_lines
 from course.examples import all_examples
 from tests.apptest_util import chart_specs, fresh_app, pick_example, shown
 
