@@ -8,6 +8,7 @@ import re
 import time
 
 from tests.app.test_browser import settle  # it skips this module too when there is no browser
+from tests.browser_env import IDLE
 
 PROJECTOR = {"width": 1280, "height": 720}
 LOADED = 60_000  # ms: generous, the machine is shared
@@ -29,9 +30,13 @@ def choose(page, where: str, label: str, option: str) -> None:
 
 
 def set_number(page, label: str, value: int) -> None:
+    """Type a number and wait for the run it starts to end: a box typed into while the last run still
+    redraws the sidebar can lose what was typed (CI saw h's 4 vanish behind d_model's run)."""
     box = page.locator(f"input[aria-label='{label}']")
     box.fill(str(value))
     box.press("Enter")
+    page.wait_for_timeout(300)  # the debounce of Streamlit's own e2e tests
+    page.wait_for_selector(IDLE, timeout=LOADED)
 
 
 def test_stop_ends_a_training_run_within_a_second_and_keeps_what_was_done(live):

@@ -75,8 +75,11 @@ def reveal(page) -> bool:
 
 
 def next_screen(page, screen: int) -> None:
+    """Next, then the new screen drawn to its end: while a run draws, the old screen's header can still
+    be on the page beside the new one (CI once found two Next buttons)."""
     page.locator(".st-key-present_next button").click()
     page.wait_for_function(SCREEN_SHOWN, arg=f"{screen} / {SCREENS} · ", timeout=LOADED)
+    settled(page)
 
 
 @pytest.fixture(scope="module")
