@@ -31,6 +31,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app import i18n, session_keys, state, widgets
+from app.fragments import fragment
 from app.safe import lit
 from classroom.store import (
     TOO_MANY_JOINS,
@@ -347,7 +348,7 @@ def stop_waiting(wait: DoorWait, message: str) -> bool:
     return True
 
 
-@st.fragment(run_every=DOOR_TICK_SECONDS)
+@fragment(run_every=DOOR_TICK_SECONDS)
 def door_wait_ui() -> None:
     """A waiting student's page: says so (a link's wait in the sidebar; the join box says it for its
     own) and, every tick, knocks once its turn is due (a clock read otherwise); the whole page runs
@@ -578,7 +579,7 @@ def sidebar_ui(slot, current) -> None:
         box.button(i18n.t("Follow again"), key="live_follow", on_click=follow_again)
 
 
-@st.fragment(run_every=TEACHER_BEAT_SECONDS)
+@fragment(run_every=TEACHER_BEAT_SECONDS)
 def teacher_box() -> None:
     """The teacher's room box, which also tells the store every few seconds that the teacher's page
     is open (a room ends TEACHER_GONE_SECONDS after its teacher's last act). When the store no longer
@@ -617,7 +618,7 @@ def follow_again() -> None:
     st.session_state.update(following=True, applied_version=-1)
 
 
-@st.fragment(run_every=POLL_SECONDS)
+@fragment(run_every=POLL_SECONDS)
 def poll() -> None:
     """Cheap: the room's version and a heartbeat, both answered by the server's watch (one store read
     per room every quarter second, one write of every follower's heartbeat every few seconds); the

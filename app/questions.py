@@ -25,6 +25,7 @@ import streamlit as st
 
 from app import forecast_figures, i18n, live
 from app.figures import LARGE, head_grids, tallest_cells_within
+from app.fragments import fragment
 from app.live import in_room, is_teacher
 from app.safe import lit, md
 from app.widgets import chart
@@ -135,14 +136,14 @@ def reveal_asked(screen: int) -> None:
                  icon=":material/wifi_off:")
 
 
-@st.fragment(run_every=PANEL_SECONDS)
+@fragment(run_every=PANEL_SECONDS)
 def presenter_panel(on_reveal=None) -> None:
     """Next to the presenter's question: the live count, the answers on demand, Close and Reveal.
     on_reveal() also reveals the screen's result (then the whole page reruns)."""
     answers_view("room", large=True, on_reveal=on_reveal)
 
 
-@st.fragment(run_every=PANEL_SECONDS)
+@fragment(run_every=PANEL_SECONDS)
 def answers_panel() -> None:
     """The Class page's panel: the open question's answers as they arrive; Close, Reveal; the CSV."""
     ss = st.session_state
@@ -435,7 +436,7 @@ def send_pending(question_id: str) -> bool:
     return True
 
 
-@st.fragment(run_every=RESEND_SECONDS)
+@fragment(run_every=RESEND_SECONDS)
 def resend() -> None:
     """Tries the kept answer again every few seconds; the page shows 'Your answer is in' once sent."""
     question = st.session_state.get("room_question", (None,))[0]
@@ -483,7 +484,7 @@ def clear_chips(key: str, row: int) -> None:
     st.session_state[key][row] = [0] * len(st.session_state[key][row])
 
 
-@st.fragment
+@fragment
 def forecast_form(question, labels: Labels) -> None:
     """One full-width button per key adds a chip (0.1 of the weight) and shows the key's chips and
     share of 1.0; once the row has a chip, one row of pills takes a chip back, Clear empties the row

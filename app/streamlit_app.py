@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from app import i18n, live, phone_css, questions, state, style, widgets
+from app import i18n, live, phone_css, questions, state, streamlit_race, style, widgets
 from app.views import classroom, examples, labs, learn, model, present, quiz, workbench
 
+streamlit_race.install()  # a tap or a tick must not lose the run just finished (app/streamlit_race.py)
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
 language_notes = i18n.init_language()  # the reader's own, whatever a room shares
 style.apply(i18n.language())  # contrast, focus ring, reduced motion, skip links, lang (app/style.py)

@@ -12,6 +12,7 @@ import segno
 import streamlit as st
 
 from app import i18n, live, questions
+from app.fragments import fragment
 from app.safe import html_text, lit, md
 from classroom.store import NoSuchRoom, NotTheTeacher, StoreError
 from course.i18n import N_
@@ -170,12 +171,12 @@ def qr_png(text: str) -> bytes:
     return buffer.getvalue()
 
 
-@st.fragment(run_every=2.0)
+@fragment(run_every=2.0)
 def following() -> None:
     st.markdown(i18n.t("**{count}** following right now.").format(count=f"{live.followers():d}"))
 
 
-@st.fragment(run_every=ROSTER_SECONDS)
+@fragment(run_every=ROSTER_SECONDS)
 def roster_ui() -> None:
     """Who is in the room: nickname, when they joined, whether they answered the current question;
     Lock the room (nobody new gets in) and Remove a student (after a confirmation)."""

@@ -11,6 +11,7 @@ import streamlit as st
 
 from app import figures, i18n, learn_figures, questions, session_keys, state, training
 from app.figure_cache import figure
+from app.fragments import fragment
 from app.live import in_room, is_teacher
 from app.safe import lit
 from app.widgets import chart
@@ -175,7 +176,7 @@ def train_ui(config: Config, key: str = "learn_stop",
     return run or finished
 
 
-@st.fragment(run_every=WATCH_SECONDS)
+@fragment(run_every=WATCH_SECONDS)
 def watch_ui(config: Config) -> None:
     """Another session (the teacher, whom this page follows) trains these settings now: its progress and
     loss curve, redrawn every WATCH_SECONDS; the whole page once the run ends."""

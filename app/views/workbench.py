@@ -13,6 +13,7 @@ import streamlit as st
 
 from app import cell_opener, figures, i18n, result_cache, state, widgets
 from app.figure_cache import figure
+from app.fragments import fragment
 from app.safe import lit
 from app.state import Current, Inputs
 from app.step_charts import CHARTS, StepView, sub
@@ -338,7 +339,7 @@ def shared_result(key: bytes):
     return result
 
 
-@st.fragment
+@fragment
 def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
     """Step 6 reruns alone when its query or metric changes."""
     r = shared_result(key)
@@ -386,7 +387,7 @@ def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
         st.info(flat_words.format(heads=lit(", ".join(flat))), icon=":material/lightbulb:")
 
 
-@st.fragment
+@fragment
 def drill_down(key: bytes, q_tokens, k_tokens, heads) -> None:
     """The drill-down reruns alone when its head, query or key changes."""
     r = shared_result(key)

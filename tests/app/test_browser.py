@@ -518,6 +518,7 @@ def seconds_until_shown(pages, act, selector: str) -> float:
         except PlaywrightTimeout:
             for other, shot in enumerate(pages):
                 shot.screenshot(path=str(ARTIFACTS / f"not-shown-{other}.png"))
+                (ARTIFACTS / f"not-shown-{other}.html").write_text(shot.content())
             sidebar = page.locator("[data-testid='stSidebar']").inner_text()[:300]
             raise AssertionError(f"page {index} never showed {selector} (screenshots: "
                                  f"artifacts/not-shown-*.png); its sidebar: {sidebar!r}") from None
