@@ -59,7 +59,10 @@ PHONE_CSS = f"""<style>
   [data-testid="stCode"] pre {{
     display: block; max-width: 100%; overflow-x: auto; overflow-y: hidden;
   }}
-  [data-testid="stMain"] img, [data-testid="stMain"] svg:not(.main-svg) {{ max-width: 100%; height: auto; }}
+  /* Pictures shrink to the column; a formula's radicals (KaTeX's own svgs) keep their size, or
+     "sqrt(d_k)" reads "d_k". */
+  [data-testid="stMain"] img,
+  [data-testid="stMain"] svg:not(.main-svg):not(.katex svg) {{ max-width: 100%; height: auto; }}
 }}
 </style>"""
 

@@ -141,6 +141,23 @@ def test_a_page_in_german_or_french_still_fits_a_phone(live, path):
     context.close()
 
 
+RADICALS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .katex .sqrt svg'),
+  (svg) => svg.getBoundingClientRect().height)"""
+
+
+def test_a_formula_keeps_its_square_roots_on_a_phone(live):
+    """The phone's rule that shrinks pictures to the column squashed KaTeX's radical signs to nothing:
+    step 4's formula read softmax(QK/d_k), the scale the chapters say is 1/sqrt(d_k)."""
+    url, browser = live
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    page.goto(url + "/present?step=4")
+    settle(page, ".katex .sqrt")
+    heights = page.evaluate(RADICALS)  # px: one per square root on the screen
+    assert len(heights) == 2 and min(heights) > 10, heights
+    context.close()
+
+
 PANELS = """(key) => {
   const el = document.querySelector(`.st-key-${key} .js-plotly-plot`);
   if (!el) return null;
