@@ -59,6 +59,22 @@ PHONE_CSS = f"""<style>
   [data-testid="stCode"] pre {{
     display: block; max-width: 100%; overflow-x: auto; overflow-y: hidden;
   }}
+  /* A formula in the text's size (the desktop's and the presenter's are larger), so most fit the
+     column; one that still does not shows a shadow at the edge it scrolls past (a cut formula gave
+     no sign that it went on). Doubled class: above the presenter's own rule. */
+  [data-testid="stMain"] .katex-display > .katex.katex {{ font-size: 1.1em; }}
+  [data-testid="stMain"] .katex-display {{
+    background:
+      linear-gradient(to right, #fff 30%, #fff0) left / 48px 100% no-repeat local,
+      linear-gradient(to left, #fff 30%, #fff0) right / 48px 100% no-repeat local,
+      radial-gradient(farthest-side at 0 50%, #00000073, #0000) left / 14px 100% no-repeat scroll,
+      radial-gradient(farthest-side at 100% 50%, #00000073, #0000) right / 14px 100% no-repeat scroll;
+  }}
+  /* A table's toolbar is always shown on a phone (no hover) and sits 44 px above the table: room
+     for it, or it covers the caption above. */
+  [data-testid="stElementContainer"]:has(> [data-testid="stFullScreenFrame"] > [data-testid="stDataFrame"]) {{
+    margin-top: 30px;
+  }}
   /* Pictures shrink to the column; a formula's radicals (KaTeX's own svgs) keep their size, or
      "sqrt(d_k)" reads "d_k". */
   [data-testid="stMain"] img,

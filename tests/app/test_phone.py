@@ -158,6 +158,37 @@ def test_a_formula_keeps_its_square_roots_on_a_phone(live):
     context.close()
 
 
+TOOLBARS_OVER_TEXT = """() => Array.from(document.querySelectorAll('[data-testid="stElementToolbar"]'),
+  (bar) => {
+  const top = bar.getBoundingClientRect().top;
+  const above = bar.closest('[data-testid="stElementContainer"]').previousElementSibling;
+  const text = above && above.querySelector('[data-testid="stCaptionContainer"] p');
+  if (!text) return null;
+  const range = document.createRange(); range.selectNodeContents(text);
+  return range.getBoundingClientRect().bottom - top;  // px of the caption's text under the toolbar
+}).filter((overlap) => overlap !== null)"""
+CUT_FORMULAS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .katex-display'))
+  .filter((d) => d.scrollWidth > d.clientWidth + 2)
+  .map((d) => getComputedStyle(d).backgroundImage.includes('radial-gradient'))"""
+
+
+def test_a_table_s_toolbar_leaves_its_caption_readable_and_a_long_formula_shows_it_goes_on(live):
+    """A phone shows a table's toolbar all the time (no hover): it covered the caption above the
+    table ("X [3 × 2]: one row per q… edit any cell)"). A formula wider than the column was cut at
+    the edge with no sign that it scrolls: it now has a shadow on that edge."""
+    url, browser = live
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    page.goto(url + "/")
+    settle(page, "[data-testid='stElementToolbar']")
+    overlaps = page.evaluate(TOOLBARS_OVER_TEXT)
+    assert overlaps and max(overlaps) <= 0, overlaps
+    page.goto(url + "/present?step=8")
+    settle(page, ".katex-display")
+    assert page.evaluate(CUT_FORMULAS) == [True]  # the one formula too wide shows its shadow
+    context.close()
+
+
 PANELS = """(key) => {
   const el = document.querySelector(`.st-key-${key} .js-plotly-plot`);
   if (!el) return null;
