@@ -16,7 +16,7 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from app import figure_spec, figures, i18n, numbers, questions, state, widgets
+from app import figure_spec, figures, i18n, numbers, phone_css, questions, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
@@ -68,6 +68,9 @@ HEADING_LINE_PX = 35
 WORKED_LINE_PX = 66  # a worked formula line under the pickers
 CAPTION_PX = 34  # a line of text
 TABLE_PX = 40  # "Numbers as a table" under every chart (app/widgets.chart), closed, and its gap
+# A phone scrolls: a student following on one gets each chart up to this tall, not the projector's
+# share of 720 px (the Concat chart was 12-px rows with no numbers).
+PHONE_CHART_PX = 900
 SHOWN_TERMS = 3  # the largest terms of a weighted sum written out
 STEP_KEY = "present_step"
 TO_THE_TOP = "present_to_the_top"
@@ -491,6 +494,8 @@ def fitted(builder: Callable[..., figure_spec.FigureSpec], *args, budget: int, w
     def with_cells(cell_max: int):
         return figure(builder, *args, large=replace(PROJECTOR, cell_max=cell_max), width=width, **kwargs)
 
+    if phone_css.narrow():
+        budget = max(budget, PHONE_CHART_PX)
     return figures.tallest_cells_within(with_cells, CELL_HEIGHTS, budget - TABLE_PX)
 
 

@@ -189,6 +189,30 @@ def test_a_table_s_toolbar_leaves_its_caption_readable_and_a_long_formula_shows_
     context.close()
 
 
+CELL_HEIGHTS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'),
+  (el) => {
+  const grid = el.data.find((t) => t.type === 'heatmap' && t.hoverinfo !== 'skip');
+  const rows = (grid.z._inputArray || grid.z).length;
+  return el._fullLayout['yaxis' + grid.yaxis.slice(1)]._length / rows;
+})"""
+
+
+def test_a_phone_following_the_presenter_gets_cells_large_enough_for_their_numbers(live):
+    """The presenter fits its charts into the projector's 720 px; a phone following it got the same
+    fit in its narrow column: screen 8's Concat [3 x 2] had 12-px rows and no numbers. A phone scrolls,
+    so its charts are planned for its column instead."""
+    url, browser = live
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    page.goto(url + "/present?step=8")
+    settle(page, ".st-key-present_reveal")
+    page.locator(".st-key-present_reveal button").click()
+    settle(page, "[data-testid='stMain'] .js-plotly-plot")
+    heights = page.evaluate(CELL_HEIGHTS)  # px: one cell's height, per chart on the screen
+    assert heights and min(heights) >= 42, heights  # 42 px: a cell that holds its 20-px number
+    context.close()
+
+
 PANELS = """(key) => {
   const el = document.querySelector(`.st-key-${key} .js-plotly-plot`);
   if (!el) return null;
