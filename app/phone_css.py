@@ -22,6 +22,8 @@ PHONE_COLUMN_PX = 358  # a 390-px phone's main column (Streamlit pads it 16 px a
 TOUCH_PX = 44  # the least side of a touch target (WCAG 2.5.5; Apple's and Google's guidance)
 PROBE_KEY = "viewport_probe"
 
+# Streamlit 1.67's dark page (a phone set to dark mode gets it): the formulas' edge covers match it.
+DARK_PAGE, DARK_PAGE_CLEAR = "rgb(23 22 20)", "rgb(23 22 20 / 0)"
 PHONE_CSS = f"""<style>
 .st-key-mha_phone {{ display: none; }} /* the probe and this sheet take no room */
 /* --- Phone (app/phone_css.py): only below {NARROW_MAX_PX} px ------------------------------- */
@@ -64,11 +66,13 @@ PHONE_CSS = f"""<style>
      no sign that it went on). Doubled class: above the presenter's own rule. */
   [data-testid="stMain"] .katex-display > .katex.katex {{ font-size: 1.1em; }}
   [data-testid="stMain"] .katex-display {{
+    --page: light-dark(#fff, {DARK_PAGE}); --clear: light-dark(#fff0, {DARK_PAGE_CLEAR});
+    --shade: light-dark(#00000073, #ffffff59);
     background:
-      linear-gradient(to right, #fff 30%, #fff0) left / 48px 100% no-repeat local,
-      linear-gradient(to left, #fff 30%, #fff0) right / 48px 100% no-repeat local,
-      radial-gradient(farthest-side at 0 50%, #00000073, #0000) left / 14px 100% no-repeat scroll,
-      radial-gradient(farthest-side at 100% 50%, #00000073, #0000) right / 14px 100% no-repeat scroll;
+      linear-gradient(to right, var(--page) 30%, var(--clear)) left / 48px 100% no-repeat local,
+      linear-gradient(to left, var(--page) 30%, var(--clear)) right / 48px 100% no-repeat local,
+      radial-gradient(farthest-side at 0 50%, var(--shade), #0000) left / 14px 100% no-repeat scroll,
+      radial-gradient(farthest-side at 100% 50%, var(--shade), #0000) right / 14px 100% no-repeat scroll;
   }}
   /* A table's toolbar is always shown on a phone (no hover) and sits 44 px above the table: room
      for it, or it covers the caption above. */

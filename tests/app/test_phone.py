@@ -175,7 +175,8 @@ CUT_FORMULAS = """() => Array.from(document.querySelectorAll('[data-testid="stMa
 def test_a_table_s_toolbar_leaves_its_caption_readable_and_a_long_formula_shows_it_goes_on(live):
     """A phone shows a table's toolbar all the time (no hover): it covered the caption above the
     table ("X [3 × 2]: one row per q… edit any cell)"). A formula wider than the column was cut at
-    the edge with no sign that it scrolls: it now has a shadow on that edge."""
+    the edge with no sign that it scrolls: it now has a shadow on that edge, drawn in the page's own
+    colours (a phone in dark mode first got white boxes at the formula's ends)."""
     url, browser = live
     context = browser.new_context(**PHONE)
     page = context.new_page()
@@ -187,6 +188,14 @@ def test_a_table_s_toolbar_leaves_its_caption_readable_and_a_long_formula_shows_
     settle(page, ".katex-display")
     assert page.evaluate(CUT_FORMULAS) == [True]  # the one formula too wide shows its shadow
     context.close()
+    dark = browser.new_context(**PHONE, color_scheme="dark").new_page()  # the covers are the page's colour
+    dark.goto(url + "/present?step=8")
+    settle(dark, ".katex-display")
+    style_of = "([selector, name]) => getComputedStyle(document.querySelector(selector))[name]"
+    page_colour = dark.evaluate(style_of, ["[data-testid=stApp]", "backgroundColor"])
+    covers = dark.evaluate(style_of, [".katex-display", "backgroundImage"])
+    assert page_colour != "rgb(255, 255, 255)" and page_colour in covers and "255, 255, 255)" not in covers
+    dark.context.close()
 
 
 CELL_HEIGHTS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'),
