@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_no_module_of_the_app_makes_a_fragment_but_app_fragments():
     makers = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "app").rglob("*.py"))
-              if re.search(r"\bst\.fragment\b|\bfragment\s*\(\s*\w+\s*,|from streamlit import .*fragment",
+              if re.search(r"\b(st|streamlit)\.fragment\b|from streamlit import .*\bfragment\b",
                            path.read_text()) and path.name != "fragments.py"]
     assert makers == []
 
