@@ -30,7 +30,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from app import i18n, session_keys, state, widgets
+from app import i18n, push, session_keys, state, widgets
 from app.fragments import fragment
 from app.safe import lit
 from classroom.store import (
@@ -64,7 +64,8 @@ LIVE_KEYS = session_keys.register(*(session_keys.Key(name, "live") for name in (
     "door_wait",  # a student the join rate turned away, waiting for their turn: DoorWait
 )))
 
-POLL_SECONDS = 1.0  # a follower checks the room's version this often (the page shows a change within 2 s)
+POLL_SECONDS = 2.0  # a follower's heartbeat, and its check of the room's version should the server's push
+# (app/push.py, a quarter second) be lost; two heartbeats fall in every FOLLOWER_TTL_SECONDS
 TEACHER_BEAT_SECONDS = 5.0  # the teacher's page says it is open this often (the room ends 15 min after)
 TOO_LARGE_FOR_THE_ROOM = N_("The teacher's setup is too large to send to the class: this page shows the "
                             "default example until the teacher shows a smaller one.")
@@ -427,9 +428,11 @@ def follow_before_build() -> None:
     """A follower's session takes the room's newest state before any widget is drawn."""
     ss = st.session_state
     if not widgets.following():
+        push.forget()
         return
     try:
         if watch().version(ss.room) <= ss.get("applied_version", -1):
+            push.shown(ss.room, ss.applied_version)
             return  # versions only grow; the state read below may be newer than the watch's version
         room = watch().state(ss.room)
     except NoSuchRoom:
@@ -452,6 +455,7 @@ def follow_before_build() -> None:
             ss.live_message = i18n.t(ROOM_STATE_REFUSED).format(refused="; ".join(refused))
     take_page_inputs(inputs)
     ss.room_inputs = widgets.sidebar_values()
+    push.shown(ss.room, room.version)  # the server reruns this page when the room moves past it
 
 
 def page_inputs() -> dict:

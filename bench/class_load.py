@@ -209,6 +209,23 @@ async def draw_forecast(client: Browser, student: Student, asked: Asked, record)
     student.confirmed = run.answer_in
 
 
+def plan_the_tap(student: Student, client: Browser, asked: Asked, args, rng: random.Random) -> None:
+    """Once the student's page shows the forecast's chips and the window is open: when it taps."""
+    if asked.id and student.drawn_at is None and f"forecast_send_{asked.id}" in client.ids:
+        student.drawn_at = time.monotonic()
+    if asked.answers_from is not None and student.drawn_at is not None and student.answer_at is None:
+        opened_for_me = max(asked.answers_from, student.drawn_at)
+        student.answer_at = opened_for_me + rng.uniform(0, args.answer_window)
+
+
+def wake(tick: float, student: Student) -> float:
+    """When the student's page acts next: its poll's tick, or the student's tap if sooner (a browser
+    taps whenever its student does, not on the poll's timer)."""
+    if student.answer_at is not None and student.sent is None:
+        return min(tick, student.answer_at)
+    return tick
+
+
 async def follow(student: Student, url: str, code: str, args, start_at: float, stop: asyncio.Event,
                  asked: Asked, rng: random.Random) -> None:
     await asyncio.sleep(max(0.0, start_at - time.monotonic()))
@@ -233,25 +250,25 @@ async def follow(student: Student, url: str, code: str, args, start_at: float, s
         interval = next(iter(client.auto_reruns.values()), 1.0)
         tick = time.monotonic() + interval
         while not stop.is_set():
-            await asyncio.sleep(max(0.0, tick - time.monotonic()))
+            # until the poll's tick or the student's tap: read the runs the server pushes meanwhile
+            while not stop.is_set() and (left := wake(tick, student) - time.monotonic()) > 0:
+                if run := await client.pushed(min(left, 0.25)):
+                    record(run, time.monotonic() - run.seconds)  # the server reran the page: the room moved
+                plan_the_tap(student, client, asked, args, rng)
             if stop.is_set():
                 break
             now = time.monotonic()
-            if asked.id and student.drawn_at is None and f"forecast_send_{asked.id}" in client.ids:
-                student.drawn_at = now
-            if asked.answers_from is not None and student.drawn_at is not None and student.answer_at is None:
-                opened_for_me = max(asked.answers_from, student.drawn_at)
-                student.answer_at = opened_for_me + rng.uniform(0, args.answer_window)
+            plan_the_tap(student, client, asked, args, rng)
             if student.answer_at is not None and student.sent is None and now >= student.answer_at:
                 stage = "forecast"
                 await draw_forecast(client, student, asked, record)
                 stage = "poll"
-            else:
+            elif now >= tick:
                 sent = time.monotonic()
                 record(await client.rerun_fragment(), sent)
-            tick += interval
-            if tick < time.monotonic():  # the run outlasted the interval: the next tick goes now
-                tick = time.monotonic()
+                tick += interval
+                if tick < time.monotonic():  # the run outlasted the interval: the next tick goes now
+                    tick = time.monotonic()
     except Exception as error:  # a timeout, a closed connection, no fragment: the session is lost
         student.dropped = f"during {stage}: {type(error).__name__}: {error}"
     finally:

@@ -58,6 +58,9 @@ class Run:
         return json.loads(self.charts[key])
 
 
+RUN_MESSAGES = ("new_session", "delta", "auto_rerun", "script_finished", "page_config_changed", "navigation")
+
+
 def element_key(element_id: str) -> str | None:
     """The user key of an element id ``$$ID-<hash>-<key>``; None for elements drawn without one."""
     parts = element_id.split("-", 2)
@@ -141,8 +144,8 @@ class Session:
 
     async def rerun(self, query_string: str = "") -> Run:
         """Send rerun_script with the current widget values; read ForwardMsgs until the run ends."""
-        run, cache = await self._exchange(self._client_state(query_string), Run(0.0))
-        self._cache, self.last = cache, run
+        run, cache = await self._exchange(self._client_state(query_string), self._new_run())
+        self._keep(run, cache)
         return run
 
     def _client_state(self, query_string: str) -> ClientState:
@@ -161,10 +164,17 @@ class Session:
         message.rerun_script.CopyFrom(state)
         started = time.perf_counter()
         await self.ws.send(message.SerializeToString())
+        cache = await self._read_run(run)
+        run.seconds = time.perf_counter() - started
+        return run, cache
+
+    async def _read_run(self, run: Run, first: bytes | None = None) -> dict:
+        """Read ForwardMsgs (first, when one was read already) into run until it ends; returns the
+        run's message cache."""
         cache = {}
         async with asyncio.timeout(self.timeout):
             while not run.status:
-                data = await self.ws.recv()
+                data, first = (first, None) if first is not None else (await self.ws.recv(), None)
                 run.messages, run.bytes = run.messages + 1, run.bytes + len(data)
                 msg = ForwardMsg()
                 msg.ParseFromString(data)
@@ -177,8 +187,44 @@ class Session:
                 elif msg.metadata.cacheable:  # large elements (over 10 kB by default)
                     cache[msg.hash] = msg
                 self._read(msg, run)
+        return cache
+
+    async def pushed(self, seconds: float) -> Run | None:
+        """A run the server began by itself (app/push.py reruns a follower's page when its room
+        moves), read to its end; None when none came within seconds. Also the rest of a run whose
+        messages another run's reply came in the middle of (the server may run a fragment, the reply
+        to a poll tick, while the page's run waits its turn): the frontend reads every message, so
+        this does too. Messages between runs (a status change) are read and waited past."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                data = await asyncio.wait_for(self.ws.recv(), left)  # a cancelled recv loses nothing
+            except TimeoutError:
+                return None
+            first = ForwardMsg()
+            first.ParseFromString(data)
+            if first.WhichOneof("type") in RUN_MESSAGES:
+                return await self._read_pushed(data, first)
+            self._read(first, self._new_run())
+        return None
+
+    async def _read_pushed(self, data: bytes, first: ForwardMsg) -> Run:
+        started = time.perf_counter()
+        run = self._new_run()
+        cache = await self._read_run(run, data)
         run.seconds = time.perf_counter() - started
-        return run, cache
+        if first.WhichOneof("type") == "new_session" and not first.metadata.run.fragment_ids:
+            self._keep(run, cache)  # a whole run of its own
+        else:  # a fragment's run, or the rest of a run begun in another's reply: adds to the cache
+            self._keep(run, {**self._cache, **cache})
+        return run
+
+    def _new_run(self) -> Run:
+        return Run(0.0)
+
+    def _keep(self, run: Run, cache: dict) -> None:
+        """A whole run's messages replace the cache, as the frontend's do."""
+        self._cache, self.last = cache, run
 
     def _read(self, msg: ForwardMsg, run: Run) -> None:
         kind = msg.WhichOneof("type")
@@ -285,12 +331,18 @@ class FollowerSession(Session):
 
     async def _send(self, state: ClientState) -> FollowerRun:
         """As Session.rerun, for a fragment's run as well as the page's."""
-        run, cache = await self._exchange(state, FollowerRun(0.0))
+        run, cache = await self._exchange(state, self._new_run())
+        self._keep(run, cache)
+        return run
+
+    def _new_run(self) -> FollowerRun:
+        return FollowerRun(0.0)
+
+    def _keep(self, run: FollowerRun, cache: dict) -> None:
         run.fragment_run = run.status == "fragment ok"
         if run.fragment_run:  # a fragment run resends only its own elements: keep the page's cache
             cache = {**self._cache, **cache}
         self._cache, self.last = cache, run
-        return run
 
     def _read(self, msg: ForwardMsg, run: Run) -> None:
         super()._read(msg, run)

@@ -108,7 +108,8 @@ def test_a_poll_tick_never_loses_the_page_run_it_caused(server_and_store):
 
 
 def test_the_race_fix_is_for_the_streamlit_this_project_pins():
-    """A Streamlit upgrade must be read against app/streamlit_race.py (and app/fragments.py) first."""
+    """A Streamlit upgrade must be read against app/streamlit_race.py, app/fragments.py and app/push.py
+    first."""
     import streamlit
 
     assert streamlit.__version__ == streamlit_race.PINNED
