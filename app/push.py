@@ -2,11 +2,12 @@
 
 ``rerun_session`` asks a Streamlit session for a whole run the way Streamlit's own "run on save"
 does (``AppSession.request_rerun`` with the session's last client state, on the session's event
-loop), so the browser draws it like any run. Streamlit has no public call for this: the three
+loop), so the browser draws it like any run. Streamlit has no public call for this: the four
 private names it touches (``Runtime._session_mgr``, ``AppSession._scriptrunner``, ``._event_loop``,
 ``._client_state``) are those of the pinned streamlit==1.67.0: tests/classroom/test_push.py's server
-tests fail if they change, and tests/classroom/test_race.py holds the pin. A session in the middle of a run is left alone (its run may be a student's Send, which a
-whole rerun would stop); the pusher looks again a quarter second later.
+tests fail if they change, and tests/classroom/test_race.py holds the pin. A session in the middle
+of a run is left alone (its run may be a student's Send, which a whole rerun would stop); the pusher
+looks again a quarter second later.
 """
 
 from __future__ import annotations
