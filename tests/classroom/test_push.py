@@ -12,11 +12,8 @@ import asyncio
 import json
 import time
 
-import pytest
-
 from classroom.push import REPUSH_SECONDS, RERUN_ASKED, SESSION_BUSY, SESSION_GONE, Pusher
 from classroom.store import NoSuchRoom, StoreUnavailable
-from tests.live_server import class_store, streamlit_server
 from tests.st_protocol import FollowerSession
 
 # --- the Pusher's rules ----------------------------------------------------------------------------
@@ -127,12 +124,6 @@ async def a_follower_is_sent_the_change(url: str, store, *, explore: bool) -> tu
         return runs, arrived
     finally:
         await follower.close()
-
-
-@pytest.fixture
-def server_and_store(tmp_path):
-    with class_store(tmp_path) as (_, store), streamlit_server() as (url, _):
-        yield url, store
 
 
 def test_the_server_reruns_a_following_page_when_the_teacher_changes_it(server_and_store):

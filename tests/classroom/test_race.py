@@ -13,13 +13,11 @@ import asyncio
 import json
 import re
 
-import pytest
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from app import streamlit_race
 from course.examples import all_examples
-from tests.live_server import class_store, streamlit_server
 from tests.st_protocol import FOLLOWING, FollowerSession
 
 EXAMPLES = ("the_cat_sat_two_heads", "cat_chases_mouse")
@@ -91,12 +89,6 @@ async def followers_after_changes(url: str, store, *, students: int, changes: in
             reader.cancel()
         for follower in followers:
             await follower.close()
-
-
-@pytest.fixture
-def server_and_store(tmp_path):
-    with class_store(tmp_path) as (_, store), streamlit_server() as (url, _):
-        yield url, store
 
 
 def test_a_poll_tick_never_loses_the_page_run_it_caused(server_and_store):
