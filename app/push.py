@@ -19,14 +19,21 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from classroom.push import RERUN_ASKED, SESSION_BUSY, SESSION_GONE, Pusher
 
 
+def server_session(session_id: str):
+    """The real server's AppSession of this id, or None: gone, or no real server (AppTest runs its
+    script under a ``MagicMock(spec=Runtime)``, which has no ``_session_mgr``)."""
+    if not Runtime.exists():
+        return None
+    manager = getattr(Runtime.instance(), "_session_mgr", None)
+    info = manager.get_active_session_info(session_id) if manager is not None else None
+    return info.session if info is not None else None
+
+
 def rerun_session(session_id: str) -> str:
     """Ask the session for a whole run if it is idle. RERUN_ASKED, SESSION_BUSY or SESSION_GONE."""
-    if not Runtime.exists():
+    session = server_session(session_id)
+    if session is None:
         return SESSION_GONE
-    info = Runtime.instance()._session_mgr.get_active_session_info(session_id)
-    if info is None:
-        return SESSION_GONE
-    session = info.session
     if session._scriptrunner is not None:
         return SESSION_BUSY
 
@@ -49,14 +56,20 @@ def pusher() -> Pusher:
 
 
 def shown(code: str, version: int) -> None:
-    """This follower's page now shows the room's version (a real server only: AppTest has no
-    sessions to push to, and its pages poll)."""
-    ctx = get_script_run_ctx()
-    if ctx is not None and Runtime.exists():
-        pusher().shown(ctx.session_id, code, version)
+    """This follower's page now shows the room's version. Only a session the real server knows is
+    kept: AppTest's pages have no session to push to (they poll), and a thread reading the store for
+    them would outlive the test that opened it."""
+    session_id = this_server_session()
+    if session_id is not None:
+        pusher().shown(session_id, code, version)
 
 
 def forget() -> None:
+    session_id = this_server_session()
+    if session_id is not None:
+        pusher().forget(session_id)
+
+
+def this_server_session() -> str | None:
     ctx = get_script_run_ctx()
-    if ctx is not None and Runtime.exists():
-        pusher().forget(ctx.session_id)
+    return ctx.session_id if ctx is not None and server_session(ctx.session_id) is not None else None

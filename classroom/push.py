@@ -76,8 +76,8 @@ class Pusher:
             try:
                 answer = self._rerun(session_id)
             except Exception:  # noqa: BLE001 - one session's failure must not stop the others' push
-                LOG.exception("asking session %s to rerun failed", session_id)
-                continue
+                LOG.exception("asking session %s to rerun failed; its page's poll remains", session_id)
+                answer = SESSION_GONE  # not asked again every tick: its next whole run says it follows
             if answer == SESSION_GONE:
                 self.forget(session_id)
             elif answer == RERUN_ASKED:

@@ -82,6 +82,36 @@ def test_a_busy_session_is_asked_on_a_later_tick_and_a_gone_one_is_forgotten():
     assert pusher.tick() == ["busy"]
 
 
+def test_a_session_whose_rerun_fails_is_forgotten_not_asked_every_tick():
+    pusher, sessions, clock = pusher_with({"ROOM": 5})
+    pusher.shown("broken", "ROOM", 4)
+    pusher.shown("fine", "ROOM", 4)
+
+    def rerun(session_id: str) -> str:
+        if session_id == "broken":
+            raise AttributeError("_session_mgr")
+        return sessions(session_id)
+
+    pusher._rerun = rerun
+    assert pusher.tick() == ["fine"]
+    assert set(pusher.following()) == {"fine"}  # its page's poll and next whole run remain
+
+
+def test_an_apptest_page_is_not_pushed_to():
+    """AppTest runs the script under a MagicMock Runtime: a follower there has no server session, so
+    the pusher keeps nothing and no thread reads the store for it after the test (one did, and built
+    the next test's store from the environment between two tests: CI's failure on 2026-12-02)."""
+    from app import push
+    from tests.apptest_util import open_address
+    from tests.classroom.test_live import rerun_after_a_poll, teacher_with_room
+
+    teacher, code = teacher_with_room()
+    student = open_address({"room": code})
+    rerun_after_a_poll(student)
+    assert not student.exception and student.session_state["applied_version"] >= 0
+    assert push.pusher().following() == {}
+
+
 def test_an_ended_room_moves_and_a_lost_store_asks_nobody():
     versions = {"ENDED": NoSuchRoom("gone"), "AWAY": StoreUnavailable("down")}
     pusher, sessions, _ = pusher_with(versions)
