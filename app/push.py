@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import streamlit as st
 from streamlit.runtime import Runtime
+from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from classroom.push import RERUN_ASKED, SESSION_BUSY, SESSION_GONE, Pusher
 
 
-def server_session(session_id: str):
+def server_session(session_id: str) -> AppSession | None:
     """The real server's AppSession of this id, or None: gone, or no real server (AppTest runs its
     script under a ``MagicMock(spec=Runtime)``, which has no ``_session_mgr``)."""
     if not Runtime.exists():

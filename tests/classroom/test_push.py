@@ -31,11 +31,13 @@ class Sessions:
     """rerun(session_id) as Streamlit's sessions would answer it; records who was asked."""
 
     def __init__(self):
-        self.answers: dict[str, str] = {}
+        self.answers: dict[str, str | Exception] = {}  # an Exception is raised, as a broken session would
         self.asked: list[str] = []
 
     def __call__(self, session_id: str) -> str:
         answer = self.answers.get(session_id, RERUN_ASKED)
+        if isinstance(answer, Exception):
+            raise answer
         if answer == RERUN_ASKED:
             self.asked.append(session_id)
         return answer
@@ -83,16 +85,10 @@ def test_a_busy_session_is_asked_on_a_later_tick_and_a_gone_one_is_forgotten():
 
 
 def test_a_session_whose_rerun_fails_is_forgotten_not_asked_every_tick():
-    pusher, sessions, clock = pusher_with({"ROOM": 5})
+    pusher, sessions, _ = pusher_with({"ROOM": 5})
     pusher.shown("broken", "ROOM", 4)
     pusher.shown("fine", "ROOM", 4)
-
-    def rerun(session_id: str) -> str:
-        if session_id == "broken":
-            raise AttributeError("_session_mgr")
-        return sessions(session_id)
-
-    pusher._rerun = rerun
+    sessions.answers["broken"] = AttributeError("_session_mgr")
     assert pusher.tick() == ["fine"]
     assert set(pusher.following()) == {"fine"}  # its page's poll and next whole run remain
 
@@ -105,9 +101,9 @@ def test_an_apptest_page_is_not_pushed_to():
     from tests.apptest_util import open_address
     from tests.classroom.test_live import rerun_after_a_poll, teacher_with_room
 
-    teacher, code = teacher_with_room()
+    _, code = teacher_with_room()
     student = open_address({"room": code})
-    rerun_after_a_poll(student)
+    rerun_after_a_poll(student)  # follow_before_build took the room's state, and called push.shown
     assert not student.exception and student.session_state["applied_version"] >= 0
     assert push.pusher().following() == {}
 
