@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser_env import ARTIFACTS, CHROMIUM, FLAGS, IDLE, require_browser  # noqa: F401 (bench/)
+from tests.ws_log import MessageLog
 
 require_browser()
 from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402 (after the skip)
@@ -525,6 +526,23 @@ def seconds_until_shown(pages, act, selector: str) -> float:
     return max(page.evaluate("() => window.mhaShownAt") for page in pages) / 1000 - acted
 
 
+def wait_for_chips(page, key: int, chips: int, name: str, log: MessageLog) -> None:
+    """Wait until the key's button shows this many chips; if it never does, keep the page's
+    screenshot, HTML and websocket messages (artifacts/chips-NAME.*) and say what the buttons show."""
+    try:
+        page.wait_for_function(
+            "([s, k, n]) => (document.querySelectorAll(s)[k]?.innerText ?? '').split('●').length - 1 === n",
+            arg=[CHIP_BUTTONS, key, chips], timeout=LOADED)
+    except PlaywrightTimeout:
+        page.screenshot(path=str(ARTIFACTS / f"chips-{name}.png"), full_page=True)
+        (ARTIFACTS / f"chips-{name}.html").write_text(page.content())
+        log.write(ARTIFACTS / f"chips-{name}-messages.txt")
+        shown = page.evaluate("(s) => Array.from(document.querySelectorAll(s), b => b.innerText)",
+                              CHIP_BUTTONS)
+        raise AssertionError(f"{name}'s key {key} never showed {chips} chips; its buttons: {shown}; "
+                             f"its last messages:\n{log.tail()}") from None
+
+
 def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
     """Issue 15: the teacher presents, asks the room to draw one head's row, three students draw it
     (one on a 390 x 844 touch phone), the teacher closes and reveals; every screen shows its part
@@ -550,12 +568,13 @@ def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
         teacher.locator(".st-key-present_next button").click()
         teacher.wait_for_function(SCREEN_SHOWN, arg=f"{screen} / 9 · ", timeout=20_000)
         teacher.wait_for_selector(IDLE, timeout=20_000)
-    students = []
+    students, logs = [], []
     for viewport, phone in (((1280, 720), False), ((1280, 720), False), ((390, 844), True)):
         context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, is_mobile=phone,
                                       has_touch=phone)
         context.on("request", lambda r: fetched.append(r.url))
         student = context.new_page()
+        logs.append(MessageLog(student))
         student.goto(f"{url}/?room={code}")
         try:
             student.wait_for_function(SCREEN_SHOWN, arg="4 / 9 · ", timeout=30_000)
@@ -573,20 +592,24 @@ def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
         for key in ([0] * 4 + [1] * 6, [2] * 10, [1, 1, 2])[number]:
             chips = buttons.nth(key).inner_text().count("●")
             (buttons.nth(key).tap() if number == 2 else buttons.nth(key).click())
-            student.wait_for_function(
-                "([s, k, n]) => document.querySelectorAll(s)[k].innerText.split('●').length - 1 === n",
-                arg=[CHIP_BUTTONS, key, chips + 1], timeout=LOADED)
+            wait_for_chips(student, key, chips + 1, f"student-{number}", logs[number])
         if number == 2:  # a thumb takes a chip back: key 1's pill under "Take a chip back from"
             pill = student.locator(TAKE_PILLS).nth(1)
             assert "**BOLD**" in pill.inner_text()  # literal
             pill.tap()
-            student.wait_for_function(
-                "([s, k, n]) => document.querySelectorAll(s)[k].innerText.split('●').length - 1 === n",
-                arg=[CHIP_BUTTONS, 1, 1], timeout=LOADED)
+            wait_for_chips(student, 1, 1, f"student-{number}", logs[number])
             student.screenshot(path=str(ARTIFACTS / "forecast-phone-drawing.png"), full_page=True)
         student.wait_for_selector(IDLE, timeout=LOADED)  # the last tap's run has drawn (see below)
+        logs[number].mark("click Send")
         student.locator("[class*='st-key-forecast_send_'] button").click()
-        visible_text(student, "Your answer is in")
+        logs[number].mark("clicked Send")
+        try:
+            visible_text(student, "Your answer is in")
+        except PlaywrightTimeout:
+            logs[number].write(ARTIFACTS / f"send-{number}-messages.txt")
+            student.screenshot(path=str(ARTIFACTS / f"send-{number}.png"), full_page=True)
+            raise AssertionError(f"student {number}'s Send was never taken; its last messages:\n"
+                                 f"{logs[number].tail()}") from None
     started = time.perf_counter()
     visible_text(teacher, "3 of 3 answered")
     seconds["counted"] = time.perf_counter() - started
@@ -616,6 +639,8 @@ def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
         assert page.locator("[data-testid='stMain'] strong:text-is('BOLD')").count() == 0
     assert not [u for u in fetched if "127.0.0.1:9/" in u]
     (ARTIFACTS / "forecast-seconds.txt").write_text("".join(f"{k} {v:.3f}\n" for k, v in seconds.items()))
+    for number, log in enumerate(logs):
+        log.write(ARTIFACTS / f"forecast-student-{number}-messages.txt")
     for page in (teacher, *students):
         page.context.close()
     late = {step: round(v, 2) for step, v in seconds.items() if v >= WITHIN / 1000}
