@@ -89,6 +89,8 @@ def install() -> None:
 def carried_by_another_fragment(value_type: str, fragment_id: str | None) -> bool:
     """A button's click in a run of other fragments: a timer's rerun that carried it. The click's own
     rerun runs the button's fragment (or the whole page)."""
+    if value_type not in TRIGGERS:
+        return False
     ctx = get_script_run_ctx()
-    ran = ctx.fragment_ids_this_run if ctx is not None else None
-    return value_type in TRIGGERS and bool(ran) and fragment_id not in ran
+    ran = ctx.fragment_ids_this_run if ctx is not None else None  # None or [] for a whole run
+    return bool(ran) and fragment_id not in ran

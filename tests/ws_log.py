@@ -11,11 +11,7 @@ from pathlib import Path
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-
-def widget_key(widget_id: str) -> str:
-    """The key a widget was given ('$$ID-<hash>-<key>'), or its whole id."""
-    parts = widget_id.split("-", 2)
-    return parts[2] if len(parts) == 3 and parts[0] == "$$ID" else widget_id
+from tests.st_protocol import element_key
 
 
 def back_line(payload: bytes) -> str:
@@ -25,9 +21,10 @@ def back_line(payload: bytes) -> str:
     if kind != "rerun_script":
         return f"-> {kind}"
     state = message.rerun_script
-    triggered = [widget_key(w.id) for w in state.widget_states.widgets if w.HasField("trigger_value")]
+    widgets = state.widget_states.widgets
+    triggered = [element_key(w.id) or w.id for w in widgets if w.HasField("trigger_value")]
     return (f"-> rerun fragment={state.fragment_id[:8] or 'app'} auto={state.is_auto_rerun} "
-            f"widgets={len(state.widget_states.widgets)} triggered={triggered}")
+            f"widgets={len(widgets)} triggered={triggered}")
 
 
 def forward_line(payload: bytes) -> str:

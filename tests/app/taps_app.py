@@ -8,7 +8,7 @@ from app import streamlit_race
 from app.fragments import fragment
 
 streamlit_race.install()
-TICK_SECONDS = 0.1  # twenty times the follower's poll: a click meets a tick every few clicks
+TICK_SECONDS = 0.1  # shorter than the test's long task, so a tick is queued when it clicks
 
 
 def count(name: str) -> None:

@@ -528,19 +528,25 @@ def seconds_until_shown(pages, act, selector: str) -> float:
 
 def wait_for_chips(page, key: int, chips: int, name: str, log: MessageLog) -> None:
     """Wait until the key's button shows this many chips; if it never does, keep the page's
-    screenshot, HTML and websocket messages (artifacts/chips-NAME.*) and say what the buttons show."""
+    screenshot, HTML and websocket messages (kept()) and say what the buttons show."""
     try:
         page.wait_for_function(
             "([s, k, n]) => (document.querySelectorAll(s)[k]?.innerText ?? '').split('●').length - 1 === n",
             arg=[CHIP_BUTTONS, key, chips], timeout=LOADED)
     except PlaywrightTimeout:
-        page.screenshot(path=str(ARTIFACTS / f"chips-{name}.png"), full_page=True)
-        (ARTIFACTS / f"chips-{name}.html").write_text(page.content())
-        log.write(ARTIFACTS / f"chips-{name}-messages.txt")
         shown = page.evaluate("(s) => Array.from(document.querySelectorAll(s), b => b.innerText)",
                               CHIP_BUTTONS)
         raise AssertionError(f"{name}'s key {key} never showed {chips} chips; its buttons: {shown}; "
-                             f"its last messages:\n{log.tail()}") from None
+                             f"{kept(page, log, f'chips-{name}')}") from None
+
+
+def kept(page, log: MessageLog, name: str) -> str:
+    """A page that did not show its part: its screenshot, HTML and websocket messages kept as
+    artifacts/NAME.png, .html and -messages.txt; returns its last messages for the failure's text."""
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    (ARTIFACTS / f"{name}.html").write_text(page.content())
+    log.write(ARTIFACTS / f"{name}-messages.txt")
+    return f"its last messages:\n{log.tail()}"
 
 
 def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
@@ -606,10 +612,8 @@ def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
         try:
             visible_text(student, "Your answer is in")
         except PlaywrightTimeout:
-            logs[number].write(ARTIFACTS / f"send-{number}-messages.txt")
-            student.screenshot(path=str(ARTIFACTS / f"send-{number}.png"), full_page=True)
-            raise AssertionError(f"student {number}'s Send was never taken; its last messages:\n"
-                                 f"{logs[number].tail()}") from None
+            raise AssertionError(f"student {number}'s Send was never taken; "
+                                 f"{kept(student, logs[number], f'send-{number}')}") from None
     started = time.perf_counter()
     visible_text(teacher, "3 of 3 answered")
     seconds["counted"] = time.perf_counter() - started
