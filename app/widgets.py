@@ -45,6 +45,18 @@ for (const ms of [0, 150, 400, 800, 1500]) { setTimeout(toTheTop, ms); }
 
 
 IMAGE_FORMATS = ("png", "svg")  # what the camera button of every chart's modebar downloads
+IMAGE_FORMAT = "image_format"  # the format chosen, kept while the radio that chose it is not drawn
+IMAGE_FORMAT_CHOICE = "image_format_choice"  # that radio's own key
+FILL_OPEN, SAVE_LOAD_OPEN = "fill_open", "save_load_open"  # the sidebar's two expanders, open or not
+session_keys.register(session_keys.Key(IMAGE_FORMAT, "widgets", "png"),
+                      session_keys.Key(IMAGE_FORMAT_CHOICE, "widgets"),
+                      session_keys.Key(FILL_OPEN, "widgets", False),
+                      session_keys.Key(SAVE_LOAD_OPEN, "widgets", False))
+
+
+def image_format() -> str:
+    chosen = st.session_state.get(IMAGE_FORMAT)
+    return chosen if chosen in IMAGE_FORMATS else "png"
 # The camera and "reset axes" only (dragging still zooms, a double click resets): plotly's eight buttons
 # ran 190 px along the chart's top and covered the right-hand panels' titles; two fit beside them.
 MODEBAR_BUTTONS = [["toImage", "resetScale2d"]]
@@ -57,9 +69,9 @@ def chart(fig, key: str, text: str | chart_text.ChartText | None = None) -> None
     Its text alternative: a summary in words (``text``, or read from the figure) is the chart's
     accessible name, and "Numbers as a table" beside it shows the summary and every number, built
     only while it is open."""
-    image_format = st.session_state.get("image_format", "png")
-    options = {"format": image_format, "filename": key.removeprefix("chart_")}
-    if image_format == "png":
+    chosen = image_format()
+    options = {"format": chosen, "filename": key.removeprefix("chart_")}
+    if chosen == "png":
         options["scale"] = 2
     language = i18n.language()  # the summary and tables in the reader's language, whoever built the figure
     about = text if isinstance(text, chart_text.ChartText) else (
@@ -384,7 +396,9 @@ def undo_ui(current: state.Current) -> None:
 
 def fill_ui(sizes: Sizes, seed: int) -> None:
     """Fill a chosen array (or one head of it) with random, identity/select or zeros."""
-    with st.sidebar.expander(i18n.t("Fill a matrix"), expanded=False):
+    with st.sidebar.expander(i18n.t("Fill a matrix"), key=FILL_OPEN, on_change="rerun") as box:
+        if not box.open:  # its contents run only while it is open (a closed one cost every run its widgets)
+            return
         targets = [spec.name for spec in sizes.present() if not spec.name.startswith("b_")]
         target = st.selectbox(i18n.t("matrix"), targets, key="fill_target",
                               format_func=lambda n: SPECS[n].label)
@@ -467,48 +481,55 @@ def _frame(key: str, grid, rows: list[str], boolean: bool):
 
 def save_load_ui(current: state.Current) -> None:
     """Download the current setup as JSON; upload one back."""
+    with st.sidebar.expander(i18n.t("Save or load this setup"), key=SAVE_LOAD_OPEN, on_change="rerun") as box:
+        if box.open:  # its contents run only while it is open
+            _save_load_contents(current)
+
+
+def _save_load_contents(current: state.Current) -> None:
     setup = current.setup  # the downloads' callables keep this, never the result (app/result_cache.py)
-    with st.sidebar.expander(i18n.t("Save or load this setup"), expanded=False):
-        problem = save_problem(setup)
-        title = state.label_of(st.session_state.origin)
-        title = i18n.t("{title} (edited)").format(title=title) if current.edited else title
-        language = i18n.language()  # the button's data is built later, outside this run
-        st.download_button(i18n.t("⬇ Download this page (HTML, opens offline)"),
-                           data=lambda: page_export.page_for_download(setup, title, language),
-                           file_name="attention-step-by-step.html", mime="text/html", key="page_download",
-                           on_click="ignore", disabled=current.result is None,
-                           help=i18n.t("Every step for these inputs in one file: the charts (interactive), "
-                                       "the formulas, the text and each chart's numbers as a table. Opens in "
-                                       "a browser with no network, for a learning platform or a student at "
-                                       "home."))
-        st.download_button(i18n.t("⬇ Download as JSON"), data=lambda: setup_to_json(setup),
-                           file_name="attention-setup.json", mime="application/json", key="setup_download",
-                           on_click="ignore", disabled=problem is not None)
-        if problem:
-            st.caption(i18n.t("Cannot save now: {problem}.").format(problem=lit(problem)))
-        recipe = getattr(current.base, "recipe", "") if not current.edited else ""
-        # The data is made on click, outside this run: it may use only what it is given here.
-        st.download_button(i18n.t("⬇ Download as Python (NumPy only)"),
-                           data=lambda: setup_to_script(setup, title=title, recipe=recipe, language=language),
-                           file_name="attention_step_by_step.py", mime="text/x-python", key="script_download",
-                           on_click="ignore", disabled=problem is not None and not recipe,
-                           help=i18n.t("A short script that rebuilds these exact inputs and computes every "
-                                       "step with plain NumPy, printing the weights and the output."))
-        st.download_button(i18n.t("⬇ Download all numbers (CSV files, ZIP)"),
-                           data=lambda: setup_to_csv_zip(setup), file_name="attention-numbers.zip",
-                           mime="application/zip", key="numbers_download", on_click="ignore",
-                           disabled=problem is not None or current.result is None,
-                           help=i18n.t("One CSV file per matrix and step (X, each head's W, Q, K, V, scores, "
-                                       "scaled scores, weights and output, the concatenation, W_O, the "
-                                       "output), with the tokens as row and column labels."))
-        st.radio(i18n.t("Charts download as (the camera on each chart)"), IMAGE_FORMATS, key="image_format",
-                 horizontal=True, format_func=str.upper)
-        st.file_uploader(i18n.t("Load a saved setup"), type=["json"], key="setup_file",
-                         max_upload_size=LIMITS.file_bytes // 1_000_000, on_change=_uploaded)
-        message = st.session_state.get("load_message")
-        if message:
-            st.error(i18n.t("Could not load {what}. Nothing on the page was changed.")
-                     .format(what=lit(message)), icon=":material/warning:")
+    problem = save_problem(setup)
+    title = state.label_of(st.session_state.origin)
+    title = i18n.t("{title} (edited)").format(title=title) if current.edited else title
+    language = i18n.language()  # the button's data is built later, outside this run
+    st.download_button(i18n.t("⬇ Download this page (HTML, opens offline)"),
+                       data=lambda: page_export.page_for_download(setup, title, language),
+                       file_name="attention-step-by-step.html", mime="text/html", key="page_download",
+                       on_click="ignore", disabled=current.result is None,
+                       help=i18n.t("Every step for these inputs in one file: the charts (interactive), "
+                                   "the formulas, the text and each chart's numbers as a table. Opens in "
+                                   "a browser with no network, for a learning platform or a student at "
+                                   "home."))
+    st.download_button(i18n.t("⬇ Download as JSON"), data=lambda: setup_to_json(setup),
+                       file_name="attention-setup.json", mime="application/json", key="setup_download",
+                       on_click="ignore", disabled=problem is not None)
+    if problem:
+        st.caption(i18n.t("Cannot save now: {problem}.").format(problem=lit(problem)))
+    recipe = getattr(current.base, "recipe", "") if not current.edited else ""
+    # The data is made on click, outside this run: it may use only what it is given here.
+    st.download_button(i18n.t("⬇ Download as Python (NumPy only)"),
+                       data=lambda: setup_to_script(setup, title=title, recipe=recipe, language=language),
+                       file_name="attention_step_by_step.py", mime="text/x-python", key="script_download",
+                       on_click="ignore", disabled=problem is not None and not recipe,
+                       help=i18n.t("A short script that rebuilds these exact inputs and computes every "
+                                   "step with plain NumPy, printing the weights and the output."))
+    st.download_button(i18n.t("⬇ Download all numbers (CSV files, ZIP)"),
+                       data=lambda: setup_to_csv_zip(setup), file_name="attention-numbers.zip",
+                       mime="application/zip", key="numbers_download", on_click="ignore",
+                       disabled=problem is not None or current.result is None,
+                       help=i18n.t("One CSV file per matrix and step (X, each head's W, Q, K, V, scores, "
+                                   "scaled scores, weights and output, the concatenation, W_O, the "
+                                   "output), with the tokens as row and column labels."))
+    ss = st.session_state
+    ss.setdefault(IMAGE_FORMAT_CHOICE, image_format())  # the radio forgets its value while it is closed
+    ss[IMAGE_FORMAT] = st.radio(i18n.t("Charts download as (the camera on each chart)"), IMAGE_FORMATS,
+                                key=IMAGE_FORMAT_CHOICE, horizontal=True, format_func=str.upper)
+    st.file_uploader(i18n.t("Load a saved setup"), type=["json"], key="setup_file",
+                     max_upload_size=LIMITS.file_bytes // 1_000_000, on_change=_uploaded)
+    message = st.session_state.get("load_message")
+    if message:
+        st.error(i18n.t("Could not load {what}. Nothing on the page was changed.")
+                 .format(what=lit(message)), icon=":material/warning:")
 
 
 def _uploaded() -> None:

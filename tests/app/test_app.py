@@ -273,6 +273,9 @@ def test_biases_appear_and_change_the_output(at):
 
 def test_fill_helper_replaces_one_matrix_only(at):
     x_before = work(at, "x").copy()
+    assert "fill_target" not in [w.key for w in at.sidebar.selectbox]  # closed: nothing inside runs
+    at.session_state["fill_open"] = True  # the expander opened (its on_change reruns)
+    at.run()
     at.selectbox(key="fill_target").set_value("w_o").run()
     at.radio(key="fill_kind").set_value("zeros").run()
     at.button(key="fill_go").click().run()
@@ -319,13 +322,21 @@ def test_a_link_opens_an_example_and_refuses_huge_sizes():
     assert any("d\\_model" in w and f"1 to {LIMITS.d_model}" in w for w in warnings), warnings
 
 
+def open_save_load(at) -> None:
+    """Open the sidebar's "Save or load this setup" (its contents run only while it is open)."""
+    at.session_state["save_load_open"] = True
+    at.run()
+
+
 def test_the_exam_size_examples_cannot_be_saved_but_say_why(at):
+    open_save_load(at)
     pick_example(at, "ex_i_parameter_count")
     assert not at.exception
     assert any("too many to save" in c for c in texts(at.caption))
 
 
 def test_saving_with_an_empty_cell_says_why_instead_of_writing_a_bad_file(at):
+    open_save_load(at)
     edit_cell(at, "x", row=0, col=0, value="")
     assert any("Cannot save now" in c for c in texts(at.caption))
 
