@@ -53,6 +53,8 @@ class Run:
     errors: list[str] = field(default_factory=list)  # exception elements, st.error alerts
     messages: int = 0
     bytes: int = 0
+    elements: int = 0  # deltas that draw an element (new_element), the page's cost in elements
+    blocks: int = 0  # deltas that open a container (add_block: columns, expanders, containers)
 
     def chart(self, key: str) -> dict:
         return json.loads(self.charts[key])
@@ -237,7 +239,10 @@ class Session:
             run.errors.append(f"compilation: {error.type}: {error.message}")
         elif kind == "script_finished" and msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
             run.status = FINISHED.get(msg.script_finished, str(msg.script_finished))
+        elif kind == "delta" and msg.delta.WhichOneof("type") == "add_block":
+            run.blocks += 1
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            run.elements += 1
             element = msg.delta.new_element
             element_type = element.WhichOneof("type")
             inner = getattr(element, element_type)

@@ -1,0 +1,60 @@
+"""What the default page sends per run over Streamlit's websocket protocol: elements, containers,
+messages and bytes, for the workbench (a plain rerun and an edit) and one presenter screen.
+
+tests/app/test_budget.py holds these under a budget; bench/sent.py prints them (for a checkout
+before a change too). Counted as a browser tab receives them (tests/st_protocol.py): a large
+element the tab already holds comes as a reference, and its bytes are the reference's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from streamlit.util import calc_hash
+
+from app.editors import editor_key
+from tests.st_protocol import SAT, Run, Session
+
+SOFTMAX_SCREEN = 4  # the presenter's screen of step 4 (softmax), counted from 1 as in its links
+
+
+@dataclass(frozen=True)
+class Sent:
+    elements: int
+    blocks: int
+    messages: int
+    bytes: int
+
+    @classmethod
+    def of(cls, run: Run) -> Sent:
+        assert run.status == "ok" and not run.errors, (run.status, run.errors)
+        return cls(run.elements, run.blocks, run.messages, run.bytes)
+
+
+async def workbench(url: str) -> dict[str, Sent]:
+    """A fresh tab on the default example: its first run, a plain rerun, an edit of one cell."""
+    session = Session(url)
+    try:
+        opened = await session.open()
+        rerun = await session.rerun()
+        edit = await session.edit_cell(editor_key("x", 1), SAT, 0, "1.5")
+        return {"workbench, first run": Sent.of(opened), "workbench, rerun": Sent.of(rerun),
+                "workbench, edit": Sent.of(edit)}
+    finally:
+        await session.close()
+
+
+async def presenter(url: str) -> dict[str, Sent]:
+    """A fresh tab on the presenter's softmax screen (its link), then a plain rerun."""
+    session = Session(url)
+    session.page_hash = calc_hash("present")
+    try:
+        opened = await session.open(f"step={SOFTMAX_SCREEN}")
+        rerun = await session.rerun()
+        return {"presenter, first run": Sent.of(opened), "presenter, rerun": Sent.of(rerun)}
+    finally:
+        await session.close()
+
+
+async def measure(url: str) -> dict[str, dict]:
+    return {name: asdict(sent) for name, sent in {**await workbench(url), **await presenter(url)}.items()}
