@@ -9,13 +9,12 @@ language it names and otherwise in each reader's own.
 from __future__ import annotations
 
 import os
-import threading
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app import figure_cache, session_keys
 from app.figure_spec import FigureSpec
+from app.per_run import PerRun
 from course import steps as course_steps
 from course.i18n import (
     ENGLISH,
@@ -37,17 +36,11 @@ session_keys.register(session_keys.Key(LANGUAGE, "i18n", ENGLISH, address=PARAM)
                       session_keys.Key(CHOSEN, "i18n", False))
 
 
-# This run's language, read from the session once per run (language() is asked for a few hundred times a
-# run, and each read of session state takes its lock): (the run's context, the language). Only the
-# picker changes the language, and a widget's value changes between runs, never during one.
-_this_run = threading.local()
-
-
 def init_language() -> list[str]:
     """The reader's language, chosen once per session; a note for the link when its ``lang`` is
     unknown. Every run calls it first."""
     notes = _choose_language()
-    _this_run.language = (get_script_run_ctx(), st.session_state[LANGUAGE])
+    language.start()  # only the picker changes it, between runs
     return notes
 
 
@@ -65,11 +58,11 @@ def _choose_language() -> list[str]:
     return []
 
 
-def language() -> str:
-    kept = getattr(_this_run, "language", None)
-    if kept is not None and kept[0] is not None and kept[0] is get_script_run_ctx():
-        return kept[1]
+def _session_language() -> str:
     return st.session_state.get(LANGUAGE, ENGLISH)
+
+
+language = PerRun(_session_language)  # language(): the reader's language, read once per run
 
 
 figure_cache.reader_language = language  # a cached figure is in its reader's language, part of its key

@@ -16,6 +16,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import figure_cache
+from app.per_run import PerRun
 
 NARROW_MAX_PX = 640  # Streamlit stacks columns below this width; so do our figures
 PHONE_COLUMN_PX = 358  # a 390-px phone's main column (Streamlit pads it 16 px a side)
@@ -131,9 +132,12 @@ def narrow() -> bool:
     return bool(getattr(value, "narrow", None) or (isinstance(value, dict) and value.get("narrow")))
 
 
-def column_width() -> int | None:
+def _session_column_width() -> int | None:
     """The main column's width to plan figures for on a phone, or None (the figures' own default)."""
     return PHONE_COLUMN_PX if narrow() else None
+
+
+column_width = PerRun(_session_column_width)  # read once per run: every figure asks for it
 
 
 def phone_ui() -> None:
@@ -142,6 +146,7 @@ def phone_ui() -> None:
         st.html(PHONE_CSS)
         _probe(key=PROBE_KEY, data={"narrow": narrow()}, default={"narrow": first_guess()},
                on_narrow_change=_noop, height=0)
+    column_width.start()
     figure_cache.column_width = column_width
 
 
