@@ -48,7 +48,10 @@ IMAGE_FORMATS = ("png", "svg")  # what the camera button of every chart's modeba
 IMAGE_FORMAT = "image_format"  # the format chosen, kept while the radio that chose it is not drawn
 IMAGE_FORMAT_CHOICE = "image_format_choice"  # that radio's own key
 FILL_OPEN, SAVE_LOAD_OPEN = "fill_open", "save_load_open"  # the sidebar's two expanders, open or not
-session_keys.register(session_keys.Key(IMAGE_FORMAT, "widgets", "png"),
+EDIT_PROJECTIONS, EDIT_OUTPUT_MIX = "edit_projections", "edit_output_mix"  # steps 2 and 7's Edit toggles
+session_keys.register(session_keys.Key(EDIT_PROJECTIONS, "widgets", False),
+                      session_keys.Key(EDIT_OUTPUT_MIX, "widgets", False),
+                      session_keys.Key(IMAGE_FORMAT, "widgets", "png"),
                       session_keys.Key(IMAGE_FORMAT_CHOICE, "widgets"),
                       session_keys.Key(FILL_OPEN, "widgets", False),
                       session_keys.Key(SAVE_LOAD_OPEN, "widgets", False))
@@ -416,9 +419,10 @@ def fill_ui(sizes: Sizes, seed: int) -> None:
 
 
 def editor_ui(name: str, rows: list[str], columns: list[str], *, head: int | None = None,
-              boolean: bool = False) -> None:
+              boolean: bool = False, editable: bool = True) -> None:
     """An st.data_editor on the array's base (one head of it for per-head arrays); its edits are
-    read back through session state (state.read), never from its return value."""
+    read back through session state (state.read), never from its return value. Not ``editable``
+    (or for a student following a room): the same numbers as a table."""
     base = st.session_state.work[name]
     grid = editors.as_grid(base[head] if head is not None else base)
     n_rows, n_cols = grid.shape
@@ -427,7 +431,7 @@ def editor_ui(name: str, rows: list[str], columns: list[str], *, head: int | Non
                           "matrix' in the sidebar.").format(rows=f"{n_rows:d}", columns=f"{n_cols:d}",
                                                             limit=f"{LIMITS.editable:d}"))
         return
-    if following():  # a student following a room reads the teacher's grids, not edits them
+    if following() or not editable:  # a following student reads the teacher's grids, not edits them
         st.markdown(read_only_grid(grid, rows, columns, boolean))
         return
     labelled = zip((editors.column_name(j) for j in range(n_cols)), columns, strict=True)
@@ -446,6 +450,18 @@ def editor_ui(name: str, rows: list[str], columns: list[str], *, head: int | Non
         # starts again from that.
         state.set_base(name, state.read(name).value)
         editor_ui(name, rows, columns, head=head, boolean=boolean)
+
+
+EDIT_LABEL = N_("Edit {matrices}")
+
+
+def edit_toggle_ui(key: str, matrices: str) -> bool:
+    """'Edit W_Q, W_K, W_V': a step's weights are tables until this is on, then editors (each editor
+    drawn costs every rerun about a millisecond and its grid's script in the browser; X, the one
+    edited most, is always an editor). A following student has nothing to edit."""
+    if following():
+        return False
+    return st.toggle(i18n.t(EDIT_LABEL).format(matrices=lit(matrices)), key=key)
 
 
 def read_only_grid(grid, rows: list[str], columns: list[str], boolean: bool = False) -> str:

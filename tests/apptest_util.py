@@ -52,8 +52,22 @@ def key_of(at: AppTest, name: str, head: int | None = None) -> str:
     return editor_key(name, at.session_state["versions"][name], head)
 
 
+EDIT_TOGGLES = {"w_q": "edit_projections", "w_k": "edit_projections", "w_v": "edit_projections",
+                "b_q": "edit_projections", "b_k": "edit_projections", "b_v": "edit_projections",
+                "w_o": "edit_output_mix", "b_o": "edit_output_mix"}  # app/views/workbench.py
+
+
+def open_editor(at: AppTest, name: str) -> None:
+    """Switch on the Edit toggle of the step whose weights ``name`` is (they are tables until then),
+    as a person clicks it; X and the mask are always editors."""
+    toggle = EDIT_TOGGLES.get(name)
+    if toggle is not None and not (toggle in at.session_state and at.session_state[toggle]):
+        at.toggle(key=toggle).set_value(True).run()
+
+
 def edit_cells(at: AppTest, name: str, edited_rows: dict, head: int | None = None) -> None:
     """Put edits into an editor's widget state, as the browser sends them, and rerun."""
+    open_editor(at, name)
     at.session_state[key_of(at, name, head)] = {"edited_rows": edited_rows, "added_rows": [],
                                                 "deleted_rows": []}
     at.run()

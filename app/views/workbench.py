@@ -141,9 +141,10 @@ class Page:
             return self.heads[head]
         return i18n.t("key/value head {number}").format(number=f"{group + 1:d}")
 
-    def editor(self, name: str, head: int | None = None, boolean: bool = False) -> None:
+    def editor(self, name: str, head: int | None = None, boolean: bool = False,
+               editable: bool = True) -> None:
         rows, columns = state.grid_labels(name, self.q_tokens, self.k_tokens, self.sizes)
-        widgets.editor_ui(name, rows, columns, head=head, boolean=boolean)
+        widgets.editor_ui(name, rows, columns, head=head, boolean=boolean, editable=editable)
 
     def embeddings(self):
         step_header(1)
@@ -173,19 +174,21 @@ class Page:
         group = head // (sz.n_heads // sz.groups)  # the key/value head this query head reads
         if sz.groups < sz.n_heads:
             st.caption(lit(sharing_text(sz.n_heads, sz.groups, head)))
+        names = "W_Q, W_K, W_V" + (", b_Q, b_K, b_V" if sz.bias else "")
+        editable = widgets.edit_toggle_ui(widgets.EDIT_PROJECTIONS, names)
         for column, name in zip(st.columns(3), ("w_q", "w_k", "w_v"), strict=True):
             with column:
                 width = sz.d_v if name == "w_v" else sz.d_k
                 st.caption(i18n.t("{matrix} of {head} [{rows} × {columns}]").format(
                     matrix=lit(SPECS[name].label), head=lit(self._owner(name, head, group)),
                     rows=f"{sz.d_model:d}", columns=f"{width:d}"))
-                self.editor(name, head=head if name == "w_q" else group)
+                self.editor(name, head=head if name == "w_q" else group, editable=editable)
         if sz.bias:
             for column, name in zip(st.columns(3), ("b_q", "b_k", "b_v"), strict=True):
                 with column:
                     st.caption(i18n.t("{matrix} of {head}").format(matrix=lit(SPECS[name].label),
                                                                    head=lit(self._owner(name, head, group))))
-                    self.editor(name, head=head if name == "b_q" else group)
+                    self.editor(name, head=head if name == "b_q" else group, editable=editable)
         for name in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v"):
             self.problem(name)
         if self.view is not None:
@@ -296,13 +299,14 @@ class Page:
     def concatenation(self):
         step_header(7)
         sz = self.sizes
+        editable = widgets.edit_toggle_ui(widgets.EDIT_OUTPUT_MIX, "W_O" + (", b_O" if sz.bias else ""))
         st.caption(i18n.t("W_O [{rows} × {columns}]: row band i mixes head i's output")
                    .format(rows=f"{sz.n_heads * sz.d_v:d}", columns=f"{sz.d_model:d}"))
-        self.editor("w_o")
+        self.editor("w_o", editable=editable)
         self.problem("w_o")
         if sz.bias:
             st.caption(f"b_O [{sz.d_model:d}]")
-            self.editor("b_o")
+            self.editor("b_o", editable=editable)
             self.problem("b_o")
         if self.result is None:
             return waiting()
