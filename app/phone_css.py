@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import figure_cache
+from app import figure_cache, session_keys
 from app.per_run import PerRun
 
 NARROW_MAX_PX = 640  # Streamlit stacks columns below this width; so do our figures
 PHONE_COLUMN_PX = 358  # a 390-px phone's main column (Streamlit pads it 16 px a side)
 TOUCH_PX = 44  # the least side of a touch target (WCAG 2.5.5; Apple's and Google's guidance)
 PROBE_KEY = "viewport_probe"
+FIRST_GUESS = "phone_first_guess"  # session key: the User-Agent said phone (first_guess)
+session_keys.register(session_keys.Key(FIRST_GUESS, "phone_css"))
 
 # Streamlit 1.67's dark page (a phone set to dark mode gets it): the formulas' edge covers match it.
 DARK_PAGE, DARK_PAGE_CLEAR = "rgb(23 22 20)", "rgb(23 22 20 / 0)"
@@ -120,8 +122,12 @@ def phone_agent(user_agent: object) -> bool:
 def first_guess() -> bool:
     """Narrow or not before the probe has said anything: the websocket request's User-Agent. A phone
     is then planned for in its first run, without the probe's report and a second run; a phone held
-    sideways or a narrow desktop window is corrected by the probe's report."""
-    return phone_agent(st.context.headers.get("User-Agent"))
+    sideways or a narrow desktop window is corrected by the probe's report. Read once per session
+    (the headers are the websocket's, fixed for the session; reading them took a twentieth of a run)."""
+    ss = st.session_state
+    if FIRST_GUESS not in ss:
+        ss[FIRST_GUESS] = phone_agent(st.context.headers.get("User-Agent"))
+    return ss[FIRST_GUESS]
 
 
 def narrow() -> bool:
