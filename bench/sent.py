@@ -21,11 +21,11 @@ from tests.page_budget import measure  # noqa: E402
 def main() -> None:
     with streamlit_server() as (url, _process):
         counts = asyncio.run(measure(url))
-    print("| run | elements | containers | messages | kB |")
-    print("|---|---|---|---|---|")
+    print("| run | elements | containers | editors | charts | inputs | messages | kB |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, sent in counts.items():
-        print(f"| {name} | {sent['elements']} | {sent['blocks']} | {sent['messages']} | "
-              f"{sent['bytes'] / 1e3:.1f} |")
+        print(f"| {name} | {sent['elements']} | {sent['blocks']} | {sent['editors']} | {sent['charts']} | "
+              f"{sent['inputs']} | {sent['messages']} | {sent['bytes'] / 1e3:.1f} |")
 
 
 if __name__ == "__main__":

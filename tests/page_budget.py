@@ -18,17 +18,31 @@ from tests.st_protocol import SAT, Run, Session
 SOFTMAX_SCREEN = 4  # the presenter's screen of step 4 (softmax), counted from 1 as in its links
 
 
+# The elements that cost most per run, by kind: an editor converts its frame to Arrow every run (about a
+# millisecond), a chart serialises its figure, and these inputs each walk the whole session state.
+EDITORS, CHARTS = ("dataframe",), ("plotly_chart",)  # a data_editor is a dataframe element
+INPUTS = ("selectbox", "number_input", "text_input", "radio")
+
+
 @dataclass(frozen=True)
 class Sent:
     elements: int
     blocks: int
+    editors: int
+    charts: int
+    inputs: int
     messages: int
     bytes: int
 
     @classmethod
     def of(cls, run: Run) -> Sent:
         assert run.status == "ok" and not run.errors, (run.status, run.errors)
-        return cls(run.elements, run.blocks, run.messages, run.bytes)
+
+        def count(kinds: tuple[str, ...]) -> int:
+            return sum(run.kinds.get(kind, 0) for kind in kinds)
+
+        return cls(run.elements, run.blocks, count(EDITORS), count(CHARTS), count(INPUTS), run.messages,
+                   run.bytes)
 
 
 async def workbench(url: str) -> dict[str, Sent]:
@@ -45,13 +59,16 @@ async def workbench(url: str) -> dict[str, Sent]:
 
 
 async def presenter(url: str) -> dict[str, Sent]:
-    """A fresh tab on the presenter's softmax screen (its link), then a plain rerun."""
+    """A fresh tab on the presenter's softmax screen (its link: the forecast), Reveal (its charts),
+    then a plain rerun."""
     session = Session(url)
     session.page_hash = calc_hash("present")
     try:
         opened = await session.open(f"step={SOFTMAX_SCREEN}")
+        revealed = await session.press("present_reveal")
         rerun = await session.rerun()
-        return {"presenter, first run": Sent.of(opened), "presenter, rerun": Sent.of(rerun)}
+        return {"presenter, first run": Sent.of(opened), "presenter, revealed": Sent.of(revealed),
+                "presenter, rerun": Sent.of(rerun)}
     finally:
         await session.close()
 

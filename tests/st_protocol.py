@@ -55,6 +55,7 @@ class Run:
     bytes: int = 0
     elements: int = 0  # deltas that draw an element (new_element), the page's cost in elements
     blocks: int = 0  # deltas that open a container (add_block: columns, expanders, containers)
+    kinds: dict[str, int] = field(default_factory=dict)  # element type (plotly_chart, ...) -> elements drawn
 
     def chart(self, key: str) -> dict:
         return json.loads(self.charts[key])
@@ -245,6 +246,7 @@ class Session:
             run.elements += 1
             element = msg.delta.new_element
             element_type = element.WhichOneof("type")
+            run.kinds[element_type] = run.kinds.get(element_type, 0) + 1
             inner = getattr(element, element_type)
             key = element_key(getattr(inner, "id", "") or "")
             if key:
