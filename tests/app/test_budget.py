@@ -7,8 +7,8 @@ and bytes of the default workbench (its first run, a plain rerun, an edit of one
 presenter's softmax screen (its forecast, then revealed), with the kinds that cost most (editors,
 charts, and the inputs that each read the whole session state). The budgets are today's page
 (docs/performance.md, "What a run sends"): a change that draws more fails here and must either draw
-less elsewhere or raise the budget in the same commit, saying in docs/performance.md what the new elements are for and what they cost
-(bench/page.py and bench/load.py before and after).
+less elsewhere or raise the budget in the same commit, saying in docs/performance.md what the new
+elements are for and what they cost (bench/rerun_cpu.py and bench/load.py before and after).
 """
 
 from __future__ import annotations
