@@ -2,9 +2,11 @@
 until every chart has painted.
 
 Run: PYTHONPATH=. .venv/bin/python bench/browser.py [--edits 10]
-     PYTHONPATH=. .venv/bin/python bench/browser.py --first-chart 8   (issue 16: the app's first chart
-         in a fresh browser against bench/plain_twelve.py's, interleaved, both servers warm)
-     PYTHONPATH=. .venv/bin/python bench/browser.py --phone 5   (issue 16: 390 x 844, 4x CPU throttling)
+     PYTHONPATH=. .venv/bin/python bench/browser.py --first-chart 5   (issues 16, 27: the app's first
+         chart and whole page in a fresh browser against bench/plain_twelve.py's, interleaved, both
+         servers warm, and the kilobytes each received)
+     PYTHONPATH=. .venv/bin/python bench/browser.py --phone 5   (the same at 390 x 844, 4x CPU
+         throttling, then a tokens edit)
 
 Starts one server (tests/live_server.py) and Debian's Chromium (Playwright) at 1280 x 720. Edit:
 click X's cell ('sat', d1), type a new value, press Enter; the clock runs from Enter until the
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import dataclass
 
 from playwright.sync_api import sync_playwright
 
@@ -66,51 +69,78 @@ def switch_seconds(page, title: str) -> float:
 
 
 FIRST_CHART = "() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(p => p._fullLayout)"
+WHOLE_PAGE = ("(n) => { const plots = document.querySelectorAll('.js-plotly-plot'); "
+              "return plots.length >= n && Array.from(plots).every(p => p._fullLayout); }")
 FIRST_PAINT = "() => (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || null"
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
          "device_scale_factor": 3, "user_agent": PHONE_AGENT}  # a phone's Chrome says it is one
+DESKTOP = {"viewport": {"width": 1280, "height": 720}}
+PAGE_CHARTS = 12  # the default workbench's charts, as many as bench/plain_twelve.py draws
 
 
-def first_chart_seconds(browser, url: str, throttle: float = 1, context_options=None) -> tuple[float, float]:
-    """A fresh context (nothing cached) opening url: seconds until its first chart has painted, and
-    the browser's own first contentful paint."""
-    context = browser.new_context(**(context_options or {"viewport": {"width": 1280, "height": 720}}))
+@dataclass
+class Opened:
+    first_chart: float  # s from goto until a chart has painted
+    whole_page: float  # s until all PAGE_CHARTS charts have painted
+    paint: float  # the browser's own first contentful paint, s
+    kilobytes: float  # what reached the browser: HTTP bodies and websocket frames
+
+
+def open_fresh(browser, url: str, throttle: float = 1, context_options=None) -> Opened:
+    """A fresh context (nothing cached) opening url, timed to its first chart and to its whole page."""
+    context = browser.new_context(**(context_options or DESKTOP))
     page = context.new_page()
+    cdp = context.new_cdp_session(page)
     if throttle != 1:
-        context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": throttle})
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": throttle})
+    received = []
+    cdp.send("Network.enable")
+    cdp.on("Network.loadingFinished", lambda event: received.append(event.get("encodedDataLength", 0)))
+    cdp.on("Network.webSocketFrameReceived",
+           lambda event: received.append(len(event["response"].get("payloadData", "")) * 3 / 4))  # base64
     started = time.perf_counter()
     page.goto(url)
-    page.wait_for_function(FIRST_CHART, timeout=120_000, polling=50)
-    seconds = time.perf_counter() - started
+    page.wait_for_function(FIRST_CHART, timeout=180_000, polling=50)
+    first = time.perf_counter() - started
+    page.wait_for_function(WHOLE_PAGE, arg=PAGE_CHARTS, timeout=180_000, polling=50)
+    whole = time.perf_counter() - started
     paint = page.evaluate(FIRST_PAINT) or float("nan")
     context.close()
-    return seconds, paint / 1000
+    return Opened(first, whole, paint / 1000, sum(received) / 1000)
+
+
+def against_plain(browser, url: str, runs: int, name: str, throttle: float = 1, context_options=None) -> None:
+    """The app against bench/plain_twelve.py in fresh contexts, taken in turns, both servers warm."""
+    with streamlit_server(entry=ROOT / "bench" / "plain_twelve.py") as (plain_url, _):
+        for warm in (url, plain_url):
+            open_fresh(browser, warm, throttle, context_options)
+        app, plain = [], []
+        for _ in range(runs):
+            app.append(open_fresh(browser, url, throttle, context_options))
+            plain.append(open_fresh(browser, plain_url, throttle, context_options))
+    print(f"| {name} | median | range | n |")
+    print("|---|---|---|---|")
+    for what, field in (("first chart", "first_chart"), ("whole page (12 charts)", "whole_page"),
+                        ("first contentful paint", "paint")):
+        print(summary(f"the app (default example): {what}", [getattr(o, field) for o in app]))
+        print(summary(f"plain script, 12 small heatmaps: {what}", [getattr(o, field) for o in plain]))
+    for what, field in (("first chart", "first_chart"), ("whole page", "whole_page")):
+        ratio = statistics.median(getattr(o, field) for o in app) / statistics.median(
+            getattr(o, field) for o in plain)
+        print(f"ratio of medians, {what}: {ratio:.2f}")
+    print(f"received: the app {statistics.median(o.kilobytes for o in app):.0f} kB, the plain script "
+          f"{statistics.median(o.kilobytes for o in plain):.0f} kB (median)")
 
 
 def first_chart(browser, url: str, runs: int) -> None:
-    """The app's first chart against a plain script's, in fresh contexts, taken in turns."""
-    with streamlit_server(entry=ROOT / "bench" / "plain_twelve.py") as (plain_url, _):
-        for warm in (url, plain_url):
-            first_chart_seconds(browser, warm)
-        app, plain = [], []
-        for _ in range(runs):
-            app.append(first_chart_seconds(browser, url)[0])
-            plain.append(first_chart_seconds(browser, plain_url)[0])
-    print("| first chart in a fresh browser, 1280 x 720 | median | range | n |")
-    print("|---|---|---|---|")
-    print(summary("the app (default example)", app))
-    print(summary("plain script, 12 small heatmaps", plain))
-    print(f"ratio of medians: {statistics.median(app) / statistics.median(plain):.2f}")
+    against_plain(browser, url, runs, "fresh browser, 1280 x 720")
 
 
 def phone(browser, url: str, runs: int) -> None:
-    """A mid-range phone: 390 x 844, touch, 4x CPU throttling; first paint, first chart, and an edit
-    of the tokens until the weights change."""
-    firsts, paints, edits = [], [], []
-    for _ in range(runs):
-        seconds, paint = first_chart_seconds(browser, url, throttle=4, context_options=PHONE)
-        firsts.append(seconds)
-        paints.append(paint)
+    """A mid-range phone: 390 x 844, touch, 4x CPU throttling, against the plain script on the same
+    profile; then an edit of the tokens until the weights change."""
+    against_plain(browser, url, runs, "390 x 844 phone, 4x CPU throttling", throttle=4, context_options=PHONE)
+    edits = []
     context = browser.new_context(**PHONE)
     page = context.new_page()
     context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": 4})
@@ -131,11 +161,7 @@ def phone(browser, url: str, runs: int) -> None:
         edits.append(time.perf_counter() - started)
         page.wait_for_selector(IDLE, timeout=60_000)
     context.close()
-    print("| 390 x 844 phone, 4x CPU throttling | median | range | n |")
-    print("|---|---|---|---|")
-    print(summary("first contentful paint (fresh context)", paints))
-    print(summary("first chart painted (fresh context)", firsts))
-    print(summary("tokens edited: Enter until the weights change", edits))
+    print(summary("phone: tokens edited, Enter until the weights change", edits))
 
 
 def summary(name: str, seconds: list[float]) -> str:
