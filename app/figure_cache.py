@@ -1,9 +1,9 @@
 """Built figures shared by every session of a server process, bounded by bytes, not entries.
 
-A figure is keyed on its builder and a digest of its arguments (arrays by their bytes), and
-costs roughly the bytes of the arrays it holds. When the total passes ``BUDGET_BYTES`` the
-least recently used figures go first, so one session drawing huge tokens or big grids cannot
-keep the server's memory up for everyone else.
+A figure is keyed on its builder and a digest of its arguments (arrays by their bytes, or by the
+name a shared result gave them: ``name_arrays``), and costs roughly the bytes of the arrays it
+holds. When the total passes ``BUDGET_BYTES`` the least recently used figures go first, so one
+session drawing huge tokens or big grids cannot keep the server's memory up for everyone else.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import functools
 import hashlib
 import inspect
 import threading
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -38,13 +39,37 @@ reader_language: Callable[[], str] = _english
 _lock = threading.Lock()
 _entries: OrderedDict[bytes, tuple[object, int]] = OrderedDict()
 _total = 0
+# id(array) -> (a weak reference to it, its name): arrays a shared, unchangeable result named, so a
+# figure of them is keyed without reading their bytes (at 1,024 tokens the scores, scaled scores and
+# weights are 150 MB, and hashing them took half of every rerun).
+_named: dict[int, tuple[weakref.ref, bytes]] = {}
+
+
+def name_arrays(owner: bytes, arrays: Mapping[str, np.ndarray]) -> None:
+    """Name each array ``owner`` + its name (owner: a digest of everything the arrays were made from,
+    as a result's key is) and make it read-only: a figure of a named array is keyed on the name."""
+    with _lock:
+        for dead in [key for key, (ref, _) in _named.items() if ref() is None]:
+            del _named[dead]
+        for name, array in arrays.items():
+            array.flags.writeable = False
+            _named[id(array)] = (weakref.ref(array), owner + b":" + name.encode())
+
+
+def _name_of(array: np.ndarray) -> bytes | None:
+    named = _named.get(id(array))
+    return named[1] if named is not None and named[0]() is array else None
 
 
 def _feed(digest, value) -> int:
     """Hash one argument into digest; return the bytes it stands for."""
     if isinstance(value, np.ndarray):
         digest.update(f"a{value.dtype}{value.shape}".encode())
-        digest.update(memoryview(np.ascontiguousarray(value)).cast("B"))  # no copy of a contiguous array
+        name = _name_of(value)
+        if name is not None:
+            digest.update(b"named:" + name)
+        else:
+            digest.update(memoryview(np.ascontiguousarray(value)).cast("B"))  # no copy of a contiguous array
         return value.nbytes
     if isinstance(value, (list, tuple)):
         digest.update(f"l{len(value)}".encode())

@@ -44,7 +44,8 @@ class BytesLRU:
     """A thread-safe mapping bounded by the bytes of its values; least recently used out first.
 
     A value larger than the whole budget is not kept. ``pin``/``unpin`` count the sessions using
-    a key: ``unpin`` drops an entry that no session uses any more (its session has ended).
+    a key: ``unpin`` drops an entry that no session uses any more (its session has ended), and with
+    it what was derived from it (``get_or_make_derived``); ``len`` counts entries of their own.
     """
 
     def __init__(self, budget_bytes: int):
@@ -53,6 +54,7 @@ class BytesLRU:
         self._entries: OrderedDict[object, tuple[object, int]] = OrderedDict()
         self._pins: Counter = Counter()
         self._making: dict[object, threading.Lock] = {}  # keys being made now, each with its lock
+        self._derived: dict[object, set] = {}  # key -> the keys of what was derived from its value
         self._total = 0
 
     def get(self, key):
@@ -69,8 +71,15 @@ class BytesLRU:
             self._entries[key] = (value, nbytes)
             self._total += nbytes
             while self._total > self.budget_bytes:
-                _, (_, dropped) = self._entries.popitem(last=False)
+                oldest, (_, dropped) = self._entries.popitem(last=False)
                 self._total -= dropped
+                self._drop_derived(oldest)
+
+    def _drop_derived(self, key) -> None:
+        """Drop what was derived from key's value (under the lock)."""
+        for derived in self._derived.pop(key, ()):
+            if derived in self._entries:
+                self._total -= self._entries.pop(derived)[1]
 
     def get_or_make(self, key, make, nbytes_of, while_waiting=nullcontext):
         """The value under key, or make() kept under it. Callers asking for one key at the same
@@ -96,6 +105,14 @@ class BytesLRU:
                     del self._making[key]
         return value
 
+    def get_or_make_derived(self, key, name: bytes, make, nbytes_of):
+        """What is derived from key's value, made once while that value is kept (under key + b":" +
+        name); it goes when key's entry goes."""
+        derived = key + b":" + name
+        with self._lock:
+            self._derived.setdefault(key, set()).add(derived)
+        return self.get_or_make(derived, make, nbytes_of)
+
     def pin(self, key) -> None:
         with self._lock:
             self._pins[key] += 1
@@ -109,17 +126,20 @@ class BytesLRU:
             del self._pins[key]
             if key in self._entries:
                 self._total -= self._entries.pop(key)[1]
+            self._drop_derived(key)
 
     def held_bytes(self) -> int:
         return self._total
 
     def __len__(self) -> int:
-        return len(self._entries)
+        derived = set().union(*self._derived.values()) if self._derived else set()
+        return sum(1 for key in self._entries if key not in derived)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
             self._pins.clear()
+            self._derived.clear()
             self._total = 0
 
 

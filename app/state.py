@@ -14,13 +14,14 @@ Setup and its result as arguments. What lives here between runs:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from app import editors, figures, i18n, result_cache
+from app import editors, figure_cache, figures, i18n, result_cache
 from course.examples import DEFAULT_EXAMPLE, GENERATED, Example, all_examples, generated_setup
 from course.i18n import N_
 from mha_core import ARRAYS, LIMITS, MHAResult, Scaling, Setup, Sizes, Window
@@ -506,8 +507,26 @@ def shared_run(setup: Setup) -> tuple[bytes, MHAResult]:
     key = result_cache.setup_key(setup)
     waiting = i18n.t("Another session is computing this same setup; it is shared when done…")
     result = result_cache.RESULTS.get_or_make(
-        key, lambda: _run(setup), result_cache.numpy_bytes, lambda: st.spinner(waiting))
+        key, lambda: _named(key, _run(setup)), result_cache.numpy_bytes, lambda: st.spinner(waiting))
     return key, result
+
+
+def _named(key: bytes, made):
+    """A new shared result's (or derivation's) arrays, named by its key: its figures are keyed
+    without reading them."""
+    figure_cache.name_arrays(key, {field.name: value for field in dataclasses.fields(made)
+                                   if isinstance(value := getattr(made, field.name), np.ndarray)})
+    return made
+
+
+def keeper(key: bytes):
+    """A StepView's ``keep`` for the result under key: its derivations live in the result cache beside
+    it (each under the result's key and the derivation's name), made once per result, not per run."""
+    def keep(name: str, make):
+        named = key + b":" + name.encode()
+        return result_cache.RESULTS.get_or_make_derived(key, name.encode(), lambda: _named(named, make()),
+                                                        result_cache.numpy_bytes)
+    return keep
 
 
 def _run(setup: Setup) -> MHAResult:

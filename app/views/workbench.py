@@ -116,7 +116,8 @@ class Page:
         self.heads = [i18n.t("head {number}").format(number=i + 1) for i in range(self.sizes.n_heads)]
         self.large = inputs.large
         self.view = (StepView(self.setup, self.result, self.q_tokens, self.k_tokens, large=self.large,
-                              language=i18n.language(), build=figure)
+                              language=i18n.language(), build=figure,
+                              keep=state.keeper(st.session_state.result_key))
                      if self.result is not None else None)
 
     def step_charts(self, number: int) -> None:

@@ -718,3 +718,24 @@ def test_large_type_grows_the_charts_and_the_pages_text(at):
     at.toggle(key="large_type").set_value(True).run()
     assert min(cell_fonts()) >= 20
     assert any("font-size: 1.4rem" in body for body in styles())
+
+
+def test_a_figure_of_a_named_array_is_keyed_on_its_name_not_its_bytes():
+    """app/state.py names a shared result's arrays (figure_cache.name_arrays): a rerun keys their
+    figures without reading 150 MB at 1,024 tokens, and a named array can no longer change."""
+    from app import figure_cache
+    from app.figure_spec import figure_spec
+
+    built = []
+
+    def builder(values):
+        built.append(values)
+        return figure_spec([], {})
+
+    named = np.arange(6.0).reshape(2, 3)
+    figure_cache.name_arrays(b"some result", {"scores": named})
+    assert not named.flags.writeable
+    first = figure_cache.figure(builder, named)
+    assert figure_cache.figure(builder, named) is first and len(built) == 1
+    figure_cache.figure(builder, named.copy())  # the same bytes, unnamed: keyed on the bytes, another key
+    assert len(built) == 2

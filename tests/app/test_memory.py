@@ -20,6 +20,7 @@ from mha_core import LIMITS
 from mha_core.gate import Gate
 from tests.apptest_util import (
     chart_specs,
+    edit_cell,
     fresh_app,
     pick_example,
     texts,
@@ -132,6 +133,34 @@ def test_a_result_no_session_uses_any_more_leaves_the_cache():
     assert RESULTS.get("a") is not None  # one session still uses it
     RESULTS.unpin("a")
     assert RESULTS.get("a") is None and RESULTS.held_bytes() == 0
+
+
+def test_what_is_derived_from_a_result_goes_with_it():
+    cache = result_cache.BytesLRU(1000)
+    cache.put(b"r", "result", 100)
+    cache.pin(b"r")
+    made = []
+    for _ in range(2):  # made once while the result is kept
+        derived = cache.get_or_make_derived(b"r", b"sum", lambda: made.append(1) or "derived", lambda v: 50)
+        assert derived == "derived"
+    assert made == [1] and cache.held_bytes() == 150 and len(cache) == 1  # not an entry of its own
+    cache.unpin(b"r")  # no session uses the result any more
+    assert cache.get(b"r:sum") is None and cache.held_bytes() == 0 and len(cache) == 0
+
+
+def test_a_rerun_takes_the_contributions_from_the_result_instead_of_making_them_again(monkeypatch):
+    from mha_core import derive
+
+    at = fresh_app()
+    calls = []
+    original = derive.head_contributions
+    monkeypatch.setattr(derive, "head_contributions", lambda *a: calls.append(1) or original(*a))
+    for _ in range(3):
+        at.run()
+    assert not at.exception and calls == []  # kept with the result since the first run
+    edit_cell(at, "x", row=0, col=0, value="1.25")  # a new result: made once for it
+    at.run()
+    assert calls == [1]
 
 
 def test_the_cache_evicts_the_least_recently_used_within_its_budget():
@@ -254,6 +283,8 @@ def test_the_download_buttons_keep_the_inputs_only(monkeypatch):
 
     monkeypatch.setattr(MediaFileManager, "add_deferred", recording)
     at = long_session(180, 16, 8)  # few enough numbers to save (the buttons are enabled), a big result
+    at.session_state["save_load_open"] = True  # "Save or load this setup" opened: its buttons are drawn
+    at.run()
     kept.clear()
     at.run()
     result = result_cache.result_of(at.session_state["result_key"])
