@@ -105,10 +105,10 @@ class BytesLRU:
                     del self._making[key]
         return value
 
-    def get_or_make_derived(self, key, name: bytes, make, nbytes_of):
-        """What is derived from key's value, made once while that value is kept (under key + b":" +
-        name); it goes when key's entry goes."""
-        derived = key + b":" + name
+    def get_or_make_derived(self, key, name, make, nbytes_of):
+        """What is derived from key's value, made once while that value is kept (under (key, name));
+        it goes when key's entry goes."""
+        derived = (key, name)
         with self._lock:
             self._derived.setdefault(key, set()).add(derived)
         return self.get_or_make(derived, make, nbytes_of)

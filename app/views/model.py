@@ -9,10 +9,25 @@ says they are queued.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import threading
+import weakref
+
 import numpy as np
 import streamlit as st
 
-from app import figures, i18n, model_figures, phone_css, result_cache, session_keys, state, widgets
+from app import (
+    figure_cache,
+    figures,
+    i18n,
+    model_figures,
+    phone_css,
+    result_cache,
+    session_keys,
+    state,
+    widgets,
+)
 from app.chart_text import of_concat, of_grids, of_head_view, of_model
 from app.figure_cache import figure
 from app.safe import lit
@@ -34,6 +49,11 @@ EVERY_PIECE = N_("every word piece")  # the line view's first option (shown tran
 TRACES_BUDGET_BYTES = 2 * 244 * 2**20  # traces kept for the whole server: two of 512 word pieces
 TRACES = result_cache.BytesLRU(TRACES_BUDGET_BYTES)
 
+TABS = (N_("Model overview"), N_("One layer's heads"), N_("Lines (head view)"), N_("Change a head"))
+TAB_KEY = "model_tab"  # the tabs' own widget key (its value is the open tab's label)
+OPEN_TAB = "model_open_tab"  # the open tab's position, kept across languages and pages
+session_keys.register(session_keys.Key(TAB_KEY, "model"), session_keys.Key(OPEN_TAB, "model", 0))
+
 # The text and layer: a following class sees them as the teacher set them (app/live.py).
 session_keys.register(session_keys.Key("model_text", "model", followed=True),
                       session_keys.Key("pick_model_layer", "model", followed=True))
@@ -47,8 +67,35 @@ def model():
 def traced(text: str, zero_heads: tuple[tuple[int, int], ...] = ()) -> Trace:
     """The text's trace, from the server's trace cache or run now (waiting for a slot if need be)."""
     shared = i18n.t("Another session is running the model on this text; its trace is shared when done…")
-    return TRACES.get_or_make((text, zero_heads), lambda: _trace(text, zero_heads), result_cache.numpy_bytes,
-                              lambda: st.spinner(shared))
+    return TRACES.get_or_make((text, zero_heads), lambda: _named(_trace(text, zero_heads)),
+                              result_cache.numpy_bytes, lambda: st.spinner(shared))
+
+
+def _named(trace: Trace) -> Trace:
+    """A new shared trace's arrays, named (figure_cache.name_arrays): its figures are keyed without
+    reading its 6 × 12 heads' weights (75 MB at 512 word pieces) on every run."""
+    owner = hashlib.blake2b(repr((trace.tokens, sorted(trace.zero_heads))).encode(), digest_size=16).digest()
+    for layer, result in enumerate(trace.attentions):
+        figure_cache.name_arrays(owner + f":{layer}".encode(), {
+            field.name: value for field in dataclasses.fields(result)
+            if isinstance(value := getattr(result, field.name), np.ndarray)})
+    return trace
+
+
+_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> {name: what was derived from it}
+_kept_lock = threading.Lock()
+
+
+def kept(trace: Trace, name: str, make):
+    """What the page derives from a trace (its heads' labels, its text alternative), made once per
+    trace and name; it goes with the trace."""
+    with _kept_lock:
+        made = _KEPT.setdefault(trace, {})
+        if name in made:
+            return made[name]
+    value = make()
+    with _kept_lock:
+        return _KEPT.setdefault(trace, {}).setdefault(name, value)
 
 
 def _trace(text: str, zero_heads: tuple[tuple[int, int], ...]) -> Trace:
@@ -84,16 +131,31 @@ def render(workbench_page) -> None:
     pieces = " ".join(lit(t) for t in trace.tokens[:60]) + (" …" if len(trace.tokens) > 60 else "")
     st.caption(i18n.t("{n} word pieces: {pieces}").format(n=len(trace.tokens), pieces=pieces))
     layer = layer_ui()  # one for every tab below
-    overview, heads, lines, change = st.tabs([i18n.t("Model overview"), i18n.t("One layer's heads"),
-                                              i18n.t("Lines (head view)"), i18n.t("Change a head")])
+    # Only the open tab's content runs (each tab drew its 12 to 72 heads on every run before: 0.43 s a
+    # rerun at 512 word pieces); the tab chosen is kept by its position, whatever the language.
+    labels = [i18n.t(label) for label in TABS]
+    if st.session_state.get(TAB_KEY) not in labels:  # back from another page, or in another language
+        st.session_state[TAB_KEY] = labels[_open_tab()]
+    tabs = st.tabs(labels, key=TAB_KEY, on_change="rerun")
+    overview, heads, lines, change = tabs
+    st.session_state[OPEN_TAB] = next((i for i, tab in enumerate(tabs) if tab.open), 0)
     with overview:
-        overview_tab(trace, layer)
+        if overview.open:
+            overview_tab(trace, layer)
     with heads:
-        layer_tab(trace, layer)
+        if heads.open:
+            layer_tab(trace, layer)
     with lines:
-        lines_tab(trace, layer)
+        if lines.open:
+            lines_tab(trace, layer)
     with change:
-        change_tab(loaded, trace, text, layer, workbench_page)
+        if change.open:
+            change_tab(loaded, trace, text, layer, workbench_page)
+
+
+def _open_tab() -> int:
+    position = st.session_state.get(OPEN_TAB, 0)
+    return position if isinstance(position, int) and 0 <= position < len(TABS) else 0
 
 
 def sentence_ui() -> str:
@@ -131,9 +193,11 @@ def overview_tab(trace: Trace, layer: int) -> None:
     st.caption(lit(i18n.t(model_figures.OVERVIEW_CAPTION)))
     weights = [result.weights for result in trace.attentions]  # 6 x [12, n, n]
     width = phone_css.column_width() or figures.FULL_WIDTH
-    chart(model_figures.model_view(weights, [head_labels(w) for w in weights], width=width,
-                                   language=i18n.language()),
-          key="model_overview", text=of_model(weights, language=i18n.language()))
+    language = i18n.language()
+    labels = kept(trace, "head labels", lambda: [head_labels(w) for w in weights])
+    chart(figure(model_figures.model_view, weights, labels, width=width, language=language),
+          key="model_overview",
+          text=kept(trace, f"overview text {language}", lambda: of_model(weights, language=language)))
     head = widgets.choice_ui(st, i18n.t("open a head of layer {layer} (the layer is chosen above)").format(
         layer=f"{layer + 1:d}"), _head_names(12), "model_head", segmented=True)
     w = weights[layer][head]

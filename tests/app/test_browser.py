@@ -417,7 +417,7 @@ def test_the_model_page_shows_twelve_heads_of_a_typed_sentence(live):
     page.wait_for_function("() => document.body.innerText.includes('[CLS] my dog chased')", timeout=30_000)
     page.wait_for_selector(IDLE, timeout=30_000)
     page.get_by_role("tab", name="One layer's heads").click()
-    page.wait_for_timeout(500)
+    settle(page, ".st-key-model_weights .js-plotly-plot")  # the tab's content runs once it is opened
     weights = page.evaluate("""() => {
         const el = document.querySelector('.st-key-model_weights .js-plotly-plot');
         const rows = (t) => (t.z._inputArray || t.z).length;

@@ -145,7 +145,7 @@ def test_what_is_derived_from_a_result_goes_with_it():
         assert derived == "derived"
     assert made == [1] and cache.held_bytes() == 150 and len(cache) == 1  # not an entry of its own
     cache.unpin(b"r")  # no session uses the result any more
-    assert cache.get(b"r:sum") is None and cache.held_bytes() == 0 and len(cache) == 0
+    assert cache.get((b"r", b"sum")) is None and cache.held_bytes() == 0 and len(cache) == 0
 
 
 def test_a_rerun_takes_the_contributions_from_the_result_instead_of_making_them_again(monkeypatch):

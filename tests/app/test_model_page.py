@@ -88,21 +88,49 @@ def at():
     return app
 
 
+TAB_CHARTS = {  # each tab of the page (only the open one runs) -> the charts it draws
+    "Model overview": {"model_overview", "model_one_head"},
+    "One layer's heads": {"model_weights", "model_disagreement", "model_entropy", "model_concat",
+                          "model_contributions"},
+    "Lines (head view)": {"model_lines"},
+    "Change a head": set(),  # its charts come once a head is zeroed (the test below)
+}
+
+
+def open_tab(at, label: str) -> None:
+    """Click a tab of the page, as a person does (its content runs only while it is open)."""
+    at.session_state["model_tab"] = label
+    at.run()
+
+
+def test_each_tab_draws_its_charts_only_while_it_is_open(at):
+    assert not at.exception and set(chart_specs(at)) == TAB_CHARTS["Model overview"]  # the first, by default
+    for label, charts in TAB_CHARTS.items():
+        open_tab(at, label)
+        assert not at.exception and set(chart_specs(at)) == charts, label
+    open_tab(at, "Lines (head view)")
+    goto(at, "workbench")
+    goto(at, "model")  # back on the page: the tab left open is open again
+    assert set(chart_specs(at)) == TAB_CHARTS["Lines (head view)"]
+    at.selectbox(key="language").set_value("de").run()  # its label changes, the tab stays open
+    assert not at.exception and set(chart_specs(at)) == TAB_CHARTS["Lines (head view)"]
+
+
 def test_every_view_draws_the_models_own_weights(at):
     assert not at.exception
+    assert len(heatmap_values(chart_specs(at)["model_overview"])) == 6 * 12
+    open_tab(at, "One layer's heads")
     specs = chart_specs(at)
-    assert {"model_overview", "model_one_head", "model_weights", "model_disagreement", "model_entropy",
-            "model_concat", "model_contributions", "model_lines"} <= set(specs)
     trace = MODEL.trace(SENTENCE)
     drawn = np.stack(heatmap_values(specs["model_weights"]))  # layer 1, every head
     np.testing.assert_allclose(drawn, trace.attentions[0].weights, atol=1e-6)
-    assert len(heatmap_values(specs["model_overview"])) == 6 * 12
     at.button_group(key="pick_model_layer").set_value("layer 4").run()
     np.testing.assert_allclose(np.stack(heatmap_values(chart_specs(at)["model_weights"])),
                                trace.attentions[3].weights, atol=1e-6)
 
 
 def test_copying_a_layer_opens_it_in_the_workbench(at):
+    open_tab(at, "Change a head")
     at.button_group(key="pick_model_layer").set_value("layer 2").run()
     at.button(key="model_copy").click().run()
     assert not at.exception
@@ -113,6 +141,7 @@ def test_copying_a_layer_opens_it_in_the_workbench(at):
 
 
 def test_zeroing_a_head_changes_later_layers_only_and_says_how_much(at):
+    open_tab(at, "Change a head")
     at.multiselect(key="model_zero").set_value([(2, 4)]).run()
     assert not at.exception
     change = np.stack(heatmap_values(chart_specs(at)["model_change"])).reshape(6, 12)

@@ -257,9 +257,13 @@ def test_the_workbench_draws_one_head_a_row_on_a_phone(live, says_phone):
 
 
 def open_model_tab(page, url: str, tab: str) -> None:
+    """Open the Real model page on a tab: its content runs once the tab is clicked (a rerun)."""
     page.goto(url + "/model")
     settle(page, ".st-key-model_overview .js-plotly-plot")
     page.get_by_role("tab", name=tab).click()
+    page.wait_for_function("(name) => Array.from(document.querySelectorAll('[role=tab]')).some("
+                           "t => t.getAttribute('aria-selected') === 'true' && t.innerText.includes(name))",
+                           arg=tab, timeout=LOADED)
     page.wait_for_timeout(400)
     page.wait_for_selector(IDLE, timeout=LOADED)
 

@@ -428,6 +428,11 @@ class Workbench(RuleBasedStateMachine):
         assert not self.at.exception
         goto(self.at, "workbench")
 
+    def open_model_tab(self, label: str) -> None:
+        """Click one of the Real model page's tabs (app/views/model.py: only the open one runs)."""
+        self.at.session_state["model_tab"] = label
+        self.at.run()
+
     @rule(text=st.sampled_from(MODEL_TEXTS), layer=st.integers(0, 5), zero=st.booleans())
     def use_the_real_model(self, text, layer, zero):
         """Type a text, pick a layer, maybe zero a head: the page draws the model's own weights."""
@@ -438,8 +443,11 @@ class Workbench(RuleBasedStateMachine):
         self.at.text_area(key="model_text").set_value(text).run()
         if any(group.key == "pick_model_layer" for group in self.at.button_group):  # drawn for a valid text
             self.at.button_group(key="pick_model_layer").set_value(f"layer {layer + 1}").run()
-        if zero and any(m.key == "model_zero" for m in self.at.multiselect):
-            self.at.multiselect(key="model_zero").set_value([(layer, 0)]).run()
+        if zero:  # on its own tab (only the open tab's content runs)
+            self.open_model_tab("Change a head")
+            if any(m.key == "model_zero" for m in self.at.multiselect):
+                self.at.multiselect(key="model_zero").set_value([(layer, 0)]).run()
+        self.open_model_tab("One layer's heads")
         assert not self.at.exception
         specs = chart_specs(self.at)
         if text.strip():
