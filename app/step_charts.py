@@ -90,7 +90,8 @@ class StepView:
     @cached_property
     def compared(self):
         """Step 6's derivation: the heads' disagreement for the query, entropies, flat heads."""
-        return STEPS[6].derive(self.setup, self.result, {"focus_query": self.query, "metric": self.metric})
+        return self.keep(f"compared {self.query} {self.metric}", lambda: STEPS[6].derive(
+            self.setup, self.result, {"focus_query": self.query, "metric": self.metric}))
 
     @cached_property
     def contributions(self):

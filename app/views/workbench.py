@@ -354,7 +354,7 @@ def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
     metric = right.selectbox(i18n.t("disagreement"), METRICS, key="metric",
                              format_func=i18n.labels(METRIC_NAMES))
     view = StepView(None, r, q_tokens, k_tokens, query=query, metric=metric, large=large,
-                    language=i18n.language(), build=figure)
+                    language=i18n.language(), build=figure, keep=state.keeper(key))
     charts = CHARTS[6](view)
     chart(charts["chart_bars"], key="chart_bars")
     if len(heads) == 1:
