@@ -135,8 +135,18 @@ def test_an_edit_survives_a_visit_to_another_page(browser_page):
     page.screenshot(path=str(ARTIFACTS / "browser-after-navigation.png"))
 
 
+def open_save_load(page) -> None:
+    """Open "Save or load this setup" unless it is open (a second click would close it): its contents
+    are drawn only while it is open (app/widgets.py), after the rerun the click starts."""
+    uploader = page.locator("[data-testid='stFileUploaderDropzoneInput']")
+    if uploader.count() == 0:
+        page.get_by_text("Save or load this setup").click()
+    uploader.wait_for(state="attached", timeout=20_000)
+    page.wait_for_selector(IDLE, timeout=20_000)
+
+
 def upload(page, name: str, text: str) -> None:
-    page.get_by_text("Save or load this setup").click()
+    open_save_load(page)
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
         files=[{"name": name, "mimeType": "application/json", "buffer": text.encode()}])
     page.wait_for_timeout(500)
@@ -267,7 +277,7 @@ def test_open_in_the_workbench_lands_at_the_top(live):
 
 def download(page, button: str, folder) -> Path:
     """Click a download button of "Save or load this setup" and keep the file the browser gets."""
-    page.get_by_text("Save or load this setup").click()
+    open_save_load(page)
     with page.expect_download(timeout=20_000) as started:
         page.get_by_role("button", name=button).click()
     path = folder / started.value.suggested_filename
@@ -385,7 +395,7 @@ def test_every_chart_downloads_as_an_image_offline(live, tmp_path, image_format)
     url, browser = live
     page = open_page(browser, url)
     if image_format == "svg":
-        page.get_by_text("Save or load this setup").click()
+        open_save_load(page)
         choose(page, page.locator("label:has-text('SVG')"))
         page.wait_for_function("""() => {  // the rerun has redrawn the chart with the new option
             const gd = document.querySelector('.st-key-chart_weights .js-plotly-plot');
