@@ -8,6 +8,7 @@ session drawing huge tokens or big grids cannot keep the server's memory up for 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -54,6 +55,12 @@ def name_arrays(owner: bytes, arrays: Mapping[str, np.ndarray]) -> None:
         for name, array in arrays.items():
             array.flags.writeable = False
             _named[id(array)] = (weakref.ref(array), owner + b":" + name.encode())
+
+
+def name_fields(owner: bytes, made) -> None:
+    """name_arrays for every NumPy field of a dataclass (a result, a derivation), each by its field name."""
+    name_arrays(owner, {field.name: value for field in dataclasses.fields(made)
+                        if isinstance(value := getattr(made, field.name), np.ndarray)})
 
 
 def _name_of(array: np.ndarray) -> bytes | None:

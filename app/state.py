@@ -14,7 +14,6 @@ Setup and its result as arguments. What lives here between runs:
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -514,8 +513,7 @@ def shared_run(setup: Setup) -> tuple[bytes, MHAResult]:
 def _named(key: bytes, made):
     """A new shared result's (or derivation's) arrays, named by its key: its figures are keyed
     without reading them."""
-    figure_cache.name_arrays(key, {field.name: value for field in dataclasses.fields(made)
-                                   if isinstance(value := getattr(made, field.name), np.ndarray)})
+    figure_cache.name_fields(key, made)
     return made
 
 

@@ -9,10 +9,7 @@ says they are queued.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import threading
-import weakref
 
 import numpy as np
 import streamlit as st
@@ -76,26 +73,8 @@ def _named(trace: Trace) -> Trace:
     reading its 6 × 12 heads' weights (75 MB at 512 word pieces) on every run."""
     owner = hashlib.blake2b(repr((trace.tokens, sorted(trace.zero_heads))).encode(), digest_size=16).digest()
     for layer, result in enumerate(trace.attentions):
-        figure_cache.name_arrays(owner + f":{layer}".encode(), {
-            field.name: value for field in dataclasses.fields(result)
-            if isinstance(value := getattr(result, field.name), np.ndarray)})
+        figure_cache.name_fields(owner + f":{layer}".encode(), result)
     return trace
-
-
-_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> {name: what was derived from it}
-_kept_lock = threading.Lock()
-
-
-def kept(trace: Trace, name: str, make):
-    """What the page derives from a trace (its heads' labels, its text alternative), made once per
-    trace and name; it goes with the trace."""
-    with _kept_lock:
-        made = _KEPT.setdefault(trace, {})
-        if name in made:
-            return made[name]
-    value = make()
-    with _kept_lock:
-        return _KEPT.setdefault(trace, {}).setdefault(name, value)
 
 
 def _trace(text: str, zero_heads: tuple[tuple[int, int], ...]) -> Trace:
@@ -141,7 +120,7 @@ def render(workbench_page) -> None:
     st.session_state[OPEN_TAB] = next((i for i, tab in enumerate(tabs) if tab.open), 0)
     with overview:
         if overview.open:
-            overview_tab(trace, layer)
+            overview_tab(trace, layer, (text, ()))
     with heads:
         if heads.open:
             layer_tab(trace, layer)
@@ -189,15 +168,20 @@ def head_labels(weights: np.ndarray) -> list[str]:
     return [f"{float(np.mean(normalised_entropy(w))):.2f}\n{head_pattern(w)}" for w in weights]
 
 
-def overview_tab(trace: Trace, layer: int) -> None:
+def overview_tab(trace: Trace, layer: int, key: tuple) -> None:
+    """All 72 heads at once; their labels and text alternative made once per trace (``key``, its key in
+    TRACES), kept beside it and dropped with it."""
+    def kept(name: str, make):
+        return TRACES.get_or_make_derived(key, name, make, lambda _: 0)  # a few kB of words
+
     st.caption(lit(i18n.t(model_figures.OVERVIEW_CAPTION)))
     weights = [result.weights for result in trace.attentions]  # 6 x [12, n, n]
     width = phone_css.column_width() or figures.FULL_WIDTH
     language = i18n.language()
-    labels = kept(trace, "head labels", lambda: [head_labels(w) for w in weights])
+    labels = kept("head labels", lambda: [head_labels(w) for w in weights])
     chart(figure(model_figures.model_view, weights, labels, width=width, language=language),
           key="model_overview",
-          text=kept(trace, f"overview text {language}", lambda: of_model(weights, language=language)))
+          text=kept(f"overview text {language}", lambda: of_model(weights, language=language)))
     head = widgets.choice_ui(st, i18n.t("open a head of layer {layer} (the layer is chosen above)").format(
         layer=f"{layer + 1:d}"), _head_names(12), "model_head", segmented=True)
     w = weights[layer][head]
