@@ -7,6 +7,10 @@ widgets' callbacks and their arguments) and its fragments (which keep their argu
 
 from __future__ import annotations
 
+import gc
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -25,6 +29,7 @@ from tests.apptest_util import (
     pick_example,
     texts,
 )
+from tests.live_server import ROOT
 from tests.st_protocol import Run, Session
 
 MiB = 2**20
@@ -259,7 +264,6 @@ def test_no_result_outlives_the_run_but_the_shared_caches_copy():
     """After a run, the only reference to a result is the shared cache's: not the script's globals
     (the pages keep them), not the download buttons' callables (Streamlit keeps them for the session,
     and forever for a session that expires without shutting down), not a fragment."""
-    import gc
 
     from mha_core import MHAResult
 
@@ -406,3 +410,30 @@ def test_one_long_session_at_the_attention_limit_stays_within_its_memory_budget(
     print(f"long session at every limit: holds {held / 2**20:.1f} MiB, peaks at {peak / 2**20:.1f} MiB")
     assert held + peak <= LONG_SESSION_BUDGET_BYTES, (held / 2**20, peak / 2**20)
     assert any(trace["type"] == "image" for trace in chart_specs(at)["chart_weights"]["data"])
+
+
+def test_the_collector_is_tuned_once_and_freezes_no_garbage():
+    """After the app's imports: their objects frozen, garbage collected first, young objects collected
+    every YOUNG_OBJECTS_PER_COLLECTION; a second call changes nothing (a fresh process)."""
+    script = """
+import gc, weakref
+from app import result_cache
+class Cycle: pass
+garbage = Cycle(); garbage.me = garbage; gone = weakref.ref(garbage); del garbage
+result_cache.tune_collector()
+frozen = gc.get_freeze_count()
+gc.set_threshold(700, 10, 10); result_cache.tune_collector()
+print(gone() is None, frozen, gc.get_freeze_count() == frozen, gc.get_threshold()[0])
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.split()
+    assert out[0] == "True"  # collected before the freeze, not frozen with the rest
+    assert int(out[1]) > 50_000 and out[2] == "True"  # Streamlit's and NumPy's objects; frozen once
+    assert out[3] == "700"  # the second call left the threshold alone
+
+
+def test_the_page_tunes_the_collector_on_its_first_run():
+    app = fresh_app()
+    assert not app.exception
+    assert result_cache._tuned
+    assert gc.get_threshold()[0] == result_cache.YOUNG_OBJECTS_PER_COLLECTION
