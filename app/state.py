@@ -241,7 +241,7 @@ def link_params(current: Current) -> tuple[dict[str, str], bool]:
     """The query parameters that reopen this page exactly, and whether the state fits in them."""
     ss = st.session_state
     base = current.base if ss.origin in examples() else None  # generated examples travel in full
-    params, complete = ({}, True) if current.setup is None else setup_to_link(current.setup, base)
+    params, complete = ({}, True) if current.setup is None else current.setup_link(base)
     if ss.origin in GENERATED:
         params["seed"] = str(ss.origin_seed)  # so that the reopened page knows its example unchanged
     params.update(selection_params())
@@ -436,10 +436,19 @@ class Current:
     error: str | None = None  # the core refused the setup as a whole (e.g. its size)
     base: Setup | None = None  # the unedited example it started from
     notes: tuple[str, ...] = ()
+    _links: dict = field(default_factory=dict, compare=False, repr=False)  # id(base) -> setup_link's answer
 
     @property
     def edited(self) -> bool:
         return self.setup is None or self.base is None or not self.setup.same_inputs(self.base)
+
+    def setup_link(self, base: Setup | None) -> tuple[dict[str, str], bool]:
+        """The setup's link parameters (as a difference from ``base``) and whether it fits in them, made
+        once per run: the frame's mark and the address both ask."""
+        made = self._links.get(id(base))
+        if made is None:
+            made = self._links[id(base)] = setup_to_link(self.setup, base)
+        return dict(made[0]), made[1]
 
 
 @dataclass(frozen=True)
@@ -598,12 +607,13 @@ BAD_CELL = {  # (a head's grid?, more than one cell at fault?) -> the message na
 
 
 
-def sync_url(current: Current) -> None:
-    """Make the address bar open exactly this page; note when the state is too big for a link."""
+def sync_url(current: Current, note: bool = True) -> None:
+    """Make the address bar open exactly this page; note in the sidebar when the state is too big for
+    a link (``note``: the sidebar is drawn in this run)."""
     if current.result is None:
         return  # an input is at fault: the address keeps the last good state
     params, complete = link_params(current)
-    if not complete:
+    if not complete and note:
         note = TOO_LARGE_FOR_A_LINK["example" in params]
         st.sidebar.caption(i18n.t(note))
     _set_address(params)

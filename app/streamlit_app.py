@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app import i18n, live, phone_css, questions, result_cache, state, streamlit_race, style, widgets
+from app import frame, i18n, live, phone_css, questions, result_cache, state, streamlit_race, style, widgets
 from app.views import classroom, examples, labs, learn, model, present, quiz, workbench
 
 result_cache.tune_collector()  # once: the imports' objects out of every later collection
@@ -32,7 +32,7 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
 
     # Material icons come with Streamlit (emoji need a font the machine may lack).
     workbench_page = st.Page(lambda: workbench.render(current, inputs), title=i18n.t("Workbench"),
-                             icon=":material/calculate:", url_path="workbench", default=True)
+                             icon=":material/calculate:", url_path=workbench.PATH, default=True)
     present_page = st.Page(lambda: present.render(current, inputs), title=i18n.t("Present"),
                            icon=":material/slideshow:", url_path="present")
     labs_page = st.Page(labs.render, title=i18n.t("Labs"), icon=":material/science:", url_path="labs")
@@ -55,9 +55,5 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
     questions.student_question_ui(current)
     widgets.undo_ui(current)
     page.run()
-    state.sync_url(current)  # after the page: its pickers may have settled a selection (a reset, a default)
-    state.remember_shown(current, widgets.shown_label(current))  # what a deliberate opening would replace
-    live.publish(current, page.url_path)  # the room gets what the address says
-    st.session_state.link_notes = []  # shown once; gone after the next change
-    st.session_state.pop("live_message", None)
+    frame.finish(current, page.url_path)
     current = None  # the pages keep this run's globals: its result stays only in the shared cache

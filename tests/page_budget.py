@@ -1,5 +1,6 @@
 """What the default page sends per run over Streamlit's websocket protocol: elements, containers,
-messages and bytes, for the workbench (a plain rerun and an edit) and one presenter screen.
+messages and bytes, for the workbench (a plain rerun, the first edit, which runs the whole page, and
+the next, which runs its steps alone) and one presenter screen.
 
 tests/app/test_budget.py holds these under a budget; bench/sent.py prints them (for a checkout
 before a change too). Counted as a browser tab receives them (tests/st_protocol.py): a large
@@ -35,8 +36,9 @@ class Sent:
     bytes: int
 
     @classmethod
-    def of(cls, run: Run) -> Sent:
-        assert run.status == "ok" and not run.errors, (run.status, run.errors)
+    def of(cls, run: Run, status: str = "ok") -> Sent:
+        """What ``run`` sent; it ended as ``status`` says (a whole run, or a fragment's alone)."""
+        assert run.status == status and not run.errors, (run.status, run.errors)
 
         def count(kinds: tuple[str, ...]) -> int:
             return sum(run.kinds.get(kind, 0) for kind in kinds)
@@ -51,9 +53,10 @@ async def workbench(url: str) -> dict[str, Sent]:
     try:
         opened = await session.open()
         rerun = await session.rerun()
-        edit = await session.edit_cell(editor_key("x", 1), SAT, 0, "1.5")
+        edit = await session.edit_cell(editor_key("x", 1), SAT, 0, "1.5")  # edited: the whole page runs
+        again = await session.edit_cell(editor_key("x", 1), SAT, 0, "1.25")  # the steps alone
         return {"workbench, first run": Sent.of(opened), "workbench, rerun": Sent.of(rerun),
-                "workbench, edit": Sent.of(edit)}
+                "workbench, edit": Sent.of(edit), "workbench, next edit": Sent.of(again, "fragment ok")}
     finally:
         await session.close()
 

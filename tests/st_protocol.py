@@ -10,6 +10,9 @@ server answers with ``ForwardMsg``s (new_session, deltas, ...) and ends every ru
 Like the frontend, the client lists the hashes of the large elements (over 10 kB) it holds from
 the last run, and the server then sends those as ``ref_hash`` references, resolved here.
 
+A widget drawn inside a fragment sends its change as the frontend does: a rerun of that fragment
+alone (``ClientState.fragment_id``), whose reply resends only the fragment's elements.
+
 Differences from a browser: widget values are sent only for the widgets this client has set
 (the server keeps the others, as it does for the values the browser sends unchanged), and no
 static files (index.html, the JavaScript bundle) are fetched.
@@ -83,6 +86,9 @@ class Session:
         self.last: Run | None = None
         self._cache: dict[str, ForwardMsg] = {}  # large elements of the last run, by hash
         self.said: list[str] = []  # every alert's and Markdown element's text this tab was sent, unescaped
+        self.widget_ids: dict[str, str] = {}  # widget key -> element id, from every run so far
+        self.fragment_of: dict[str, str] = {}  # widget key -> the fragment it was drawn in ("": none)
+        self.changed_in: str | None = None  # the fragment of the widget set last: the next rerun's
 
     def _get(self, path: str) -> str | None:
         """An HTTP GET; returns the _streamlit_xsrf cookie it set, if any."""
@@ -106,29 +112,35 @@ class Session:
 
     def set_json(self, key: str, value) -> None:
         """Set a widget that takes a JSON string (st.data_editor) by its key, for the next run."""
-        widget_id = self.last.widget_ids[key]
+        widget_id = self.changing(key)
         self.widgets[widget_id] = WidgetState(id=widget_id, string_value=json.dumps(value))
 
     def set_string(self, key: str, value: str) -> None:
         """Set a widget whose value travels as a string (text input, selectbox: its label), by key."""
-        widget_id = self.last.widget_ids[key]
+        widget_id = self.changing(key)
         self.widgets[widget_id] = WidgetState(id=widget_id, string_value=value)
 
     def set_bool(self, key: str, value: bool) -> None:
         """Set a checkbox or toggle by its key, for the next run."""
-        widget_id = self.last.widget_ids[key]
+        widget_id = self.changing(key)
         self.widgets[widget_id] = WidgetState(id=widget_id, bool_value=value)
 
     def set_strings(self, key: str, values: list[str]) -> None:
         """Set a widget whose value travels as a list of strings (segmented control, pills), by key."""
-        widget_id = self.last.widget_ids[key]
+        widget_id = self.changing(key)
         state = WidgetState(id=widget_id)
         state.string_array_value.data.extend(values)
         self.widgets[widget_id] = state
 
+    def changing(self, key: str) -> str:
+        """The id of the widget keyed ``key``, which the next rerun reports changed: a rerun of its
+        fragment alone when it was drawn in one, as the frontend sends it."""
+        self.changed_in = self.fragment_of.get(key, "")
+        return self.widget_ids[key]
+
     async def press(self, key: str) -> Run:
         """Click a button or a form's submit button by its key: a trigger sent with this run only."""
-        widget_id = self.last.widget_ids[key]
+        widget_id = self.changing(key)
         self.widgets[widget_id] = WidgetState(id=widget_id, trigger_value=True)
         try:
             return await self.rerun()
@@ -137,7 +149,7 @@ class Session:
 
     async def edit_cell(self, key: str, row: int, col: int, value: str) -> Run:
         """One data_editor cell edit, as the grid sends it: the typed text (edits are cumulative)."""
-        widget_id = self.last.widget_ids[key]
+        widget_id = self.changing(key)
         old = self.widgets.get(widget_id)
         edits = json.loads(old.string_value) if old else {"edited_rows": {}, "added_rows": [],
                                                           "deleted_rows": []}
@@ -155,6 +167,9 @@ class Session:
         """What the frontend sends with a rerun: the widgets' values, its page, its message cache."""
         state = ClientState(query_string=query_string, page_script_hash=self.page_hash,
                             cached_message_hashes=list(self._cache))
+        if self.changed_in:
+            state.fragment_id = self.changed_in
+        self.changed_in = None
         state.widget_states.widgets.extend(self.widgets.values())
         state.context_info.timezone, state.context_info.locale = "UTC", "en-US"
         state.context_info.url, state.context_info.color_scheme = self.url + "/", "light"
@@ -226,7 +241,10 @@ class Session:
         return Run(0.0)
 
     def _keep(self, run: Run, cache: dict) -> None:
-        """A whole run's messages replace the cache, as the frontend's do."""
+        """A whole run's messages replace the cache, as the frontend's do; a fragment's run resends
+        only its own elements, and the page's stay."""
+        if run.status == "fragment ok":
+            cache = {**self._cache, **cache}
         self._cache, self.last = cache, run
 
     def _read(self, msg: ForwardMsg, run: Run) -> None:
@@ -250,7 +268,8 @@ class Session:
             inner = getattr(element, element_type)
             key = element_key(getattr(inner, "id", "") or "")
             if key:
-                run.widget_ids[key] = inner.id
+                run.widget_ids[key] = self.widget_ids[key] = inner.id
+                self.fragment_of[key] = msg.delta.fragment_id
             if element_type == "plotly_chart" and key:
                 run.charts[key] = inner.spec
             elif element_type == "exception":
@@ -347,9 +366,7 @@ class FollowerSession(Session):
 
     def _keep(self, run: FollowerRun, cache: dict) -> None:
         run.fragment_run = run.status == "fragment ok"
-        if run.fragment_run:  # a fragment run resends only its own elements: keep the page's cache
-            cache = {**self._cache, **cache}
-        self._cache, self.last = cache, run
+        super()._keep(run, cache)
 
     def _read(self, msg: ForwardMsg, run: Run) -> None:
         super()._read(msg, run)

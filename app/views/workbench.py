@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import streamlit as st
 
-from app import cell_opener, figures, i18n, result_cache, state, widgets
+from app import cell_opener, figures, frame, i18n, phone_css, result_cache, state, widgets
 from app.figure_cache import figure
 from app.fragments import fragment
 from app.safe import lit
@@ -28,6 +28,7 @@ from mha_core.analysis import METRICS
 from mha_core.setup import SPECS
 
 ZOOM = 12  # positions a side of the zoomed window of a long sequence's weights
+PATH = "workbench"  # the page's address (app/streamlit_app.py)
 METRIC_NAMES = {"l2": N_("L2 (Euclidean)"), "js": N_("Jensen-Shannon"), "tv": N_("total variation")}
 
 
@@ -66,6 +67,30 @@ def render(current: Current, inputs: Inputs) -> None:
         st.warning(i18n.t("Fix the setting with a warning sign in the sidebar; nothing you typed in the "
                           "grids is lost."))
         return
+    frame.hand_over(current)
+    steps(inputs, frame.mark(current))
+
+
+@fragment
+def steps(inputs: Inputs, mark: frame.Mark) -> None:
+    """The steps, rerun alone by what happens among them (an edit of a grid, a head picked, a table
+    opened): the frame's sidebar and inputs stay as the whole run drew them, so such a run costs
+    the steps only. What the frame drew from the result changing (the first edit of an example, a
+    link that no longer fits, another example opened by a button here) runs the whole page."""
+    current = frame.taken()
+    alone = current is None
+    if alone:
+        i18n.language.start()  # read once for this run, as the frame does for a whole one
+        phone_css.column_width.start()
+        current = state.build(inputs)
+        if frame.mark(current) != mark:
+            st.rerun(scope="app")
+    draw(current, inputs)
+    if alone:
+        frame.finish(current, PATH, whole=False)
+
+
+def draw(current: Current, inputs: Inputs) -> None:
     if inputs.large:
         st.html(LARGE_TYPE_CSS)
     story(current)

@@ -1,0 +1,62 @@
+"""What the page's frame does around a page, shared by a whole run and the workbench's steps rerun alone.
+
+The frame (app/streamlit_app.py) draws the sidebar and builds the run's Setup before the page, and
+after it writes the address, keeps what Undo would bring back and sends a teacher's page to the room
+(``finish``). The workbench's steps are a fragment (app/views/workbench.py): an edit of a grid, a
+head picked or a table opened reruns only them, and they call ``finish`` themselves. ``Mark`` is
+what the frame drew from a run's result; when a fragment's run would change it, the whole page runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from app import live, session_keys, state, widgets
+
+HANDED = "frame_current"  # this whole run's Current, handed by the frame to the workbench's steps
+session_keys.register(session_keys.Key(HANDED, "frame"))
+
+
+@dataclass(frozen=True)
+class Mark:
+    """What the frame drew from a run: the sidebar's inputs and example (a button among the steps may
+    load another: the steps must not go on with the old inputs), whether the page is edited (the
+    picker's label, Reset, Undo) and valid, whether its link is whole (the sidebar's note), and
+    whether it follows a room."""
+
+    sidebar: tuple
+    edited: bool
+    valid: bool
+    whole_link: bool
+    following: bool
+
+
+def mark(current: state.Current) -> Mark:
+    ss = st.session_state
+    inputs = tuple(sorted(widgets.sidebar_values().items()))
+    sidebar = (inputs, ss.get("origin"), ss.get("origin_seed"), ss.get(widgets.KV_HEADS_FOR))
+    whole = current.result is None or state.link_params(current)[1]
+    return Mark(repr(sidebar), current.edited, current.result is not None, whole, widgets.following())
+
+
+def hand_over(current: state.Current) -> None:
+    """The frame's Current for the steps drawn in this whole run (taken at once: never kept)."""
+    st.session_state[HANDED] = current
+
+
+def taken() -> state.Current | None:
+    """The Current the frame handed over in this whole run; None in a run of the steps alone."""
+    return st.session_state.pop(HANDED, None)
+
+
+def finish(current: state.Current, page_path: str, *, whole: bool = True) -> None:
+    """After the page: the address, what an opening would replace, the teacher's room. In a run of the
+    steps alone (``whole=False``) the sidebar is not drawn: its note on a link too large for the
+    address stays as the whole run drew it (the Mark holds whether there is one)."""
+    state.sync_url(current, note=whole)  # after the page: its pickers may have settled a selection
+    state.remember_shown(current, widgets.shown_label(current))  # what a deliberate opening would replace
+    live.publish(current, page_path)  # the room gets what the address says
+    st.session_state.link_notes = []  # shown once; gone after the next change
+    st.session_state.pop("live_message", None)
