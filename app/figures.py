@@ -30,8 +30,10 @@ import base64
 import html
 import math
 import re
+import threading
 import unicodedata
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 
 import numpy as np
 import plotly.graph_objects as go
@@ -372,8 +374,39 @@ class _Plan:
     colorbar_y: float = 1.0  # paper y of the colour bar's top: the first panels' top, below their titles
 
 
+PLANS_KEPT = 1024  # layouts kept by what they depend on: an edit changes a grid's numbers, not its layout
+_plans: OrderedDict[tuple, _Plan] = OrderedDict()
+_plans_lock = threading.Lock()
+
+
 def _plan(panels: list[_Panel], per_row: int, s: Style, width: int, *, title: str = "",
           colorbar: bool = True, numbers: bool = True) -> _Plan:
+    """_planned(...), made once for panels of the same shapes, labels and titles: a copy each
+    figure may change (it adds shapes and image ranges) without reaching the kept one."""
+    key = (tuple(_panel_key(p) for p in panels), per_row, s, width, title, colorbar, numbers)
+    with _plans_lock:
+        kept = _plans.get(key)
+        if kept is not None:
+            _plans.move_to_end(key)
+    if kept is None:
+        kept = _planned(panels, per_row, s, width, title=title, colorbar=colorbar, numbers=numbers)
+        with _plans_lock:
+            _plans[key] = kept
+            while len(_plans) > PLANS_KEPT:
+                _plans.popitem(last=False)
+    layout = {name: dict(value) if isinstance(value, dict) else list(value) if isinstance(value, list)
+              else value for name, value in kept.layout.items()}
+    return replace(kept, layout=layout, cells=list(kept.cells))
+
+
+def _panel_key(p: _Panel) -> tuple:
+    """Everything of a panel its layout depends on: its grid's shape, never its numbers."""
+    ticks = None if p.col_ticks is None else (tuple(p.col_ticks[0]), tuple(p.col_ticks[1]))
+    return (p.values.shape, tuple(p.rows), tuple(p.cols), p.title, p.x_title, p.y_title, p.row_labels, ticks)
+
+
+def _planned(panels: list[_Panel], per_row: int, s: Style, width: int, *, title: str = "",
+             colorbar: bool = True, numbers: bool = True) -> _Plan:
     """Lay out panels in rows of `per_row`: x in fractions of the planned width, y in exact pixels.
 
     Each row of panels is [title band, panels top-aligned, x tick band]; columns of panels are

@@ -739,3 +739,24 @@ def test_a_figure_of_a_named_array_is_keyed_on_its_name_not_its_bytes():
     assert figure_cache.figure(builder, named) is first and len(built) == 1
     figure_cache.figure(builder, named.copy())  # the same bytes, unnamed: keyed on the bytes, another key
     assert len(built) == 2
+
+
+def test_a_layout_is_planned_once_per_shape_and_labels_and_each_figure_gets_its_own_copy():
+    """figures._plan keeps a layout by what it depends on (shapes, labels, titles), not by numbers:
+    two grids of other numbers share it, and a figure that changes its copy (an image's ranges, shapes)
+    leaves the kept one and the next figure's as they were."""
+    rng = np.random.default_rng(0)
+    tokens = ["the", "cat", "sat"]
+    first = figures.head_grids(rng.random((2, 3, 3)), tokens, tokens, kind="weights")
+    second = figures.head_grids(rng.random((2, 3, 3)), tokens, tokens, kind="weights")
+    assert first["layout"] == second["layout"]
+    assert first["data"][0]["z"] != second["data"][0]["z"]
+    panel = figures._Panel(np.zeros((3, 3)), tokens, tokens, title="A")
+    plan = figures._plan([panel], 4, figures.NORMAL, figures.FULL_WIDTH)
+    plan.layout["xaxis"]["range"] = [0, 99]
+    plan.layout["shapes"] = ["changed"]
+    again = figures._plan([panel], 4, figures.NORMAL, figures.FULL_WIDTH)
+    assert "range" not in again.layout["xaxis"] and "shapes" not in again.layout
+    relabelled = figures._plan([figures._Panel(np.zeros((3, 3)), tokens, ["a", "b", "c"], title="A")], 4,
+                               figures.NORMAL, figures.FULL_WIDTH)
+    assert relabelled.layout["xaxis"]["ticktext"] == ["a", "b", "c"] != again.layout["xaxis"]["ticktext"]
