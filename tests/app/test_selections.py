@@ -67,8 +67,12 @@ def test_a_selection_whose_label_went_stale_is_kept_or_reset(server, name, stale
     with an int (TypeError) and, with a sentence of the same length, failed every rerun after."""
     runs = asyncio.run(_stale_label_session(server, name, stale, sentence))
     for run in runs:
-        assert run.status == "ok" and not run.errors, run.errors
-        assert {"chart_bars", "chart_weights"} <= set(run.charts)
+        # A picker among the steps reruns its fragment alone, as a browser sends it (the steps, or
+        # the drill-down inside them); the sidebar's tokens run the whole page, every chart again.
+        assert run.status in ("ok", "fragment ok") and not run.errors, (run.status, run.errors)
+        if run.status == "ok":
+            assert {"chart_bars", "chart_weights"} <= set(run.charts)
+    assert runs[-1].status == "ok"
 
 
 def test_an_overlong_token_box_sent_past_max_chars_is_refused_on_the_server(server):
