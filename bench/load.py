@@ -84,6 +84,7 @@ def problems(run: Run, value: float | None) -> list[str]:
 @dataclasses.dataclass
 class Stats:
     runs: list[tuple[str, float]] = dataclasses.field(default_factory=list)  # (open|edit|rerun, s)
+    ended: dict[str, int] = dataclasses.field(default_factory=dict)  # "edit: fragment ok" -> runs
     errors: list[str] = dataclasses.field(default_factory=list)
     dropped: list[str] = dataclasses.field(default_factory=list)
     bytes: int = 0
@@ -98,6 +99,7 @@ async def session(i: int, url: str, args, load_start: float, stats: Stats) -> No
         run = await client.open()
         while True:
             stats.runs.append((kind, run.seconds))
+            stats.ended[f"{kind}: {run.status}"] = stats.ended.get(f"{kind}: {run.status}", 0) + 1
             stats.bytes += run.bytes
             stats.errors += [f"session {i}, {kind}: {p}" for p in problems(run, value)]
             wait = rng.expovariate(1 / args.think) if args.think > 0 else 0.0
@@ -170,6 +172,7 @@ async def bench(url: str, pid: int, args) -> dict:
         "interactive": percentiles(interactive),
         "opens": percentiles([s for kind, s in stats.runs if kind == "open"]),
         "all_runs": percentiles([s for _, s in stats.runs]),
+        "ended_as": stats.ended,  # a whole run ("ok") or the steps' alone ("fragment ok")
         "errors": len(stats.errors), "error_samples": stats.errors[:5],
         "dropped": len(stats.dropped), "dropped_samples": stats.dropped[:5],
         "server_cpu_s": round(cpu, 2),
