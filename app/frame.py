@@ -26,7 +26,7 @@ class Mark:
     picker's label, Reset, Undo) and valid, whether its link is whole (the sidebar's note), and
     whether it follows a room."""
 
-    sidebar: tuple
+    sidebar: str  # repr of the sidebar's values, the example and its seed
     edited: bool
     valid: bool
     whole_link: bool
@@ -55,7 +55,7 @@ def finish(current: state.Current, page_path: str, *, whole: bool = True) -> Non
     """After the page: the address, what an opening would replace, the teacher's room. In a run of the
     steps alone (``whole=False``) the sidebar is not drawn: its note on a link too large for the
     address stays as the whole run drew it (the Mark holds whether there is one)."""
-    state.sync_url(current, note=whole)  # after the page: its pickers may have settled a selection
+    state.sync_url(current, sidebar_drawn=whole)  # after the page: its pickers may have settled a selection
     state.remember_shown(current, widgets.shown_label(current))  # what a deliberate opening would replace
     live.publish(current, page_path)  # the room gets what the address says
     st.session_state.link_notes = []  # shown once; gone after the next change

@@ -607,13 +607,13 @@ BAD_CELL = {  # (a head's grid?, more than one cell at fault?) -> the message na
 
 
 
-def sync_url(current: Current, note: bool = True) -> None:
-    """Make the address bar open exactly this page; note in the sidebar when the state is too big for
-    a link (``note``: the sidebar is drawn in this run)."""
+def sync_url(current: Current, sidebar_drawn: bool = True) -> None:
+    """Make the address bar open exactly this page; note in the sidebar (when this run draws it) that
+    the state is too big for a link."""
     if current.result is None:
         return  # an input is at fault: the address keeps the last good state
     params, complete = link_params(current)
-    if not complete and note:
+    if not complete and sidebar_drawn:
         note = TOO_LARGE_FOR_A_LINK["example" in params]
         st.sidebar.caption(i18n.t(note))
     _set_address(params)

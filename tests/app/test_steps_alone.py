@@ -10,13 +10,15 @@ every chart shows the edited numbers; the address still follows each edit; a cha
 from __future__ import annotations
 
 import asyncio
+import json
 from urllib.parse import parse_qs
 
 import numpy as np
 
 from app.editors import editor_key
 from app.widgets import SIDEBAR_KEYS
-from tests.live_server import streamlit_server
+from mha_core import LIMITS
+from tests.live_server import class_store, streamlit_server
 from tests.st_protocol import SAT, FollowerSession, drawn_weights, expected_weights
 
 X = editor_key("x", 1)
@@ -64,6 +66,52 @@ async def partner(url: str) -> None:
         assert "compare_unpin" in pressed.widget_ids, "A is pinned, B is the scaled example"
     finally:
         await tab.close()
+
+
+async def smuggled(url: str) -> None:
+    """A scripted client claims a run of the steps alone but carries a sidebar value with it (an
+    overlong token box): the steps' inputs are the last whole run's, so the Mark sees the sidebar
+    changed and the whole page runs, where the box's limit refuses it before anything is computed."""
+    tab = FollowerSession(url)
+    try:
+        await tab.open()
+        await tab.edit_cell(X, SAT, 0, "1.5")
+        tab.set_string("tokens_text", " ".join(["x" * 83_000] * 12))
+        tab.changed_in = tab.fragment_of[X]  # sent as the grid's fragment's rerun
+        run = await tab.rerun()
+        assert run.status == "ok", "not the steps alone: the whole page, with the sidebar's checks"
+        assert not run.charts and any(f"the limit is {LIMITS.token_chars}" in e.replace("\\", "")
+                                      for e in run.errors), run.errors
+    finally:
+        await tab.close()
+
+
+async def follower(url: str, store) -> None:
+    """A student following a room picks another head: the steps alone rerun on the teacher's setup."""
+    room = store.create_room(client="127.0.0.10")
+    store.set_state(room.code, room.teacher_secret, page="", step=0,
+                    setup_json=json.dumps({"example": "the_cat_sat_two_heads"}), selections={})
+    tab = FollowerSession(url, headers={"X-Forwarded-For": "127.0.0.20"})
+    try:
+        opened = await tab.open(f"room={room.code}")
+        assert opened.following and "sat" in opened.following
+        for head in ("head 2", "head 1"):
+            tab.set_strings("pick_shown_head", [head])
+            picked = await tab.rerun()
+            assert picked.status == "fragment ok" and not picked.errors, (picked.status, picked.errors)
+            assert len(picked.charts) == len(opened.charts)
+    finally:
+        await tab.close()
+
+
+def test_a_steps_run_that_carries_a_sidebar_value_runs_the_whole_page_and_its_limits():
+    with streamlit_server() as (url, _process):
+        asyncio.run(smuggled(url))
+
+
+def test_a_following_student_picking_a_head_reruns_the_steps_alone(tmp_path):
+    with class_store(tmp_path) as (_, store), streamlit_server() as (url, _process):
+        asyncio.run(follower(url, store))
 
 
 def test_an_edit_reruns_the_steps_alone_and_the_frame_runs_when_it_must():
