@@ -12,6 +12,9 @@ between sessions counts as an error. Reported: run latency (BackMsg sent -> scri
 received), errors, dropped sessions, the server process's CPU seconds per run
 (/proc/<pid>/stat utime+stime over the load phase / runs) and its RSS after warm-up, at peak
 (VmHWM) and after the sessions have closed and their TTL has passed.
+
+``--plain`` puts the stack's floor under the same load: bench/run_cpu.py's plain script (12 heatmaps
+of new numbers each run, nothing else), every action a rerun, checked for its status only.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ import numpy as np  # noqa: E402
 from app.editors import editor_key  # noqa: E402
 from tests.live_server import ROOT, streamlit_server  # noqa: E402
 from tests.st_protocol import SAT, Run, Session, drawn_weights, expected_weights  # noqa: E402
+
+from bench.run_cpu import PLAIN, server  # noqa: E402
 
 EDITOR = editor_key("x", 1)  # the X editor's key in a fresh session (edits do not bump the version)
 TICK = os.sysconf("SC_CLK_TCK")
@@ -73,6 +78,8 @@ def problems(run: Run, value: float | None) -> list[str]:
     """What is wrong with a run: its status, error elements, or weights that are not its own."""
     found = [] if run.status in ("ok", "fragment ok") else [f"status {run.status}"]  # an edit: its steps' run
     found += run.errors
+    if value == "plain":
+        return found
     if "chart_weights" not in run.charts:
         return found + ["no weights chart"]
     drawn, expected = drawn_weights(run), expected_weights(value)
@@ -94,7 +101,8 @@ async def session(i: int, url: str, args, load_start: float, stats: Stats) -> No
     rng = random.Random(args.seed * 100_003 + i)
     await asyncio.sleep(max(0.0, load_start + rng.uniform(0, args.ramp) - time.monotonic()))
     end = load_start + args.duration
-    client, value, kind = Session(url, timeout=args.timeout), None, "open"
+    client, kind = Session(url, timeout=args.timeout), "open"
+    value = "plain" if args.plain else None
     try:
         run = await client.open()
         while True:
@@ -106,7 +114,7 @@ async def session(i: int, url: str, args, load_start: float, stats: Stats) -> No
             if time.monotonic() + wait >= end:
                 break
             await asyncio.sleep(wait)
-            if rng.random() < args.edit_share:
+            if rng.random() < args.edit_share and not args.plain:
                 kind, value = "edit", round(rng.uniform(-3, 3), 3)
                 run = await client.edit_cell(EDITOR, SAT, 0, repr(value))
             else:
@@ -120,11 +128,11 @@ async def session(i: int, url: str, args, load_start: float, stats: Stats) -> No
             pass
 
 
-async def open_and_close(url: str, runs: int = 0) -> None:
+async def open_and_close(url: str, runs: int = 0, plain: bool = False) -> None:
     client = Session(url)
     await client.open()
     for n in range(runs):
-        await (client.edit_cell(EDITOR, SAT, 0, repr(1.5 + n)) if n % 2 else client.rerun())
+        await (client.edit_cell(EDITOR, SAT, 0, repr(1.5 + n)) if n % 2 and not plain else client.rerun())
     await client.close()
 
 
@@ -139,7 +147,7 @@ def percentiles(seconds: list[float]) -> dict[str, float]:
 
 
 async def bench(url: str, pid: int, args) -> dict:
-    await open_and_close(url, runs=args.warmup)
+    await open_and_close(url, runs=args.warmup, plain=args.plain)
     await asyncio.sleep(1)
     warm = status(pid)
     stats, peak = Stats(), warm["VmRSS"]
@@ -218,15 +226,23 @@ def main() -> None:
     parser.add_argument("--server-arg", action="append", default=[], metavar="ARG",
                         help="passed to streamlit run, e.g. --server-arg=--runner.postScriptGC=true")
     parser.add_argument("--json", type=Path, help="also write the result here")
+    parser.add_argument("--plain", action="store_true", help="the plain script of 12 heatmaps instead of the app")
     args = parser.parse_args()
     if not (0 < args.sessions <= 1000 and 0 < args.duration <= 3600 and args.think >= 0):
         parser.error("sessions 1..1000, duration up to 3600 s, think >= 0")
 
     load_before = os.getloadavg()
     server_args = (f"--server.disconnectedSessionTTL={args.ttl}", *args.server_arg)
-    with streamlit_server(*server_args) as (url, process):
-        result = asyncio.run(bench(url, process.pid, args))
-        result["server_log_problems"] = server_log_problems(url)
+    if args.plain:
+        plain_file = ROOT / "artifacts" / "plain_new_numbers.py"
+        plain_file.parent.mkdir(exist_ok=True)
+        plain_file.write_text(PLAIN)
+        with server(ROOT, plain_file, *server_args) as (url, pid):
+            result = asyncio.run(bench(url, pid, args))
+    else:
+        with streamlit_server(*server_args) as (url, process):
+            result = asyncio.run(bench(url, process.pid, args))
+            result["server_log_problems"] = server_log_problems(url)
     result.update({
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": f"{os.cpu_count()} CPUs, {cpu_model()}", "load_average_before": load_before,

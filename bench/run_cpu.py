@@ -49,13 +49,13 @@ def cpu_seconds(pid: int) -> float:
 
 
 @contextlib.contextmanager
-def server(root: Path, entry: Path):
+def server(root: Path, entry: Path, *options: str):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(entry), "--server.headless=true",
-         "--server.address=127.0.0.1", f"--server.port={port}", "--browser.gatherUsageStats=false"],
+         "--server.address=127.0.0.1", f"--server.port={port}", "--browser.gatherUsageStats=false", *options],
         cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
