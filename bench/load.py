@@ -37,10 +37,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import numpy as np  # noqa: E402
 
 from app.editors import editor_key  # noqa: E402
+from bench.run_cpu import PLAIN, server  # noqa: E402
 from tests.live_server import ROOT, streamlit_server  # noqa: E402
 from tests.st_protocol import SAT, Run, Session, drawn_weights, expected_weights  # noqa: E402
-
-from bench.run_cpu import PLAIN, server  # noqa: E402
 
 EDITOR = editor_key("x", 1)  # the X editor's key in a fresh session (edits do not bump the version)
 TICK = os.sysconf("SC_CLK_TCK")
@@ -226,7 +225,7 @@ def main() -> None:
     parser.add_argument("--server-arg", action="append", default=[], metavar="ARG",
                         help="passed to streamlit run, e.g. --server-arg=--runner.postScriptGC=true")
     parser.add_argument("--json", type=Path, help="also write the result here")
-    parser.add_argument("--plain", action="store_true", help="the plain script of 12 heatmaps instead of the app")
+    parser.add_argument("--plain", action="store_true", help="the plain script of 12 heatmaps, not the app")
     args = parser.parse_args()
     if not (0 < args.sessions <= 1000 and 0 < args.duration <= 3600 and args.think >= 0):
         parser.error("sessions 1..1000, duration up to 3600 s, think >= 0")
