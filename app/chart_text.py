@@ -20,7 +20,7 @@ from functools import cache
 
 import numpy as np
 
-from app.numbers import format_number, hover_number
+from app.number_text import format_number, hover_number
 from app.safe import html_text
 from course import describe
 from course.i18n import ENGLISH, LANGUAGES, N_, localized_number_text, translator
@@ -107,7 +107,7 @@ class ChartText:
 
 
 def _local(number: str, language: str) -> str:
-    """A number written by app.numbers ('0.67', '1 − 4.1e-9') as the language writes it ('0,67')."""
+    """A number written by app.number_text ('0.67', '1 − 4.1e-9') as the language writes it ('0,67')."""
     return localized_number_text(number, language)
 
 

@@ -40,7 +40,7 @@ import plotly.graph_objects as go
 from plotly.colors import get_colorscale
 
 from app.figure_spec import FigureSpec, figure_spec
-from app.numbers import MINUS, format_number, hover_number, scientific
+from app.number_text import MINUS, format_number, hover_number, scientific
 from app.pictures import block_means, colour_mapped, png_bytes
 from app.safe import chart_text
 from course.i18n import ENGLISH, N_, translator

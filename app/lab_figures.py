@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figure_spec import inked
-from app.numbers import format_number, hover_number
+from app.number_text import format_number, hover_number
 from app.safe import chart_text
 from course.i18n import ENGLISH, N_, localized_number_text, translator
 from course.labs import binary_size_text

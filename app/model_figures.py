@@ -7,7 +7,7 @@ import numpy as np
 
 from app.figure_spec import FigureSpec, figure_spec
 from app.figures import FULL_WIDTH, WEIGHT_SCALE, head_colour, number_px, text_px
-from app.numbers import format_number
+from app.number_text import format_number
 from app.pictures import block_means
 from app.safe import chart_text
 from course.i18n import ENGLISH, N_, translator

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app import i18n, numbers
+from app import i18n, number_text
 from mha_core.derive import cost_of
 
 
@@ -39,11 +39,11 @@ def _num(value: float, *, weight: bool = False) -> str:
         return r"-\infty" if value < 0 else r"\infty"
     value = float(value)
     if weight:
-        text = numbers.hover_number(value, near_one=True)
+        text = number_text.hover_number(value, near_one=True)
     elif value == int(value) and abs(value) < 1e6:
         text = str(int(value))
     elif abs(value) < 1e-3 or abs(value) >= 1e5:
-        text = numbers.format_number(value)
+        text = number_text.format_number(value)
     else:
         text = f"{value:.4g}"
     text = text.replace("−", "-").replace("e-", r"\mathrm{e}{-}").replace("e+", r"\mathrm{e}{+}")

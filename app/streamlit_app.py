@@ -1,5 +1,14 @@
 """Entry point, a picture frame: page config, state initialised once, one Setup per run, navigation."""
 
+import sys
+from pathlib import Path
+
+# `streamlit run app/streamlit_app.py` puts app/ on the path, not the repository: its packages (app,
+# mha_core, course, classroom) are found from here however the app is started, PYTHONPATH or not.
+ROOT = str(Path(__file__).resolve().parents[1])
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
 import streamlit as st
 
 from app import frame, i18n, live, phone_css, questions, result_cache, state, streamlit_race, style, widgets

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import chart_text, editors, i18n, numbers, page_export, session_keys, state
+from app import chart_text, editors, i18n, number_text, page_export, session_keys, state
 from app.safe import lit, md
 from app.state import Inputs
 from course.export import setup_to_csv_zip, setup_to_script
@@ -474,7 +474,7 @@ def read_only_grid(grid, rows: list[str], columns: list[str], boolean: bool = Fa
         if boolean:
             return "✓" if value else "·"
         text = editors.cell_text(value)
-        return text if len(text) <= 10 else numbers.format_number(value, 4)
+        return text if len(text) <= 10 else number_text.format_number(value, 4)
 
     header = "| | " + " | ".join(lit(c) for c in columns) + " |"
     rule = "| --- |" + " ---: |" * len(columns)
@@ -530,7 +530,7 @@ def _save_load_contents(current: state.Current) -> None:
                        help=i18n.t("A short script that rebuilds these exact inputs and computes every "
                                    "step with plain NumPy, printing the weights and the output."))
     st.download_button(i18n.t("⬇ Download all numbers (CSV files, ZIP)"),
-                       data=lambda: setup_to_csv_zip(setup), file_name="attention-numbers.zip",
+                       data=lambda: setup_to_csv_zip(setup), file_name="attention-number_text.zip",
                        mime="application/zip", key="numbers_download", on_click="ignore",
                        disabled=problem is not None or current.result is None,
                        help=i18n.t("One CSV file per matrix and step (X, each head's W, Q, K, V, scores, "

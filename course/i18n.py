@@ -3,18 +3,22 @@
 A message is written in English where it is defined, marked with ``N_`` so that ``pybabel extract``
 finds it (babel.cfg, ``make catalogues``), and translated where it is shown, in the reader's
 language: ``translator(language)(message)``. The compiled catalogues (``*.mo``) are built from the
-committed ``*.po`` files by ``make`` and by the container build, never committed.
+committed ``*.po`` files by ``make`` and by the container build, never committed; an app started
+without them (``streamlit run`` on a fresh clone) reads each ``*.po`` itself, once per process.
 """
 
 from __future__ import annotations
 
 import gettext
+import io
 import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 from babel import Locale, UnknownLocaleError
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
 from babel.numbers import format_decimal, get_decimal_symbol, get_group_symbol
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
@@ -41,11 +45,33 @@ def translator(language: str) -> Callable[[str], str]:
     """The gettext of one language (English, unchanged, for English or a missing catalogue)."""
     if language == ENGLISH:
         return str
-    return gettext.translation(DOMAIN, LOCALE_DIR, languages=[language], fallback=True).gettext
+    if catalogue_compiled(language):
+        return gettext.translation(DOMAIN, LOCALE_DIR, languages=[language], fallback=True).gettext
+    source = catalogue_source(language)
+    if not source.is_file():
+        return str
+    return gettext.GNUTranslations(compiled(source)).gettext
+
+
+def catalogue_source(language: str) -> Path:
+    return LOCALE_DIR / language / "LC_MESSAGES" / f"{DOMAIN}.po"
 
 
 def catalogue_compiled(language: str) -> bool:
-    return (LOCALE_DIR / language / "LC_MESSAGES" / f"{DOMAIN}.mo").is_file()
+    """A compiled catalogue there and no older than its source (a stale one would hide new messages)."""
+    mo = LOCALE_DIR / language / "LC_MESSAGES" / f"{DOMAIN}.mo"
+    source = catalogue_source(language)
+    return mo.is_file() and (not source.is_file() or mo.stat().st_mtime >= source.stat().st_mtime)
+
+
+def compiled(source: Path) -> io.BytesIO:
+    """A ``*.po`` compiled in memory as ``pybabel compile`` writes it (fuzzy entries left out)."""
+    with source.open("rb") as file:
+        catalog = read_po(file)
+    out = io.BytesIO()
+    write_mo(out, catalog)
+    out.seek(0)
+    return out
 
 
 def known(code: str | None) -> str | None:

@@ -89,6 +89,9 @@ class Session:
         self.widget_ids: dict[str, str] = {}  # widget key -> element id, from every run so far
         self.fragment_of: dict[str, str] = {}  # widget key -> the fragment it was drawn in ("": none)
         self.changed_in: str | None = None  # the fragment of the widget set last: the next rerun's
+        self.page_name = ""  # a page's address (url_path) to open, as a link to /<page> does
+        self.pages: dict[str, str] = {}  # the navigation's pages: url_path -> title, as last sent
+        self.page_path = ""  # the url_path of the page the last run drew
 
     def _get(self, path: str) -> str | None:
         """An HTTP GET; returns the _streamlit_xsrf cookie it set, if any."""
@@ -167,6 +170,8 @@ class Session:
         """What the frontend sends with a rerun: the widgets' values, its page, its message cache."""
         state = ClientState(query_string=query_string, page_script_hash=self.page_hash,
                             cached_message_hashes=list(self._cache))
+        if self.page_name and not self.page_hash:  # the first run of a link to /<page>
+            state.page_name = self.page_name
         if self.changed_in:
             state.fragment_id = self.changed_in
         self.changed_in = None
@@ -253,6 +258,9 @@ class Session:
             self.page_hash = msg.new_session.page_script_hash or self.page_hash
         elif kind == "navigation":
             self.page_hash = msg.navigation.page_script_hash or self.page_hash
+            self.pages = {page.url_pathname: page.page_name for page in msg.navigation.app_pages}
+            self.page_path = next((page.url_pathname for page in msg.navigation.app_pages
+                                   if page.page_script_hash == msg.navigation.page_script_hash), "")
         elif kind == "session_event" and msg.session_event.HasField("script_compilation_exception"):
             error = msg.session_event.script_compilation_exception
             run.errors.append(f"compilation: {error.type}: {error.message}")

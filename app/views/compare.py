@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures, i18n, numbers, result_cache, state
+from app import figures, i18n, number_text, result_cache, state
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current
@@ -87,7 +87,7 @@ def label(setup: Setup) -> str:
 
 
 def weight(value: float) -> str:
-    return numbers.format_number(value, near_one=True)  # 1 − 1.3e-14, not 1.00
+    return number_text.format_number(value, near_one=True)  # 1 − 1.3e-14, not 1.00
 
 
 def difference(pinned: Setup, a, current: Current) -> None:
@@ -120,7 +120,7 @@ def difference(pinned: Setup, a, current: Current) -> None:
     (row, column), out_before, out_after = largest_change(a.output, b.output)
     gap = float(np.max(np.abs(b.output - a.output)))
     st.markdown(f"**Output:** largest change at token '{lit(tokens[row])}', column {column + 1}: "
-                f"{numbers.format_number(out_before)} → {numbers.format_number(out_after)}"
+                f"{number_text.format_number(out_before)} → {number_text.format_number(out_after)}"
                 + (" (the outputs are equal)" if gap == 0 else ""))
     chart(figure(figures.side_by_side, a.output, b.output, tokens, left_title="A: output",
                  right_title="B: output"),

@@ -14,7 +14,7 @@ import numpy as np
 import streamlit as st
 
 from app import i18n, lab_figures, session_keys, state
-from app.numbers import format_number, hover_number, latex_int
+from app.number_text import format_number, hover_number, latex_int
 from app.safe import lit, md
 from app.widgets import chart
 from course.i18n import N_, localized_number_text

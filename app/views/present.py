@@ -16,7 +16,7 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from app import figure_spec, figures, i18n, numbers, phone_css, questions, state, widgets
+from app import figure_spec, figures, i18n, number_text, phone_css, questions, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
@@ -463,7 +463,7 @@ class Draw:
         total = cost.total
         terms = (rf"\underbrace{{2 \cdot {h:d} \cdot {d:d} \cdot {d_k:d}}}_{{W^Q,\,W^K}} + "
                  rf"\underbrace{{{h:d} \cdot {d:d} \cdot {d_v:d}}}_{{W^V}} + "
-                 rf"\underbrace{{{h * d_v:d} \cdot {d:d}}}_{{W^O}} = {numbers.latex_int(total)}")
+                 rf"\underbrace{{{h * d_v:d} \cdot {d:d}}}_{{W^O}} = {number_text.latex_int(total)}")
         st.latex(i18n.tex(terms))
         if cost.four_d_squared:
             st.markdown(i18n.t("With h · d_k = d_model that is **4 · {d}² = {total}**, whatever h is: more "
@@ -501,6 +501,6 @@ def fitted(builder: Callable[..., figure_spec.FigureSpec], *args, budget: int, w
 
 def _tex_number(value: float) -> str:
     """A weight for LaTeX: '0.67', '2.1e-9', '(1 - 4.1e-9)' (bracketed: it multiplies a value)."""
-    text = numbers.format_number(float(value), near_one=True).replace("−", "-")
+    text = number_text.format_number(float(value), near_one=True).replace("−", "-")
     text = text.replace("e-", r"\mathrm{e}{-}")
     return f"({text})" if " " in text else text

@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from app import chart_text, figures, numbers
+from app import chart_text, figures, number_text
 from app.views.present import SCREENS
 from mha_core.analysis import FLAT_AT, head_pattern
 from tests.apptest_util import (
@@ -88,7 +88,7 @@ def expected_weights_sentence(weights, queries, keys) -> str:
         if len(seen) > 1 and entropy / math.log(len(seen)) >= FLAT_AT:
             flat.append(i)
     text = (f"'{queries[best[0]]}' attends most to '{keys[best[1]]}' "
-            f"({numbers.format_number(best[2], near_one=True)})")
+            f"({number_text.format_number(best[2], near_one=True)})")
     if flat:
         verb = "is" if len(flat) == 1 else "are"
         text += "; " + ", ".join(f"'{queries[i]}'" for i in flat) + f" {verb} nearly flat"
@@ -163,7 +163,7 @@ def test_the_table_holds_every_number_at_hover_precision_and_labels_literally():
         assert table["rows"][0] == ["", *TOKENS]
         assert [row[0] for row in table["rows"][1:]] == TOKENS
         assert [row[1:] for row in table["rows"][1:]] == [
-            [numbers.hover_number(v, near_one=True) for v in line] for line in head.tolist()]
+            [number_text.hover_number(v, near_one=True) for v in line] for line in head.tolist()]
 
 
 def test_labels_that_thin_out_on_the_axis_are_named_by_position():
@@ -204,7 +204,7 @@ def test_bars_are_read_out_one_by_one():
                             "B: 'the' 0.33, 'cat' 0.33, '<b>sat</b>' 0.33.")
     table = read_tables(chart_text.table_html(text.tables()))[0]
     assert table["rows"][0] == ["key", "A", "B"]
-    assert table["rows"][2] == ["cat", numbers.hover_number(0.67), numbers.hover_number(1 / 3)]
+    assert table["rows"][2] == ["cat", number_text.hover_number(0.67), number_text.hover_number(1 / 3)]
 
 
 # --- Every chart of the pages ---------------------------------------------------------------------
@@ -281,7 +281,7 @@ def assert_tables_hold_the_heatmaps(at, opened: dict[str, str]) -> None:
             weights = (trace.get("zmin") == 0 and trace.get("zmax") == 1
                        and chart_text.describe.looks_like_weights(values))
             for v in values.ravel().tolist():
-                want = numbers.hover_number(v, near_one=weights) if math.isfinite(v) else "masked"
+                want = number_text.hover_number(v, near_one=weights) if math.isfinite(v) else "masked"
                 assert want in flat, (chart_key(element), v)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from app import chart_text, numbers
+from app import chart_text, number_text
 from course.examples import all_examples
 from tests.a11y import assert_no_violations
 from tests.app.test_browser import type_tokens
@@ -76,7 +76,7 @@ def test_opening_the_table_shows_every_weight_in_a_table(page):
         for i, token in enumerate(tokens):
             assert rows.nth(i).locator("th").inner_text() == token
             cells = rows.nth(i).locator("td").all_inner_texts()
-            assert cells == [numbers.hover_number(w, near_one=True) for w in weights[head, i].tolist()]
+            assert cells == [number_text.hover_number(w, near_one=True) for w in weights[head, i].tolist()]
     first_row = tables.first.get_by_role("row").nth(1)
     assert first_row.get_by_role("rowheader").inner_text() == tokens[0]
     assert head_summary(0) in box.inner_text()  # the summary is written out above the numbers
@@ -94,7 +94,7 @@ def test_the_arrow_keys_walk_the_table_and_each_cell_says_its_row_column_and_val
     weights, tokens = DEFAULT.run().weights, DEFAULT.tokens
 
     def name_of(query: int, key: int) -> str:
-        value = numbers.hover_number(weights[0, query, key], near_one=True)
+        value = number_text.hover_number(weights[0, query, key], near_one=True)
         return f"{tokens[query]} → {tokens[key]}: {value}"
 
     def focused() -> str:
@@ -152,7 +152,7 @@ def test_enter_on_a_table_cell_opens_the_drill_down_there_and_gives_it_the_focus
     pickers = [tab.locator(f".st-key-pick_drill_{name} input").input_value()
                for name in ("head", "query", "key")]
     assert ["head 2" in pickers[0], "sat" in pickers[1], "cat" in pickers[2]] == [True, True, True], pickers
-    weight = numbers.hover_number(DEFAULT.run().weights[1, 2, 1], near_one=True)
+    weight = number_text.hover_number(DEFAULT.run().weights[1, 2, 1], near_one=True)
     assert weight in tab.locator(".st-key-drill_down .katex").last.inner_text()
     assert_no_violations(tab, "the drill-down opened from a table cell")
     context.close()

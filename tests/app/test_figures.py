@@ -17,7 +17,7 @@ import pytest
 from plotly.colors import get_colorscale, sample_colorscale, unlabel_rgb
 from plotly.offline import get_plotlyjs
 
-from app import figure_cache, figures, numbers, pictures
+from app import figure_cache, figures, number_text, pictures
 from course.examples import all_examples
 from mha_core import head_contributions, normalised_entropy, pairwise_disagreement
 from tests.apptest_util import chart_specs, pick_example
@@ -352,7 +352,7 @@ def test_every_figure_passes_plotlys_validation():
     (float("nan"), 2, False, ""), (float("-inf"), 2, False, f"{MINUS}∞"),
 ])
 def test_format_number(value, digits, near_one, expected):
-    assert numbers.format_number(value, digits, near_one=near_one) == expected
+    assert number_text.format_number(value, digits, near_one=near_one) == expected
 
 
 @pytest.mark.parametrize("value, near_one, expected", [
@@ -362,7 +362,7 @@ def test_format_number(value, digits, near_one, expected):
     (0.5, True, "0.50"), (123456.0, False, "1.2346e5"),
 ])
 def test_hover_number(value, near_one, expected):
-    assert numbers.hover_number(value, near_one=near_one) == expected
+    assert number_text.hover_number(value, near_one=near_one) == expected
 
 
 def test_example_d_shows_tiny_and_near_one_weights_on_cells_and_in_hover():

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from app import numbers
+from app import number_text
 from app.views.present import SCREENS
 from course.examples import all_examples
 from mha_core import count_parameters, largest_change
@@ -258,8 +258,8 @@ def test_example_f_scaled_against_unscaled_is_one_click():
     head, query, key = np.unravel_index(np.argmax(gap), gap.shape)  # the direct computation
     tokens, kv_tokens = EXAMPLES["ex_f_unscaled"].tokens, EXAMPLES["ex_f_unscaled"].kv_tokens
     expected = (f"head {head + 1}, query '{tokens[query]}', key '{kv_tokens[key]}': "
-                f"{numbers.format_number(a.weights[head, query, key], near_one=True)} → "
-                f"{numbers.format_number(b.weights[head, query, key], near_one=True)}")
+                f"{number_text.format_number(a.weights[head, query, key], near_one=True)} → "
+                f"{number_text.format_number(b.weights[head, query, key], near_one=True)}")
     assert expected in named_change(at)
     specs = chart_specs(at)
     np.testing.assert_allclose(heatmap_values(specs["compare_weights_delta"])[0], (b.weights - a.weights)[0],

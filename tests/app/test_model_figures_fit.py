@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pytest
 
-from app import figures, model_figures, numbers
+from app import figures, model_figures, number_text
 
 PHONE_WIDTH = 358  # px: a 390-px phone's column (Streamlit pads it 16 px a side)
 WIDTHS = [figures.FULL_WIDTH, figures.HALF_WIDTH, PHONE_WIDTH]
@@ -153,7 +153,7 @@ def test_the_head_view_gives_every_selected_heads_numbers_in_colours_that_show(r
     notes = fig["layout"].get("annotations", [])
     for k in range(len(TOKENS)):
         after_key = sorted((n for n in notes if n["y"] == k), key=lambda n: n["xshift"])
-        expected = [numbers.format_number(float(weights[h, 3, k])) for h in heads]
+        expected = [number_text.format_number(float(weights[h, 3, k])) for h in heads]
         assert [n["text"] for n in after_key] == expected
         for note in after_key:
             assert contrast(note["font"]["color"]) >= 4.5, note

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from app import figures, numbers
+from app import figures, number_text
 from app.step_text import drill_lines
 from course.examples import all_examples
 from tests.apptest_util import chart_specs, fresh_app, pick_example, shown
@@ -104,7 +104,7 @@ def test_is_shown_reads_precision():
     (29.9999999382, "30.00 (29.9999999382)"), (-3.00000001, "-3.00 (-3.00000001)"), (30.0, "30.00"),
     (2.9999999999999996, "3.00"), (198.2013, "198.2013")])
 def test_a_hover_that_would_read_as_a_whole_number_says_the_value(value, expected):
-    assert numbers.hover_number(value) == expected
+    assert number_text.hover_number(value) == expected
 
 
 # --- Finding 4: a step's grids show their numbers alike, and say why when they do not -------------
