@@ -1,5 +1,5 @@
 """Each step's worked numbers in words and formulas, shared by the layouts: the block's sizes and
-parameter count (steps 2 and 7, the cost screen) and one cell's arithmetic (the drill-down, the
+parameter count (steps 2 and 7, the cost screen's terms) and one cell's arithmetic (the drill-down, the
 presenter's worked lines, the Quiz's answers). Positions and numbers only, never tokens."""
 
 from __future__ import annotations
@@ -30,6 +30,21 @@ def sizes_line(sizes) -> str:
         wo=number(cost.per_output), g=f"{sizes.groups:d}", total=number(cost.total),
         with_bias=number(cost.with_bias), **shapes)
     return f"{sizes_words}  \n{parameters}"
+
+
+def parameter_terms(sizes) -> str:
+    """The block's parameter count as LaTeX, one underbraced product per projection: W_K and W_V
+    count the g key/value heads, which are fewer than the h query heads when they are grouped."""
+    h, g, d, d_k, d_v = sizes.n_heads, sizes.groups, sizes.d_model, sizes.d_k, sizes.d_v
+    total = number_text.latex_int(cost_of(sizes).total)
+    if g < h:
+        return (rf"\underbrace{{{h:d} \cdot {d:d} \cdot {d_k:d}}}_{{W^Q}} + "
+                rf"\underbrace{{{g:d} \cdot {d:d} \cdot {d_k:d}}}_{{W^K}} + "
+                rf"\underbrace{{{g:d} \cdot {d:d} \cdot {d_v:d}}}_{{W^V}} + "
+                rf"\underbrace{{{h * d_v:d} \cdot {d:d}}}_{{W^O}} = {total}")
+    return (rf"\underbrace{{2 \cdot {h:d} \cdot {d:d} \cdot {d_k:d}}}_{{W^Q,\,W^K}} + "
+            rf"\underbrace{{{h:d} \cdot {d:d} \cdot {d_v:d}}}_{{W^V}} + "
+            rf"\underbrace{{{h * d_v:d} \cdot {d:d}}}_{{W^O}} = {total}")
 
 
 def _num(value: float, *, weight: bool = False) -> str:

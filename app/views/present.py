@@ -21,7 +21,7 @@ from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
 from app.step_charts import CHARTS, StepView
-from app.step_text import drill_lines, sizes_line
+from app.step_text import drill_lines, parameter_terms, sizes_line
 from app.style import LARGE_TYPE_CSS
 from app.widgets import chart
 from course.i18n import N_
@@ -459,12 +459,8 @@ class Draw:
 
     def cost(self):
         sz, cost = self.sizes, cost_of(self.sizes)
-        h, d, d_k, d_v = sz.n_heads, sz.d_model, sz.d_k, sz.d_v
-        total = cost.total
-        terms = (rf"\underbrace{{2 \cdot {h:d} \cdot {d:d} \cdot {d_k:d}}}_{{W^Q,\,W^K}} + "
-                 rf"\underbrace{{{h:d} \cdot {d:d} \cdot {d_v:d}}}_{{W^V}} + "
-                 rf"\underbrace{{{h * d_v:d} \cdot {d:d}}}_{{W^O}} = {number_text.latex_int(total)}")
-        st.latex(i18n.tex(terms))
+        d = sz.d_model
+        st.latex(i18n.tex(parameter_terms(sz)))
         if cost.four_d_squared:
             st.markdown(i18n.t("With h · d_k = d_model that is **4 · {d}² = {total}**, whatever h is: more "
                                "heads split the same parameters into more viewpoints.")

@@ -151,3 +151,30 @@ def test_every_weight_on_the_presenter_is_drawn_in_one_colour_scale(key):
         if screen < len(SCREENS) - 1:
             at.button(key="present_next").click().run()
     assert weights_seen >= 4  # softmax, the heads side by side, the heads' rows for a query, ...
+
+
+def products(latex: str) -> dict[str, int]:
+    """Each underbraced product of a parameter count and what it is under: {'W^Q': 64, ...}."""
+    found = re.findall(r"\\underbrace\{([\d\s\\cdot]+)\}_\{([^}]*)\}", latex)
+    return {name: int(np.prod([int(n) for n in re.findall(r"\d+", product)])) for product, name in found}
+
+
+@pytest.mark.parametrize("key", EXAMPLES)
+def test_the_cost_screen_counts_every_examples_parameters(key):
+    """Issue 28: the cost screen wrote 2·h·d·d_k + h·d·d_v + h·d_v·d whatever the key/value heads,
+    so the grouped decoder's products read 128 + 64 + 64 = 192 while they sum to 256. Its products now sum
+    to the core's count (mha_core.derive.count_parameters), as the workbench's sizes line says."""
+    from mha_core.derive import cost_of
+
+    at = open_address({"example": key, "step": str(COST + 1)}, "present")
+    if reveal_button(at) is not None:  # the count answers the screen's forecast
+        reveal_button(at).click().run()
+    assert not at.exception
+    sizes = EXAMPLES[key].sizes
+    cost = cost_of(sizes)
+    formula = next(element.value for element in at.latex if r"\underbrace" in element.value)
+    terms = products(formula)
+    assert sum(terms.values()) == cost.total, (formula, cost)
+    if sizes.groups < sizes.n_heads:
+        assert terms["W^K"] == cost.per_key and terms["W^V"] == cost.per_value < terms["W^Q"]
+    assert re.sub(r"[{,} $\n]", "", formula).endswith(f"={cost.total}")
