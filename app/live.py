@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from app import i18n, push, session_keys, state, widgets
+from app import i18n, push, session_keys, state, streamlit_door, widgets
 from app.fragments import fragment
 from app.safe import lit
 from classroom.store import (
@@ -148,8 +147,7 @@ def client_address() -> str:
             return first[:MAX_CLIENT_CHARS]
     if text_or_empty(st.context.ip_address):
         return st.context.ip_address[:MAX_CLIENT_CHARS]
-    ctx = get_script_run_ctx()
-    return f"session:{ctx.session_id if ctx else 'none'}"
+    return f"session:{streamlit_door.session_id() or 'none'}"
 
 
 def text_or_empty(value) -> str:
@@ -519,8 +517,7 @@ def publish_selections() -> None:
     """From a fragment (a head, query or cell picked without a whole run): the room gets the
     teacher's selections now, with the page and setup last sent."""
     ss = st.session_state
-    ctx = get_script_run_ctx()
-    if not is_teacher() or "published" not in ss or not (ctx and ctx.fragment_ids_this_run):
+    if not is_teacher() or "published" not in ss or not streamlit_door.fragments_run():
         return  # a whole run publishes at its end
     page_path, setup_json, _ = ss.published
     send(page_path, setup_json, dict(state.selection_params()))

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from streamlit.runtime.scriptrunner import get_script_run_ctx
+from app.streamlit_door import run_context
 
 T = TypeVar("T")
 
@@ -25,11 +25,11 @@ class PerRun(Generic[T]):
     def start(self) -> T:
         """At the start of a whole run: read the value once and keep it for this run."""
         value = self._read()
-        self._kept.value = (get_script_run_ctx(), value)
+        self._kept.value = (run_context(), value)
         return value
 
     def __call__(self) -> T:
         kept = getattr(self._kept, "value", None)
-        if kept is not None and kept[0] is not None and kept[0] is get_script_run_ctx():
+        if kept is not None and kept[0] is not None and kept[0] is run_context():
             return kept[1]
         return self._read()

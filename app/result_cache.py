@@ -28,9 +28,8 @@ from contextlib import nullcontext
 
 import numpy as np
 import streamlit as st
-from streamlit import runtime
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from app import streamlit_door
 from mha_core import MHAResult, Setup
 from mha_core.gate import Gate
 
@@ -171,8 +170,7 @@ class _Held:
 
     def __init__(self):
         self.key: bytes | None = None
-        ctx = get_script_run_ctx()
-        self.session_id = ctx.session_id if ctx is not None else None
+        self.session_id = streamlit_door.session_id()
 
     def hold(self, key: bytes) -> None:
         if key == self.key:
@@ -191,10 +189,7 @@ def _release(held: _Held) -> None:
     if held.key is not None:
         RESULTS.unpin(held.key)
         held.key = None
-    if held.session_id and runtime.exists():
-        media = runtime.get_instance().media_file_mgr
-        media.clear_session_refs(held.session_id)
-        media.remove_orphaned_files()
+    streamlit_door.clear_session_media(held.session_id)
     give_back_soon()
 
 

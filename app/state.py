@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from app import editors, figure_cache, figures, i18n, result_cache
+from app import editors, figure_cache, figures, i18n, result_cache, streamlit_door
 from course.examples import DEFAULT_EXAMPLE, GENERATED, Example, all_examples, generated_setup
 from course.i18n import N_
 from mha_core import ARRAYS, LIMITS, MHAResult, Scaling, Setup, Sizes, Window
@@ -658,9 +657,8 @@ def follow_history() -> None:
     typed into the bar); open it as its link says, setup and selections. A follower's page is the
     room's, whatever its address."""
     ss = st.session_state
-    ctx = get_script_run_ctx()
     now = st.query_params.to_dict()
-    if ctx is None or not ctx.is_history_navigation or ss.get("following") or "address" not in ss:
+    if not streamlit_door.history_navigation() or ss.get("following") or "address" not in ss:
         return
     if now != ss.address:
         ss.link_notes = apply_link_afresh(now)

@@ -11,11 +11,12 @@ if ROOT not in sys.path:
 
 import streamlit as st
 
-from app import frame, i18n, live, phone_css, questions, result_cache, state, streamlit_race, style, widgets
+from app import frame, i18n, live, phone_css, questions, result_cache, state, streamlit_door, style, widgets
 from app.views import classroom, examples, labs, learn, model, present, quiz, workbench
 
 result_cache.tune_collector()  # once: the imports' objects out of every later collection
-streamlit_race.install()  # a tap or a tick must not lose the run just finished (app/streamlit_race.py)
+streamlit_door.announce_version()  # once, in the log, when Streamlit is not the version read against
+streamlit_door.install_race_fixes()  # a tap or a tick must not lose the run just finished
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
 language_notes = i18n.init_language()  # the reader's own, whatever a room shares
 style.apply(i18n.language())  # contrast, focus ring, reduced motion, skip links, lang (app/style.py)

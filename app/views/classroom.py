@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import segno
 import streamlit as st
 
-from app import i18n, live, questions
+from app import i18n, live, questions, streamlit_door
 from app.fragments import fragment
 from app.safe import html_text, lit, md
 from classroom.store import NoSuchRoom, NotTheTeacher, StoreError
@@ -19,6 +19,9 @@ from course.i18n import N_
 
 QR_SCALE = 12  # px per QR module: about 400 px, readable from the back of a room on a projector
 ROSTER_SECONDS = 3.0  # the teacher's roster refreshes this often
+VERSION_NOTE = N_("This server runs Streamlit {installed}, but the app was checked against {pinned}: the "
+                  "fixes for its two races are off, and students' pages may follow you only by their own "
+                  "poll (every 2 s). Install the version requirements.txt names.")
 NICKNAME = N_("Your nickname (optional; only your teacher sees it)")
 
 
@@ -103,6 +106,9 @@ def door_ui() -> None:
 
 def render() -> None:
     st.title(i18n.t("Class"))
+    if streamlit_door.version_note() is not None and (live.is_teacher() or not live.in_room()):
+        st.warning(i18n.t(VERSION_NOTE).format(installed=lit(streamlit_door.installed_version()),
+                                               pinned=streamlit_door.PINNED), icon=":material/warning:")
     if not live.in_room():
         door_ui()
         return

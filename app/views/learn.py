@@ -36,9 +36,9 @@ ALLOWED = {"learn_task": tuple(TASK_NAMES), "learn_layers": LAYERS, "learn_heads
 RUN = "learn_run"  # this session's last run: (Config, History), finished or stopped
 STOPPED_SCORES = "learn_stopped_scores"  # a stopped run and its checkpoints' head scores
 SHOWN = "learn_shown"  # the Config whose run the page showed last: Train with it unchanged trains again
-# The key Streamlit gives the English label, fixed: the button keeps its identity (and its click) when
-# its label changes to "Train again, live" or into another language.
-TRAIN_KEY = "FormSubmitter:learn_settings-Train"
+# The button's own key: it keeps its identity (and its click) when its label changes to "Train again,
+# live" or into another language.
+TRAIN_KEY = "learn_train"
 session_keys.register(session_keys.Key(SAVED, "learn"), session_keys.Key(RUN, "learn"),
                       session_keys.Key(STOPPED_SCORES, "learn"), session_keys.Key(SHOWN, "learn"),
                       session_keys.Key("learn_checkpoint", "learn", followed=True))

@@ -4,10 +4,10 @@ outside every fragment (the presenter's Next), each counting its clicks in an on
 
 import streamlit as st
 
-from app import streamlit_race
+from app import streamlit_door
 from app.fragments import fragment
 
-streamlit_race.install()
+streamlit_door.install_race_fixes()
 TICK_SECONDS = 0.1  # shorter than the test's long task, so a tick is queued when it clicks
 
 

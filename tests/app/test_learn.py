@@ -16,7 +16,7 @@ from mha_core.attention import softmax
 from mha_core.train import Config, History, load_history, save_history, train
 from tests.apptest_util import fresh_app, goto, texts
 
-TRAIN = "FormSubmitter:learn_settings-Train"
+TRAIN = "learn_train"
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,219 @@
+"""Streamlit's internals behind one door: every private name of Streamlit this app reads or patches.
+
+Streamlit has no public call for what this module does: a session's own id, the fragments a run
+runs, whether a run came from Back or Forward, asking an idle session for a run (the live class's
+push, app/push.py), dropping a disconnected session's download callables (app/result_cache.py), and
+the two races below, worked around by wrapping Streamlit's own methods. Each name it touches is in
+``PRIVATE_NAMES``; tests/test_streamlit_door.py checks that each still exists in the installed
+Streamlit, and ``announce_version`` says at start, in the log and on the Class page, when the
+installed Streamlit is not the one these were read against (``PINNED``, requirements.txt's pin).
+Nothing outside this module imports from ``streamlit.runtime``.
+
+The races (``install_race_fixes``)
+-----------------------------------
+A race in Streamlit 1.67's sessions that loses a whole run's output, worked around.
+
+When a fragment's rerun (a ``run_every`` tick, a tap inside a fragment) reaches a session whose
+last run has finished its script but whose messages the server's event loop has not handled yet
+(on a busy server they wait behind other sessions' work), ``AppSession.request_rerun`` finds that
+run's ScriptRunner stopped, starts a new one, and from then on ignores every event of the old one:
+none of that run's messages reach the browser. A student's chip tap, run on the server, never
+showed; a follower's page kept the teacher's previous screen, because the poll had already
+recorded the version as shown. Streamlit's own comment in ``request_rerun`` names the case (its
+issue 9921); only dialogs are handled there. Seen in Chromium: the forecast class test
+(tests/app/test_browser.py) lost a tap or a page in 5 of 8 runs on a loaded machine; over
+Streamlit's protocol, tests/classroom/test_race.py loses follower pages without it.
+
+``install()`` makes such a request wait until the finished runner's last event (SHUTDOWN) has been
+handled, then starts it; requests that arrive meanwhile join it, as they would join a runner.
+
+A second fault, met once that one was fixed: a click counted twice. Streamlit's page sends a click
+on the next turn of its event loop (a ``setTimeout(0)``); a ``run_every`` tick already waiting in
+the queue (input goes before timers, so a busy page has one there) goes first and sends the widget
+states with the click's trigger in them, then the click's own rerun follows (logged in Chromium:
+both in the same millisecond). Each run dispatched the button's ``on_click``: a student's chip tap
+gave two chips (CI's forecast class failed so once), and a Next could skip a screen on the
+teacher's page, whose heartbeat ticks.
+``install()`` also skips a trigger's callback in a fragment run that does not run the fragment the
+button lives in (a button outside every fragment clicks with a whole-page rerun); the click's own
+run dispatches it. tests/app/test_taps.py clicks in a real browser beside a fast timer.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import streamlit
+from streamlit import runtime
+from streamlit.runtime import Runtime
+from streamlit.runtime.app_session import AppSession, AppSessionState
+from streamlit.runtime.scriptrunner import ScriptRunContext, ScriptRunnerEvent, get_script_run_ctx
+from streamlit.runtime.state.session_state import WStates
+
+from classroom.push import RERUN_ASKED, SESSION_BUSY, SESSION_GONE
+
+PINNED = "1.67.0"  # requirements.txt's streamlit==, the version these names were read against
+# (where it lives, the name, what reads or patches it): tests/test_streamlit_door.py checks each exists.
+PRIVATE_NAMES = (
+    ("streamlit.runtime.scriptrunner", "get_script_run_ctx", "run_context: the run's own context"),
+    ("streamlit.runtime.scriptrunner.ScriptRunContext", "session_id", "session_id"),
+    ("streamlit.runtime.scriptrunner.ScriptRunContext", "fragment_ids_this_run", "fragments_run"),
+    ("streamlit.runtime.scriptrunner.ScriptRunContext", "is_history_navigation", "history_navigation"),
+    ("streamlit.runtime.Runtime", "_session_mgr", "server_session"),
+    ("streamlit.runtime.app_session.AppSession", "_scriptrunner", "rerun_when_idle, the races"),
+    ("streamlit.runtime.app_session.AppSession", "_event_loop", "rerun_when_idle"),
+    ("streamlit.runtime.app_session.AppSession", "_client_state", "rerun_when_idle"),
+    ("streamlit.runtime.app_session.AppSession", "_state", "the runner race"),
+    ("streamlit.runtime.app_session.AppSession", "_create_scriptrunner", "the runner race (wrapped)"),
+    ("streamlit.runtime.app_session.AppSession", "_handle_scriptrunner_event_on_event_loop",
+     "the runner race (wrapped)"),
+    ("streamlit.runtime.state.session_state.WStates", "call_callback", "the double click (wrapped)"),
+    ("streamlit.runtime.state.session_state.WidgetMetadata", "fragment_id", "the double click"),
+    ("streamlit.runtime.state.session_state.WidgetMetadata", "value_type", "the double click"),
+    ("streamlit.runtime.Runtime", "media_file_mgr", "clear_session_media"),
+)
+WAITING = "_mha_waiting_reruns"  # on an AppSession: RerunData held until its finished runner is gone
+TRIGGERS = frozenset({"trigger_value", "string_trigger_value", "json_trigger_value"})  # a click, not a value
+_log = logging.getLogger(__name__)
+
+
+# --- the version ------------------------------------------------------------------------------------
+
+
+def installed_version() -> str:
+    return streamlit.__version__
+
+
+def version_note() -> str | None:
+    """What an installed Streamlit other than PINNED means here, or None (English: the log's words;
+    the Class page translates its own)."""
+    if streamlit.__version__ == PINNED:
+        return None
+    return (f"Streamlit {streamlit.__version__} is installed, but this app was read against {PINNED}: "
+            "the fixes of its races are off and a live class's pages are pushed by polling only.")
+
+
+def announce_version() -> None:
+    """Once per process, at start: a warning in the server's log when the version is not PINNED."""
+    note = version_note()
+    if note is not None and not getattr(announce_version, "said", False):
+        announce_version.said = True
+        _log.warning(note)
+
+
+# --- this run -----------------------------------------------------------------------------------------
+
+
+def run_context() -> ScriptRunContext | None:
+    """The running script's context, or None outside a run."""
+    return get_script_run_ctx()
+
+
+def session_id() -> str | None:
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else None
+
+
+def fragments_run() -> list[str]:
+    """The fragments this run runs: [] for a whole run (or outside a run)."""
+    ctx = get_script_run_ctx()
+    return list(ctx.fragment_ids_this_run or []) if ctx is not None else []
+
+
+def history_navigation() -> bool:
+    """This run came from the browser's Back or Forward."""
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and ctx.is_history_navigation)
+
+
+# --- other sessions ---------------------------------------------------------------------------------
+
+
+def server_session(session_id: str) -> AppSession | None:
+    """The real server's AppSession of this id, or None: gone, or no real server (AppTest runs its
+    script under a ``MagicMock(spec=Runtime)``, which has no ``_session_mgr``)."""
+    if not Runtime.exists():
+        return None
+    manager = getattr(Runtime.instance(), "_session_mgr", None)
+    info = manager.get_active_session_info(session_id) if manager is not None else None
+    return info.session if info is not None else None
+
+
+def rerun_when_idle(session_id: str) -> str:
+    """Ask the session for a whole run as Streamlit's "run on save" does (``request_rerun`` with its
+    last client state, on its event loop), if it is idle: RERUN_ASKED, SESSION_BUSY or SESSION_GONE."""
+    session = server_session(session_id)
+    if session is None:
+        return SESSION_GONE
+    if session._scriptrunner is not None:
+        return SESSION_BUSY
+
+    def on_the_event_loop() -> None:
+        if session._scriptrunner is None:  # still idle: a rerun the browser sent wins
+            session.request_rerun(session._client_state)
+
+    session._event_loop.call_soon_threadsafe(on_the_event_loop)
+    return RERUN_ASKED
+
+
+def clear_session_media(session_id: str | None) -> None:
+    """Drop what a session's download buttons left with Streamlit's media manager."""
+    if session_id and runtime.exists():
+        media = runtime.get_instance().media_file_mgr
+        media.clear_session_refs(session_id)
+        media.remove_orphaned_files()
+
+
+# --- the races -------------------------------------------------------------------------------------
+
+
+def race_fixes_installed() -> bool:
+    return getattr(AppSession, "_mha_race_fixed", False)
+
+
+def install_race_fixes() -> None:
+    """Wrap AppSession and WStates once per process (only under the pinned Streamlit)."""
+    if race_fixes_installed() or streamlit.__version__ != PINNED:
+        return
+    create, handle = AppSession._create_scriptrunner, AppSession._handle_scriptrunner_event_on_event_loop
+
+    def create_when_free(session: AppSession, initial_rerun_data) -> None:
+        if session._scriptrunner is not None:  # refused by a runner that has finished: wait for its end
+            session.__dict__.setdefault(WAITING, []).append(initial_rerun_data)
+            return
+        create(session, initial_rerun_data)
+        start_waiting(session)
+
+    def start_waiting(session: AppSession) -> None:
+        """The held requests join the session's new runner (a whole run includes every fragment)."""
+        for rerun_data in session.__dict__.pop(WAITING, []):
+            session._scriptrunner.request_rerun(rerun_data)
+
+    def handle_then_start(session: AppSession, sender, event, *args, **kwargs) -> None:
+        handle(session, sender, event, *args, **kwargs)
+        waiting = session.__dict__.get(WAITING)
+        if (event == ScriptRunnerEvent.SHUTDOWN and waiting and session._scriptrunner is None
+                and session._state != AppSessionState.SHUTDOWN_REQUESTED):
+            create(session, waiting.pop(0))
+            start_waiting(session)
+
+    call_callback = WStates.call_callback
+
+    def call_unless_carried(states: WStates, widget_id: str) -> None:
+        metadata = states.widget_metadata.get(widget_id)
+        if metadata is None or not carried_by_another_fragment(metadata.value_type, metadata.fragment_id):
+            call_callback(states, widget_id)
+
+    AppSession._create_scriptrunner = create_when_free
+    AppSession._handle_scriptrunner_event_on_event_loop = handle_then_start
+    WStates.call_callback = call_unless_carried
+    AppSession._mha_race_fixed = True
+
+
+def carried_by_another_fragment(value_type: str, fragment_id: str | None) -> bool:
+    """A button's click in a run of other fragments: a timer's rerun that carried it. The click's own
+    rerun runs the button's fragment (or the whole page)."""
+    if value_type not in TRIGGERS:
+        return False
+    ran = fragments_run()  # [] for a whole run
+    return bool(ran) and fragment_id not in ran
