@@ -19,6 +19,8 @@ ARTIFACTS = ROOT / "artifacts"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+LOADED = 60_000  # ms a page may take on a loaded machine before a test gives up
+PROJECTOR = {"width": 1280, "height": 720}
 PHONE_AGENT = ("Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) "
                "Chrome/156.0.0.0 Mobile Safari/537.36")  # what a phone's Chrome says it is
 HOW = "apt-get install chromium; make venv installs Playwright and axe-core"
@@ -50,3 +52,39 @@ def server_and_browser():
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         yield url, browser
         browser.close()
+
+
+# --- what the browser tests share ------------------------------------------------------------------
+
+
+def projector_page(browser, url: str):
+    """A new 1280 x 720 context opened at url."""
+    page = browser.new_context(viewport=PROJECTOR).new_page()
+    page.goto(url)
+    return page
+
+
+def room_code(page, timeout: float = LOADED) -> str:
+    """The room's code as the teacher's sidebar says it ("Room ABCD · you lead it")."""
+    pattern = "/Room ([A-Z0-9]{4}) · you lead it/"
+    page.wait_for_function(f"() => {pattern}.test(document.body.innerText)", timeout=timeout)
+    return page.evaluate(f"() => document.body.innerText.match({pattern})[1]")
+
+
+def type_tokens(page, text: str, timeout: float = LOADED) -> None:
+    """Type a sentence into the sidebar's tokens box, press Enter and wait for the run to end."""
+    box = page.locator("input[aria-label*='Tokens (queries)' i]")
+    box.fill(text)
+    box.press("Enter")
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=timeout)
+
+
+def no_exception_on(page) -> None:
+    assert page.locator("[data-testid='stException']").count() == 0
+
+
+def no_error_on(page) -> None:
+    """No exception box and no error box (st.error) on the page."""
+    no_exception_on(page)
+    assert page.locator("[data-testid='stAlertContentError']").count() == 0

@@ -1,3 +1,4 @@
+import functools
 import os
 import tempfile
 
@@ -6,6 +7,53 @@ import pytest
 
 # A live class's embedded store writes under MHA_DATA_DIR: tests keep it out of the home directory.
 os.environ.setdefault("MHA_DATA_DIR", tempfile.mkdtemp(prefix="mha-tests-"))
+
+# --- marks held to what a test starts -------------------------------------------------------------
+# `make test-fast` runs ``-m "not browser and not server and not slow"``. A test that launches Chromium
+# must be marked ``browser``, one that starts a real Streamlit server ``server`` (or ``browser``):
+# every launch and server start is noted, and a test that made one without its mark fails at its
+# teardown, whoever wrote it (a module-scoped fixture's start counts for the first test using it).
+STARTED: set[str] = set()
+NEEDS = {"browser": ("browser",), "server": ("server", "browser")}  # started -> any of these marks
+
+
+def _noting(kind: str, start):
+    @functools.wraps(start)
+    def noted(*args, **kwargs):
+        STARTED.add(kind)
+        return start(*args, **kwargs)
+
+    return noted
+
+
+def pytest_configure(config):
+    import tests.live_server as live_server
+
+    live_server._wait_healthy = _noting("server", live_server._wait_healthy)  # every server start waits here
+    try:
+        from playwright.sync_api import BrowserType
+    except ImportError:
+        return
+    BrowserType.launch = _noting("browser", BrowserType.launch)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    STARTED.clear()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if call.when != "teardown" or report.failed:
+        return
+    unmarked = [kind for kind in sorted(STARTED)
+                if not any(item.get_closest_marker(mark) for mark in NEEDS[kind])]
+    if unmarked:
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid} started {' and '.join(unmarked)} but is not marked "
+                           f"{' / '.join(NEEDS[unmarked[0]])}: add @pytest.mark.{unmarked[0]} "
+                           "(make test-fast leaves marked tests out)")
 
 
 @pytest.fixture

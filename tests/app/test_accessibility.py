@@ -15,7 +15,7 @@ import re
 import pytest
 
 from tests.a11y import AXE, assert_no_violations
-from tests.browser_env import ARTIFACTS, IDLE, require_browser
+from tests.browser_env import ARTIFACTS, IDLE, require_browser, room_code
 
 LOADED = 90_000  # ms: how long a page may take on a loaded machine before the test gives up
 WIDTH, HEIGHT = 1280, 720
@@ -153,12 +153,6 @@ def test_a_long_sequence_has_no_violation(live):
     settle(page, ".st-key-chart_weights .js-plotly-plot")
     assert_accessible(page, "a long sequence")
     page.context.close()
-
-
-def room_code(page) -> str:
-    pattern = "/Room ([A-Z0-9]{4}) · you lead it/"
-    page.wait_for_function(f"() => {pattern}.test(document.body.innerText)", timeout=LOADED)
-    return page.evaluate(f"() => document.body.innerText.match({pattern})[1]")
 
 
 SCREEN_SHOWN = "(start) => (document.querySelector('h3') || {}).innerText?.startsWith(start)"

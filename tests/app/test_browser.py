@@ -11,11 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_env import ARTIFACTS, CHROMIUM, FLAGS, IDLE, require_browser  # noqa: F401 (bench/)
+from tests.browser_env import (  # noqa: F401 (bench/ and other tests import some from here)
+    ARTIFACTS,
+    CHROMIUM,
+    FLAGS,
+    IDLE,
+    no_error_on,
+    require_browser,
+    room_code,
+    type_tokens,
+)
 from tests.ws_log import MessageLog
 
 require_browser()
 from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402 (after the skip)
+
+pytestmark = pytest.mark.browser  # tests/conftest.py: make test-fast leaves these out
 
 WEIGHTS = ".st-key-chart_weights .js-plotly-plot"
 READ_WEIGHTS = f"""() => {{
@@ -57,11 +68,6 @@ def choose(page, label, tries: int = 3) -> None:
 def picker(page) -> str:
     """What the example picker shows."""
     return page.locator(".st-key-example_picker input").input_value()
-
-
-def no_error_on(page) -> None:
-    assert page.locator("[data-testid='stException']").count() == 0
-    assert page.locator("[data-testid='stAlertContentError']").count() == 0
 
 
 @pytest.fixture(scope="module")
@@ -171,14 +177,6 @@ def test_loading_a_saved_setup_and_refusing_a_bad_one(browser_page):
     weights = page.evaluate(READ_WEIGHTS)
     assert abs(weights[0][0][0] - 0.6698) < 5e-5  # chapter 001, example A
     assert page.locator("[data-testid='stException']").count() == 0
-
-
-def type_tokens(page, text: str) -> None:
-    box = page.locator("input[aria-label*='Tokens (queries)' i]")
-    box.fill(text)
-    box.press("Enter")
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=20_000)
 
 
 @pytest.mark.parametrize("sentence", ["a dog ran", "a b c"])
@@ -490,13 +488,6 @@ WITHIN = 3_000  # ms: what the teacher does reaches every screen within this
 LOADED = 20_000  # ms: how long a step may take before the test gives up (the times are checked at the end)
 CHIP_BUTTONS = "[class*='st-key-chip_add_'] button"
 TAKE_PILLS = "[class*='st-key-chip_take_'] button"  # one pill per key: take a chip back
-
-
-def room_code(page) -> str:
-    """The room's code as the teacher's sidebar says it ("Room ABCD · you lead it")."""
-    pattern = "/Room ([A-Z0-9]{4}) · you lead it/"
-    page.wait_for_function(f"() => {pattern}.test(document.body.innerText)", timeout=LOADED)
-    return page.evaluate(f"() => document.body.innerText.match({pattern})[1]")
 
 
 def visible_text(page, text: str) -> None:

@@ -20,6 +20,8 @@ import pytest
 from tests.live_server import streamlit_server
 from tests.page_budget import measure
 
+pytestmark = pytest.mark.server  # tests/conftest.py: make test-fast leaves these out
+
 # run -> (elements, containers, editors, charts, inputs, messages, kB): exact counts of today's page, and
 # bytes with 10 % of room (the numbers' digits change them). On b055449 a rerun of the workbench drew 75
 # elements, 5 of them editors and 15 inputs, and sent 89.5 kB. Since the steps became a fragment (app/

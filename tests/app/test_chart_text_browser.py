@@ -11,8 +11,9 @@ import pytest
 from app import chart_text, number_text
 from course.examples import all_examples
 from tests.a11y import assert_no_violations
-from tests.app.test_browser import type_tokens
-from tests.browser_env import ARTIFACTS, IDLE, require_browser
+from tests.browser_env import ARTIFACTS, IDLE, require_browser, type_tokens
+
+pytestmark = pytest.mark.browser  # tests/conftest.py: make test-fast leaves these out
 
 WEIGHTS = ".st-key-chart_weights [data-testid='stPlotlyChart']"
 NUMBERS = ".st-key-chart_weights_numbers"

@@ -7,18 +7,15 @@ from __future__ import annotations
 import re
 import time
 
-from tests.app.test_browser import settle  # it skips this module too when there is no browser
-from tests.browser_env import IDLE
+import pytest
 
-PROJECTOR = {"width": 1280, "height": 720}
+from tests.app.test_browser import settle  # it skips this module too when there is no browser
+from tests.browser_env import IDLE, projector_page
+
+pytestmark = pytest.mark.browser  # tests/conftest.py: make test-fast leaves these out
+
 LOADED = 60_000  # ms: generous, the machine is shared
 KV = "input[aria-label='key/value heads g']"
-
-
-def projector_page(browser, url: str):
-    page = browser.new_context(viewport=PROJECTOR).new_page()
-    page.goto(url)
-    return page
 
 
 def choose(page, where: str, label: str, option: str) -> None:

@@ -778,6 +778,7 @@ def _nothing_rendered(page, where: str) -> dict:
     return seen
 
 
+@pytest.mark.browser
 def test_hostile_tokens_in_chromium_from_a_link_and_a_file_fetch_and_render_nothing(tmp_path):
     """Every page opened from a ?s= link with markup tokens, then the same setup loaded from a JSON
     file (and a bad file with markup in its name): no image from 127.0.0.1:9 requested, nothing

@@ -587,6 +587,7 @@ LOOK = r"""() => {
 }"""
 
 
+@pytest.mark.browser
 def test_example_h_paints_every_panel_without_overlapping_labels(tmp_path):
     """Every figure of example H in one page (1280 x 720, bundled plotly.js): no blank panel, no
     label over another or over cells. Skipped without Chromium unless REQUIRE_BROWSER=1."""

@@ -10,10 +10,13 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 
 from app.editors import editor_key
 from tests.live_server import streamlit_server
 from tests.st_protocol import SAT, Run, Session, drawn_weights, expected_weights
+
+pytestmark = pytest.mark.server  # tests/conftest.py: make test-fast leaves these out
 
 SESSIONS = 10
 

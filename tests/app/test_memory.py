@@ -300,6 +300,7 @@ def test_the_download_buttons_keep_the_inputs_only(monkeypatch):
 # --- A tab that reconnects (a phone's wifi drop), on a real server ------------------------------------
 
 
+@pytest.mark.server
 def test_a_tab_that_reconnects_resumes_its_session_in_time_and_gets_a_fresh_one_after():
     """Within server.disconnectedSessionTTL the tab resumes its own session (its result, dropped at the
     disconnect, is computed again); after it, Streamlit starts a fresh session from the address."""

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_env import ARTIFACTS, IDLE, PHONE_AGENT, require_browser
+from tests.browser_env import ARTIFACTS, IDLE, PHONE_AGENT, no_exception_on, require_browser, room_code
+
+pytestmark = pytest.mark.browser  # tests/conftest.py: make test-fast leaves these out
 
 PHONE = dict(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
 PHONE_PX = 390
@@ -34,10 +36,6 @@ def settle(page, selector: str = "[data-testid='stMain'] [data-testid='stMarkdow
     for _ in range(2):
         page.wait_for_timeout(400)  # the debounce of Streamlit's own e2e tests
         page.wait_for_selector(IDLE, timeout=LOADED)
-
-
-def no_error_on(page) -> None:
-    assert page.locator("[data-testid='stException']").count() == 0
 
 
 # Elements past the right edge that no box with its own horizontal overflow clips (a wide formula or
@@ -107,7 +105,7 @@ def test_every_page_fits_a_phone_with_targets_for_a_thumb(live):
     for path in PAGES:
         page.goto(url + path)
         settle(page)
-        no_error_on(page)
+        no_exception_on(page)
         assert_fits_a_phone(page, path)
         name = path.strip("/").replace("?example=", "") or "workbench"
         page.screenshot(path=str(ARTIFACTS / f"phone-{name}.png"))
@@ -133,7 +131,7 @@ def test_a_page_in_german_or_french_still_fits_a_phone(live, path):
     page = context.new_page()
     page.goto(url + path)
     settle(page)
-    no_error_on(page)
+    no_exception_on(page)
     page.wait_for_function("(code) => document.documentElement.lang === code",  # set once the page runs
                            arg="fr" if "lang=fr" in path else "de", timeout=LOADED)
     assert_fits_a_phone(page, path)
@@ -301,7 +299,7 @@ def test_the_real_model_pages_wide_matrices_are_pictures_with_readable_rows(live
         for p in panels:
             assert p["height"] / p["rows"] >= 12, (key, p)  # a row is at least a 12-px label high
         assert page.evaluate(Y_LABELS, key) == 0, key
-    no_error_on(page)
+    no_exception_on(page)
     page.screenshot(path=str(ARTIFACTS / f"model-{device}-contributions.png"))
     context.close()
 
@@ -324,15 +322,9 @@ def test_open_layer_3_in_the_workbench_shows_x_as_a_readable_picture(live):
     assert panels and panels[0]["cols"] == 384, panels
     assert panels[0]["height"] / panels[0]["rows"] >= 12, panels
     assert page.evaluate(Y_LABELS, key) == 0
-    no_error_on(page)
+    no_exception_on(page)
     page.screenshot(path=str(ARTIFACTS / "model-layer-3-in-the-workbench.png"))
     context.close()
-
-
-def room_code(page) -> str:
-    pattern = "/Room ([A-Z0-9]{4}) · you lead it/"
-    page.wait_for_function(f"() => {pattern}.test(document.body.innerText)", timeout=LOADED)
-    return page.evaluate(f"() => document.body.innerText.match({pattern})[1]")
 
 
 def screen_shown(page, screen: str) -> None:
@@ -395,7 +387,7 @@ def test_a_phone_follows_a_room_and_draws_its_forecast_with_a_thumb(live):
     }""")
     assert not covered
     assert_fits_a_phone(phone, "the revealed forecast")
-    no_error_on(phone)
+    no_exception_on(phone)
     phone.screenshot(path=str(ARTIFACTS / "phone-forecast-revealed.png"))
     phone.context.close()
     teacher.context.close()

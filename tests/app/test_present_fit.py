@@ -11,8 +11,10 @@ import pytest
 
 from course.examples import all_examples
 from course.steps import in_language
-from tests.app.test_browser import ARTIFACTS, no_error_on, room_code
-from tests.browser_env import IDLE
+from tests.app.test_browser import ARTIFACTS  # it skips this module too when there is no browser
+from tests.browser_env import IDLE, no_error_on, room_code
+
+pytestmark = pytest.mark.browser  # tests/conftest.py: make test-fast leaves these out
 
 PROJECTOR = {"width": 1280, "height": 720}
 SCREENS = 9

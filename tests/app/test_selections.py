@@ -62,6 +62,7 @@ def server():
     ("drill_head", "head 2"),
 ])
 @pytest.mark.parametrize("sentence", ["a dog ran", "a b c", "one two"])
+@pytest.mark.server
 def test_a_selection_whose_label_went_stale_is_kept_or_reset(server, name, stale, sentence):
     """Findings 1 and 8 over the browser's own protocol: the old code compared the stale label
     with an int (TypeError) and, with a sentence of the same length, failed every rerun after."""
@@ -75,6 +76,7 @@ def test_a_selection_whose_label_went_stale_is_kept_or_reset(server, name, stale
     assert runs[-1].status == "ok"
 
 
+@pytest.mark.server
 def test_an_overlong_token_box_sent_past_max_chars_is_refused_on_the_server(server):
     """Finding 9: a client can send 83,000 characters a word; the server keeps max_chars of them
     (Streamlit cuts a text input's value there) and the page refuses the overlong token."""

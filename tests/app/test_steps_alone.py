@@ -14,12 +14,15 @@ import json
 from urllib.parse import parse_qs
 
 import numpy as np
+import pytest
 
 from app.editors import editor_key
 from app.widgets import SIDEBAR_KEYS
 from mha_core import LIMITS
 from tests.live_server import class_store, streamlit_server
 from tests.st_protocol import SAT, FollowerSession, drawn_weights, expected_weights
+
+pytestmark = pytest.mark.server  # tests/conftest.py: make test-fast leaves these out
 
 X = editor_key("x", 1)
 

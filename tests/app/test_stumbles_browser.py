@@ -10,20 +10,15 @@ from tests.app.test_browser import (  # it skips this module too when there is n
     READ_WEIGHTS,
     WEIGHTS,
     PlaywrightTimeout,
-    room_code,
     settle,
     type_into_sat_d1,
     wait_for_sat_weight_to_move,
 )
+from tests.browser_env import projector_page, room_code, type_tokens
 
-PROJECTOR = {"width": 1280, "height": 720}
+pytestmark = pytest.mark.browser  # tests/conftest.py: make test-fast leaves these out
+
 LOADED = 60_000  # ms: generous, the machine is shared
-
-
-def projector_page(browser, url: str):
-    page = browser.new_context(viewport=PROJECTOR).new_page()
-    page.goto(url)
-    return page
 
 
 def edit_sat_d1(page, text: str) -> None:
@@ -44,14 +39,6 @@ def edit_sat_d1(page, text: str) -> None:
         except PlaywrightTimeout:
             if attempt == 2:
                 raise
-
-
-def type_tokens(page, text: str) -> None:
-    box = page.locator("input[aria-label*='Tokens' i]").first
-    box.fill(text)
-    box.press("Enter")
-    page.wait_for_timeout(300)
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=LOADED)
 
 
 # --- Finding 8: the picker's "(edited)" is where it is seen ---------------------------------------

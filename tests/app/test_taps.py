@@ -18,6 +18,8 @@ from tests.live_server import streamlit_server
 require_browser()
 from playwright.sync_api import sync_playwright  # noqa: E402 (after the skip)
 
+pytestmark = pytest.mark.browser  # tests/conftest.py: make test-fast leaves these out
+
 APP = Path(__file__).with_name("taps_app.py")
 CLICKS = 20
 # The page's main thread busy for 0.15 s (a phone drawing its charts): the timer falls due and its

@@ -416,6 +416,7 @@ def refused_while_empty(url: str, query: str, headers: dict, take, refill_second
     raise AssertionError(f"no visit ended within {refill_seconds} s of emptying the bucket")
 
 
+@pytest.mark.server
 def test_behind_a_proxy_the_limits_count_the_forwarded_address_and_the_cookie_is_the_student(
         embedded_store, monkeypatch):
     """MHA_CLIENT_IP_HEADER=X-Forwarded-For: the first address of that header is the client. The
@@ -497,6 +498,7 @@ def student_cookie(context) -> dict | None:
     return next((c for c in context.cookies() if c["name"] == "mha_student"), None)
 
 
+@pytest.mark.browser
 def test_the_browser_keeps_its_student_across_tabs_and_a_server_restart(embedded_store):
     sync_playwright = chromium()
     store = SqliteStore(embedded_store)
@@ -627,6 +629,7 @@ def test_a_locked_room_still_refuses_at_once_and_a_wait_ends_with_the_join_box(m
     assert any("join with the box on the Class page" in plain(w) for w in texts(late.sidebar.warning))
 
 
+@pytest.mark.server
 def test_fifty_students_behind_one_address_all_get_in_by_themselves(embedded_store, monkeypatch):
     """The school's NAT over the websocket protocol (X-Forwarded-For, as the ingress writes it): 50
     tabs open ?room=CODE at once; the ones the join rate turns away wait, their pages knocking on the

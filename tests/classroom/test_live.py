@@ -531,6 +531,7 @@ class FragmentTab(Session):
         return run
 
 
+@pytest.mark.server
 def test_a_query_the_teacher_picks_inside_a_fragment_reaches_the_room():
     """Step 6's query picker reruns alone (a fragment): the address took the new query, the room did
     not, so the class kept showing the old one until the teacher's next whole run."""

@@ -12,6 +12,8 @@ import asyncio
 import json
 import time
 
+import pytest
+
 from classroom.push import REPUSH_SECONDS, RERUN_ASKED, SESSION_BUSY, SESSION_GONE, Pusher
 from classroom.store import NoSuchRoom, StoreUnavailable
 from tests.st_protocol import FollowerSession
@@ -152,6 +154,7 @@ async def a_follower_is_sent_the_change(url: str, store, *, explore: bool) -> tu
         await follower.close()
 
 
+@pytest.mark.server
 def test_the_server_reruns_a_following_page_when_the_teacher_changes_it(server_and_store):
     runs, arrived = asyncio.run(a_follower_is_sent_the_change(*server_and_store, explore=False))
     assert len(runs) == 1, [r.status for r in runs]
@@ -160,6 +163,7 @@ def test_the_server_reruns_a_following_page_when_the_teacher_changes_it(server_a
     assert arrived < 1.0  # a quarter second's watch, then the page's run
 
 
+@pytest.mark.server
 def test_a_student_exploring_on_their_own_is_left_alone(server_and_store):
     runs, _ = asyncio.run(a_follower_is_sent_the_change(*server_and_store, explore=True))
     assert runs == []

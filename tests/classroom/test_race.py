@@ -13,6 +13,7 @@ import asyncio
 import json
 import re
 
+import pytest
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
@@ -91,6 +92,7 @@ async def followers_after_changes(url: str, store, *, students: int, changes: in
             await follower.close()
 
 
+@pytest.mark.server
 def test_a_poll_tick_never_loses_the_page_run_it_caused(server_and_store):
     changes = 6
     final = all_examples()[EXAMPLES[changes % 2]].title

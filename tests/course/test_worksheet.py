@@ -149,6 +149,7 @@ def test_numbers_print_with_four_decimals_and_a_true_minus():
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
+@pytest.mark.browser
 def test_a_long_token_worksheet_fits_the_a4_width_in_chromium(tmp_path):
     if not Path(CHROMIUM).exists():
         pytest.skip("no Chromium (apt-get install chromium)")
@@ -204,6 +205,7 @@ def pdf_pages(pdf: bytes) -> int:
     return pdf.count(b"/Type /Page") - pdf.count(b"/Type /Pages")
 
 
+@pytest.mark.browser
 def test_every_examples_sheet_prints_on_one_page_and_its_key_on_another():
     """Printed by Chromium: the student's part is one A4 page and the whole file two (the random example
     and example G printed task 3 alone on a second page: three sheets per student)."""

@@ -17,6 +17,8 @@ from course.i18n import LANGUAGES, translator
 from tests.live_server import ROOT, _wait_healthy, free_port
 from tests.st_protocol import Session
 
+pytestmark = pytest.mark.server  # tests/conftest.py: make test-fast leaves these out
+
 # What a fresh clone does not have: the venv, npm's packages, compiled catalogues, caches, the suite's output.
 NOT_IN_A_CLONE = shutil.ignore_patterns(".git", ".venv", "node_modules", "artifacts", "*.mo", "__pycache__",
                                         ".pytest_cache", ".hypothesis", ".ruff_cache")
