@@ -32,6 +32,7 @@ import streamlit as st
 from app import i18n, push, session_keys, state, streamlit_door, widgets
 from app.fragments import fragment
 from app.safe import lit
+from classroom.backends import open_store
 from classroom.store import (
     TOO_MANY_JOINS,
     NoSuchRoom,
@@ -41,7 +42,6 @@ from classroom.store import (
     StoreUnavailable,
     TooSoon,
     normalise_code,
-    open_store,
 )
 from classroom.watch import RoomWatch
 from course.i18n import N_
@@ -426,11 +426,11 @@ def follow_before_build() -> None:
     """A follower's session takes the room's newest state before any widget is drawn."""
     ss = st.session_state
     if not widgets.following():
-        push.forget()
+        push.forget(watch())
         return
     try:
         if watch().version(ss.room) <= ss.get("applied_version", -1):
-            push.shown(ss.room, ss.applied_version)
+            push.shown(watch(), ss.room, ss.applied_version)
             return  # versions only grow; the state read below may be newer than the watch's version
         room = watch().state(ss.room)
     except NoSuchRoom:
@@ -453,7 +453,7 @@ def follow_before_build() -> None:
             ss.live_message = i18n.t(ROOM_STATE_REFUSED).format(refused="; ".join(refused))
     take_page_inputs(inputs)
     ss.room_inputs = widgets.sidebar_values()
-    push.shown(ss.room, room.version)  # the server reruns this page when the room moves past it
+    push.shown(watch(), ss.room, room.version)  # the server reruns this page when the room moves past it
 
 
 def page_inputs() -> dict:
@@ -511,6 +511,13 @@ def publish(current, page_path: str) -> None:
         params.pop(name, None)
     selections = {name: params.pop(name) for name in list(params) if name in state.SELECTION_PARAMS}
     send(page_path, json.dumps(params, sort_keys=True), selections)
+
+
+def sync_selection_params() -> None:
+    """From a fragment: the selections to the address bar, and to the room for its teacher (the room
+    is the address's other copy)."""
+    state.sync_selection_address()
+    publish_selections()
 
 
 def publish_selections() -> None:

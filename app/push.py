@@ -12,33 +12,33 @@ import streamlit as st
 
 from app import streamlit_door
 from classroom.push import Pusher
+from classroom.watch import RoomWatch
 
 rerun_session = streamlit_door.rerun_when_idle  # RERUN_ASKED, SESSION_BUSY or SESSION_GONE
 
 
 @st.cache_resource
-def pusher() -> Pusher:
-    """The server's one pusher, reading versions through the followers' shared watch."""
-    from app.live import watch
-
-    started = Pusher(lambda code: watch().version(code), rerun_session)
+def pusher(_watch: RoomWatch) -> Pusher:
+    """The server's one pusher, reading versions through the followers' shared watch (app/live.py's;
+    the leading underscore: Streamlit keeps one pusher whatever the argument)."""
+    started = Pusher(_watch.version, rerun_session)
     started.start()
     return started
 
 
-def shown(code: str, version: int) -> None:
+def shown(watch: RoomWatch, code: str, version: int) -> None:
     """This follower's page now shows the room's version. Only a session the real server knows is
     kept: AppTest's pages have no session to push to (they poll), and a thread reading the store for
     them would outlive the test that opened it."""
     session_id = this_server_session()
     if session_id is not None:
-        pusher().shown(session_id, code, version)
+        pusher(watch).shown(session_id, code, version)
 
 
-def forget() -> None:
+def forget(watch: RoomWatch) -> None:
     session_id = this_server_session()
     if session_id is not None:
-        pusher().forget(session_id)
+        pusher(watch).forget(session_id)
 
 
 def this_server_session() -> str | None:

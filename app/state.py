@@ -634,16 +634,14 @@ def _set_address(params: dict[str, str]) -> None:
         st.query_params.from_dict(params)
 
 
-def sync_selection_params() -> None:
-    """From a fragment: update only the selections in the address bar, and the room's for its teacher."""
-    from app import live  # live builds on this module; the room is the address's other copy
-
+def sync_selection_address() -> None:
+    """From a fragment: update only the selections in the address bar (app/live.py's
+    sync_selection_params also sends them to the room)."""
     now = st.query_params.to_dict()
     changed = {param: value for param, value in selection_params().items() if now.get(param) != value}
     if changed:
         st.query_params.update(changed)  # one message, one history entry
         st.session_state.setdefault("address", {}).update(changed)
-    live.publish_selections()
 
 
 def switch_page(page) -> None:

@@ -92,7 +92,7 @@ def run(args) -> dict:
             redis.start()
             stack.callback(redis.stop)
             os.environ["REDIS_URL"] = redis.url
-        from classroom.store import open_store
+        from classroom.backends import open_store
         store = open_store()
         stack.callback(store.close)
         room = store.create_room()

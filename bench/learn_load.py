@@ -30,7 +30,7 @@ from streamlit.util import calc_hash
 from tests.live_server import class_store, streamlit_server
 from tests.st_protocol import FollowerSession, Session
 
-TRAIN_KEY = "FormSubmitter:learn_settings-Train"  # app/views/learn.py
+TRAIN_KEY = "learn_train"  # app/views/learn.py
 
 
 def pct(values: list[float], q: float) -> float:

@@ -1,5 +1,6 @@
 """The live class: a store of rooms a class follows and questions it answers (see classroom.store)."""
 
+from classroom.backends import open_store
 from classroom.store import (
     CODE_ALPHABET,
     FOLLOWER_TTL_SECONDS,
@@ -33,7 +34,6 @@ from classroom.store import (
     TooSoon,
     is_right,
     new_student_id,
-    open_store,
 )
 
 __all__ = [

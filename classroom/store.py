@@ -3,9 +3,10 @@
 One interface, ``ClassroomStore``, and two backends: ``SqliteStore`` (the default, a file under
 ``MHA_DATA_DIR``, so ``make run`` needs nothing else and a room survives a restart) and
 ``RedisStore`` (chosen by ``REDIS_URL``, so several server processes share rooms and limits).
-``open_store()`` picks one. The public methods here check and normalise their arguments, compare
-the teacher's secret and build results; a backend implements only the ``_``-prefixed primitives,
-each of them one atomic step (a SQLite transaction, a Redis Lua script or MULTI/EXEC).
+``classroom.backends.open_store()`` picks one. The public methods here check and normalise their
+arguments, compare the teacher's secret and build results; a backend implements only the
+``_``-prefixed primitives, each of them one atomic step (a SQLite transaction, a Redis Lua script
+or MULTI/EXEC).
 
 The rules every backend keeps (``tests/classroom/test_store.py`` checks them on both):
 
@@ -47,7 +48,6 @@ import hmac
 import io
 import json
 import math
-import os
 import re
 import secrets
 import time
@@ -55,7 +55,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read aloud or off a projector
 CODE_LENGTH = 4  # 31**4 ≈ 920,000 codes for at most MAX_ROOMS rooms: a guess hits one in ~4,600
@@ -823,31 +822,3 @@ class ClassroomStore(ABC):
 
     @abstractmethod
     def _transcript(self, code: str, cutoff: float) -> list[tuple[Question, list[Answer]]]: ...
-
-
-# --- Choosing a backend -----------------------------------------------------------------------------
-
-
-def data_dir(environ: Mapping[str, str] = os.environ) -> Path:
-    """MHA_DATA_DIR, else ~/.local/share/mha-visualizer if home is writable, else /tmp/mha-data."""
-    if environ.get("MHA_DATA_DIR"):
-        return Path(environ["MHA_DATA_DIR"])
-    home_data = Path(environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "mha-visualizer"
-    try:
-        home_data.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if os.access(home_data, os.W_OK):
-            return home_data
-    except OSError:
-        pass
-    return Path("/tmp/mha-data")
-
-
-def open_store(environ: Mapping[str, str] = os.environ) -> ClassroomStore:
-    """RedisStore if REDIS_URL is set, else SqliteStore in data_dir(). Open one per process."""
-    if environ.get("REDIS_URL"):
-        from classroom.redis_store import RedisStore
-
-        return RedisStore.from_url(environ["REDIS_URL"])
-    from classroom.sqlite_store import SqliteStore
-
-    return SqliteStore(data_dir(environ))

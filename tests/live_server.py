@@ -82,7 +82,7 @@ def class_store(folder: Path, *, redis: bool = False):
             stack.callback(server.stop)
             os.environ["REDIS_URL"] = server.url
             backend = "Redis"
-        from classroom.store import open_store
+        from classroom.backends import open_store
 
         store = open_store()
         stack.callback(store.release)

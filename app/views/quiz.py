@@ -16,7 +16,7 @@ import secrets
 
 import streamlit as st
 
-from app import i18n, state
+from app import i18n, live, state
 from app.live import in_room, is_teacher
 from app.questions import ask_button
 from app.safe import lit
@@ -65,7 +65,7 @@ def _seed() -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEEDS:
         seed = 0
     selections["quiz_seed"] = seed
-    state.sync_selection_params()
+    live.sync_selection_params()
     return seed
 
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import streamlit as st
 
-from app import cell_opener, figures, frame, i18n, phone_css, result_cache, state, widgets
+from app import cell_opener, figures, frame, i18n, live, phone_css, result_cache, state, widgets
 from app.figure_cache import figure
 from app.fragments import fragment
 from app.safe import lit
@@ -375,7 +375,7 @@ def heads_compared(key: bytes, q_tokens, k_tokens, heads, large) -> None:
     r = shared_result(key)
     left, right = st.columns([2, 1])
     query = widgets.choice_ui(left, i18n.t("query token"), state.row_labels(q_tokens), "focus_query")
-    state.sync_selection_params()
+    live.sync_selection_params()
     metric = right.selectbox(i18n.t("disagreement"), METRICS, key="metric",
                              format_func=i18n.labels(METRIC_NAMES))
     view = StepView(None, r, q_tokens, k_tokens, query=query, metric=metric, large=large,
@@ -435,7 +435,7 @@ def drill_down_body(r, q_tokens, k_tokens, heads) -> None:
     st.caption(i18n.t("The core computes exactly this fraction. When a score is large enough for e^s to "
                       "overflow, it first subtracts the row's largest score from every score, which leaves "
                       "the fraction unchanged."))
-    state.sync_selection_params()
+    live.sync_selection_params()
 
 
 def sharing_text(n_heads: int, groups: int, head: int | None = None) -> str:

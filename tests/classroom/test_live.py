@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import live
+from app.views.learn import TRAIN_KEY
 from classroom import MAX_STUDENTS_PER_ROOM
 from classroom.watch import VERSION_MAX_AGE
 from course.examples import all_examples
@@ -359,7 +360,7 @@ def test_a_follower_sees_the_model_its_teacher_trained_at_the_teacher_s_checkpoi
     teacher, code = teacher_with_room()
     goto(teacher, "learn")
     teacher.selectbox(key="learn_steps").set_value(200)
-    teacher.button(key="FormSubmitter:learn_settings-Train").click().run(timeout=180)
+    teacher.button(key=TRAIN_KEY).click().run(timeout=180)
     steps = list(teacher.select_slider(key="learn_checkpoint").options)
     teacher.select_slider(key="learn_checkpoint").set_value(int(steps[6])).run()
     teacher.text_input(key="learn_prompt").set_value("A B C A B").run()
@@ -380,7 +381,7 @@ def test_the_room_forecasts_the_induction_head_before_the_heads_are_shown():
     teacher, code = teacher_with_room()
     goto(teacher, "learn")
     teacher.selectbox(key="learn_steps").set_value(200)
-    teacher.button(key="FormSubmitter:learn_settings-Train").click().run(timeout=180)
+    teacher.button(key=TRAIN_KEY).click().run(timeout=180)
     roles = teacher.table[0].value  # what each head became, read from the scores
     teacher.button(key="learn_ask").click().run()
     assert not teacher.exception and not teacher.table  # hidden from the projector until Reveal

@@ -99,7 +99,7 @@ def test_an_apptest_page_is_not_pushed_to():
     """AppTest runs the script under a MagicMock Runtime: a follower there has no server session, so
     the pusher keeps nothing and no thread reads the store for it after the test (one did, and built
     the next test's store from the environment between two tests: CI's failure on 2026-12-02)."""
-    from app import push
+    from app import live, push
     from tests.apptest_util import open_address
     from tests.classroom.test_live import rerun_after_a_poll, teacher_with_room
 
@@ -107,7 +107,7 @@ def test_an_apptest_page_is_not_pushed_to():
     student = open_address({"room": code})
     rerun_after_a_poll(student)  # follow_before_build took the room's state, and called push.shown
     assert not student.exception and student.session_state["applied_version"] >= 0
-    assert push.pusher().following() == {}
+    assert push.pusher(live.watch()).following() == {}
 
 
 def test_an_ended_room_moves_and_a_lost_store_asks_nobody():

@@ -28,6 +28,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
+from classroom.backends import data_dir, open_store
 from classroom.sqlite_store import SqliteStore
 from classroom.store import (
     CODE_ALPHABET,
@@ -57,10 +58,8 @@ from classroom.store import (
     RoomLocked,
     StoreUnavailable,
     TooSoon,
-    data_dir,
     hash_secret,
     is_right,
-    open_store,
 )
 from classroom.watch import RoomWatch
 from tests.redis_server import REDIS_SERVER, RedisServer
