@@ -98,7 +98,7 @@ def announce_version() -> None:
     note = version_note()
     if note is not None and not getattr(announce_version, "said", False):
         announce_version.said = True
-        _log.warning(note)
+        _log.warning("%s", note)
 
 
 # --- this run -----------------------------------------------------------------------------------------

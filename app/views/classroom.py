@@ -108,7 +108,7 @@ def render() -> None:
     st.title(i18n.t("Class"))
     if streamlit_door.version_note() is not None and (live.is_teacher() or not live.in_room()):
         st.warning(i18n.t(VERSION_NOTE).format(installed=lit(streamlit_door.installed_version()),
-                                               pinned=streamlit_door.PINNED), icon=":material/warning:")
+                                               pinned=lit(streamlit_door.PINNED)), icon=":material/warning:")
     if not live.in_room():
         door_ui()
         return

@@ -46,6 +46,7 @@ ESCAPERS_FOR = {False: ESCAPERS, "latex": set(), "html": {"html_text"}}
 # same rules where they are built.
 APP_MARKDOWN = {
     "sizes_line": "step_text: sizes and parameter counts, numbers only",
+    "parameter_terms": "step_text: the parameter count as LaTeX products, numbers only",
     "chip_label": "questions: a forecast key's button, the key's label through lit, dots and a share",
     "read_only_grid": "widgets: a follower's grid, labels through lit and cells as numbers",
     "drill_lines": "step_text: LaTeX of one cell, positions and numbers only, never tokens",
