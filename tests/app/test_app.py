@@ -341,6 +341,7 @@ def test_saving_with_an_empty_cell_says_why_instead_of_writing_a_bad_file(at):
     assert any("Cannot save now" in c for c in texts(at.caption))
 
 
+@pytest.mark.slow
 def test_every_page_opens_after_any_example(at):
     for key in EXAMPLE_TITLES:
         pick_example(at, key)

@@ -24,6 +24,8 @@ from tests.apptest_util import (
     unescaped,
 )
 
+pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
+
 EXAMPLES = all_examples()
 
 

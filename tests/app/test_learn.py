@@ -16,6 +16,8 @@ from mha_core.attention import softmax
 from mha_core.train import Config, History, load_history, save_history, train
 from tests.apptest_util import fresh_app, goto, texts
 
+pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
+
 TRAIN = "learn_train"
 
 

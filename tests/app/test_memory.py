@@ -32,6 +32,8 @@ from tests.apptest_util import (
 from tests.live_server import ROOT
 from tests.st_protocol import Run, Session
 
+pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
+
 MiB = 2**20
 
 

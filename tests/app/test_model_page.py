@@ -14,6 +14,8 @@ from mha_core.analysis import attention_change, head_pattern, sentence_cosine
 from mha_core.pretrained import ModelNotInstalled, load_minilm
 from tests.apptest_util import chart_specs, fresh_app, goto, heatmap_values, texts
 
+pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
+
 try:
     MODEL = load_minilm()
 except ModelNotInstalled as missing:  # pragma: no cover - the Makefile installs it

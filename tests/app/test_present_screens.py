@@ -14,6 +14,8 @@ from course.examples import all_examples
 from course.quiz import forecast
 from tests.apptest_util import chart_specs, open_address, shown
 
+pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
+
 EXAMPLES = all_examples()
 SPLIT = next(i for i, screen in enumerate(SCREENS) if screen.title.startswith("Split into h heads"))
 CONCATENATE = next(i for i, screen in enumerate(SCREENS) if screen.title.startswith("Concatenate"))

@@ -44,6 +44,7 @@ import tempfile
 import threading
 
 import numpy as np
+import pytest
 import streamlit
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
@@ -74,6 +75,8 @@ from tests.apptest_util import (
     texts,
     work,
 )
+
+pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
 
 EXAMPLES = all_examples()
 MODEL_TEXTS = ("the cat sat on the mat because it was tired", "  ", "Ünïcödé, emoji 🙂 and <b>tags</b>!",

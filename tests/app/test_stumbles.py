@@ -14,6 +14,8 @@ from app.step_text import drill_lines
 from course.examples import all_examples
 from tests.apptest_util import chart_specs, fresh_app, pick_example, shown
 
+pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
+
 EXAMPLES = all_examples()
 
 # --- Finding 3: every number a lesson quotes is on the page, at the precision it is quoted --------

@@ -45,7 +45,8 @@ KEY = "correct horse battery staple"
 SHOUTING = "**B** ![i](http://127.0.0.1:9/p.png)$x$"  # a nickname a student might try (38 characters)
 
 
-pytestmark = pytest.mark.usefixtures("embedded_store")  # every test its own store (tests/conftest.py)
+# Every test its own store (tests/conftest.py); seconds of AppTest runs: make test-fast leaves it out.
+pytestmark = [pytest.mark.usefixtures("embedded_store"), pytest.mark.slow]
 
 
 # --- helpers ---------------------------------------------------------------------------------------

@@ -34,7 +34,8 @@ from tests.apptest_util import chart_specs, decode, goto, heatmap_values, open_a
 from tests.classroom.test_live import rerun_after_a_poll, teacher_with_room
 from tests.strategies import random_setups
 
-pytestmark = pytest.mark.usefixtures("embedded_store")  # every test its own store (tests/conftest.py)
+# Every test its own store (tests/conftest.py); seconds of AppTest runs: make test-fast leaves it out.
+pytestmark = [pytest.mark.usefixtures("embedded_store"), pytest.mark.slow]
 
 EXAMPLES = all_examples()
 ATTACK = ("![i](http://127.0.0.1:9/p.png)", "**BOLD**", "$x$", "<b>", ":red[x]")

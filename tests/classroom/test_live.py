@@ -39,7 +39,8 @@ from tests.st_protocol import Run, Session, element_key
 EXAMPLES = all_examples()
 
 
-pytestmark = pytest.mark.usefixtures("embedded_store")  # every test its own store (tests/conftest.py)
+# Every test its own store (tests/conftest.py); seconds of AppTest runs: make test-fast leaves it out.
+pytestmark = [pytest.mark.usefixtures("embedded_store"), pytest.mark.slow]
 
 
 def rerun_after_a_poll(student) -> None:

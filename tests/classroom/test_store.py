@@ -1335,6 +1335,7 @@ class TestRoomWatch:
         watch.heartbeat(room.code, "stranger")
         assert counting.store.followers(room.code) == 2
 
+    @pytest.mark.slow
     def test_heartbeats_that_could_not_be_written_go_with_the_next_flush(self, backend, watched, room, clock):
         counting, watch = watched
         enter(counting.store, room, "s1", "s2")

@@ -22,6 +22,8 @@ import pytest
 from mha_core import checkpoints
 from mha_core.train import Config, History, load_history, save_history, train
 
+pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
+
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = Config(d_model=4, heads=2, vocab=8, seq_len=8, batch=2, steps=30, mlp=True, layer_norm=True)
 

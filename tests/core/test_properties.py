@@ -21,6 +21,8 @@ from mha_core import (
     softmax,
 )
 
+pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
+
 # Sized for a 2-core machine: the whole file runs in a few seconds.
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FIELDS = ("q", "k", "v", "scores", "scaled", "weights", "head_outputs", "concat", "output")

@@ -21,6 +21,8 @@ from mha_core import Setup
 from mha_core.codec import setup_to_json
 from tests.strategies import random_setups
 
+pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
+
 EXAMPLES = all_examples()
 
 

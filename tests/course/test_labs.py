@@ -40,6 +40,8 @@ from course.labs import (
 from mha_core import attention_flops, count_parameters
 from tests.apptest_util import chart_specs, fresh_app, goto
 
+pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
+
 EXAMPLES = all_examples()
 
 

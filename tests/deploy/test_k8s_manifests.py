@@ -698,6 +698,7 @@ def test_redis_service_checks_catch_breakage():
 
 @pytest.mark.skipif(not (os.environ.get("REQUIRE_REDIS") == "1" or REDIS_SERVER),
                     reason="no redis-server here (apt-get install redis-server); CI sets REQUIRE_REDIS=1")
+@pytest.mark.slow
 def test_redis_server_accepts_the_manifest_options(tmp_path):
     """The StatefulSet's options are real redis-server options, and give an append-only store."""
     assert REDIS_SERVER, "REQUIRE_REDIS=1 but there is no redis-server"
