@@ -13,7 +13,16 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import live, session_keys, state, widgets
+from app import i18n, live, session_keys, state, widgets
+from app.safe import lit
+
+
+def link_notes() -> None:
+    """What a link asked for that the page could not take, said once at the top of the page."""
+    for message in st.session_state.get("link_notes", []):
+        st.warning(i18n.t("Ignored from the link: {what}").format(what=lit(message)),
+                   icon=":material/warning:")
+
 
 HANDED = "frame_current"  # this whole run's Current, handed by the frame to the workbench's steps
 session_keys.register(session_keys.Key(HANDED, "frame"))

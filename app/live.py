@@ -45,6 +45,7 @@ from classroom.store import (
 )
 from classroom.watch import RoomWatch
 from course.i18n import N_
+from course.steps import screen_position
 from mha_core.codec import current_names
 
 # This module's session keys. A follower receives what pages register as followed, never these.
@@ -533,7 +534,7 @@ def publish_selections() -> None:
 def send(page_path: str, setup_json: str, selections: dict) -> None:
     """One room state to the store, unless it is the one sent last."""
     ss = st.session_state
-    step = int(selections.get("step", 1)) - 1
+    step = screen_position(str(selections.get("step", ""))) or 0  # the presenter's screen, from its name
     if page_path == "present" and ss.get(state.REVEALED, (None,))[0] == step:
         selections["revealed"] = 1  # the class sees the answer when the teacher does
     selections["inputs"] = page_inputs()

@@ -20,6 +20,7 @@ import numpy as np
 import streamlit as st
 
 from app import editors, figure_cache, figures, i18n, result_cache, streamlit_door
+from course import steps as course_steps
 from course.examples import DEFAULT_EXAMPLE, GENERATED, Example, all_examples, generated_setup
 from course.i18n import N_
 from mha_core import ARRAYS, LIMITS, MHAResult, Scaling, Setup, Sizes, Window
@@ -41,7 +42,7 @@ MASK = "mask"  # the custom mask's editor: 0/1 in work, bool in the Setup
 REVEALED = "present_revealed"  # the presenter's (screen, question prompt) whose answer the room has seen
 SELECTION_PARAMS = {  # link parameter -> the selections it holds, counted from 1 in the link
     "head": ("shown_head",), "query": ("focus_query",), "drill": ("drill_head", "drill_query", "drill_key"),
-    "step": ("present_step",),  # the presenter's screen
+    "step": ("present_step",),  # the presenter's screen, by its name in a link (course.steps.screen_position)
     "quiz": ("quiz_seed",),  # the quiz's draw: one link, the same questions for everyone
 }
 
@@ -224,6 +225,15 @@ def _apply_selections(params: dict) -> list[str]:
     for param, keys in SELECTION_PARAMS.items():
         if param not in params:
             continue
+        if param == "step":  # the presenter's screen, by its name (or an old link's number)
+            position = course_steps.screen_position(str(_last(params[param])))
+            if position is None:
+                refused.append(i18n.t("link parameter step: expected a screen's name ({names}) or number")
+                               .format(names=", ".join(screen.key for screen in course_steps.SCREENS)))
+            else:
+                st.session_state.selections[keys[0]] = position
+                st.session_state.pop(f"pick_{keys[0]}", None)
+            continue
         parts = str(_last(params[param])).split(".")
         if len(parts) != len(keys) or not all(p.isascii() and p.isdigit() and len(p) < 4 for p in parts):
             refused.append(i18n.t("link parameter {param}: expected {count} whole number(s)").format(
@@ -252,10 +262,16 @@ def link_params(current: Current) -> tuple[dict[str, str], bool]:
 
 
 def selection_params() -> dict[str, str]:
-    """The selections as link parameters, counting from 1 (the drill-down's only while it is open)."""
+    """The selections as link parameters, counting from 1 (the drill-down's only while it is open); the
+    presenter's screen by its name."""
     sel, params = st.session_state.selections, {}
     for param, keys in SELECTION_PARAMS.items():
-        if all(key in sel for key in keys) and (param != "drill" or st.session_state.get("drill_open")):
+        drill_closed = param == "drill" and not st.session_state.get("drill_open")
+        if drill_closed or not all(key in sel for key in keys):
+            continue
+        if param == "step" and 0 <= sel[keys[0]] < len(course_steps.SCREENS):
+            params[param] = course_steps.screen_name(sel[keys[0]])  # ?step=softmax: kept when steps are added
+        else:
             params[param] = ".".join(str(sel[key] + 1) for key in keys)
     return params
 

@@ -121,6 +121,32 @@ STEPS: dict[int, Step] = {
 SCREENS: tuple[Screen, ...] = tuple(screen for step in STEPS.values() for screen in step.screens)
 
 
+# The presenter's screens as links numbered them before links named them (?step=4 is ?step=softmax): an
+# old link keeps opening the screen it opened, wherever a new step puts that screen now. Never changed.
+NUMBERED_LINKS = ("arrows", "qkv", "dot_product", "softmax", "weighted_sum", "split", "disagreement",
+                  "concatenate", "cost")
+
+
+def screen_name(position: int) -> str:
+    """A screen's name in a link (its key: ``softmax``), by its position in SCREENS."""
+    return SCREENS[position].key
+
+
+def screen_position(text: str) -> int | None:
+    """The position in SCREENS of a link's ``step``: a screen's name, or a number as old links wrote it
+    (counted from 1; a number past the last is kept, for the presenter to say it has no such screen).
+    None when it is neither."""
+    names = [screen.key for screen in SCREENS]
+    if text in names:
+        return names.index(text)
+    if not (text.isascii() and text.isdigit() and 0 < len(text) < 4) or int(text) == 0:
+        return None
+    number = int(text)
+    if number <= len(NUMBERED_LINKS) and NUMBERED_LINKS[number - 1] in names:
+        return names.index(NUMBERED_LINKS[number - 1])
+    return number - 1
+
+
 def in_language(language: str) -> tuple[Mapping[int, Step], tuple[Screen, ...]]:
     """STEPS and SCREENS with their titles, what and why in ``language`` (formulas are LaTeX); built
     once per language and registry (a test may add a step), not on every call of every run."""

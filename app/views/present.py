@@ -16,7 +16,7 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from app import figure_spec, figures, i18n, number_text, phone_css, questions, state, widgets
+from app import figure_spec, figures, frame, i18n, number_text, phone_css, questions, state, widgets
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
@@ -120,6 +120,7 @@ def render(current: Current, inputs: Inputs) -> None:
     st.set_page_config(initial_sidebar_state="collapsed")  # the room sees the lesson, not the controls
     st.html(LARGE_TYPE_CSS + PRESENTER_CSS)
     start_again_on_a_new_example()
+    frame.link_notes()  # a link's step that names no screen, say
     screen = screen_number()
     header(screen)
     new_screen = st.session_state.pop(TO_THE_TOP, False)

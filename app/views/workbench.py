@@ -60,9 +60,7 @@ def waiting() -> None:
 
 
 def render(current: Current, inputs: Inputs) -> None:
-    for message in st.session_state.get("link_notes", []):
-        st.warning(i18n.t("Ignored from the link: {what}").format(what=lit(message)),
-                   icon=":material/warning:")
+    frame.link_notes()
     if inputs.sizes is None:
         st.warning(i18n.t("Fix the setting with a warning sign in the sidebar; nothing you typed in the "
                           "grids is lost."))

@@ -282,3 +282,41 @@ def test_the_exported_script_names_each_step_as_the_registry_does():
     named = re.findall(r"^# Step (\d+) · (.+)$", script, flags=re.MULTILINE)
     assert [int(n) for n, _ in named] == [2, 3, 4, 5, 7]  # the steps the script computes, in order
     assert all(title == STEPS[int(n)].title for n, title in named)
+
+
+# --- a screen's name in links and rooms (issue 28) ---------------------------------------------------
+
+
+def test_a_link_names_its_screen_and_an_old_number_opens_the_same_screen_after_a_step_is_added(monkeypatch):
+    """?step=softmax names the screen; ?step=4, as links wrote it before, opens softmax too, and still
+    does when a new step's screen comes first (the number means the screen it meant then)."""
+    assert [course_steps.screen_position(screen.key) for screen in SCREENS] == list(range(len(SCREENS)))
+    assert [course_steps.screen_name(course_steps.screen_position(str(n)))
+            for n in range(1, 10)] == list(course_steps.NUMBERED_LINKS)
+    assert course_steps.screen_position("99") == 98  # past the last: the presenter says so and clamps
+    for bad in ("", "0", "softmax2", "-1", "１", "4.0", "1000"):
+        assert course_steps.screen_position(bad) is None, bad
+    first = Screen("added_first", "A screen added first", step=1)
+    monkeypatch.setattr(course_steps, "SCREENS", (first, *SCREENS))
+    assert course_steps.screen_position("4") == course_steps.screen_position("softmax") == 4
+    assert course_steps.screen_position("added_first") == 0
+
+
+@pytest.mark.parametrize("step", ["softmax", "4"])
+def test_the_presenter_opens_on_a_named_screen_and_writes_its_name(step):
+    from tests.apptest_util import open_address, shown
+
+    at = open_address({"example": "the_cat_sat_two_heads", "step": step}, "present")
+    assert not at.exception
+    assert any("Scale, then softmax" in text for text in shown(at.markdown))
+    assert at.query_params["step"] == "softmax"
+
+
+def test_a_link_to_no_screen_says_so_and_keeps_the_first():
+    from tests.apptest_util import open_address, shown
+
+    at = open_address({"example": "the_cat_sat_two_heads", "step": "<b>nope</b>"}, "present")
+    assert not at.exception
+    notes = " ".join(shown(at.warning))
+    assert "link parameter step" in notes and "softmax" in notes  # what it takes, on the presenter too
+    assert at.query_params["step"] == "arrows"

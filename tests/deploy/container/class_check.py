@@ -25,6 +25,8 @@ from pathlib import Path
 from browser_check import CHROMIUM, EXCEPTION, FLAGS, IDLE
 from playwright.sync_api import sync_playwright
 
+from course.steps import screen_position  # make container-test puts the repository on PYTHONPATH
+
 SCREEN = """(label) => Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
     .some(el => el.innerText.includes(label))"""
 LOST = "connection is lost"  # app/live.py poll()'s warning
@@ -117,7 +119,8 @@ def check(url_a: str, url_b: str, redis_container: str, artifacts: Path) -> dict
                 if not warned or time.perf_counter() > deadline:
                     break
                 teacher.wait_for_timeout(1000)
-            step = teacher.evaluate("() => new URL(location.href).searchParams.get('step')")
+            name = teacher.evaluate("() => new URL(location.href).searchParams.get('step')")
+            step = screen_position(name) + 1  # the address names the screen (?step=softmax)
             recovered = shown_within(student, f"{step} / 9 · ", 15)
             settle(student, ".st-key-present_next")
             lost_still_shown = student.evaluate(f"() => document.body.innerText.includes('{LOST}')")
