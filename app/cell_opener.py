@@ -14,6 +14,8 @@ import json
 
 import streamlit as st
 
+from app import session_keys
+
 OPENABLE = ("chart_scores", "chart_scaled", "chart_weights")  # head grids: table = head, row = query
 KEY = "mha_cell_opener"
 FOCUS = "drill_focus"  # session key: the drill-down takes the focus on this run
@@ -59,6 +61,10 @@ export default function (component) {
 """.replace("OPENABLE_CHARTS", json.dumps(OPENABLE))
 
 _opener = st.components.v2.component("mha_cell_opener", html="<span></span>", js=OPENER_JS)
+
+
+# The session keys this module owns (app/session_keys.py).
+session_keys.register(*(session_keys.Key(name, "cell_opener") for name in ("drill_focus",)))
 
 
 def cell_of(value) -> tuple[int, int, int] | None:

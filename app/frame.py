@@ -16,6 +16,9 @@ import streamlit as st
 from app import i18n, live, session_keys, state, widgets
 from app.safe import lit
 
+# The session keys this module owns (app/session_keys.py).
+session_keys.register(*(session_keys.Key(name, "frame") for name in ("last_page",)))
+
 
 def link_notes() -> None:
     """What a link asked for that the page could not take, said once at the top of the page."""

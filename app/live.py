@@ -95,6 +95,10 @@ DOOR_WAIT_OVER = N_("Many students are joining from your network and your turn d
 CONNECTION_FAILED = N_("The class connection failed: {error}")
 
 
+# The session keys this module owns (app/session_keys.py).
+session_keys.register(*(session_keys.Key(name, "live") for name in ("nickname", "room_page")))
+
+
 @st.cache_resource
 def store():
     """One store per server process (SQLite under MHA_DATA_DIR, or Redis at REDIS_URL)."""

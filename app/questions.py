@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import streamlit as st
 
-from app import forecast_figures, i18n, live
+from app import forecast_figures, i18n, live, session_keys
 from app.figures import LARGE, head_grids, tallest_cells_within
 from app.fragments import fragment
 from app.live import in_room, is_teacher
@@ -68,6 +68,12 @@ LOST = N_("The class connection is lost: your answer was **not sent yet**. Press
 
 
 # --- The teacher asks ------------------------------------------------------------------------------
+
+
+# The session keys this module owns (app/session_keys.py).
+session_keys.register(*(session_keys.Key(name, "questions") for name in (
+    "answered", "asked", "asked_screen", "pending_answer", "room_question", "sent_answers"
+)))
 
 
 def solution_of(question) -> str:

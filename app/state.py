@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import streamlit as st
 
-from app import editors, figure_cache, figures, i18n, result_cache, streamlit_door
+from app import editors, figure_cache, figures, i18n, result_cache, session_keys, streamlit_door
 from course import steps as course_steps
 from course.examples import DEFAULT_EXAMPLE, GENERATED, Example, all_examples, generated_setup
 from course.i18n import N_
@@ -45,6 +45,13 @@ SELECTION_PARAMS = {  # link parameter -> the selections it holds, counted from 
     "step": ("present_step",),  # the presenter's screen, by its name in a link (course.steps.screen_position)
     "quiz": ("quiz_seed",),  # the quiz's draw: one link, the same questions for everyone
 }
+
+
+# The session keys this module owns (app/session_keys.py).
+session_keys.register(*(session_keys.Key(name, "state") for name in (
+    "address", "fill_kind_new", "kept_edits", "reservoir", "shown_edits", "versions", "work", "undo",
+    "selections", "origin", "origin_seed", "link_notes", "result_key", REVEALED
+)))
 
 
 @st.cache_resource

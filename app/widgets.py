@@ -57,6 +57,10 @@ session_keys.register(session_keys.Key(EDIT_PROJECTIONS, "widgets", False),
                       session_keys.Key(SAVE_LOAD_OPEN, "widgets", False))
 
 
+# The session keys this module owns (app/session_keys.py).
+session_keys.register(*(session_keys.Key(name, "widgets") for name in ("editor_frames", "load_message")))
+
+
 def image_format() -> str:
     chosen = st.session_state.get(IMAGE_FORMAT)
     return chosen if chosen in IMAGE_FORMATS else "png"

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import segno
 import streamlit as st
 
-from app import i18n, live, questions, streamlit_door
+from app import i18n, live, questions, session_keys, streamlit_door
 from app.fragments import fragment
 from app.safe import html_text, lit, md
 from classroom.store import NoSuchRoom, NotTheTeacher, StoreError
@@ -26,6 +26,12 @@ NICKNAME = N_("Your nickname (optional; only your teacher sees it)")
 
 
 # --- The door: start a room, or join one -------------------------------------------------------------
+
+
+# The session keys this module owns (app/session_keys.py).
+session_keys.register(*(session_keys.Key(name, "classroom") for name in (
+    "live_confirm_remove", "live_door_error", "live_join_error", "live_rename_error", "live_start_error"
+)))
 
 
 def start_room() -> None:

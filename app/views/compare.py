@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures, i18n, number_text, result_cache, state
+from app import figures, i18n, number_text, result_cache, session_keys, state
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current
@@ -22,6 +22,10 @@ PARTNERS = {"ex_f_unscaled": "ex_f_scaled", "ex_f_scaled": "ex_f_unscaled"}  # o
 
 
 PIN_REQUESTED = "compare_pin_requested"  # set by the pin button; the next run pins its own Setup
+
+
+# The session keys this module owns (app/session_keys.py).
+session_keys.register(*(session_keys.Key(name, "compare") for name in ("compare_pin_requested", "pinned")))
 
 
 def pin(setup: Setup) -> None:

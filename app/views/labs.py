@@ -98,6 +98,8 @@ session_keys.register(*(session_keys.Key(name, "labs", default, followed=True) f
     "lab_d_k": 64, "lab_seed": 0, "lab_pairs": 2000, "lab_curve_keys": 8, **CHAPTER_SIZES,
     **CACHE_DEFAULTS}.items()))
 DEFAULTS = session_keys.defaults("labs")
+# Which example's numbers the labs show (not an input: never restored as one, never followed).
+session_keys.register(session_keys.Key("lab_loaded", "labs.page"))
 
 
 def _restore() -> None:

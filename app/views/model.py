@@ -56,6 +56,10 @@ session_keys.register(session_keys.Key("model_text", "model", followed=True),
                       session_keys.Key("pick_model_layer", "model", followed=True))
 
 
+# The session keys this module owns (app/session_keys.py).
+session_keys.register(*(session_keys.Key(name, "model") for name in ("model_example_used",)))
+
+
 @st.cache_resource(show_spinner=False)  # render() says it is loading, in the reader's language
 def model():
     return load_minilm()

@@ -16,7 +16,18 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from app import figure_spec, figures, frame, i18n, number_text, phone_css, questions, state, widgets
+from app import (
+    figure_spec,
+    figures,
+    frame,
+    i18n,
+    number_text,
+    phone_css,
+    questions,
+    session_keys,
+    state,
+    widgets,
+)
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
@@ -77,6 +88,10 @@ TO_THE_TOP = "present_to_the_top"
 REVEALED = state.REVEALED  # (screen, question prompt) the room has seen the answer to
 # The screen of the softmax weights: the room can draw a head's row there first.
 SOFTMAX_SCREEN = next(i for i, screen in enumerate(SCREENS) if screen.key == "softmax")
+
+
+# The session keys this module owns (app/session_keys.py).
+session_keys.register(*(session_keys.Key(name, "present") for name in ("present_source", TO_THE_TOP)))
 
 
 def screen_number() -> int:

@@ -16,7 +16,7 @@ import secrets
 
 import streamlit as st
 
-from app import i18n, live, state
+from app import i18n, live, session_keys, state
 from app.live import in_room, is_teacher
 from app.questions import ask_button
 from app.safe import lit
@@ -31,6 +31,13 @@ SEEDS = 999  # a link counts the seed from 1 in at most three digits (state._app
 RADIO_UP_TO = 6  # more choices than this go in a selectbox
 PLACEHOLDERS = {"weight": N_("e.g. 0.42"), "score": N_("e.g. -1.25"), "head_output": N_("e.g. 0.8"),
                 "shape": N_("e.g. 3 × 5"), "parameters": N_("e.g. 1,048,576")}
+
+
+# The session keys this module owns (app/session_keys.py).
+session_keys.register(*(session_keys.Key(name, "quiz") for name in (
+    "quiz_asked", "quiz_first", "quiz_given", "quiz_index", "quiz_language", "quiz_note",
+    "quiz_recall_given", "quiz_refused", "quiz_right", "quiz_round", "quiz_seen_seed", "quiz_setup"
+)))
 
 
 def render(current: Current, workbench_page) -> None:
