@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import i18n, live, session_keys, state, widgets
+from app import address, i18n, live, session_keys, state, widgets
 from app.safe import lit
 
 # The session keys this module owns (app/session_keys.py).
@@ -49,7 +49,7 @@ def mark(current: state.Current) -> Mark:
     ss = st.session_state
     inputs = tuple(sorted(widgets.sidebar_values().items()))
     sidebar = (inputs, ss.get("origin"), ss.get("origin_seed"), ss.get(widgets.KV_HEADS_FOR))
-    whole = current.result is None or state.link_params(current)[1]
+    whole = current.result is None or address.link_params(current)[1]
     return Mark(repr(sidebar), current.edited, current.result is not None, whole, widgets.following())
 
 
@@ -67,7 +67,7 @@ def finish(current: state.Current, page_path: str, *, whole: bool = True) -> Non
     """After the page: the address, what an opening would replace, the teacher's room. In a run of the
     steps alone (``whole=False``) the sidebar is not drawn: its note on a link too large for the
     address stays as the whole run drew it (the Mark holds whether there is one)."""
-    state.sync_url(current, sidebar_drawn=whole)  # after the page: its pickers may have settled a selection
+    address.sync_url(current, sidebar_drawn=whole)  # after the page: its pickers may have settled a selection
     state.remember_shown(current, widgets.shown_label(current))  # what a deliberate opening would replace
     live.publish(current, page_path)  # the room gets what the address says
     st.session_state.link_notes = []  # shown once; gone after the next change

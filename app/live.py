@@ -29,7 +29,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import i18n, push, session_keys, state, streamlit_door, widgets
+from app import address, i18n, push, session_keys, state, streamlit_door, widgets
 from app.fragments import fragment
 from app.safe import lit
 from classroom.backends import open_store
@@ -69,7 +69,7 @@ POLL_SECONDS = 2.0  # a follower's heartbeat, and its check of the room's versio
 TEACHER_BEAT_SECONDS = 5.0  # the teacher's page says it is open this often (the room ends 15 min after)
 TOO_LARGE_FOR_THE_ROOM = N_("The teacher's setup is too large to send to the class: this page shows the "
                             "default example until the teacher shows a smaller one.")
-# {refused}: what state.apply_room_state refused
+# {refused}: what address.apply_room_state refused
 ROOM_STATE_REFUSED = N_("The teacher's setup could not be shown: {refused}.")
 ROOM_PARAMS = ("room", "teacher", "me")  # link parameters of a live class; "me" is read no more, only dropped
 
@@ -451,7 +451,7 @@ def follow_before_build() -> None:
     inputs = selections.pop("inputs", {})
     if room.setup_json:
         params = current_names({**json.loads(room.setup_json), **{k: str(v) for k, v in selections.items()}})
-        refused = state.apply_room_state(params)  # the whole state, as a fresh page would take it
+        refused = address.apply_room_state(params)  # the whole state, as a fresh page would take it
         if not {"s", "example", "setup"} & set(params):
             ss.live_message = i18n.t(TOO_LARGE_FOR_THE_ROOM)
         elif refused:
@@ -511,17 +511,17 @@ def publish(current, page_path: str) -> None:
     """The teacher's page, its state link and selections, sent to the room when they change."""
     if not is_teacher() or current.result is None:
         return
-    params = state.publish_params(current)
+    params = address.publish_params(current)
     for name in ROOM_PARAMS:
         params.pop(name, None)
-    selections = {name: params.pop(name) for name in list(params) if name in state.SELECTION_PARAMS}
+    selections = {name: params.pop(name) for name in list(params) if name in address.SELECTION_PARAMS}
     send(page_path, json.dumps(params, sort_keys=True), selections)
 
 
 def sync_selection_params() -> None:
     """From a fragment: the selections to the address bar, and to the room for its teacher (the room
     is the address's other copy)."""
-    state.sync_selection_address()
+    address.sync_selection_address()
     publish_selections()
 
 
@@ -532,7 +532,7 @@ def publish_selections() -> None:
     if not is_teacher() or "published" not in ss or not streamlit_door.fragments_run():
         return  # a whole run publishes at its end
     page_path, setup_json, _ = ss.published
-    send(page_path, setup_json, dict(state.selection_params()))
+    send(page_path, setup_json, dict(address.selection_params()))
 
 
 def send(page_path: str, setup_json: str, selections: dict) -> None:

@@ -11,7 +11,19 @@ if ROOT not in sys.path:
 
 import streamlit as st
 
-from app import frame, i18n, live, phone_css, questions, result_cache, state, streamlit_door, style, widgets
+from app import (
+    address,
+    frame,
+    i18n,
+    live,
+    phone_css,
+    questions,
+    result_cache,
+    state,
+    streamlit_door,
+    style,
+    widgets,
+)
 from app.views import classroom, examples, labs, learn, model, present, quiz, workbench
 
 result_cache.tune_collector()  # once: the imports' objects out of every later collection
@@ -21,9 +33,9 @@ st.set_page_config(page_title="Multi-head attention, step by step", page_icon="ð
 language_notes = i18n.init_language()  # the reader's own, whatever a room shares
 style.apply(i18n.language())  # contrast, focus ring, reduced motion, skip links, lang (app/style.py)
 phone_css.phone_ui()  # a phone's stylesheet, and figures planned for its column (app/phone_css.py)
-state.init_state()
+address.open_session()  # once: the default example, then what the link says
 st.session_state.link_notes += language_notes
-state.follow_history()  # Back or Forward brought an earlier address: open it
+address.follow_history()  # Back or Forward brought an earlier address: open it
 live.join_from_link()  # ?room=CODE
 live.follow_before_build()  # a follower takes the teacher's newest state first
 with live.follower_turn():  # a whole class reruns at once when the teacher changes something

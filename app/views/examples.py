@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app import i18n, state
+from app import address, i18n, state
 from app.safe import lit
 from course.examples import choices_in
 
@@ -20,4 +20,4 @@ def render(workbench_page) -> None:
                     choices=lit(choices_in(example.choices, i18n.language()))))
             if st.button(i18n.t("Open in the workbench"), key=f"open_{key}", on_click=state.open_over_edits,
                          args=(state.load_example, key)):
-                state.switch_page(workbench_page)
+                address.switch_page(workbench_page)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import figures, i18n, learn_figures, questions, session_keys, state, training
+from app import address, figures, i18n, learn_figures, questions, session_keys, state, training
 from app.figure_cache import figure
 from app.fragments import fragment
 from app.live import in_room, is_teacher
@@ -288,7 +288,7 @@ def open_ui(model: Model, tokens: np.ndarray, workbench_page) -> None:
                          format_func=lambda n: i18n.t("layer {n}").format(n=n + 1))
     if st.button(i18n.t("Open this layer in the workbench"), key="learn_open", on_click=open_layer,
                  args=(model, tokens, layer)):
-        state.switch_page(workbench_page)
+        address.switch_page(workbench_page)
 
 
 def open_layer(model: Model, tokens: np.ndarray, layer: int) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 import streamlit as st
 
 from app import (
+    address,
     figure_cache,
     figures,
     i18n,
@@ -289,7 +290,7 @@ def change_tab(loaded, trace: Trace, text: str, layer: int, workbench_page) -> N
     fits = len(trace.tokens) <= LIMITS.tokens
     if st.button(i18n.t("Open layer {layer} in the workbench").format(layer=f"{layer + 1:d}"),
                  key="model_copy", disabled=not fits, on_click=copy_layer, args=(loaded, text, layer)):
-        state.switch_page(workbench_page)
+        address.switch_page(workbench_page)
     if not fits:
         st.caption(i18n.t("The workbench takes at most {limit} tokens; this text has {n} word pieces. "
                           "Shorten it to copy.").format(limit=f"{LIMITS.tokens:d}", n=len(trace.tokens)))

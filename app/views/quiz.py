@@ -27,7 +27,7 @@ from course.quiz import Question, generate, recall
 from course.worksheet import worksheet_html
 
 QUIZ_LENGTH = 10  # questions drawn at a time; "New question" past the last draws more
-SEEDS = 999  # a link counts the seed from 1 in at most three digits (state._apply_selections)
+SEEDS = 999  # a link counts the seed from 1 in at most three digits (address._apply_selections)
 RADIO_UP_TO = 6  # more choices than this go in a selectbox
 PLACEHOLDERS = {"weight": N_("e.g. 0.42"), "score": N_("e.g. -1.25"), "head_output": N_("e.g. 0.8"),
                 "shape": N_("e.g. 3 × 5"), "parameters": N_("e.g. 1,048,576")}
