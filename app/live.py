@@ -431,11 +431,11 @@ def follow_before_build() -> None:
     """A follower's session takes the room's newest state before any widget is drawn."""
     ss = st.session_state
     if not widgets.following():
-        push.forget(watch())
+        push.forget(watch)
         return
     try:
         if watch().version(ss.room) <= ss.get("applied_version", -1):
-            push.shown(watch(), ss.room, ss.applied_version)
+            push.shown(watch, ss.room, ss.applied_version)
             return  # versions only grow; the state read below may be newer than the watch's version
         room = watch().state(ss.room)
     except NoSuchRoom:
@@ -458,7 +458,7 @@ def follow_before_build() -> None:
             ss.live_message = i18n.t(ROOM_STATE_REFUSED).format(refused="; ".join(refused))
     take_page_inputs(inputs)
     ss.room_inputs = widgets.sidebar_values()
-    push.shown(watch(), ss.room, room.version)  # the server reruns this page when the room moves past it
+    push.shown(watch, ss.room, room.version)  # the server reruns this page when the room moves past it
 
 
 def page_inputs() -> dict:

@@ -8,6 +8,8 @@ which a whole rerun would stop); the pusher looks again a quarter second later.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from app import streamlit_door
@@ -18,15 +20,16 @@ rerun_session = streamlit_door.rerun_when_idle  # RERUN_ASKED, SESSION_BUSY or S
 
 
 @st.cache_resource
-def pusher(_watch: RoomWatch) -> Pusher:
-    """The server's one pusher, reading versions through the followers' shared watch (app/live.py's;
-    the leading underscore: Streamlit keeps one pusher whatever the argument)."""
-    started = Pusher(_watch.version, rerun_session)
+def pusher(_watch: Callable[[], RoomWatch]) -> Pusher:
+    """The server's one pusher, reading versions through the followers' shared watch (app/live.py's
+    ``watch``, asked each time: a cleared cache makes a new one; the leading underscore: Streamlit keeps
+    one pusher whatever the argument)."""
+    started = Pusher(lambda code: _watch().version(code), rerun_session)
     started.start()
     return started
 
 
-def shown(watch: RoomWatch, code: str, version: int) -> None:
+def shown(watch: Callable[[], RoomWatch], code: str, version: int) -> None:
     """This follower's page now shows the room's version. Only a session the real server knows is
     kept: AppTest's pages have no session to push to (they poll), and a thread reading the store for
     them would outlive the test that opened it."""
@@ -35,7 +38,7 @@ def shown(watch: RoomWatch, code: str, version: int) -> None:
         pusher(watch).shown(session_id, code, version)
 
 
-def forget(watch: RoomWatch) -> None:
+def forget(watch: Callable[[], RoomWatch]) -> None:
     session_id = this_server_session()
     if session_id is not None:
         pusher(watch).forget(session_id)

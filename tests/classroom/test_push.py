@@ -107,7 +107,7 @@ def test_an_apptest_page_is_not_pushed_to():
     student = open_address({"room": code})
     rerun_after_a_poll(student)  # follow_before_build took the room's state, and called push.shown
     assert not student.exception and student.session_state["applied_version"] >= 0
-    assert push.pusher(live.watch()).following() == {}
+    assert push.pusher(live.watch).following() == {}
 
 
 def test_an_ended_room_moves_and_a_lost_store_asks_nobody():
