@@ -16,9 +16,6 @@ import streamlit as st
 from app import address, i18n, live, session_keys, state, widgets
 from app.safe import lit
 
-# The session keys this module owns (app/session_keys.py).
-session_keys.register(*(session_keys.Key(name, "frame") for name in ("last_page",)))
-
 
 def link_notes() -> None:
     """What a link asked for that the page could not take, said once at the top of the page."""
@@ -28,7 +25,8 @@ def link_notes() -> None:
 
 
 HANDED = "frame_current"  # this whole run's Current, handed by the frame to the workbench's steps
-session_keys.register(session_keys.Key(HANDED, "frame"))
+# The session keys this module owns (app/session_keys.py); last_page: the page the last run drew.
+session_keys.register(session_keys.Key(HANDED, "frame"), session_keys.Key("last_page", "frame"))
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,13 @@ VERSION_NOTE = N_("This server runs Streamlit {installed}, but the app was check
                   "poll (every 2 s). Install the version requirements.txt names.")
 NICKNAME = N_("Your nickname (optional; only your teacher sees it)")
 
-
-# --- The door: start a room, or join one -------------------------------------------------------------
-
-
 # The session keys this module owns (app/session_keys.py).
 session_keys.register(*(session_keys.Key(name, "classroom") for name in (
     "live_confirm_remove", "live_door_error", "live_join_error", "live_rename_error", "live_start_error"
 )))
+
+
+# --- The door: start a room, or join one -------------------------------------------------------------
 
 
 def start_room() -> None:
