@@ -59,6 +59,10 @@ class Run:
     elements: int = 0  # deltas that draw an element (new_element), the page's cost in elements
     blocks: int = 0  # deltas that open a container (add_block: columns, expanders, containers)
     kinds: dict[str, int] = field(default_factory=dict)  # element type (plotly_chart, ...) -> elements drawn
+    # A run stopped for another (a fragment's run that calls st.rerun(scope="app")): its messages, which
+    # the counts above leave out. How many of them reach the tab before the stop is a race: they are
+    # the stopped run's, not the page's.
+    stopped_messages: int = 0
 
     def chart(self, key: str) -> dict:
         return json.loads(self.charts[key])
@@ -264,7 +268,11 @@ class Session:
         elif kind == "session_event" and msg.session_event.HasField("script_compilation_exception"):
             error = msg.session_event.script_compilation_exception
             run.errors.append(f"compilation: {error.type}: {error.message}")
-        elif kind == "script_finished" and msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+        elif kind == "script_finished" and msg.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+            run.stopped_messages += run.messages  # counted from the next run's start
+            run.messages = run.bytes = run.elements = run.blocks = 0
+            run.kinds.clear()
+        elif kind == "script_finished":
             run.status = FINISHED.get(msg.script_finished, str(msg.script_finished))
         elif kind == "delta" and msg.delta.WhichOneof("type") == "add_block":
             run.blocks += 1
