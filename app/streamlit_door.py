@@ -42,6 +42,7 @@ run dispatches it. tests/app/test_taps.py clicks in a real browser beside a fast
 from __future__ import annotations
 
 import logging
+import os
 
 import streamlit
 from streamlit import runtime
@@ -72,6 +73,7 @@ PRIVATE_NAMES = (
     ("streamlit.runtime.state.session_state.WidgetMetadata", "value_type", "the double click"),
     ("streamlit.runtime.Runtime", "media_file_mgr", "clear_session_media"),
 )
+FIXES_ENV = "MHA_STREAMLIT_RACE_FIXES"  # "0": the races' workarounds off, to reproduce them upstream
 WAITING = "_mha_waiting_reruns"  # on an AppSession: RerunData held until its finished runner is gone
 TRIGGERS = frozenset({"trigger_value", "string_trigger_value", "json_trigger_value"})  # a click, not a value
 _log = logging.getLogger(__name__)
@@ -172,8 +174,9 @@ def race_fixes_installed() -> bool:
 
 
 def install_race_fixes() -> None:
-    """Wrap AppSession and WStates once per process (only under the pinned Streamlit)."""
-    if race_fixes_installed() or streamlit.__version__ != PINNED:
+    """Wrap AppSession and WStates once per process (only under the pinned Streamlit, and unless
+    ``MHA_STREAMLIT_RACE_FIXES=0``: docs/streamlit-races.md reproduces each race with them off)."""
+    if race_fixes_installed() or streamlit.__version__ != PINNED or os.environ.get(FIXES_ENV) == "0":
         return
     create, handle = AppSession._create_scriptrunner, AppSession._handle_scriptrunner_event_on_event_loop
 
