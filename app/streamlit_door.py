@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 
 import streamlit
 from streamlit import runtime
@@ -72,7 +73,12 @@ PRIVATE_NAMES = (
     ("streamlit.runtime.state.session_state.WidgetMetadata", "fragment_id", "the double click"),
     ("streamlit.runtime.state.session_state.WidgetMetadata", "value_type", "the double click"),
     ("streamlit.runtime.Runtime", "media_file_mgr", "clear_session_media"),
+    ("streamlit.runtime.app_session.AppSession", "_on_scriptrunner_event", "one wake-up per batch (wrapped)"),
+    ("streamlit.runtime.app_session.AppSession", "_call_soon_on_event_loop", "one wake-up per batch"),
+    ("streamlit.runtime.app_session.AppSession", "_browser_queue", "one wake-up per batch"),
+    ("streamlit.runtime.app_session.AppSession", "_message_enqueued_callback", "one wake-up per batch"),
 )
+BATCH_ENV = "MHA_STREAMLIT_BATCH"  # "0": one event-loop wake-up per message again, as Streamlit does
 FIXES_ENV = "MHA_STREAMLIT_RACE_FIXES"  # "0": the races' workarounds off, to reproduce them upstream
 WAITING = "_mha_waiting_reruns"  # on an AppSession: RerunData held until its finished runner is gone
 TRIGGERS = frozenset({"trigger_value", "string_trigger_value", "json_trigger_value"})  # a click, not a value
@@ -220,3 +226,69 @@ def carried_by_another_fragment(value_type: str, fragment_id: str | None) -> boo
         return False
     ran = fragments_run()  # [] for a whole run
     return bool(ran) and fragment_id not in ran
+
+
+# --- one wake-up per batch of a run's messages ----------------------------------------------------------
+
+
+BATCH = "_mha_event_batch"  # on an AppSession: (lock, events waiting for the event loop, wake-up asked)
+
+
+def batching_installed() -> bool:
+    return getattr(AppSession, "_mha_batched", False)
+
+
+def install_event_batching() -> None:
+    """Hand a script's events to the server's event loop in batches: one wake-up for all that wait.
+
+    Streamlit 1.67 schedules every message a script sends (each element and container) as its own
+    callback on the event loop (``call_soon_threadsafe``): a write to the loop's pipe, a wake-up and a
+    turn of the loop each, about half of what the loop spends on a run of 88 messages. Here the events
+    join a per-session list in the order they were sent, and the loop is woken only when the list was
+    empty; it then handles every event waiting, in that order: a message of the session's current run
+    joins its browser queue as Streamlit's handler would put it there, and the server is told once per
+    batch that messages wait (Streamlit tells it per message, by another wake-up); any other event goes
+    to Streamlit's own handler. The order
+    of one session's events is unchanged; another callback scheduled meanwhile (a rerun the browser
+    asked for) runs as if it had arrived a moment later. Off with ``MHA_STREAMLIT_BATCH=0`` or under
+    another Streamlit (bench/run_cpu.py compares the two)."""
+    if batching_installed() or streamlit.__version__ != PINNED or os.environ.get(BATCH_ENV) == "0":
+        return
+
+    def send_in_batch(session: AppSession, sender, event, **kwargs) -> None:
+        lock, waiting, asked = session.__dict__.get(BATCH) or session.__dict__.setdefault(
+            BATCH, (threading.Lock(), [], [False]))
+        with lock:
+            waiting.append((sender, event, kwargs))
+            if asked[0]:
+                return
+            asked[0] = True
+        session._call_soon_on_event_loop(lambda: handle_waiting(session))
+
+    def handle_waiting(session: AppSession) -> None:
+        lock, waiting, asked = session.__dict__[BATCH]
+        while True:
+            with lock:
+                if not waiting:
+                    asked[0] = False
+                    return
+                batch = waiting[:]
+                waiting.clear()
+            enqueued = False
+            for sender, event, kwargs in batch:
+                try:
+                    if event is ScriptRunnerEvent.ENQUEUE_FORWARD_MSG and sender is session._scriptrunner:
+                        session._browser_queue.enqueue(kwargs["forward_msg"])  # as its handler does
+                        enqueued = True
+                    else:
+                        session._handle_scriptrunner_event_on_event_loop(sender, event, **kwargs)
+                except Exception:  # as the event loop logs a failed callback, and goes on with the next
+                    _log.exception("A script runner event failed on the event loop")
+            if enqueued and session._message_enqueued_callback is not None:
+                session._message_enqueued_callback()  # the server sends what waits: once, not per message
+
+    # A running ScriptRunner holds its session's receiver weakly, the function included: the original
+    # must stay alive, or the run that installs this (a server's first) loses its receiver mid-run.
+    AppSession._mha_unbatched_on_event = AppSession._on_scriptrunner_event
+    AppSession._on_scriptrunner_event = send_in_batch
+    AppSession._mha_batched = True
