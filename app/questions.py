@@ -30,9 +30,9 @@ from app.live import in_room, is_teacher
 from app.safe import lit, md
 from app.widgets import chart
 from classroom.store import QuestionClosed, StoreError, StoreUnavailable, is_right
+from course import answers
 from course.i18n import N_, localized_number_text
 from course.quiz import (
-    NUMBER_KINDS,
     DrawnForecast,
     chips_to_weights,
     distance_words,
@@ -40,7 +40,6 @@ from course.quiz import (
     grid_json,
     most_wrong_cell,
     read_grid,
-    room_answer,
     room_correct,
 )
 
@@ -401,8 +400,7 @@ def send_answer(question, value, nickname: str) -> None:
         st.warning(i18n.t("Choose or type an answer first."))
         return
     try:
-        value = room_answer(question.kind, value, question.choices,
-                            language=i18n.language()) if question.kind != FORECAST else value
+        value = answers.kind_of(question.kind).stored(value, question.choices, language=i18n.language())
     except ValueError as error:
         st.warning(md(i18n.t("That cannot be read as an answer ({error}). Try again."), error=error),
                    icon=":material/edit:")
@@ -557,16 +555,16 @@ def revealed_view(question, current) -> None:
     if question.kind == FORECAST:
         own_forecast_view(question, mine)
         return
-    correct = shown_answer(question.kind, question.correct)
+    correct = shown(question.kind, question.correct)
     if mine is None:
         st.info(md(i18n.t("You did not answer this one. The right answer: **{correct}**"), correct=correct),
                 icon=":material/info:")
     elif is_right(question, mine):
-        st.success(md(i18n.t("You answered **{answer}**: right."), answer=shown_answer(question.kind, mine)),
+        st.success(md(i18n.t("You answered **{answer}**: right."), answer=shown(question.kind, mine)),
                    icon=":material/check_circle:")
     else:
         st.error(md(i18n.t("You answered **{answer}**: wrong. The right answer: **{correct}**"),
-                    answer=shown_answer(question.kind, mine), correct=correct), icon=":material/cancel:")
+                    answer=shown(question.kind, mine), correct=correct), icon=":material/cancel:")
     if question.solution:
         st.markdown(question.solution)  # course.quiz's Markdown: its tokens are escaped there
     try:
@@ -576,20 +574,9 @@ def revealed_view(question, current) -> None:
     distribution("student", tally, large=False, marked=True)
 
 
-def shown_answer(kind: str, value: str) -> str:
-    """An answer as the page writes it: a weight to two decimals, a count with separators, another
-    number to four significant figures; anything else as it is."""
-    if kind not in NUMBER_KINDS:
-        return value
-    try:
-        number = float(value)
-    except ValueError:
-        return value
-    if kind == "weight":
-        return f"{number:.2f}"
-    if kind == "parameters" and number == int(number):
-        return f"{int(number):,}"
-    return f"{number:.4g}"
+def shown(kind: str, value: str) -> str:
+    """A stored answer as the page writes it (course/answers.py)."""
+    return answers.kind_of(kind).shown(value)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

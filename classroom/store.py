@@ -48,13 +48,14 @@ import hmac
 import io
 import json
 import math
-import re
 import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
+
+from course.answers import kind_of
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read aloud or off a projector
 CODE_LENGTH = 4  # 31**4 ≈ 920,000 codes for at most MAX_ROOMS rooms: a guess hits one in ~4,600
@@ -96,7 +97,6 @@ MAX_QUESTION_ID_CHARS = 32  # ids are secrets.token_urlsafe(8), 11 characters
 MAX_STATE_CHARS = 1_000_000  # setup_json plus the selections' JSON; the page's upload limit
 MAX_FORECAST_CELLS = 256  # rows * cols of a forecast question's grid
 FORECAST_ROW_SUM_TOLERANCE = 1e-3
-RIGHT_SLACK = 1e-12  # added to a number question's tolerance (0.1 + 0.2 is right for 0.3)
 
 OPEN, CLOSED, REVEALED = "open", "closed", "revealed"  # a question's status
 FORECAST = "forecast"  # the kind of a forecast question: answers are grids of weights
@@ -401,33 +401,13 @@ def check_answer(question: Question, value: str) -> str:
     return value
 
 
-SHAPE = re.compile(r"\s*(\d+)\s*[×xX*]\s*(\d+)\s*")
-
-
-def read_number(text: str, kind: str) -> float:
-    """A number as typed: "0.25", and for a weight also "25%"; ValueError if it is not one."""
-    text = text.strip()
-    if kind == "weight" and text.endswith("%"):
-        return float(text[:-1]) / 100
-    return float(text)
-
-
 def is_right(question: Question, value: str) -> bool | None:
     """Whether an answer is right: None if the question cannot be marked (no correct answer, or a
-    forecast). Choices compare exactly; a "shape" as (rows, cols) ("3 × 5", "3x5", "3 x 5");
-    anything else as numbers within the question's tolerance. Unreadable answers are wrong."""
+    forecast); otherwise as its kind marks it (course/answers.py: choices exactly, shapes as
+    (rows, cols), anything else as numbers within the question's tolerance; unreadable is wrong)."""
     if not question.correct or question.kind == FORECAST:
         return None
-    if question.choices:
-        return value == question.correct
-    if question.kind == "shape":
-        given, right = SHAPE.fullmatch(value), SHAPE.fullmatch(question.correct)
-        return bool(given and right) and given.groups() == right.groups()
-    try:
-        given, right = read_number(value, question.kind), read_number(question.correct, question.kind)
-    except ValueError:
-        return False
-    return abs(given - right) <= question.tolerance + RIGHT_SLACK  # NaN and inf: False
+    return kind_of(question.kind).right(value, question.correct, question.tolerance, question.choices)
 
 
 def count_answers(question: Question, answers: Iterable[Answer]) -> dict[str, int]:

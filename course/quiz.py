@@ -10,17 +10,17 @@ Every sentence is written in the reader's language: the functions that build one
 (setup, seed) asks the same questions in every language. ``RECALL`` is English; ``recall(language)``
 is the same set translated.
 
-How answers are checked (``Question.check``; it never raises, junk is simply wrong):
+How answers are checked (``Question.check``; it never raises, junk is simply wrong), by the kind's
+entry in course/answers.py (the registry the room's store marks with too):
 
 * choices: the text must equal one of them exactly (after trimming spaces);
 * shapes: "3 × 5", "3x5", "3 X 5", "3*5", "3 by 5", "3, 5", "(3, 5)" and "[3, 5]";
-* numbers: decimal or scientific notation in ASCII digits, as ``mha_core.setup.parse_number``
-  reads them, with three additions: a typographic minus is a minus; a single comma without a
-  point is a decimal comma ("0,67" is 0.67) except in the parameter count, where commas, spaces,
-  apostrophes, underscores and points between groups of three digits are thousands separators
-  ("1,048,576", "1.048.576" as German writes it); a weight may be typed as a percentage ("67%").
-  There is no upper bound (parse_number stops at 1e6, below example I's 1,048,576 parameters);
-  inf and NaN are refused.
+* numbers: as mha_core/typed_number.py reads them (decimal or scientific notation in ASCII digits,
+  a typographic minus), with a decimal comma ("0,67" is 0.67) except in the parameter count, where
+  commas, spaces, apostrophes, underscores and points between groups of three digits are thousands
+  separators ("1,048,576", "1.048.576" as German writes it); a weight may be typed as a percentage
+  ("67%"). There is no upper bound (a grid's cell stops at 1e6, below example I's 1,048,576
+  parameters); inf and NaN are refused.
 * tolerances (absolute): a weight asked to two decimals, 0.005 (plus 1e-6 for rounding in
   float); a score or a head-output cell, 0.005 or 0.5% of its magnitude, whichever is larger
   (plus the same hair), so two decimals or three significant figures are right; the parameter
@@ -30,13 +30,12 @@ How answers are checked (``Question.check``; it never raises, junk is simply wro
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from course import answers
 from course.i18n import N_, localized_number_text, number, translator
 from mha_core.analysis import (
     FLAT_AT,
@@ -56,10 +55,6 @@ TERMS_SHOWN = 8  # terms of a sum written out in an explanation
 KINDS = ("top_key", "weight", "score", "head_output", "shape", "parameters", "flat_head", "disagreeing_pair")
 # "strongest_head" is asked by the presenter's forecasts only (IDEAS), not drawn for the Quiz page.
 YES, NO = N_("yes"), N_("no")
-NO_ANSWER = N_("no answer given")
-CHOOSE = N_("choose one of the options")
-SHAPE_HINT = N_("write a shape as rows × columns, e.g. 3 × 5")
-NOT_A_NUMBER = N_("{text} is not a number (type e.g. 0.42, -1.5 or 2e3)")
 TWO_DECIMALS, THREE_FIGURES = N_("two decimals"), N_("three significant figures")
 
 
@@ -85,35 +80,24 @@ class Question:
 
     def problem(self, given, *, language: str = "en") -> str | None:
         """Why ``given`` cannot be read as an answer to this question (in ``language``), or None if it can."""
-        _ = translator(language)
-        if not isinstance(given, str) or not given.strip():
-            return _(NO_ANSWER)
-        if self.choices:
-            return None if given.strip() in self.choices else _(CHOOSE)
-        if self.kind == "shape":
-            return None if read_shape(given) else _(SHAPE_HINT)
-        try:
-            read_number(given, whole=self.kind == "parameters", percent=self.kind == "weight")
-        except ValueError:
-            return _not_a_number_text(given, language)
-        return None
+        if not isinstance(given, str):
+            return translator(language)(answers.NO_ANSWER)
+        return answers.kind_of(self.kind).problem(given, self.choices, language=language)
 
     def _right(self, given: str) -> bool:
-        if self.choices:
-            return given.strip() == self.answer
-        if self.kind == "shape":
-            return read_shape(given) == read_shape(str(self.answer))
-        value = read_number(given, whole=self.kind == "parameters", percent=self.kind == "weight")
-        return abs(value - float(self.answer)) <= self.tolerance
+        kind = answers.kind_of(self.kind)
+        correct = self.answer if isinstance(self.answer, str) else repr(float(self.answer))
+        return kind.right(kind.stored(given, self.choices), correct, self.tolerance, self.choices)
 
     @property
     def answer_text(self) -> str:
         """The right answer as the page shows it (and as a person may type it)."""
         if isinstance(self.answer, str):
             return self.answer
-        if self.kind == "parameters":
+        kind = answers.kind_of(self.kind)
+        if kind.whole:
             return f"{int(self.answer):,}"
-        if self.kind == "weight":
+        if kind.percent:
             return f"{self.answer:.2f}"
         return _figures(self.answer)
 
@@ -121,49 +105,9 @@ class Question:
         """answer_text as the language writes numbers (0,67; 1.048.576), as it may be typed back."""
         if language == "en" or isinstance(self.answer, str):
             return self.answer_text
-        if self.kind == "parameters":
+        if answers.kind_of(self.kind).whole:
             return number(int(self.answer), language, 0)
         return localized_number_text(self.answer_text, language)
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading what a person typed
-
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
-_THOUSANDS = re.compile(r"[+-]?[1-9]\d{0,2}([,.' _\u00a0\u202f]\d{3})+", re.ASCII)
-_SHAPE = re.compile(r"[(\[]?\s*(\d{1,7})\s*(?:x|×|\*|by|,)\s*(\d{1,7})\s*[)\]]?", re.IGNORECASE)
-
-
-def read_number(text: str, *, whole: bool = False, percent: bool = False) -> float:
-    """A typed number (see the module docstring); ValueError saying what was found otherwise."""
-    cleaned = str(text).strip().replace("\u2212", "-")
-    scale = 1.0
-    if percent and cleaned.endswith("%"):
-        cleaned, scale = cleaned[:-1].rstrip(), 0.01
-    if whole and _THOUSANDS.fullmatch(cleaned):
-        cleaned = re.sub(r"[,.' _\u00a0\u202f]", "", cleaned)
-    elif not whole and cleaned.count(",") == 1 and "." not in cleaned:
-        cleaned = cleaned.replace(",", ".")  # a decimal comma
-    if not _NUMBER.fullmatch(cleaned):
-        return _not_a_number(text)
-    value = float(cleaned) * scale
-    if not math.isfinite(value):
-        return _not_a_number(text)
-    return value
-
-
-def _not_a_number(text) -> float:
-    raise ValueError(_not_a_number_text(text))
-
-
-def _not_a_number_text(text, language: str = "en") -> str:
-    return translator(language)(NOT_A_NUMBER).format(text=repr(str(text).strip()[:30]))
-
-
-def read_shape(text: str) -> tuple[int, int] | None:
-    """(rows, columns) from "3 × 5", "3x5", "3 by 5", "(3, 5)"...; None if it is not a shape."""
-    match = _SHAPE.fullmatch(str(text).strip())
-    return (int(match[1]), int(match[2])) if match else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -889,33 +833,10 @@ def distance_words(distance: float, *, language: str = "en") -> str:
 # ---------------------------------------------------------------------------------------------
 # Answers to the room: one form the room's store compares (classroom.store.is_right)
 
-NUMBER_KINDS = ("weight", "score", "head_output", "parameters")
-
-
 def room_answer(kind: str, text, choices: tuple[str, ...] = (), *, language: str = "en") -> str:
-    """What a student typed, in the one form the store marks as Question.check would: a choice as
-    it is, a shape as "3 × 5", a number as Python writes the float ("0.67" for "67%" or "0,67",
-    "1048576.0" for "1,048,576"); other kinds' text trimmed. ValueError says why it cannot be read
-    (in ``language``)."""
-    _ = translator(language)
-    text = str(text).strip()
-    if not text:
-        raise ValueError(_(NO_ANSWER))
-    if choices:
-        if text not in choices:
-            raise ValueError(_(CHOOSE))
-        return text
-    if kind == "shape":
-        shape = read_shape(text)
-        if shape is None:
-            raise ValueError(_(SHAPE_HINT))
-        return f"{shape[0]} × {shape[1]}"
-    if kind in NUMBER_KINDS:
-        try:
-            return repr(read_number(text, whole=kind == "parameters", percent=kind == "weight"))
-        except ValueError:
-            raise ValueError(_not_a_number_text(text, language)) from None
-    return text
+    """What a student typed, in the one form the store marks as Question.check would
+    (course/answers.py, ``AnswerKind.stored``); ValueError says why it cannot be read (in ``language``)."""
+    return answers.kind_of(kind).stored(text, choices, language=language)
 
 
 def room_correct(question: Question) -> str:

@@ -11,7 +11,6 @@ there, a field on ``Setup`` and, if it is new to the core, an argument of the ca
 from __future__ import annotations
 
 import math
-import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from mha_core.attention import DEFAULT_MAX_BYTES, MHAResult, multi_head_attention
+from mha_core.typed_number import MINUS, read_number
 from mha_core.validation import Window
 
 
@@ -256,7 +256,6 @@ def setup_fields() -> tuple[str, ...]:
 # Characters that hide or reorder text around them: zero-width, BOM, bidirectional controls
 # (U+202E turns "cat" into "tac"), and every other format or control character.
 _INVISIBLE = ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp")
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)  # ASCII digits only
 
 
 def attention_size_problem(n_heads: int, n_q: int, n_k: int, limits: Limits = LIMITS) -> str | None:
@@ -310,13 +309,14 @@ def parse_number(text: str) -> float:
     Raises ValueError saying what was found: "1,5" (a comma), "0x10", "inf", "1e308" and "1e-400"
     (which would become 0) are refused rather than silently read as something else.
     """
-    cleaned = str(text).strip().replace("\u2212", "-")  # a typographic minus is a minus
+    cleaned = str(text).strip().replace(MINUS, "-")  # a typographic minus is a minus
     if not cleaned:
         raise ValueError("the cell is empty")
-    if not _NUMBER.fullmatch(cleaned):
+    try:
+        value = read_number(cleaned, finite=False)  # the range below says what an overflow is
+    except ValueError:
         hint = " (use a point for decimals, e.g. 1.5)" if "," in cleaned else ""
-        raise ValueError(f"{str(text)[:30]!r} is not a number{hint}")
-    value = float(cleaned)
+        raise ValueError(f"{str(text)[:30]!r} is not a number{hint}") from None
     if not abs(value) <= LIMITS.max_abs:
         raise ValueError(f"{cleaned[:30]} is outside the range this page accepts "
                          f"(±{LIMITS.max_abs:,.0f})")

@@ -22,15 +22,13 @@ from app.questions import ask_button
 from app.safe import lit
 from app.state import Current
 from app.step_text import drill_lines
-from course.i18n import N_
+from course import answers
 from course.quiz import Question, generate, recall
 from course.worksheet import worksheet_html
 
 QUIZ_LENGTH = 10  # questions drawn at a time; "New question" past the last draws more
 SEEDS = 999  # a link counts the seed from 1 in at most three digits (address._apply_selections)
 RADIO_UP_TO = 6  # more choices than this go in a selectbox
-PLACEHOLDERS = {"weight": N_("e.g. 0.42"), "score": N_("e.g. -1.25"), "head_output": N_("e.g. 0.8"),
-                "shape": N_("e.g. 3 × 5"), "parameters": N_("e.g. 1,048,576")}
 
 
 # The session keys this module owns (app/session_keys.py).
@@ -157,7 +155,7 @@ def _ask(question: Question, ident: str, prompt: str) -> str | None:
             value = st.selectbox(i18n.t("Your answer"), question.choices, index=None, key=key,
                                  placeholder=i18n.t("Choose a key, query or pair"))
         else:
-            hint = PLACEHOLDERS.get(question.kind)
+            hint = answers.kind_of(question.kind).placeholder
             value = st.text_input(i18n.t("Your answer"), key=key, placeholder=i18n.t(hint) if hint else "",
                                   max_chars=60)
         checked = st.form_submit_button(i18n.t("Check"), key=f"quiz_check_{ident}", type="primary")

@@ -81,6 +81,7 @@ APP_TEXT_TABLES = {
 APP_TEXT_CALLS = {
     "step": "app.i18n.step(n): step n of course/steps.py, translated",
     "screen": "app.i18n.screen(i): presenter screen i of course/steps.py, translated",
+    "kind_of": "course.answers.kind_of(name): an answer kind of the registry, every text a literal there",
 }
 # Translations of a message: as safe as the message translated, which is checked like any value.
 TRANSLATORS = {"t": "app.i18n.t(message): the app's own message in the reader's language",

@@ -57,9 +57,10 @@ from app.views.present import SCREENS, SOFTMAX_SCREEN, STEP_KEY
 from classroom.sqlite_store import SqliteStore
 from classroom.store import GUESS_BUCKET, HEARTBEAT_SECONDS, WRONG_CODES_PER_MINUTE, is_right
 from classroom.watch import RoomWatch
+from course.answers import read_shape
 from course.examples import all_examples
 from course.labs import SCORE_EXAMPLES
-from course.quiz import generate, read_shape
+from course.quiz import generate
 from mha_core import LIMITS
 from mha_core.codec import ConfigError, setup_from_json, setup_from_link, setup_to_json
 from tests.apptest_util import (

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from course.answers import kind_of, read_shape
 from course.examples import DEFAULT_EXAMPLE, GENERATED, all_examples, generated_setup
 from course.quiz import (
     FLAT_AT,
@@ -21,8 +22,6 @@ from course.quiz import (
     Question,
     forecast,
     generate,
-    read_number,
-    read_shape,
     relative_tolerance,
 )
 from mha_core import Setup
@@ -295,17 +294,18 @@ def test_flat_is_the_workbenchs_flat():
 @pytest.mark.parametrize(("typed", "value"), [
     ("0.67", 0.67), (" 0,67 ", 0.67), ("−1.5", -1.5), ("2e-3", 0.002), (".5", 0.5), ("-0", 0.0)])
 def test_numbers_are_read_with_a_decimal_comma(typed, value):
-    assert read_number(typed) == value
+    assert kind_of("score").read_number(typed) == value
 
 
 def test_parameter_counts_take_thousands_separators_and_weights_percentages():
-    assert read_number("1,048,576", whole=True) == 1048576
-    assert read_number("1 048 576", whole=True) == 1048576
-    assert read_number("1048576", whole=True) == 1048576
-    assert read_number("67%", percent=True) == pytest.approx(0.67)
+    count, weight = kind_of("parameters"), kind_of("weight")
+    assert count.read_number("1,048,576") == 1048576
+    assert count.read_number("1 048 576") == 1048576
+    assert count.read_number("1048576") == 1048576
+    assert weight.read_number("67%") == pytest.approx(0.67)
     for junk in ("1,04,8576", "0,048,576", "1,5", "67%"):
         with pytest.raises(ValueError):
-            read_number(junk, whole=True)
+            count.read_number(junk)
     question = Question("parameters", "How many?", 1048576.0, 7, "")
     assert question.check("1,048,576") and question.check("1048576") and not question.check("1,048,577")
 
