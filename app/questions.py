@@ -43,7 +43,7 @@ from course.quiz import (
     room_correct,
 )
 
-FORECAST = "forecast"  # the store's kind of a drawn forecast
+FORECAST = answers.FORECAST  # the store's kind of a drawn forecast
 CHIPS = 10  # chips a student shares out over one row's keys: each is 0.1 of the weight
 BUTTON_CHARS = 22  # a key's label on its button (with its chips it fits a 390-px phone)
 PANEL_SECONDS = 1.0  # the teacher's answer panel reads the tally this often
@@ -350,14 +350,14 @@ def student_question_ui(current=None) -> None:
         if ss.get("answered") == question.id or my_value(question.id) is not None:
             st.info(i18n.t("Your answer is in. The answer appears here when your teacher reveals it."),
                     icon=":material/how_to_reg:")
-            if question.kind == FORECAST:
+            if answers.drawn(question.kind):
                 sent_forecast_view(question, current)
             return
         if status == "closed":
             st.info(i18n.t("Answers are closed: the answer appears here when your teacher reveals it."),
                     icon=":material/lock:")
             return
-        if question.kind == FORECAST:
+        if answers.drawn(question.kind):
             forecast_form(question, forecast_labels(question.grid, current))
         else:
             answer_form(question)
@@ -552,7 +552,7 @@ def revealed_view(question, current) -> None:
     """The student's own answer marked right or wrong, the right one, the explanation and the
     room's answers; for a forecast, the student's next to the real softmax."""
     mine = my_value(question.id)
-    if question.kind == FORECAST:
+    if answers.drawn(question.kind):
         own_forecast_view(question, mine)
         return
     correct = shown(question.kind, question.correct)

@@ -55,7 +55,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 
-from course.answers import kind_of
+from course.answers import FORECAST as DRAWN_KIND
+from course.answers import drawn, kind_of
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read aloud or off a projector
 CODE_LENGTH = 4  # 31**4 ≈ 920,000 codes for at most MAX_ROOMS rooms: a guess hits one in ~4,600
@@ -99,7 +100,7 @@ MAX_FORECAST_CELLS = 256  # rows * cols of a forecast question's grid
 FORECAST_ROW_SUM_TOLERANCE = 1e-3
 
 OPEN, CLOSED, REVEALED = "open", "closed", "revealed"  # a question's status
-FORECAST = "forecast"  # the kind of a forecast question: answers are grids of weights
+FORECAST = DRAWN_KIND  # the kind of a forecast question: answers are grids of weights
 CSV_COLUMNS = ("question", "prompt", "correct", "student", "nickname", "answer", "right", "answered_at")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell starting so as a formula
 
@@ -351,7 +352,7 @@ def check_grid(kind: str, grid) -> tuple[int, int]:
         rows, cols = (int(n) if float(n) == int(n) else -1 for n in grid)
     except (TypeError, ValueError, OverflowError):
         raise InvalidInput("The grid must be two whole numbers (rows, columns).") from None
-    if kind != FORECAST:
+    if not drawn(kind):
         if (rows, cols) != (0, 0):
             raise InvalidInput("Only a forecast question has a grid.")
         return (0, 0)
@@ -362,7 +363,7 @@ def check_grid(kind: str, grid) -> tuple[int, int]:
 
 def check_question(question: Question) -> Question:
     """The question's fields checked together (choices, correct, tolerance, grid)."""
-    if question.kind == FORECAST and (question.choices or question.correct):
+    if drawn(question.kind) and (question.choices or question.correct):
         raise InvalidInput("A forecast question has no choices and no correct answer.")
     if question.correct and question.choices and question.correct not in question.choices:
         raise InvalidInput("The correct answer must be one of the choices.")
@@ -392,7 +393,7 @@ def forecast_grid(value: str, grid: tuple[int, int]) -> list[list[float]]:
 
 def check_answer(question: Question, value: str) -> str:
     """The value as stored: a forecast as compact JSON of its weights, anything else as given."""
-    if question.kind == FORECAST:
+    if drawn(question.kind):
         check_text("forecast", value, empty_ok=False)
         return json.dumps(forecast_grid(value, question.grid), separators=(",", ":"))
     check_text("answer", value, empty_ok=False)
@@ -405,7 +406,7 @@ def is_right(question: Question, value: str) -> bool | None:
     """Whether an answer is right: None if the question cannot be marked (no correct answer, or a
     forecast); otherwise as its kind marks it (course/answers.py: choices exactly, shapes as
     (rows, cols), anything else as numbers within the question's tolerance; unreadable is wrong)."""
-    if not question.correct or question.kind == FORECAST:
+    if not question.correct or drawn(question.kind):
         return None
     return kind_of(question.kind).right(value, question.correct, question.tolerance, question.choices)
 
@@ -432,7 +433,7 @@ def mean_forecast(question: Question, answers: list[Answer]) -> list[list[float]
 def make_tally(question: Question, status: str, answers: list[Answer]) -> Tally:
     marks = [is_right(question, answer.value) for answer in answers]
     right = None if is_right(question, "") is None else sum(mark is True for mark in marks)
-    if question.kind == FORECAST:
+    if drawn(question.kind):
         return Tally(question, status, {}, len(answers), None, mean_forecast(question, answers))
     counts = count_answers(question, answers)
     return Tally(question, status, counts, sum(counts.values()), right)

@@ -129,6 +129,11 @@ def kind_of(name: str) -> AnswerKind:
     return KINDS.get(name, TEXT_KIND)
 
 
+def drawn(kind: str) -> bool:
+    """Answers of this kind are drawn grids of weights (a forecast), not typed."""
+    return kind_of(kind).form == FORECAST
+
+
 def not_a_number(text, language: str = "en") -> str:
     return translator(language)(NOT_A_NUMBER).format(text=repr(str(text).strip()[:30]))
 
