@@ -55,7 +55,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 
-from course.answers import FORECAST as DRAWN_KIND
+from course.answers import FORECAST as FORECAST  # the kind whose answers are grids of weights
 from course.answers import drawn, kind_of
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read aloud or off a projector
@@ -100,7 +100,6 @@ MAX_FORECAST_CELLS = 256  # rows * cols of a forecast question's grid
 FORECAST_ROW_SUM_TOLERANCE = 1e-3
 
 OPEN, CLOSED, REVEALED = "open", "closed", "revealed"  # a question's status
-FORECAST = DRAWN_KIND  # the kind of a forecast question: answers are grids of weights
 CSV_COLUMNS = ("question", "prompt", "correct", "student", "nickname", "answer", "right", "answered_at")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell starting so as a formula
 
