@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.figure_layout import FULL_WIDTH, number_px, text_px
 from app.figure_spec import FigureSpec, figure_spec
-from app.figures import FULL_WIDTH, WEIGHT_SCALE, head_colour, number_px, text_px
+from app.figures import WEIGHT_SCALE, head_colour
 from app.number_text import format_number
 from app.pictures import block_means
 from app.safe import chart_text

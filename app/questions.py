@@ -24,7 +24,8 @@ import numpy as np
 import streamlit as st
 
 from app import forecast_figures, i18n, live, session_keys
-from app.figures import LARGE, head_grids, tallest_cells_within
+from app.figure_layout import LARGE, tallest_cells_within
+from app.figures import head_grids
 from app.fragments import fragment
 from app.live import in_room, is_teacher
 from app.safe import lit, md

@@ -18,7 +18,7 @@ from functools import cached_property
 
 import numpy as np
 
-from app import figures
+from app import figure_layout, figures
 from app.figure_spec import FigureSpec
 from course.i18n import ENGLISH, translator
 from course.steps import STEPS
@@ -77,7 +77,7 @@ class StepView:
     kv_in_titles: bool = True  # with grouped key/value heads, panel titles name the one each head reads
     query: int = 0  # the query token whose heads are compared (step 6)
     metric: str = "l2"  # their disagreement's measure (mha_core.analysis.METRICS)
-    large: bool | figures.Style = False  # the page's large type, or a style of its own
+    large: bool | figure_layout.Style = False  # the page's large type, or a style of its own
     language: str = ENGLISH
     build: Build = build_directly
     keep: Keep = make_directly  # the page keeps a result's derivations with the result (app/state.py)

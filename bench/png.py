@@ -16,7 +16,7 @@ import time
 import numpy as np
 from PIL import Image
 
-from app import figures, pictures
+from app import figure_layout, figures, pictures
 
 
 def pillow_png(rgba: np.ndarray, compress_level: int) -> bytes:
@@ -43,7 +43,7 @@ def main() -> None:
                 "Pillow, compress_level=1": lambda a: pillow_png(a, 1),
                 "Pillow, default (6)": lambda a: pillow_png(a, 6)}
     print(f"{'side':>5} | " + " | ".join(f"{name:>28}" for name in encoders))
-    for side in (65, 128, figures.IMAGE_BLOCKS):
+    for side in (65, 128, figure_layout.IMAGE_BLOCKS):
         weights = rng.dirichlet(np.ones(side), size=side)  # [side, side], rows summing to 1
         rgba = pictures.colour_mapped(weights, 0.0, 1.0, figures.WEIGHT_SCALE)
         cells = [timed(encode, rgba, args.repeats) for encode in encoders.values()]

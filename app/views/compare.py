@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures, i18n, number_text, result_cache, session_keys, state
+from app import figure_layout, figures, i18n, number_text, result_cache, session_keys, state
 from app.figure_cache import figure
 from app.safe import lit
 from app.state import Current
@@ -116,7 +116,7 @@ def difference(pinned: Setup, a, current: Current) -> None:
         with column:
             chart(figure(figures.head_grids, result.weights, tokens, kv_tokens, kind="weights",
                          mask=result.mask,
-                         head_names=[f"{name}: {h}" for h in heads], width=figures.HALF_WIDTH),
+                         head_names=[f"{name}: {h}" for h in heads], width=figure_layout.HALF_WIDTH),
                   key=f"compare_weights_{name}")
     delta = b.weights - a.weights  # [h, n_q, n_k]
     chart(figure(figures.head_grids, delta, tokens, kv_tokens, kind="signed",

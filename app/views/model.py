@@ -17,6 +17,7 @@ import streamlit as st
 from app import (
     address,
     figure_cache,
+    figure_layout,
     figures,
     i18n,
     model_figures,
@@ -181,7 +182,7 @@ def overview_tab(trace: Trace, layer: int, key: tuple) -> None:
 
     st.caption(lit(i18n.t(model_figures.OVERVIEW_CAPTION)))
     weights = [result.weights for result in trace.attentions]  # 6 x [12, n, n]
-    width = phone_css.column_width() or figures.FULL_WIDTH
+    width = phone_css.column_width() or figure_layout.FULL_WIDTH
     language = i18n.language()
     labels = kept("head labels", lambda: [head_labels(w) for w in weights])
     chart(figure(model_figures.model_view, weights, labels, width=width, language=language),
@@ -248,7 +249,7 @@ def layer_tab(trace: Trace, layer: int) -> None:
 def picture_colours(panel: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, str | None]:
     """values as drawn: saturated where a panel is sent as a picture (its hover shows no values),
     as they are where the hover shows each cell's value."""
-    if panel.size <= figures.IMAGE_FROM_CELLS:
+    if panel.size <= figure_layout.IMAGE_FROM_CELLS:
         return values, None
     return model_figures.saturated(values, i18n.language())
 
@@ -275,7 +276,7 @@ def lines_tab(trace: Trace, layer: int) -> None:
         return
     shown = weights[:, window, window]  # [h, w, w]
     chart(model_figures.head_view(shown, sorted(chosen), tokens, query=query,
-                                  width=phone_css.column_width() or figures.FULL_WIDTH,
+                                  width=phone_css.column_width() or figure_layout.FULL_WIDTH,
                                   language=i18n.language()),
           key="model_lines", text=of_head_view(shown, chosen, tokens, query, language=i18n.language()))
 
@@ -312,11 +313,12 @@ def change_tab(loaded, trace: Trace, text: str, layer: int, workbench_page) -> N
     st.caption(i18n.t("Largest change of each head's weights (any cell), layer by layer: layers before the "
                       "first zeroed head do not change."))
     chart(figure(figures.matrix_heatmap, change, [i18n.t("layer {n}").format(n=i + 1) for i in range(6)],
-                 [f"h{i + 1}" for i in range(12)], title=i18n.t("max |Δ weight|"), width=figures.FULL_WIDTH),
+                 [f"h{i + 1}" for i in range(12)], title=i18n.t("max |Δ weight|"),
+                 width=figure_layout.FULL_WIDTH),
           key="model_change")
     last = np.asarray(after.hidden_states[-1], dtype=float) - np.asarray(trace.hidden_states[-1], dtype=float)
     chart(figure(figures.matrix_heatmap, last, trace.tokens, figures.dims("d", last.shape[1]),
-                 title=i18n.t("final hidden states: after − before"), width=figures.FULL_WIDTH),
+                 title=i18n.t("final hidden states: after − before"), width=figure_layout.FULL_WIDTH),
           key="model_hidden_delta")
 
 

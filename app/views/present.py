@@ -17,6 +17,7 @@ import numpy as np
 import streamlit as st
 
 from app import (
+    figure_layout,
     figure_spec,
     figures,
     frame,
@@ -60,13 +61,13 @@ PRESENTER_CSS = """<style>
 [data-testid="stMain"] [data-testid="stVerticalBlockBorderWrapper"] > div { padding: 0.6rem 0.8rem; }
 </style>"""
 # The charts' column measures about 660 px at 1280 px with the sidebar collapsed. Figures are planned
-# a little wider: their own margin for a narrower column (figures.FIT_SLACK) is not needed here.
+# a little wider: their own margin for a narrower column (figure_layout.FIT_SLACK) is not needed here.
 CHART_WIDTH = 800
 # A chart's cells are as tall as LARGE's (72 px) when the screen has room, else shorter: the first of
 # these heights whose figure fits. Below 42 px a cell holds no 20-px number (the hover and the table
 # below the chart keep them); the chapter's small examples fit with their numbers.
 CELL_HEIGHTS = (72, 60, 52, 46, 42, 34, 28, 22)
-PROJECTOR = replace(figures.LARGE, title_font=20, row_gap=10)
+PROJECTOR = replace(figure_layout.LARGE, title_font=20, row_gap=10)
 # Vertical room for the charts' column of a screen, px: 720 less the header, the formula and padding.
 CHARTS_PX = 515
 SELECTORS_PX = 52  # the head and query pickers, one row
@@ -421,7 +422,7 @@ class Draw:
         budget = self.room - 2 * CAPTION_PX
         heads = range(sz.n_heads)
         fig = self.all_heads(heads, budget)
-        if fig["layout"]["height"] + TABLE_PX > budget and sz.n_heads > figures.MAX_PER_ROW:
+        if fig["layout"]["height"] + TABLE_PX > budget and sz.n_heads > figure_layout.MAX_PER_ROW:
             heads = self.head_page()  # one row of heads at a time: two (or more) screens, no scrolling
             fig = self.all_heads(heads, budget - SELECTORS_PX)
         chart(fig, key="present_all_heads")
@@ -432,7 +433,7 @@ class Draw:
 
     def head_page(self) -> range:
         """A pager over the heads, MAX_PER_ROW at a time: the heads shown."""
-        per, h = figures.MAX_PER_ROW, self.sizes.n_heads
+        per, h = figure_layout.MAX_PER_ROW, self.sizes.n_heads
         pages = [range(start, min(start + per, h)) for start in range(0, h, per)]
         labels = [i18n.t("heads {first}–{last}").format(first=f"{page.start + 1:d}", last=f"{page.stop:d}")
                   if len(page) > 1 else self.heads[page.start] for page in pages]
@@ -465,7 +466,7 @@ class Draw:
         chart(concat, key="present_concat")
         budget = room - concat["layout"]["height"] - TABLE_PX
         pair = self.charts(8, budget)["chart_output"]
-        small = max(r.output.shape) <= figures.NUMBERS_UP_TO  # its numbers are drawn when they fit
+        small = max(r.output.shape) <= figure_layout.NUMBERS_UP_TO  # its numbers are drawn when they fit
         if small and figures.numbers_note(pair):  # side by side they do not: the output alone
             title = i18n.t("{output}: the input's shape (X: screen 1)").format(
                 output=figures.shape_title(i18n.t("output"), r.output.shape))
@@ -508,7 +509,7 @@ def fitted(builder: Callable[..., figure_spec.FigureSpec], *args, budget: int, w
 
     if phone_css.narrow():
         budget = max(budget, PHONE_CHART_PX)
-    return figures.tallest_cells_within(with_cells, CELL_HEIGHTS, budget - TABLE_PX)
+    return figure_layout.tallest_cells_within(with_cells, CELL_HEIGHTS, budget - TABLE_PX)
 
 
 def _tex_number(value: float) -> str:

@@ -11,7 +11,18 @@ from dataclasses import replace
 import numpy as np
 import streamlit as st
 
-from app import cell_opener, figures, frame, i18n, live, phone_css, result_cache, state, widgets
+from app import (
+    cell_opener,
+    figure_layout,
+    figures,
+    frame,
+    i18n,
+    live,
+    phone_css,
+    result_cache,
+    state,
+    widgets,
+)
 from app.figure_cache import figure
 from app.fragments import fragment
 from app.safe import lit
@@ -263,7 +274,7 @@ class Page:
         st.caption(i18n.t("Attention weights A = softmax over each row (one colour scale 0 to 1 for all "
                           "heads)"))
         grid(charts["chart_weights"], key="chart_weights")
-        if r.weights[0].size > figures.IMAGE_FROM_CELLS:
+        if r.weights[0].size > figure_layout.IMAGE_FROM_CELLS:
             self._zoom(r)
         deviation = row_sum_deviation(r.weights)
         blocked = int(np.sum(~r.mask.any(axis=1))) if r.mask is not None else 0  # rows with no key
@@ -281,7 +292,7 @@ class Page:
         st.caption(i18n.t("Each head's {n_q} × {n_k} grid is sent as a picture (block means beyond {blocks} "
                           "positions a side): numbers on cells and editing cell by cell are off. One head's "
                           "window of {zoom} × {zoom} at full resolution, with its numbers:").format(
-            n_q=f"{n_q:d}", n_k=f"{n_k:d}", blocks=f"{figures.IMAGE_BLOCKS:d}", zoom=f"{ZOOM:d}"))
+            n_q=f"{n_q:d}", n_k=f"{n_k:d}", blocks=f"{figure_layout.IMAGE_BLOCKS:d}", zoom=f"{ZOOM:d}"))
         head_column, query_column, key_column = st.columns(3)
         head = widgets.choice_ui(head_column, i18n.t("head"), self.heads, "zoom_head")
         q0 = int(query_column.number_input(i18n.t("queries from"), 1, max(1, n_q - ZOOM + 1),

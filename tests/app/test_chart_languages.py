@@ -60,7 +60,7 @@ def test_a_builder_writes_its_words_in_the_language_given_and_keeps_tokens_escap
 
 def test_every_builder_takes_a_language():
     rng = np.random.default_rng(0)
-    wide = 13  # more columns than figures.NUMBERS_UP_TO: the hover is a template with words in it
+    wide = 13  # more columns than figure_layout.NUMBERS_UP_TO: the hover is a template with words in it
     de = dict(language="de")
     two = [np.array([0.5, 0.5]), np.array([0.9, 0.1])]
     built = [figures.matrix_heatmap(rng.normal(size=(2, wide)), TOKENS, figures.dims("d", wide), **de),

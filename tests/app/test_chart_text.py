@@ -186,7 +186,7 @@ def test_repeated_tokens_are_told_apart_by_position():
 
 
 def test_a_picture_panel_says_so_and_big_tables_are_cut():
-    n = 80  # above figures.IMAGE_FROM_CELLS: sent as a picture
+    n = 80  # above figure_layout.IMAGE_FROM_CELLS: sent as a picture
     fig = figures.head_grids(np.full((1, n, n), 1 / n), list(map(str, range(n))), list(map(str, range(n))),
                              kind="weights", head_names=["A"])
     text = chart_text.of_figure(fig)

@@ -17,7 +17,7 @@ import pytest
 from plotly.colors import get_colorscale, sample_colorscale, unlabel_rgb
 from plotly.offline import get_plotlyjs
 
-from app import figure_cache, figures, number_text, pictures
+from app import figure_cache, figure_layout, figures, number_text, pictures
 from course.examples import all_examples
 from mha_core import head_contributions, normalised_entropy, pairwise_disagreement
 from tests.apptest_util import chart_specs, pick_example
@@ -53,7 +53,7 @@ def panel_boxes(fig: dict) -> list[tuple[float, float, float, float]]:
     return [(*x["domain"], *y["domain"]) for x, y in zip(axes(fig, "x"), axes(fig, "y"), strict=True)]
 
 
-def plot_size(fig: dict, width: int = figures.FULL_WIDTH) -> tuple[float, float]:
+def plot_size(fig: dict, width: int = figure_layout.FULL_WIDTH) -> tuple[float, float]:
     """Pixel width (at the planned width) and height of the plot area inside the margins."""
     m = fig["layout"]["margin"]
     return width - m["l"] - m["r"], fig["layout"]["height"] - m["t"] - m["b"]
@@ -174,11 +174,11 @@ def test_head_grids_wrap_into_rows_of_at_most_four_apart(rng, h):
     per_row = [sum(round(b[3], 6) == top for b in boxes) for top in rows]
     assert max(per_row) <= 4 and len(rows) == math.ceil(h / max(per_row))
     _, plot_h = plot_size(fig)
-    tick, title = figures.NORMAL.tick_font, figures.NORMAL.title_font
+    tick, title = figure_layout.NORMAL.tick_font, figure_layout.NORMAL.title_font
     for upper, lower in zip(rows, rows[1:], strict=False):
         bottom_of_upper = min(b[2] for b in boxes if round(b[3], 6) == upper)
         gap_px = (bottom_of_upper - lower) * plot_h
-        assert gap_px >= tick + title + figures.TICK_PAD  # room for x tick labels and the next titles
+        assert gap_px >= tick + title + figure_layout.TICK_PAD  # room for x tick labels and the next titles
     # Row labels only on the first panel of each row of panels, so none is drawn over a neighbour.
     y_axes = axes(fig, "y")
     firsts = [b[0] == min(o[0] for o in boxes) for b in boxes]
@@ -190,7 +190,7 @@ def test_left_margin_is_sized_from_the_longest_row_label():
     short = spec(figures.head_grids(np.full((2, 2, 2), 0.5), ["a", "b"], ["a", "b"], kind="weights"))
     long = spec(figures.head_grids(np.full((2, 2, 2), 0.5), ["a", "extraordinarily"], ["a", "b"],
                                    kind="weights"))
-    font = figures.NORMAL.tick_font
+    font = figure_layout.NORMAL.tick_font
     assert long["layout"]["margin"]["l"] >= label_px("extraordinarily", font) + font  # label + "query"
     grown = long["layout"]["margin"]["l"] - short["layout"]["margin"]["l"]
     assert grown >= label_px("extraordinar", font) - 1
@@ -203,7 +203,7 @@ def test_height_grows_with_rows_of_panels_and_query_rows(rng):
         return fig["layout"]["height"]
     assert height(4, 6) < height(5, 6) < height(9, 6) < height(13, 6)  # one to four rows of panels
     assert height(4, 3) < height(4, 6) < height(4, 12) < height(4, 64)
-    assert height(4, 512) <= height(4, 64) + figures.NORMAL.max_panel  # tall grids stop growing
+    assert height(4, 512) <= height(4, 64) + figure_layout.NORMAL.max_panel  # tall grids stop growing
 
 
 @pytest.mark.parametrize("h, n", [(1, 3), (2, 3), (4, 6), (8, 6), (16, 6), (8, 12)])
@@ -213,7 +213,7 @@ def test_head_grid_cells_are_square_ish(rng, h, n):
     plot_w, plot_h = plot_size(fig)
     x0, x1, y0, y1 = panel_boxes(fig)[0]
     aspect = ((x1 - x0) * plot_w / n) / ((y1 - y0) * plot_h / n)
-    assert 0.5 <= aspect <= figures.MAX_CELL_ASPECT + 0.01
+    assert 0.5 <= aspect <= figure_layout.MAX_CELL_ASPECT + 0.01
 
 
 def test_qkv_panels_label_the_rows_of_q_and_of_k_only_when_k_has_its_own_tokens(rng):
@@ -223,8 +223,8 @@ def test_qkv_panels_label_the_rows_of_q_and_of_k_only_when_k_has_its_own_tokens(
     boxes = panel_boxes(cross)
     assert boxes_apart(boxes)
     plot_w, _ = plot_size(cross)
-    gap_px = (boxes[1][0] - boxes[0][1]) * plot_w * figures.FIT_SLACK  # even drawn 20% narrower
-    assert gap_px >= label_px("sleeping", figures.NORMAL.tick_font) + figures.TICK_LEN
+    gap_px = (boxes[1][0] - boxes[0][1]) * plot_w * figure_layout.FIT_SLACK  # even drawn 20% narrower
+    assert gap_px >= label_px("sleeping", figure_layout.NORMAL.tick_font) + figure_layout.TICK_LEN
     assert [a["text"] for a in cross["layout"]["annotations"]] == ["Q [3 × 64]", "K [5 × 64]", "V [5 × 64]"]
     self = spec(figures.qkv_panels(q[:3], k[:3], v[:3], list("abc"), list("abc")))
     assert [y["showticklabels"] for y in axes(self, "y")] == [True, False, False]
@@ -237,7 +237,7 @@ def test_side_by_side_labels_its_shared_rows_once(rng):
     boxes = panel_boxes(fig)
     plot_w, _ = plot_size(fig)
     # The last label of the left panel and the first of the right one both stick out past the gap.
-    gap_px = (boxes[1][0] - boxes[0][1]) * plot_w * figures.FIT_SLACK
+    gap_px = (boxes[1][0] - boxes[0][1]) * plot_w * figure_layout.FIT_SLACK
     assert gap_px >= (label_px("d512", 12) + label_px("d1", 12)) / 2
 
 
@@ -249,26 +249,27 @@ def test_large_matrices_have_no_cell_text_gaps_or_hover_strings(rng, shape):
     rows, cols = [f"t{i}" for i in range(shape[0])], figures.dims("d", shape[1])
     trace = spec(figures.matrix_heatmap(rng.normal(size=shape), rows, cols))["data"][0]
     assert not {"text", "texttemplate", "xgap", "ygap", "hovertext", "customdata"} & set(trace)
-    if shape[0] * shape[1] > figures.IMAGE_FROM_CELLS:  # sent as a picture: the hover says where
+    if shape[0] * shape[1] > figure_layout.IMAGE_FROM_CELLS:  # sent as a picture: the hover says where
         assert trace["type"] == "image" and "column %{x:.0f}" in trace["hovertemplate"]
     else:
         assert "%{z:.3g}" in trace["hovertemplate"]
 
 
-@pytest.mark.parametrize("width", [figures.HALF_WIDTH, figures.FULL_WIDTH])
+@pytest.mark.parametrize("width", [figure_layout.HALF_WIDTH, figure_layout.FULL_WIDTH])
 def test_long_axes_are_thinned_to_a_few_evenly_spaced_labels(rng, width):
     fig = spec(figures.matrix_heatmap(rng.normal(size=(512, 512)), [f"t{i}" for i in range(512)],
                                       figures.dims("d", 512), width=width))
     for axis in (fig["layout"]["xaxis"], fig["layout"]["yaxis"]):
         ticks = axis["tickvals"]
-        assert 2 <= len(ticks) <= figures.MAX_TICKS
+        assert 2 <= len(ticks) <= figure_layout.MAX_TICKS
         steps = np.diff(ticks[1:])
         assert np.all(steps == steps[0])  # evenly spaced after the first
         assert axis["ticktext"] == [("d" if axis is fig["layout"]["xaxis"] else "t") + str(t - (axis is fig[
             "layout"]["yaxis"])) for t in ticks]
     xaxis = fig["layout"]["xaxis"]
     assert xaxis["ticktext"][0] == "d1" and xaxis["ticktext"][-1] == "d512"  # a step that divides 512
-    assert len(xaxis["tickvals"]) * (label_px("d512", 12) + figures.LABEL_AIR) <= width * figures.FIT_SLACK
+    air = figure_layout.LABEL_AIR
+    assert len(xaxis["tickvals"]) * (label_px("d512", 12) + air) <= width * figure_layout.FIT_SLACK
 
 
 def test_short_labels_are_thinned_too(rng):
@@ -280,12 +281,12 @@ def test_short_labels_are_thinned_too(rng):
 
 
 def test_tick_positions_are_round_and_within_budget():
-    assert figures._tick_positions(512, 16) == [0, *range(63, 512, 64)]  # d1, d64, ..., d512
-    assert figures._tick_positions(64, 4) == [0, 31, 63]
-    assert figures._tick_positions(6, 16) == list(range(6))
+    assert figure_layout.tick_positions(512, 16) == [0, *range(63, 512, 64)]  # d1, d64, ..., d512
+    assert figure_layout.tick_positions(64, 4) == [0, 31, 63]
+    assert figure_layout.tick_positions(6, 16) == list(range(6))
     for n in range(2, 700, 7):
         for budget in (2, 3, 5, 16):
-            positions = figures._tick_positions(n, budget)
+            positions = figure_layout.tick_positions(n, budget)
             assert len(positions) <= max(budget, 2) and positions == sorted(set(positions))
             assert 0 <= positions[0] and positions[-1] < n
 
@@ -397,7 +398,7 @@ def test_numbers_fit_their_cells_when_printed(rng):
         x0, x1, y0, y1 = panel_boxes(data)[0]
         cell_w, cell_h = (x1 - x0) * plot_w / n, (y1 - y0) * plot_h / n
         widest = max(len(t) for trace in data["data"] for row in trace["text"] for t in row)
-        assert widest * 0.6 * 12 <= cell_w * figures.FIT_SLACK and 12 * 1.25 <= cell_h
+        assert widest * 0.6 * 12 <= cell_w * figure_layout.FIT_SLACK and 12 * 1.25 <= cell_h
 
 
 def test_near_one_weights_wrap_onto_two_lines_when_one_is_too_wide():
@@ -558,7 +559,7 @@ def test_long_titles_wrap_instead_of_running_into_the_neighbours(rng):
     wide = spec(figures.concat_bands(rng.normal(size=(6, 512)), list("abcdef"), 8, 64, title=title,
                                      large=True))
     assert wide["layout"]["annotations"][0]["text"].count("<br>") == 1
-    assert wide["layout"]["margin"]["t"] >= 2 * figures.LARGE.title_font  # room for both lines
+    assert wide["layout"]["margin"]["t"] >= 2 * figure_layout.LARGE.title_font  # room for both lines
 
 
 # --- In a real browser -----------------------------------------------------------------------
@@ -598,7 +599,7 @@ def test_example_h_paints_every_panel_without_overlapping_labels(tmp_path):
     sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
     half = {"x", "disagreement", "entropy"}
     figs = workbench_figures("ex_h_cross_attention")
-    width = {name: figures.HALF_WIDTH if name in half else figures.FULL_WIDTH for name in figs}
+    width = {name: figure_layout.HALF_WIDTH if name in half else figure_layout.FULL_WIDTH for name in figs}
     divs = "".join(f'<div id="{name}" style="width:{width[name]}px"></div>' for name in figs)
     specs = ",".join(f'["{name}", {pio.to_json(fig, validate=False)}]' for name, fig in figs.items())
     page_file = tmp_path / "h.html"
@@ -653,7 +654,7 @@ def test_a_large_grid_is_sent_as_images_whose_pixels_are_its_block_means():
     assert len(images) == 3
     assert not any(trace["type"] == "heatmap" and trace.get("x0", 1) > 0 for trace in fig["data"])
     factor = images[0]["dx"]
-    assert factor == math.ceil(600 / figures.IMAGE_BLOCKS)
+    assert factor == math.ceil(600 / figure_layout.IMAGE_BLOCKS)
     for head, trace in enumerate(images):
         pixels = _decoded_png(trace["source"])
         expected = pictures.colour_mapped(pictures.block_means(weights[head], factor), 0.0, 1.0,
@@ -743,7 +744,7 @@ def test_a_figure_of_a_named_array_is_keyed_on_its_name_not_its_bytes():
 
 
 def test_a_layout_is_planned_once_per_shape_and_labels_and_each_figure_gets_its_own_copy():
-    """figures._plan keeps a layout by what it depends on (shapes, labels, titles), not by numbers:
+    """figure_layout.layout_of keeps a layout by what it depends on (shapes, labels, titles), not by numbers:
     two grids of other numbers share it, and a figure that changes its copy (an image's ranges, shapes)
     leaves the kept one and the next figure's as they were."""
     rng = np.random.default_rng(0)
@@ -752,12 +753,12 @@ def test_a_layout_is_planned_once_per_shape_and_labels_and_each_figure_gets_its_
     second = figures.head_grids(rng.random((2, 3, 3)), tokens, tokens, kind="weights")
     assert first["layout"] == second["layout"]
     assert first["data"][0]["z"] != second["data"][0]["z"]
-    panel = figures._Panel(np.zeros((3, 3)), tokens, tokens, title="A")
-    plan = figures._plan([panel], 4, figures.NORMAL, figures.FULL_WIDTH)
+    panel = figure_layout.Panel(np.zeros((3, 3)), tokens, tokens, title="A")
+    plan = figure_layout.layout_of([panel], 4, figure_layout.NORMAL, figure_layout.FULL_WIDTH)
     plan.layout["xaxis"]["range"] = [0, 99]
     plan.layout["shapes"] = ["changed"]
-    again = figures._plan([panel], 4, figures.NORMAL, figures.FULL_WIDTH)
+    again = figure_layout.layout_of([panel], 4, figure_layout.NORMAL, figure_layout.FULL_WIDTH)
     assert "range" not in again.layout["xaxis"] and "shapes" not in again.layout
-    relabelled = figures._plan([figures._Panel(np.zeros((3, 3)), tokens, ["a", "b", "c"], title="A")], 4,
-                               figures.NORMAL, figures.FULL_WIDTH)
+    panel_abc = figure_layout.Panel(np.zeros((3, 3)), tokens, ["a", "b", "c"], title="A")
+    relabelled = figure_layout.layout_of([panel_abc], 4, figure_layout.NORMAL, figure_layout.FULL_WIDTH)
     assert relabelled.layout["xaxis"]["ticktext"] == ["a", "b", "c"] != again.layout["xaxis"]["ticktext"]

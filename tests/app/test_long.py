@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app import figures, result_cache
+from app import figure_layout, result_cache
 from course.examples import generated_setup
 from mha_core import LIMITS, multi_head_attention
 from tests.apptest_util import chart_specs, fresh_app, heatmap_values, pick_example, texts
@@ -29,7 +29,7 @@ def last_result(at):
 def test_a_long_grid_is_a_picture_with_a_window_that_has_its_numbers():
     at = long_page()
     specs = chart_specs(at)
-    assert N * N > figures.IMAGE_FROM_CELLS
+    assert N * N > figure_layout.IMAGE_FROM_CELLS
     assert all(t["type"] != "heatmap" or t.get("x0", 1) < 0 for t in specs["chart_weights"]["data"])
     assert any(t["type"] == "image" for t in specs["chart_weights"]["data"])
     assert any("sent as a picture" in caption for caption in texts(at.caption))

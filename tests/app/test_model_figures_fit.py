@@ -13,10 +13,10 @@ import re
 import numpy as np
 import pytest
 
-from app import figures, model_figures, number_text
+from app import figure_layout, figures, model_figures, number_text
 
 PHONE_WIDTH = 358  # px: a 390-px phone's column (Streamlit pads it 16 px a side)
-WIDTHS = [figures.FULL_WIDTH, figures.HALF_WIDTH, PHONE_WIDTH]
+WIDTHS = [figure_layout.FULL_WIDTH, figure_layout.HALF_WIDTH, PHONE_WIDTH]
 TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "because", "it", "was", "tired", "[SEP]"]  # 12
 HEADS = [f"head {i + 1}" for i in range(12)]
 
@@ -55,12 +55,12 @@ def panels(fig: dict, width: int) -> list[dict]:
     return found
 
 
-def assert_readable(fig: dict, width: int, tick_font: int = figures.NORMAL.tick_font) -> None:
+def assert_readable(fig: dict, width: int, tick_font: int = figure_layout.NORMAL.tick_font) -> None:
     """Rows at least a label high where every row is labelled; labelled rows and columns never closer
     than their font size (horizontal labels: never overlapping); a picture never a strip."""
     for p in panels(fig, width):
         per_row, per_col = p["h"] / p["rows"], p["w"] / p["cols"]
-        if p["rows"] <= figures.MAX_TICKS:
+        if p["rows"] <= figure_layout.MAX_TICKS:
             assert per_row >= tick_font, (p["rows"], p["cols"], round(per_row, 1))
         else:
             assert p["h"] >= 100, (p["rows"], p["cols"], round(p["h"]))
@@ -101,7 +101,8 @@ def test_wide_matrices_of_the_workbench_and_model_page_are_readable(rng, width, 
                                  title=figures.shape_title("X", shape), width=width)
     assert_readable(fig, width)
     m = fig["layout"]["margin"]
-    assert m["t"] >= (figures.NORMAL.title_font + 2) * figures.LINE_HEIGHT  # the title is not clipped
+    title_px = (figure_layout.NORMAL.title_font + 2) * figure_layout.LINE_HEIGHT
+    assert m["t"] >= title_px  # the title is not clipped
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -110,7 +111,7 @@ def test_the_concatenation_of_a_real_layer_is_readable(rng, width):
     assert_readable(fig, width)
 
 
-@pytest.mark.parametrize("width", [figures.FULL_WIDTH, PHONE_WIDTH])
+@pytest.mark.parametrize("width", [figure_layout.FULL_WIDTH, PHONE_WIDTH])
 def test_the_model_overview_says_where_its_labels_are(rng, width):
     """Finding 7: the page said 'under each head' while the labels sit above."""
     weights = [rng.dirichlet(np.ones(12), size=(12, 12)) for _ in range(6)]
@@ -183,7 +184,7 @@ def test_a_phones_column_gets_one_panel_a_row_each_with_its_row_labels(rng):
         assert all(p["yaxis"]["showticklabels"] for p in found)
         assert_readable(fig, PHONE_WIDTH)
     wide = figures.qkv_panels(*(rng.normal(size=(3, 64)) for _ in range(3)), tokens, tokens)
-    assert len({round(p["xaxis"]["domain"][0], 6) for p in panels(wide, figures.FULL_WIDTH)}) == 3
+    assert len({round(p["xaxis"]["domain"][0], 6) for p in panels(wide, figure_layout.FULL_WIDTH)}) == 3
 
 
 def test_a_pictures_colours_saturate_past_a_few_outliers_and_say_so(rng):

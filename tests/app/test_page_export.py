@@ -97,7 +97,7 @@ def test_outside_text_stays_text_in_the_file():
 
 
 def test_the_longest_sequence_the_app_takes_still_fits_in_5_mb():
-    """Grids beyond figures.IMAGE_FROM_CELLS travel as pictures and the tables are cut, so the file
+    """Grids beyond figure_layout.IMAGE_FROM_CELLS travel as pictures and the tables are cut, so the file
     stays under the budget whatever the setup: no setup is refused."""
     n = LIMITS.tokens
     rng = np.random.default_rng(0)
