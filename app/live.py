@@ -29,7 +29,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import address, i18n, push, session_keys, state, streamlit_door, widgets
+from app import address, i18n, page_scripts, push, session_keys, state, streamlit_door, widgets
 from app.fragments import fragment
 from app.safe import lit
 from classroom.backends import open_store
@@ -227,22 +227,14 @@ def student_secret() -> str:
     return ss.student_secret
 
 
-COOKIE_SCRIPT = """<script>
-const secure = window.parent.location.protocol === 'https:' ? '; Secure' : '';
-window.parent.document.cookie = '{name}={value}; Path=/; Max-Age={max_age}; SameSite=Lax' + secure;
-</script>"""
-
-
 def cookie_ui(slot) -> None:
-    """Store this session's student secret in the browser, unless the browser sent it already. The
-    script runs in a same-origin iframe (st.iframe with HTML) and writes the parent's cookie; the
-    value is [A-Za-z0-9_-] only, so it cannot break out of the string."""
+    """Store this session's student secret in the browser, unless the browser sent it already
+    (app/page_scripts.py; the secret is [A-Za-z0-9_-] only)."""
     secret = st.session_state.get("student_secret")
     if not secret or browser_cookie() == secret:
         return
     with slot:
-        st.iframe(COOKIE_SCRIPT.format(name=STUDENT_COOKIE, value=secret, max_age=STUDENT_COOKIE_MAX_AGE),
-                  height=1)
+        page_scripts.keep_cookie(STUDENT_COOKIE, secret, STUDENT_COOKIE_MAX_AGE)
 
 
 # --- The door --------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from app import (
     frame,
     i18n,
     live,
+    page_scripts,
     phone_css,
     questions,
     result_cache,
@@ -73,7 +74,7 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
     page = st.navigation(pages)
     live.go_to_room_page({p.url_path: p for p in pages}, page.url_path)
     if st.session_state.get("last_page") not in (None, page.url_path):
-        st.iframe(widgets.SCROLL_TO_TOP, height=1)
+        page_scripts.scroll_to_top("page_to_the_top")
     st.session_state.last_page = page.url_path
     questions.student_question_ui(current)
     widgets.undo_ui(current)

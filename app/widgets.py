@@ -32,18 +32,6 @@ MODES = tuple(MODE_LABELS)
 FILL_LABELS = {"random": N_("random"), "identity": N_("identity"), "zeros": N_("zeros")}  # mha_core's FILLS
 
 
-# Scrolls the page to its top, again a few times while it is drawn (charts arriving late could
-# otherwise leave it lower): the browser keeps the old page's scroll position otherwise.
-SCROLL_TO_TOP = """<script>
-const toTheTop = () => {
-  const main = window.parent.document.querySelector('[data-testid="stMain"]');
-  if (main) { main.scrollTo(0, 0); }
-  window.parent.scrollTo(0, 0);
-};
-for (const ms of [0, 150, 400, 800, 1500]) { setTimeout(toTheTop, ms); }
-</script>"""
-
-
 IMAGE_FORMATS = ("png", "svg")  # what the camera button of every chart's modebar downloads
 IMAGE_FORMAT = "image_format"  # the format chosen, kept while the radio that chose it is not drawn
 IMAGE_FORMAT_CHOICE = "image_format_choice"  # that radio's own key

@@ -23,6 +23,7 @@ from app import (
     frame,
     i18n,
     number_text,
+    page_scripts,
     phone_css,
     questions,
     session_keys,
@@ -140,8 +141,7 @@ def render(current: Current, inputs: Inputs) -> None:
     screen = screen_number()
     header(screen)
     new_screen = st.session_state.pop(TO_THE_TOP, False)
-    scroll = f"{widgets.SCROLL_TO_TOP}<!-- screen {screen} -->" if new_screen else ""  # one iframe per screen
-    st.iframe(scroll or "<!-- the arrow keys: app/style.py -->", height=1)  # the screen's place kept
+    page_scripts.scroll_to_top("present_to_the_top_script", now=new_screen)  # drawn always: places kept
     example = state.examples().get(current.base.origin) if current.base is not None else None
     lesson = example.lesson if example is not None and not current.edited else None
     if current.result is None or inputs.sizes is None:

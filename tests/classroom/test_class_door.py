@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import os
 import re
 import secrets
@@ -252,9 +253,10 @@ def test_the_browsers_secret_reaches_no_screen_store_or_file():
         assert secret not in shown(at) and secret not in str(dict(at.query_params))
     assert secret not in csv_text and student_id in csv_text
     assert all(secret not in s.id for s in roster(teacher))
-    # the one place it goes: the script that writes the browser's cookie (an iframe of this session)
-    (setter,) = [e for e in student.sidebar.get("iframe")]
-    assert f"mha_student={secret}; Path=/; Max-Age=31536000; SameSite=Lax" in setter.proto.srcdoc
+    # the one place it goes: the component that writes the browser's cookie (app/page_scripts.py)
+    components = student.sidebar.get("bidi_component")
+    (setter,) = [e for e in components if "mha_keep_cookie" in e.proto.component_name]
+    assert json.loads(setter.proto.json) == {"name": "mha_student", "value": secret, "max_age": 31536000}
 
 
 def test_the_same_browser_in_two_tabs_is_one_student_who_answers_once():
@@ -491,8 +493,7 @@ def open_room(context, url: str, code: str):
     return page
 
 
-WRITES_THE_COOKIE = """() => Array.from(document.querySelectorAll('iframe'))
-    .some(frame => (frame.srcdoc || '').includes('mha_student='))"""
+WRITES_THE_COOKIE = "() => typeof window.mhaCookieWritten === 'string'"  # app/page_scripts.py wrote it here
 
 
 def student_cookie(context) -> dict | None:
