@@ -248,10 +248,10 @@ def install_event_batching() -> None:
     empty; it then handles every event waiting, in that order: a message of the session's current run
     joins its browser queue as Streamlit's handler would put it there, and the server is told once per
     batch that messages wait (Streamlit tells it per message, by another wake-up); any other event goes
-    to Streamlit's own handler. The order
-    of one session's events is unchanged; another callback scheduled meanwhile (a rerun the browser
-    asked for) runs as if it had arrived a moment later. Off with ``MHA_STREAMLIT_BATCH=0`` or under
-    another Streamlit (bench/run_cpu.py compares the two)."""
+    to Streamlit's own handler. The order of one session's events is unchanged; another callback
+    scheduled meanwhile (a rerun the browser asked for) runs as if it had arrived a moment later. Off
+    with ``MHA_STREAMLIT_BATCH=0`` (bench/load.py run with and without it compares the two, as
+    docs/performance.md does) or under another Streamlit."""
     if batching_installed() or streamlit.__version__ != PINNED or os.environ.get(BATCH_ENV) == "0":
         return
 

@@ -6,6 +6,9 @@ real servers, one with the batching and one without (``MHA_STREAMLIT_BATCH=0``).
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 
 import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -13,7 +16,7 @@ from streamlit.util import calc_hash
 
 from app import streamlit_door
 from app.editors import editor_key
-from tests.live_server import streamlit_server
+from tests.live_server import ROOT, streamlit_server
 from tests.st_protocol import SAT, Run, Session
 
 pytestmark = pytest.mark.server  # tests/conftest.py: make test-fast leaves these out
@@ -84,11 +87,20 @@ def test_a_tab_receives_the_same_messages_in_the_same_order_with_and_without_bat
         assert batched == one_by_one
 
 
-def test_the_app_installs_the_batching_for_the_pinned_streamlit_only(monkeypatch):
-    """It reads Streamlit's private names (PRIVATE_NAMES): another version keeps Streamlit's own
-    path. Installed here by the first call, as the app's entry point calls it."""
-    import streamlit
+INSTALLED_AFTER_ONE_RUN = """
+from streamlit.testing.v1 import AppTest
+AppTest.from_file("app/streamlit_app.py", default_timeout=60).run()
+from app import streamlit_door
+print(streamlit_door.batching_installed())
+"""
 
-    assert streamlit.__version__ == streamlit_door.PINNED
-    streamlit_door.install_event_batching()
-    assert streamlit_door.batching_installed()
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("switch", "installed"), [("1", "True"), ("0", "False")])
+def test_the_entry_point_installs_the_batching_unless_switched_off(switch, installed):
+    """A fresh process runs the app's script once: the batching is installed by it, and not with
+    MHA_STREAMLIT_BATCH=0 (the pinned Streamlit only: PRIVATE_NAMES)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), streamlit_door.BATCH_ENV: switch}
+    done = subprocess.run([sys.executable, "-c", INSTALLED_AFTER_ONE_RUN], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip().splitlines()[-1] == installed
