@@ -83,9 +83,9 @@ def tex(latex: str) -> str:
     return localized_tex(latex, language())
 
 
-def step(number: int) -> Step:
-    """Step ``number`` of the course's registry, its texts in the reader's language."""
-    return course_steps.in_language(language())[0][number]
+def step(name: str) -> Step:
+    """The course's step ``name`` (course/steps.py), its texts in the reader's language."""
+    return course_steps.in_language(language())[0][name]
 
 
 def screen(position: int) -> Screen:

@@ -21,7 +21,8 @@ from latex2mathml.converter import convert
 from app import chart_text
 from app.result_cache import BytesLRU, setup_key
 from app.safe import html_text, script_json
-from app.step_charts import CHARTS, ONE_HEAD_AT_A_TIME, StepView
+from app.steps.drawing import drawing_of
+from app.steps.view import StepView
 from course.i18n import ENGLISH, translator
 from course.steps import STEPS, in_language
 from mha_core.attention import MHAResult
@@ -75,15 +76,17 @@ def mathml(latex: str) -> str:
 
 
 def step_figures(setup: Setup, result: MHAResult, q_tokens, k_tokens, *, query: int = 0,
-                 language: str = ENGLISH) -> dict[int, list]:
-    """Every step's charts as the workbench draws them (app/step_charts.py, the same functions), for
-    the given query, with each head's where the workbench shows one head at a time."""
+                 language: str = ENGLISH) -> dict[str, list]:
+    """Every step's charts by its name, as the workbench draws them (the step's own ``charts``,
+    app/steps/<step>.py), for the given query, with each head's where the workbench shows one head
+    at a time."""
     view = StepView(setup, result, q_tokens, k_tokens, query=query, language=language)
     drawn = {}
-    for number in STEPS:  # the course's registry is the only list of steps
-        heads = range(result.n_heads) if number in ONE_HEAD_AT_A_TIME else (0,)
-        charts = CHARTS.get(number, lambda _: {})  # a step may have words only
-        drawn[number] = [fig for head in heads for fig in charts(replace(view, head=head)).values()]
+    for name in STEPS:  # the course's registry is the only list of steps
+        drawing = drawing_of(name)
+        heads = range(result.n_heads) if drawing.one_head_at_a_time else (0,)
+        charts = drawing.charts or (lambda _: {})  # a step may have words only
+        drawn[name] = [fig for head in heads for fig in charts(replace(view, head=head)).values()]
     return drawn
 
 
@@ -109,9 +112,9 @@ def page_html(setup: Setup, *, title: str, query: int = 0, language: str = ENGLI
     steps, _ = in_language(language)
     _ = translator(language)
     what_word, why_word = html_text(_("What.")), html_text(_("Why."))
-    for number, step in steps.items():  # the course's registry is the only list of steps
+    for number, (name, step) in enumerate(steps.items(), start=1):  # the registry's order
         drawn = []
-        for fig in figures_of.get(number, []):
+        for fig in figures_of.get(name, []):
             chart_id = f"chart-{len(charts) + 1}"
             charts[chart_id] = fig.to_dict()
             drawn.append(chart_html(chart_id, fig, language))

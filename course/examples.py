@@ -27,7 +27,7 @@ class Lesson:
     chapter's own Forecast box (a question to ask before that screen, and the chapter's answer)."""
 
     look_for: str  # the chapter's point and the numbers to find on the page
-    screen: int  # the presenter screen (1-9) where the point appears
+    screen: str  # the presenter screen where the point appears: its key (course/steps.py SCREENS)
     forecast: str = ""  # asked before `screen` is revealed
     forecast_answer: str = ""  # the chapter's forecast, shown on Reveal
     from_chapter: bool = True  # False: the example and its forecast are ours, beyond the chapters
@@ -336,86 +336,87 @@ def all_examples() -> dict[str, Example]:
     return {example.key: replace(example, lesson=LESSONS[example.key]) for example in examples}
 
 
-LESSONS = {  # presenter screens: 1 X, 2 Q K V, 3 scores, 4 softmax, 5 values, 6 heads, 7 disagreement,
-    # 8 concatenation and W_O, 9 cost
+LESSONS = {  # each names the presenter screen of its point (course/steps.py SCREENS)
     "the_cat_sat_two_heads": Lesson(
         N_("Row 'sat': head 1 puts 0.67 on 'the', head 2 puts 0.67 on 'cat' (each 0.24 on 'sat' itself): "
            "two strong, opposite opinions, L2 distance 0.813. For 'the' and 'cat' one head is flat instead."),
-        7, N_("'sat' = (1, 1) sits between 'the' = (2, 0) and 'cat' = (0, 2). Head 1 sees only the "
-              "horizontal axis, head 2 only the vertical one. Where will 'sat' look in each head?"),
+        "disagreement",
+        N_("'sat' = (1, 1) sits between 'the' = (2, 0) and 'cat' = (0, 2). Head 1 sees only the "
+           "horizontal axis, head 2 only the vertical one. Where will 'sat' look in each head?"),
         N_("Head 1 looks mostly at 'the' (0.67), head 2 mostly at 'cat' (0.67): they disagree.")),
     "the_cat_sat_one_head": Lesson(
         N_("Row 'sat' is exactly uniform, 1/3 = 0.33 on each key: it is as close to 'the' as to 'cat'. "
-           "'the' mostly attends to itself."), 4,
+           "'the' mostly attends to itself."), "softmax",
         N_("'sat' = (1, 1) is equally close to 'the' = (2, 0) and 'cat' = (0, 2). How will it split its "
            "attention?"),
         N_("Evenly: 1/3 on each token, since its scores with 'the', 'cat' and itself are all 2.")),
     "cat_chases_mouse": Lesson(
         N_("Head 1's raw scores: 'mouse' with itself scores 2, the other pairs 0 or 1; scaled by 1/sqrt(2) "
-           "they become 1.41 and 0.71. 'mouse' attends most to itself. Head 2's 'mouse' row is flat."), 3),
+           "they become 1.41 and 0.71. 'mouse' attends most to itself. Head 2's 'mouse' row is flat."),
+        "dot_product"),
     "ex_a_single_head": Lesson(
         N_("The scaled diagonal is 1/sqrt(2) = 0.707; row 1's weights are 0.6698 and 0.3302; head output "
-           "row 1 = (1.34, 1.32): a convex mix of the values (2, 0) and (0, 4)."), 4,
+           "row 1 = (1.34, 1.32): a convex mix of the values (2, 0) and (0, 4)."), "softmax",
         N_("Q K^T = I and the values are (2, 0) and (0, 4). What will each output row look like?"),
         N_("Close to its own value but blurred: each row is a convex mix of (2, 0) and (0, 4), so both "
            "coordinates lie inside [0, 4]; row 1 leans toward (2, 0), row 2 toward (0, 4).")),
     "ex_b_two_heads_one_token": Lesson(
         N_("Every softmax row is [1]: head 1 outputs (1, 2), head 2 (3, 4), and the output is (1, 2, 3, 4), "
-           "the input itself."), 8,
+           "the input itself."), "concatenate",
         N_("With a single token, what can attention gather, and what will the output be?"),
         N_("Nothing from neighbours: concatenation rebuilds the 4-vector and W_O = I changes nothing, so "
            "the output is (1, 2, 3, 4).")),
     "ex_c_equal_scores": Lesson(
         N_("Equal scores give uniform weights, 1/3 = 0.33 each, and the output 20: the plain average of 10, "
-           "20 and 30."), 4,
+           "20 and 30."), "softmax",
         N_("All three scores are 2. What weights does softmax give, and what is the output?"),
         N_("Uniform, 1/3 each: no token is preferred, so the output is the plain average, 20.")),
     "ex_d_one_huge_score": Lesson(
         N_("The winner takes 1 − 4.1e-9 (hover it: 0.99999999588); the others get 2.1e-9 each; the output "
-           "reads 30.00 on its cell and 29.99999994 in its hover: glued to v_3 = 30."), 4,
+           "reads 30.00 on its cell and 29.99999994 in its hover: glued to v_3 = 30."), "softmax",
         N_("Scores 0, 0 and 20. Where does the attention go, and what is the output?"),
         N_("Almost all on token 3: softmax collapses towards one-hot, so the output is near 30.")),
     "ex_e_negative_score": Lesson(
         N_("The negative score still gets a positive weight, 0.018; token 2 takes 0.982 and the output is "
-           "198.20, between 100 and 200."), 4,
+           "198.20, between 100 and 200."), "softmax",
         N_("Scores -3 and 1. Can the first weight be negative? Where will the output lie?"),
         N_("Token 2 wins most attention, but both weights stay positive: the output lies between 100 and "
            "200, nearer 200.")),
     "ex_f_unscaled": Lesson(
         N_("Unscaled, the gap of 32 makes the weights (1 - 1.3e-14, 1.3e-14): one-hot, and gradients die. "
            "Compare with 'F: scaling matters (divided by sqrt(64) = 8)': there token 2 keeps real weight."),
-        4,
+        "softmax",
         N_("Scores 40 and 8, not scaled. How peaked will the weights be?"),
         N_("Nearly one-hot on token 1: the gap 32 is huge, so the softmax is 'peaky' and gradients die.")),
     "ex_f_scaled": Lesson(
         N_("Divided by 8 the scores become 5 and 1 (gap 4): w_1 = 0.982 and 0.018 is left for token 2, so "
-           "gradients still reach it."), 4,
+           "gradients still reach it."), "softmax",
         N_("Scores 40 and 8, divided by sqrt(64) = 8. How peaked will the weights be now?"),
         N_("The gap shrinks from 32 to 4: softer, healthier weights (0.982 and 0.018).")),
     "ex_g_coreference": Lesson(
         N_("The query 'it' puts 0.6963 of its attention on 'cat' (score 3.0): this head has learned "
-           "co-reference."), 4,
+           "co-reference."), "softmax",
         N_("'cat' has the top score, 3.0; the others are 1.0 or less. Where will 'it' look?"),
         N_("Mostly at 'cat': the head does its co-reference job (about 70 %).")),
     "ex_h_cross_attention": Lesson(
         N_("Each head's score grid is 3 x 5 (3 decoder queries, 5 encoder keys), not square; each head's "
-           "output is 3 x 64 and the concatenation 3 x 512 = d_model."), 3,
+           "output is 3 x 64 and the concatenation 3 x 512 = d_model."), "dot_product",
         N_("3 queries from the decoder, 5 keys from the encoder, d_k = 64. What shape is each head's "
            "score grid, and each head's output?"),
         N_("Scores: one row per query, one column per key, 3 x 5. Output: one row per query, 3 x 64.")),
     "ex_i_parameter_count": Lesson(
         N_("W_Q, W_K and W_V have 262,144 numbers each (8 heads x 512 x 64), W_O 262,144: 1,048,576 in all "
-           "= 4 x 512^2."), 9,
+           "= 4 x 512^2."), "cost",
         N_("d_model = 512 and h = 8. About how many parameters does this block have?"),
         N_("The four big matrices are each effectively 512 x 512, so about 4 x 512^2, roughly a million "
            "(exactly 1,048,576).")),
     "visual_walkthrough": Lesson(
         N_("The 6 columns of X are sliced into 3 coloured bands of width 2; each band runs its own "
-           "attention, and W_O mixes the three lanes back to width 6."), 6),
+           "attention, and W_O mixes the three lanes back to width 6."), "split"),
     "decoder_gqa": Lesson(
         N_("Causal: row 1 'the' puts 1.00 on itself in every head, row 3 'sat' spreads over all three "
            "tokens, and every cell above the diagonal is blank: weight 0. Heads 1 and 2 read the same keys "
-           "(K/V₁), yet their queries differ, so their weights differ."), 4,
+           "(K/V₁), yet their queries differ, so their weights differ."), "softmax",
         N_("Each token may look only at itself and the tokens before it. How much weight does the first "
            "token, 'the', put on itself?"),
         N_("All of it, 1.00, in every head: it sees no other token."), from_chapter=False),

@@ -42,18 +42,18 @@ SHAPES = N_("Shapes: {n_q} queries x {n_k} keys, d_model = {d_model}, h = {h}, d
 TITLE_CHARS = 200  # a title longer than this is cut (with "...") in the script's comment
 
 SCRIPT_STEPS = '''
-# {step_2}
+# {step_projections}
 # {project}
 q = x @ w_q{b_q}  # [h, n_q, d_k]
 k = x_kv @ w_k{b_k}  # [g, n_k, d_k]  g key/value heads: g = h unless they are grouped
 v = x_kv @ w_v{b_v}  # [g, n_k, d_v]
 k, v = (np.repeat(a, len(w_q) // len(a), axis=0) for a in (k, v))  # [h, n_k, ...]: each query head's
 
-# {step_3}
+# {step_raw_scores}
 # {dot}
 scores = q @ k.transpose(0, 2, 1)  # [h, n_q, n_k]
 
-# {step_4}
+# {step_softmax}
 # {softmax}
 scaled = scores * scale
 scaled = np.where(allowed, scaled, -np.inf)
@@ -63,11 +63,11 @@ e = np.exp(scaled - row_max)  # {unchanged}
 total = e.sum(axis=-1, keepdims=True)
 weights = e / np.where(total == 0, 1.0, total)  # [h, n_q, n_k]
 
-# {step_5}
+# {step_head_outputs}
 # {blend}
 head_outputs = weights @ v  # [h, n_q, d_v]
 
-# {step_7}
+# {step_concatenation}
 # {concat}
 concat = head_outputs.transpose(1, 0, 2).reshape(len(x), -1)  # [n_q, h * d_v]
 output = concat @ w_o{b_o}  # [n_q, d_model]
@@ -121,8 +121,8 @@ def setup_to_script(setup: Setup, title: str = "your setup", recipe: str = "",
               for name in ("b_q", "b_k", "b_v")}
     biases["b_o"] = " + b_o" if setup.b_o is not None else ""
     steps, _screens = in_language(language)  # the course's names
-    titles = {f"step_{n}": _own(_("Step {number} · {title}").format(number=n, title=step.title))
-              for n, step in steps.items()}
+    titles = {f"step_{name}": _own(_("Step {number} · {title}").format(number=number, title=step.title))
+              for number, (name, step) in enumerate(steps.items(), start=1)}
     comments = {name: _own(_(comment)) for name, comment in STEP_COMMENTS.items()}
     parts.append(SCRIPT_STEPS.format(**biases, **titles, **comments))
     return "".join(parts)

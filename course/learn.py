@@ -70,5 +70,5 @@ def induction_question(steps: int, scores, language: str = "en") -> Question | N
                                         score=localized_number_text(f"{score:.2f}", language))
     else:
         answer, why = _(NO_HEAD), _(INDUCTION_NONE).format(steps=steps)
-    return Question(kind=INDUCTION_KIND, prompt=_(INDUCTION_FORECAST), answer=answer, step=2,
+    return Question(kind=INDUCTION_KIND, prompt=_(INDUCTION_FORECAST), answer=answer, step="projections",
                     explanation=why, choices=(*choices, _(NO_HEAD)))

@@ -37,6 +37,7 @@ import numpy as np
 
 from course import answers
 from course.i18n import N_, localized_number_text, number, translator
+from course.steps import number_of
 from mha_core.analysis import (
     FLAT_AT,
     count_parameters,
@@ -68,7 +69,7 @@ class Question:
     kind: str  # one of KINDS, or "recall"
     prompt: str  # plain text; tokens as the setup names them, keys and queries as "3 · sat"
     answer: str | float  # the right choice's label, a number, or a shape text like "3 × 5"
-    step: int  # the workbench step (1..8) where the answer can be read
+    step: str  # the name of the step where the answer can be read (course/steps.py)
     explanation: str  # why / the worked arithmetic, markdown (LaTeX in $...$)
     choices: tuple[str, ...] = ()  # non-empty for multiple choice (answer is one of them)
     tolerance: float = 0.0  # absolute, for numeric answers
@@ -193,7 +194,7 @@ def _pick(rng: np.random.Generator, candidates):
 
 
 # ---------------------------------------------------------------------------------------------
-# One drawer per kind: (facts, rng, step or None for the kind's own) -> Question or None
+# One drawer per kind: (facts, rng, a step's name or None for the kind's own) -> Question or None
 
 
 def _row_listing(f: _Facts, values: np.ndarray, q: int, fmt: Callable[[float], str]) -> str:
@@ -207,10 +208,11 @@ def _row_listing(f: _Facts, values: np.ndarray, q: int, fmt: Callable[[float], s
     return _("{listing} and {more} more, all smaller").format(listing=listed, more=more)
 
 
-def _top_key(f: _Facts, rng, step: int | None = None) -> Question | None:
-    """Which key gets the most: weight (step 4), the value copied most (5) or the raw score (3)."""
-    step = step or 4
-    values = f.r.scores if step == 3 else f.r.weights  # [h, n_q, n_k]
+def _top_key(f: _Facts, rng, step: str | None = None) -> Question | None:
+    """Which key gets the most: weight (softmax), the value copied most (head_outputs) or the raw score
+    (raw_scores)."""
+    step = step or "softmax"
+    values = f.r.scores if step == "raw_scores" else f.r.weights  # [h, n_q, n_k]
     if f.sizes.n_k < 2:
         return None
     ranked = np.sort(np.where(f.allowed, values, -np.inf), axis=-1)  # masked keys at the front
@@ -225,12 +227,12 @@ def _top_key(f: _Facts, rng, step: int | None = None) -> Question | None:
     choices = tuple(f.k_labels[k] for k in range(f.sizes.n_k) if f.allowed[q, k])
     _ = translator(f.language)
     names = {"head": _head(h, _), "query": _quoted(f.q_labels[q]), "row": _md(_quoted(f.q_labels[q]))}
-    if step == 3:
+    if step == "raw_scores":
         prompt = _("In {head}, which key gets the largest raw score q · k from query {query}?").format(
             **names)
         listing = _row_listing(f, values[h, q], q, f.figures)
         why = _("Row {row} of {head}'s raw scores $Q K^\\top$: {listing}.").format(**names, listing=listing)
-    elif step == 5:
+    elif step == "head_outputs":
         prompt = _("In {head}, the output of query {query} is a blend of the value rows. "
                    "Whose value does it copy most?").format(**names)
         listing = _row_listing(f, values[h, q], q, f.fixed)
@@ -255,7 +257,7 @@ def _allowed_cell(f: _Facts, rng, live: bool = True) -> tuple[int, int, int] | N
     return int(rng.integers(f.h)), q, k
 
 
-def _weight(f: _Facts, rng, step: int | None = None) -> Question | None:
+def _weight(f: _Facts, rng, step: str | None = None) -> Question | None:
     cell = _allowed_cell(f, rng)
     if cell is None:
         return None
@@ -270,22 +272,22 @@ def _weight(f: _Facts, rng, step: int | None = None) -> Question | None:
     formula = rf"$a = \dfrac{{e^{{{_tex(row[k])}}}}}{{{terms}}} \approx {w:.4f}$"
     why = _("Softmax of row {row}'s scaled scores: {formula}. “Show the arithmetic” writes out every "
             "term.").format(row=_md(_quoted(f.q_labels[q])), formula=formula)
-    return Question("weight", prompt, w, step or 4, why, tolerance=WEIGHT_TOLERANCE, cell=(h, q, k))
+    return Question("weight", prompt, w, step or "softmax", why, tolerance=WEIGHT_TOLERANCE, cell=(h, q, k))
 
 
 def _precision(value: float, _: Callable[[str], str]) -> str:
     return _(TWO_DECIMALS) if abs(value) < 100 else _(THREE_FIGURES)
 
 
-def _score(f: _Facts, rng, step: int | None = None) -> Question | None:
-    """A raw score q · k (step 3) or a scaled one (step 4); step None draws which."""
+def _score(f: _Facts, rng, step: str | None = None) -> Question | None:
+    """A raw score q · k (raw_scores) or a scaled one (softmax); step None draws which."""
     cell = _allowed_cell(f, rng)
     if cell is None:
         return None
-    step = step or int(rng.choice([3, 3, 4]))
+    step = step or ("raw_scores", "softmax")[int(rng.choice([0, 0, 1]))]
     h, q, k = cell
     raw = float(f.r.scores[h, q, k])
-    value = raw if step == 3 else float(f.r.scaled[h, q, k])
+    value = raw if step == "raw_scores" else float(f.r.scaled[h, q, k])
     _ = translator(f.language)
     names = {"head": _head(h, _), "query": _quoted(f.q_labels[q]), "key": _quoted(f.k_labels[k]),
              "precision": _precision(value, _)}
@@ -294,7 +296,7 @@ def _score(f: _Facts, rng, step: int | None = None) -> Question | None:
     terms = " + ".join(f"({_tex(a)})({_tex(b)})" for a, b in pairs)
     terms += r" + \dots" if qv.size > TERMS_SHOWN else ""
     why = rf"$q \cdot k = {terms} = {_tex(raw)}$"
-    if step == 3:
+    if step == "raw_scores":
         prompt = _("In {head}, what is the raw score q · k of query {query} with key {key}? "
                    "({precision})").format(**names)
         why += "."
@@ -306,7 +308,7 @@ def _score(f: _Facts, rng, step: int | None = None) -> Question | None:
     return Question("score", prompt, value, step, why, tolerance=relative_tolerance(value), cell=(h, q, k))
 
 
-def _head_output(f: _Facts, rng, step: int | None = None) -> Question | None:
+def _head_output(f: _Facts, rng, step: str | None = None) -> Question | None:
     rows = np.flatnonzero(f.allowed.any(axis=1))  # a fully masked row's output is 0 by fiat
     if not len(rows):
         return None
@@ -323,49 +325,50 @@ def _head_output(f: _Facts, rng, step: int | None = None) -> Question | None:
     formula = rf"$\sum_k a_k v_{{k,{j + 1}}} = {terms} = {_tex(value)}$"
     why = _("Row {row}'s weights times column {column} of V, added up: {formula}.").format(
         row=_md(_quoted(f.q_labels[q])), column=j + 1, formula=formula)
-    return Question("head_output", prompt, value, step or 5, why, tolerance=relative_tolerance(value))
+    return Question("head_output", prompt, value, step or "head_outputs", why,
+                    tolerance=relative_tolerance(value))
 
 
-def _shapes(f: _Facts, h: int) -> list[tuple[str, tuple[int, int], int, str]]:
+def _shapes(f: _Facts, h: int) -> list[tuple[str, tuple[int, int], str, str]]:
     """(what, shape, step, why) of every matrix a shape question may name, in the facts' language."""
     s = f.sizes
     _ = translator(f.language)
     side = _("the key/value tokens' embeddings X_kv") if s.cross else "X"
     head = _head(h, _)
-    out = [(_("the embeddings X (one row per query token)"), (s.n_q, s.d_model), 1,
+    out = [(_("the embeddings X (one row per query token)"), (s.n_q, s.d_model), "embeddings",
             _("One row per token, one column per feature: $n_q \\times d_{model}$."))]
     if s.cross:
-        out.append((_("X_kv, the key/value side's embeddings"), (s.n_k, s.d_model), 1,
+        out.append((_("X_kv, the key/value side's embeddings"), (s.n_k, s.d_model), "embeddings",
                     _("Cross-attention: one row per key/value token, $n_k \\times d_{model}$.")))
     out += [
-        (_("Q of {head}").format(head=head), (s.n_q, s.d_k), 2,
+        (_("Q of {head}").format(head=head), (s.n_q, s.d_k), "projections",
          "$Q_i = X W_i^Q$: $(n_q \\times d_{model})(d_{model} \\times d_k)$."),
-        (_("K of {head}").format(head=head), (s.n_k, s.d_k), 2,
+        (_("K of {head}").format(head=head), (s.n_k, s.d_k), "projections",
          _("{formula}: one row per key, $n_k \\times d_k$.").format(
              formula=f"$K_i = {'X_{kv}' if s.cross else 'X'} W_i^K$")),
-        (_("V of {head}").format(head=head), (s.n_k, s.d_v), 2,
+        (_("V of {head}").format(head=head), (s.n_k, s.d_v), "projections",
          _("$V_i$ = {side} times $W_i^V$: $n_k \\times d_v$.").format(side=_md(side))),
-        (_("W_Q of {head}").format(head=head), (s.d_model, s.d_k), 2,
+        (_("W_Q of {head}").format(head=head), (s.d_model, s.d_k), "projections",
          _("Each head's $W_i^Q$ maps $d_{model}$ features to $d_k$.")),
-        (_("the raw scores Q Kᵀ of {head}").format(head=head), (s.n_q, s.n_k), 3,
+        (_("the raw scores Q Kᵀ of {head}").format(head=head), (s.n_q, s.n_k), "raw_scores",
          _("One row per query, one column per key: $(n_q \\times d_k)(d_k \\times n_k)$.")),
-        (_("the attention weights of {head}").format(head=head), (s.n_q, s.n_k), 4,
+        (_("the attention weights of {head}").format(head=head), (s.n_q, s.n_k), "softmax",
          _("Softmax keeps the scores' shape: $n_q \\times n_k$, each row adding up to 1.")),
-        (_("the output of {head} (weights times V)").format(head=head), (s.n_q, s.d_v), 5,
+        (_("the output of {head} (weights times V)").format(head=head), (s.n_q, s.d_v), "head_outputs",
          _("$(n_q \\times n_k)(n_k \\times d_v)$: the inner $n_k$ cancels.")),
-        (_("the concatenation of all heads' outputs"), (s.n_q, s.n_heads * s.d_v), 7,
+        (_("the concatenation of all heads' outputs"), (s.n_q, s.n_heads * s.d_v), "concatenation",
          _("The heads side by side: $n_q \\times h\\,d_v$ = {product}.").format(
              product=f"{s.n_q} × {s.n_heads}·{s.d_v}")),
-        ("W_O", (s.n_heads * s.d_v, s.d_model), 7,
+        ("W_O", (s.n_heads * s.d_v, s.d_model), "concatenation",
          _("$W^O$ maps the $h\\,d_v$ concatenated columns back to $d_{model}$.")),
-        (_("the output of the attention block"), (s.n_q, s.d_model), 8,
+        (_("the output of the attention block"), (s.n_q, s.d_model), "output",
          _("Concat $(n_q \\times h\\,d_v)$ times $W^O$ $(h\\,d_v \\times d_{model})$: the input's width "
            "again.")),
     ]
     return out
 
 
-def _shape(f: _Facts, rng, step: int | None = None) -> Question | None:
+def _shape(f: _Facts, rng, step: str | None = None) -> Question | None:
     h = int(rng.integers(f.h))
     options = [item for item in _shapes(f, h) if step is None or item[2] == step]
     if not options:
@@ -379,7 +382,7 @@ def _shape(f: _Facts, rng, step: int | None = None) -> Question | None:
                     _("{why} Here {sizes}: **{shape}**.").format(why=why, sizes=sizes, shape=shape))
 
 
-def _parameters(f: _Facts, rng, step: int | None = None) -> Question | None:
+def _parameters(f: _Facts, rng, step: str | None = None) -> Question | None:
     s = f.sizes
     if s.groups < s.n_heads:
         return _grouped_parameters(f, step)
@@ -404,7 +407,7 @@ def _parameters(f: _Facts, rng, step: int | None = None) -> Question | None:
     return _count_question(f, prompt.format(**sizes), total, formula, r"$h\,(2 d_k + d_v) + d_{model}$", step)
 
 
-def _grouped_parameters(f: _Facts, step: int | None) -> Question:
+def _grouped_parameters(f: _Facts, step: str | None) -> Question:
     """The parameter count of a block whose W_K and W_V hold g key/value heads (grouped-query attention)."""
     s = f.sizes
     h, g = s.n_heads, s.groups
@@ -427,7 +430,7 @@ def _grouped_parameters(f: _Facts, step: int | None) -> Question:
 
 
 def _count_question(f: _Facts, prompt: str, total: int, formula: str, biases: str,
-                    step: int | None) -> Question:
+                    step: str | None) -> Question:
     """A parameter-count question: the worked formula, the biases' term when the block has them, the total."""
     _ = translator(f.language)
     shown = f"{total:,}" if f.language == "en" else number(total, f.language, 0)
@@ -436,10 +439,10 @@ def _count_question(f: _Facts, prompt: str, total: int, formula: str, biases: st
                                                                            total=shown)
     else:
         why = f"{formula} = **{shown}**."
-    return Question("parameters", prompt, float(total), step or 7, why)
+    return Question("parameters", prompt, float(total), step or "concatenation", why)
 
 
-def _flat_head(f: _Facts, rng, step: int | None = None) -> Question | None:
+def _flat_head(f: _Facts, rng, step: str | None = None) -> Question | None:
     clear = np.abs(f.entropy - FLAT_AT) >= FLAT_MARGIN  # [h, n_q]
     candidates = clear & f.live_rows[None, :]
     flat = np.argwhere(candidates & (f.entropy >= FLAT_AT))
@@ -462,11 +465,11 @@ def _flat_head(f: _Facts, rng, step: int | None = None) -> Question | None:
     else:
         why = _("Row {row}: {listing}. Its entropy divided by $\\log n_k$ is **{entropy}**, below {flat}: "
                 "the head has an opinion.").format(**names, listing=listing)
-    return Question("flat_head", prompt, _(answer), step or 6, why, choices=(_(YES), _(NO)), cell=(h, q, int(
-        np.argmax(np.where(f.allowed[q], f.r.weights[h, q], -1.0)))))
+    return Question("flat_head", prompt, _(answer), step or "heads_compared", why, choices=(_(YES), _(NO)),
+                    cell=(h, q, int(np.argmax(np.where(f.allowed[q], f.r.weights[h, q], -1.0)))))
 
 
-def _disagreeing_pair(f: _Facts, rng, step: int | None = None) -> Question | None:
+def _disagreeing_pair(f: _Facts, rng, step: str | None = None) -> Question | None:
     """With three heads or more: which pair disagrees most for a query. With two: for which query."""
     if f.h < 2 or not f.live_rows.any():
         return None
@@ -494,8 +497,8 @@ def _disagreeing_pair(f: _Facts, rng, step: int | None = None) -> Question | Non
     why = _("The L2 distance between the two heads' rows for {row}, {formula}, is largest for {a} and {b}: "
             "**{value}**.").format(row=_md(_quoted(f.q_labels[q])), a=_head(a, _), b=_head(b, _),
                                    formula=r"$\lVert A_a[j,:] - A_b[j,:] \rVert_2$", value=f.fixed(value, 3))
-    return Question("disagreeing_pair", prompt, f"{_head(a, _)} & {_head(b, _)}", step or 6, why,
-                    choices=choices)
+    return Question("disagreeing_pair", prompt, f"{_head(a, _)} & {_head(b, _)}", step or "heads_compared",
+                    why, choices=choices)
 
 
 def _disagreeing_query(f: _Facts, queries: np.ndarray, distance: np.ndarray, step) -> Question | None:
@@ -512,10 +515,11 @@ def _disagreeing_query(f: _Facts, queries: np.ndarray, distance: np.ndarray, ste
     listing = ", ".join(f"{_md(_quoted(f.q_labels[int(queries[i])]))} {f.fixed(distance[i], 3)}"
                         for i in order[:TERMS_SHOWN])
     why = _("L2 distance between the two heads' rows, per query: {listing}.").format(listing=listing)
-    return Question("disagreeing_pair", prompt, f.q_labels[best], step or 6, why, choices=choices)
+    return Question("disagreeing_pair", prompt, f.q_labels[best], step or "heads_compared", why,
+                    choices=choices)
 
 
-def _strongest_head(f: _Facts, rng, step: int | None = None) -> Question | None:
+def _strongest_head(f: _Facts, rng, step: str | None = None) -> Question | None:
     """Which head gives key k the most weight from query q: each head's own W_Q and W_K, its own view."""
     if f.h < 2:
         return None
@@ -536,7 +540,7 @@ def _strongest_head(f: _Facts, rng, step: int | None = None) -> Question | None:
     why = _("Key {key} in row {row}, head by head: {listing}. Same tokens, different projections: each head "
             "attends its own way.").format(key=_md(_quoted(f.k_labels[k])), row=_md(_quoted(f.q_labels[q])),
                                            listing=listing)
-    return Question("strongest_head", prompt, _head(best, _), step or 4, why,
+    return Question("strongest_head", prompt, _head(best, _), step or "softmax", why,
                     choices=tuple(_head(i, _) for i in range(f.h)), cell=(best, q, k))
 
 
@@ -583,27 +587,30 @@ def generate(setup, result, seed: int, count: int = 10, *, language: str = "en")
 
 # What each step's forecast asks: alternatives (one drawn by the seed, the others tried next),
 # then fallbacks for when none of them makes sense here.
-FORECASTS: dict[int, tuple[tuple[Callable, ...], tuple[Callable, ...]]] = {
-    1: ((_shape,), ()), 2: ((_shape,), ()), 3: ((_top_key, _score), ()), 4: ((_top_key, _flat_head), ()),
-    5: ((_head_output, _top_key), ()), 6: ((_disagreeing_pair,), (_flat_head,)),
-    7: ((_shape,), ()), 8: ((_shape,), ()),
+FORECASTS: dict[str, tuple[tuple[Callable, ...], tuple[Callable, ...]]] = {
+    "embeddings": ((_shape,), ()), "projections": ((_shape,), ()), "raw_scores": ((_top_key, _score), ()),
+    "softmax": ((_top_key, _flat_head), ()), "head_outputs": ((_head_output, _top_key), ()),
+    "heads_compared": ((_disagreeing_pair,), (_flat_head,)), "concatenation": ((_shape,), ()),
+    "output": ((_shape,), ()),
 }
 # The presenter's screens about an idea rather than one step: idea -> (the step where the answer is
 # read, alternatives, fallbacks). "heads": each head's own pattern; "cost": the parameter count.
-IDEAS: dict[str, tuple[int, tuple[Callable, ...], tuple[Callable, ...]]] = {
-    "heads": (4, (_strongest_head,), ()),
-    "cost": (7, (_parameters,), ()),
+IDEAS: dict[str, tuple[str, tuple[Callable, ...], tuple[Callable, ...]]] = {
+    "heads": ("softmax", (_strongest_head,), ()),
+    "cost": ("concatenation", (_parameters,), ()),
 }
 
 
-def forecast(setup, result, step: int, seed: int, *, idea: str | None = None,
+def forecast(setup, result, step: str, seed: int, *, idea: str | None = None,
              language: str = "en") -> Question | None:
-    """A question a class can answer before step ``step``'s result is shown, answerable from that step.
+    """A question a class can answer before step ``step``'s result is shown, answerable from that step
+    (a step's name, course/steps.py).
 
-    1, 2: a shape (X; Q, K, V); 3: the key with the largest raw score, or a score cell; 4: the key a
-    query attends to most, or "is this row flat?"; 5: a head-output cell, or the value copied most;
-    6: which heads disagree most (a flat row when no pair stands out, e.g. one head); 7: the shape of
-    the concatenation or W_O; 8: the output's shape. With ``idea`` (see IDEAS) the question is about
+    embeddings, projections: a shape (X; Q, K, V); raw_scores: the key with the largest raw score, or
+    a score cell; softmax: the key a query attends to most, or "is this row flat?"; head_outputs: a
+    head-output cell, or the value copied most; heads_compared: which heads disagree most (a flat row
+    when no pair stands out, e.g. one head); concatenation: the shape of the concatenation or W_O;
+    output: the output's shape. With ``idea`` (see IDEAS) the question is about
     that idea instead, read at its own step: "heads", which head gives a key the most weight (two
     heads or more); "cost", the parameter count. None if nothing sensible. Written in ``language``.
     """
@@ -614,7 +621,7 @@ def forecast(setup, result, step: int, seed: int, *, idea: str | None = None,
     else:
         alternatives, fallbacks = FORECASTS[step]
     f = _facts(setup, result, language)
-    rng = _rng(seed, 100 + step, f.sizes)
+    rng = _rng(seed, 100 + number_of(step), f.sizes)
     first = int(rng.integers(len(alternatives)))
     for drawer in alternatives[first:] + alternatives[:first] + fallbacks:
         question = drawer(f, rng, step)
@@ -629,7 +636,7 @@ def forecast(setup, result, step: int, seed: int, *, idea: str | None = None,
 RECALL: tuple[Question, ...] = (  # every choice a claim with its reason, of comparable length
     Question(
         "recall", N_("Equal scores for all tokens produce what attention weights?"),
-        N_("Uniform, 1/n each: the output is the values' plain average"), 4,
+        N_("Uniform, 1/n each: the output is the values' plain average"), "softmax",
         N_("Chapter 001, *Reveal after guessing*: uniform, $\\frac{1}{n}$ each — the plain average of the "
            "values."),
         choices=(N_("All on the first key: a tie goes to the earliest token"),
@@ -638,7 +645,7 @@ RECALL: tuple[Question, ...] = (  # every choice a claim with its reason, of com
                  N_("Proportional to the values: larger values draw more weight"))),
     Question(
         "recall", N_("As one score goes to +∞ while the others stay fixed, what does the softmax approach?"),
-        N_("A one-hot vector: all the weight on that one token"), 4,
+        N_("A one-hot vector: all the weight on that one token"), "softmax",
         N_("Chapter 001, *Reveal after guessing*: a one-hot vector — hard attention onto the single dominant "
            "token."),
         choices=(N_("Uniform weights: the huge score is clipped to the others"),
@@ -647,7 +654,7 @@ RECALL: tuple[Question, ...] = (  # every choice a claim with its reason, of com
                  N_("Nothing usable: e^s overflows and the whole row is lost"))),
     Question(
         "recall", N_("Can a softmax weight ever be negative?"),
-        N_("No: e^s > 0 for every s, so every weight is positive"), 4,
+        N_("No: e^s > 0 for every s, so every weight is positive"), "softmax",
         N_("Chapter 001, *Reveal after guessing*: no — $e^{s} > 0$ for every real $s$, so all weights are "
            "strictly positive and sum to 1."),
         choices=(N_("No: e^s > 0 for every s, so every weight is positive"),
@@ -656,7 +663,7 @@ RECALL: tuple[Question, ...] = (  # every choice a claim with its reason, of com
                  N_("Only for a masked key, whose score is set to −∞"))),
     Question(
         "recall", N_("Why divide the scores by √d_k?"),
-        N_("Long rows give large dot products; scaling keeps softmax soft"), 4,
+        N_("Long rows give large dot products; scaling keeps softmax soft"), "softmax",
         N_("Chapter 004, *Check yourself*: long rows make dot products grow large; dividing by $\\sqrt{d_k}$ "
            "rescales them so softmax stays sensitive and gradients survive."),
         choices=(N_("So that each row of weights adds up to 1, as softmax needs"),
@@ -665,7 +672,7 @@ RECALL: tuple[Question, ...] = (  # every choice a claim with its reason, of com
                  N_("Long rows give large dot products; scaling keeps softmax soft"))),
     Question(
         "recall", N_("Why concatenate the heads instead of averaging them?"),
-        N_("To keep each head's own pattern; W_O then mixes them on purpose"), 7,
+        N_("To keep each head's own pattern; W_O then mixes them on purpose"), "concatenation",
         N_("Chapter 004, *Check yourself*: to keep each head's distinct pattern; $W^O$ then mixes them "
            "deliberately."),
         choices=(N_("Averaging is slower: it needs one division for every cell"),
@@ -673,12 +680,12 @@ RECALL: tuple[Question, ...] = (  # every choice a claim with its reason, of com
                  N_("To keep each head's own pattern; W_O then mixes them on purpose"),
                  N_("Concatenating makes the heads agree: W_O needs one opinion"))),
     Question(
-        "recall", N_("What is d_k when d_model = 512 and h = 8?"), "64", 2,
+        "recall", N_("What is d_k when d_model = 512 and h = 8?"), "64", "projections",
         N_("Chapter 004, *Check yourself*: $512 / 8 = 64$."),
         choices=("8", "64", "512", "4096")),
     Question(
         "recall", N_("What happens to multi-head attention when h = 1?"),
-        N_("It is ordinary single-head attention, with d_k = d_model"), 6,
+        N_("It is ordinary single-head attention, with d_k = d_model"), "heads_compared",
         N_("Chapter 004, *Check yourself*: it reduces to ordinary single-head self-attention "
            "(and $d_k = d_{model}$)."),
         choices=(N_("It is ordinary single-head attention, with d_k = d_model"),

@@ -24,6 +24,7 @@ from app.state import Current
 from app.step_text import drill_lines
 from course import answers
 from course.quiz import Question, generate, recall
+from course.steps import number_of
 from course.worksheet import worksheet_html
 
 QUIZ_LENGTH = 10  # questions drawn at a time; "New question" past the last draws more
@@ -119,7 +120,7 @@ def _questions(current: Current, workbench_page, seed: int) -> None:
     question = questions[position]
     ident = f"{round_}_{index}"
     st.caption(i18n.t("Question {number} · about step {step}: {title}")
-               .format(number=f"{index + 1:d}", step=f"{question.step:d}",
+               .format(number=f"{index + 1:d}", step=f"{number_of(question.step):d}",
                        title=i18n.step(question.step).title))
     given = _ask(question, ident, f"**{lit(question.prompt)}**")
     if given is not None and ident not in ss.quiz_given:
@@ -207,7 +208,8 @@ def _feedback(question: Question, given: str, workbench_page, first: str | None 
         st.caption(i18n.t("This first answer is the one the score counts."))
     st.markdown(question.explanation)
     st.page_link(workbench_page, label=i18n.t("Look at step {step}: {title}").format(
-        step=f"{question.step:d}", title=i18n.step(question.step).title), icon=":material/calculate:")
+        step=f"{number_of(question.step):d}", title=i18n.step(question.step).title),
+        icon=":material/calculate:")
 
 
 def _recall(workbench_page) -> None:

@@ -58,7 +58,7 @@ APP_MARKDOWN = {
     "hover_number": "figures: a float as text with more digits, for hover and tables",
     "latex_int": "numbers: an int as LaTeX, 12{,}345",
     "forecast_words": "questions: the class's forecast in words, built with safe.md",
-    "_tex_number": "present: a float as LaTeX (digits, a sign, \\times 10^{n})",
+    "tex_number": "app/steps/head_outputs.py: a float as LaTeX (digits, a sign, \\times 10^{n})",
     "latex": "mha_core.Scaling.latex(d_k): the scaling as LaTeX from its kind and numbers",
     "describe": "mha_core.Scaling.describe(d_k): the scaling in words from its kind and numbers",
     "table_html": "chart_text: a chart's numbers as HTML tables, every label and cell through html_text",

@@ -54,7 +54,7 @@ def test_every_chapter_example_fits_in_one_file_under_5_mb_with_every_step(key):
     assert len(page.encode()) < page_export.BUDGET_BYTES
     tags = elements(page)
     sections = [a["id"] for t, a in tags if t == "section"]
-    assert sections == [f"step-{n}" for n in STEPS]
+    assert sections == [f"step-{n}" for n in range(1, len(STEPS) + 1)]  # numbered in the registry's order
     assert sum(t == "math" for t, _ in tags) == len(STEPS)  # every formula, as MathML
     drawn = [a["id"] for t, a in tags if t == "div" and a.get("class") == "chart"]
     charts = charts_of(page)
@@ -81,7 +81,8 @@ def test_grouped_heads_name_their_shared_keys_in_the_file():
     """The decoder example's 4 query heads read 2 key/value heads: head 2's K and V are K₁ and V₁."""
     example = EXAMPLES["decoder_gqa"]
     figures = page_export.step_figures(example, example.run(), list(example.tokens), list(example.tokens))
-    titles = [[a["text"] for a in fig["layout"]["annotations"]] for fig in figures[2]]  # [Q, K, V] per head
+    titles = [[a["text"] for a in fig["layout"]["annotations"]]
+              for fig in figures["projections"]]  # [Q, K, V] per head
     assert [t[1].split(" [")[0] for t in titles] == ["K₁", "K₁", "K₂", "K₂"]
     assert [t[0].split(" [")[0] for t in titles] == ["Q₁", "Q₂", "Q₃", "Q₄"]
 

@@ -53,7 +53,7 @@ from streamlit.testing.v1 import AppTest
 
 from app import figure_cache, live, result_cache
 from app.views import model
-from app.views.present import SCREENS, SOFTMAX_SCREEN, STEP_KEY
+from app.views.present import SCREENS, STEP_KEY
 from classroom.sqlite_store import SqliteStore
 from classroom.store import GUESS_BUCKET, HEARTBEAT_SECONDS, WRONG_CODES_PER_MINUTE, is_right
 from classroom.watch import RoomWatch
@@ -61,6 +61,7 @@ from course.answers import read_shape
 from course.examples import all_examples
 from course.labs import SCORE_EXAMPLES
 from course.quiz import generate
+from course.steps import screen_position
 from mha_core import LIMITS
 from mha_core.codec import ConfigError, setup_from_json, setup_from_link, setup_to_json
 from tests.apptest_util import (
@@ -76,6 +77,8 @@ from tests.apptest_util import (
     texts,
     work,
 )
+
+SOFTMAX_SCREEN = screen_position("softmax")  # the presenter's screen of the weights
 
 pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
 

@@ -134,7 +134,7 @@ def test_the_picker_changes_the_language_and_writes_it_in_the_address():
     assert "lang" not in address(at)  # nobody chose: each reader's own default
     at.selectbox(key="language").set_value("fr").run()
     assert not at.exception
-    assert step_headings(at)[0] == in_language("fr")[0][1].title
+    assert step_headings(at)[0] == in_language("fr")[0]["embeddings"].title
     assert address(at)["lang"] == "fr"
     assert at.selectbox(key="language").label == "Langue · Language"
 
@@ -143,13 +143,13 @@ def test_an_unknown_language_in_a_link_is_said_and_the_page_is_english():
     at = open_address({"lang": "<b>xx</b>"})
     assert not at.exception
     assert any("the language" in text and "xx" in text for text in texts(at.warning))
-    assert step_headings(at)[0] == STEPS[1].title
+    assert step_headings(at)[0] == STEPS["embeddings"].title
 
 
 def test_the_deployer_s_language_is_the_default(monkeypatch):
     monkeypatch.setenv("MHA_LANGUAGE", "es")
     at = fresh_app()
-    assert step_headings(at)[0] == in_language("es")[0][1].title
+    assert step_headings(at)[0] == in_language("es")[0]["embeddings"].title
     assert "lang" not in address(at)
 
 

@@ -24,6 +24,7 @@ from course.quiz import (
     generate,
     relative_tolerance,
 )
+from course.steps import STEPS
 from mha_core import Setup
 from mha_core.analysis import most_disagreeing_pair, normalised_entropy, pairwise_disagreement
 from tests.apptest_util import fresh_app, goto, open_address, pick_example, texts
@@ -87,7 +88,7 @@ def assert_marks_right_and_wrong(question: Question) -> None:
     assert not question.check(None)
     if question.choices:
         assert question.answer in question.choices and len(set(question.choices)) == len(question.choices)
-    assert 1 <= question.step <= 8
+    assert question.step in STEPS
 
 
 def assert_answer_is_the_cores(question: Question, setup: Setup, result) -> None:
@@ -100,12 +101,12 @@ def assert_answer_is_the_cores(question: Question, setup: Setup, result) -> None
         assert question.answer == result.weights[question.cell]
         assert question.tolerance == WEIGHT_TOLERANCE
     elif question.kind == "score":
-        array = result.scores if question.step == 3 else result.scaled
+        array = result.scores if question.step == "raw_scores" else result.scaled
         assert question.answer == array[question.cell]
         assert question.tolerance >= 0.005 and question.tolerance >= 0.005 * abs(question.answer)
     elif question.kind == "top_key":
         h, q, _ = question.cell
-        values = (result.scores if question.step == 3 else result.weights)[h, q]
+        values = (result.scores if question.step == "raw_scores" else result.weights)[h, q]
         row = np.where(allowed[q], values, -np.inf)
         assert position(question.answer) == int(np.argmax(row))
         assert allowed[q, position(question.answer)]
@@ -171,11 +172,11 @@ def test_generated_questions_mark_right_right_and_wrong_wrong(setup, seed):
 
 
 @settings(max_examples=30, deadline=None)
-@given(setups(), st.integers(0, 998), st.integers(-1, 10))
+@given(setups(), st.integers(0, 998), st.sampled_from([*STEPS, "no_such_step", ""]))
 def test_forecasts_are_answered_at_the_step_asked(setup, seed, step):
     result = setup.run()
     question = forecast(setup, result, step, seed)
-    if not 1 <= step <= 8:
+    if step not in STEPS:
         assert question is None
     elif question is not None:
         assert question.step == step
@@ -192,7 +193,7 @@ def test_every_example_generates_and_forecasts(key):
     for question in questions:
         assert_marks_right_and_wrong(question)
         assert_answer_is_the_cores(question, setup, result)
-    for step in range(1, 9):
+    for step in STEPS:
         question = forecast(setup, result, step, seed=3)
         assert question is None or question.step == step
         if question is not None:
@@ -202,9 +203,9 @@ def test_every_example_generates_and_forecasts(key):
 def test_the_default_examples_forecasts_cover_every_step():
     setup = EXAMPLES[DEFAULT_EXAMPLE]
     result = setup.run()
-    asked = {step: forecast(setup, result, step, seed) for step in range(1, 9) for seed in range(4)}
+    asked = {(step, seed): forecast(setup, result, step, seed) for step in STEPS for seed in range(4)}
     assert all(question is not None for question in asked.values())
-    sixth = forecast(setup, result, 6, 0)
+    sixth = forecast(setup, result, "heads_compared", 0)
     assert sixth.kind == "disagreeing_pair" and sixth.answer == "3 · sat"  # chapter 002's 0.813
 
 

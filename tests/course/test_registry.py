@@ -1,10 +1,11 @@
-"""Issue 17: the course's steps are one registry (course/steps.py), and it is the only list.
+"""Issues 17 and 28: the course's steps are one registry (course/steps.py), and it is the only list.
 
-Each layout (the workbench, the presenter, the downloadable page) draws what the registry lists, in
-its order; what a step derives is computed once (mha_core/derive.py) and checked here against a
-naive loop; each step's charts are built by one function (app/step_charts.py) that the workbench and
-the downloadable page both draw. Adding a step touches three places (the registry, its charts, the
-presenter's drawing): a test adds one in those places only and finds it on every layout.
+Each layout (the workbench, the presenter, the downloadable page, the exported script, the quiz's
+step references) draws what the registry lists, in its order, numbered by their place in it; what a
+step derives is computed once (mha_core/derive.py) and checked here against a naive loop; each step
+is drawn by one file, app/steps/<its name>.py (its charts, which the workbench, the presenter and the
+downloadable page all draw, its workbench section, its presenter screens). A test adds a step to the
+registry and finds it on every layout; another gives it a drawing of its own, in its one file.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import dataclasses
 import html
 import json
 import re
+import sys
+import types
 from itertools import combinations
 from pathlib import Path
 
@@ -21,8 +24,11 @@ import numpy as np
 import pytest
 import streamlit as st
 
-from app import figures, page_export, step_charts
-from app.views import present, workbench
+from app import figures, page_export
+from app.steps import drawing as step_drawing
+from app.steps.section import grid
+from app.steps.view import Charts, StepView
+from app.views import present
 from course import steps as course_steps
 from course.examples import all_examples
 from course.steps import SCREENS, STEPS, Screen, Step
@@ -60,7 +66,7 @@ def page_sections(page: str) -> list[tuple[int, str]]:
 
 
 def registry_order() -> list[tuple[int, str]]:
-    return [(number, step.title) for number, step in STEPS.items()]
+    return [(number, step.title) for number, step in enumerate(course_steps.STEPS.values(), start=1)]
 
 
 def test_every_layout_draws_the_registry_s_steps_in_its_order():
@@ -73,19 +79,29 @@ def test_every_layout_draws_the_registry_s_steps_in_its_order():
     assert page_sections(page_export.page_html(setup, title="t")) == registry_order()
 
 
-def test_the_presenter_s_screens_are_the_registry_s_and_each_names_its_step():
+def test_the_presenter_s_screens_are_the_registry_s_and_each_is_drawn_by_its_step_s_file():
     assert present.SCREENS is SCREENS
-    assert [s.step for s in SCREENS] == sorted(s.step for s in SCREENS)  # the course's order
-    for number, step in STEPS.items():
-        assert all(screen.step == number for screen in step.screens)
-    for screen in SCREENS:
-        assert callable(getattr(present.Draw, screen.key, None)), screen.key
-    assert [n for n, step in STEPS.items() if not step.screens] == [8]  # the output: on the W_O screen
-    assert set(workbench.Page.DRAW) <= set(STEPS)  # a step without editors of its own needs none
+    order = list(STEPS)
+    assert [order.index(s.step) for s in SCREENS] == sorted(order.index(s.step) for s in SCREENS)
+    for name, step in STEPS.items():
+        assert step.name == name and all(screen.step == name for screen in step.screens)
+        drawing = step_drawing.drawing_of(name)
+        assert drawing.name == name and drawing.charts is not None and drawing.section is not None, name
+        assert set(drawing.screens) == {screen.key for screen in step.screens}, name  # each drawn there
+    assert [n for n, step in STEPS.items() if not step.screens] == ["output"]  # on the W_O screen
+
+
+def test_every_file_in_app_steps_draws_a_step_of_the_registry_or_is_the_kit():
+    """A step's file is found by the step's name: a file named for no step would be drawn nowhere."""
+    files = {path.stem for path in (ROOT / "app" / "steps").glob("*.py")} - {"__init__"}
+    assert files - step_drawing.KIT == set(STEPS)
+    for bad in ("drawing", "view", "../state", ""):
+        with pytest.raises(ValueError):
+            step_drawing.drawing_of(bad)
 
 
 @pytest.mark.parametrize("key", CHAPTER_EXAMPLES)
-def test_what_step_6_derives_matches_a_naive_loop(key):
+def test_what_heads_compared_derives_matches_a_naive_loop(key):
     result = all_examples()[key].run()
     h, n_q, n_k = result.weights.shape
     for query in range(n_q):
@@ -107,10 +123,10 @@ def test_what_step_6_derives_matches_a_naive_loop(key):
 
 
 @pytest.mark.parametrize("key", CHAPTER_EXAMPLES)
-def test_what_steps_7_and_3_derive_match_naive_loops(key):
+def test_what_concatenation_and_raw_scores_derive_match_naive_loops(key):
     setup = all_examples()[key].setup()
     result = setup.run()
-    derived = STEPS[7].derive(setup, result, {})
+    derived = STEPS["concatenation"].derive(setup, result, {})
     h, n_q, d_v = result.head_outputs.shape
     d_model = setup.w_o.shape[1]
     for head in range(h):
@@ -120,7 +136,7 @@ def test_what_steps_7_and_3_derive_match_naive_loops(key):
                             for c in range(d_v))
                 assert derived.per_head[head, i, j] == pytest.approx(naive, rel=1e-9, abs=1e-9)
     assert derived.gap <= 1e-9 * max(1.0, float(np.abs(result.output).max()))
-    cost = STEPS[3].derive(setup, result, {})
+    cost = STEPS["raw_scores"].derive(setup, result, {})
     sz = setup.sizes
     assert cost == cost_of(sz)
     assert cost.total == sum(setup.arrays()[name].size for name in ("w_q", "w_k", "w_v", "w_o"))  # the arrays
@@ -130,7 +146,7 @@ def test_what_steps_7_and_3_derive_match_naive_loops(key):
 def test_example_i_costs_four_d_model_squared():
     """Chapter 003, example I: d_model = 512, h = 8: 4 x 512^2 = 1,048,576 parameters."""
     setup = all_examples()["ex_i_parameter_count"].setup()
-    cost = STEPS[3].derive(setup, setup.run(), {})
+    cost = STEPS["raw_scores"].derive(setup, setup.run(), {})
     assert cost.total == 1_048_576 and cost.four_d_squared
 
 
@@ -144,42 +160,101 @@ def test_each_derived_value_is_frozen():
         assert dataclasses.is_dataclass(derived) and derived.__dataclass_params__.frozen, number
 
 
-ADDED_TITLE = "|output|"
+ADDED = Step("Positions: where each token sits", r"X' = X + P", "Add each position's own vector.",
+             "Attention alone cannot tell 'cat chases mouse' from 'mouse chases cat'.",
+             screens=(Screen("positions", "Where each token sits"),))
+ADDED_TITLE = "|X| by position"
+
+
+def add_step(monkeypatch, name: str, step: Step, *, before: str) -> None:
+    """``step`` in the course's registry before step ``before``: one entry, as an edit of course/steps.py
+    would add it. A restart would build the registry anew; here every module that holds the registry
+    (its STEPS or SCREENS, under whatever name) is given the new one."""
+    items = list(course_steps.STEPS.items())
+    at = [name for name, _ in items].index(before)
+    steps, screens = course_steps.registry(dict(items[:at] + [(name, step)] + items[at:]))
+    old = {id(course_steps.STEPS): steps, id(course_steps.SCREENS): screens}
+    for module in list(sys.modules.values()):
+        for attribute, value in list(getattr(module, "__dict__", {}).items()):
+            if id(value) in old and attribute.isupper():
+                monkeypatch.setattr(module, attribute, old[id(value)])
 
 
 def added_charts(view):
     """The added step's one chart, built as every step's are (a pure function of the view)."""
-    out = np.abs(view.result.output)  # [n_q, d_model]
-    return {"chart_added": view.chart(figures.matrix_heatmap, out, view.q_tokens,
-                                      figures.dims("d", out.shape[1]), title=ADDED_TITLE)}
+    x = np.abs(view.result.output)  # [n_q, d_model]
+    return Charts({"chart_positions": lambda: view.chart(figures.matrix_heatmap, x, view.q_tokens,
+                                                         figures.dims("d", x.shape[1]), title=ADDED_TITLE)})
 
 
-def test_a_step_added_in_three_places_appears_on_every_layout(monkeypatch):
-    """The README's "Adding a step": one Step in course/steps.py (with its screen), its charts in
-    app/step_charts.py (the workbench and the downloadable page draw them), its drawing on the presenter
-    (Draw.<screen key>). Nothing else."""
-    added = Step("A step added by a test", r"y = x", "What it does.", "Why it matters.",
-                 screens=(Screen("added_by_a_test", "A screen added by a test", step=9),))
-    monkeypatch.setitem(STEPS, 9, added)  # 1. the registry (SCREENS follows it: see below)
-    screens = tuple(screen for step in STEPS.values() for screen in step.screens)
-    monkeypatch.setattr(course_steps, "SCREENS", screens)
-    monkeypatch.setattr(present, "SCREENS", screens)  # the name present imported: as a restart re-reads it
-    monkeypatch.setitem(step_charts.CHARTS, 9, added_charts)  # 2. its charts
-    monkeypatch.setattr(present.Draw, "added_by_a_test",  # 3. the presenter
-                        lambda draw: st.caption("drawn by the added screen"), raising=False)
+def quiz_step_reference(at) -> str:
+    return next(text for text in texts(at.caption) if "about step" in text)
+
+
+def test_a_step_added_to_the_registry_is_on_every_layout_and_renumbers_the_ones_after_it(monkeypatch):
+    """One entry in course/steps.py, before the projections: the workbench, the presenter, the
+    downloadable page, the exported script and the quiz's step references show it in its place and
+    number every later step one higher. With no file of its own it is drawn plainly."""
+    at = fresh_app()
+    goto(at, "quiz")
+    before = quiz_step_reference(at)
+    steps, screens = len(STEPS), [screen.title for screen in SCREENS]
+    add_step(monkeypatch, "positions", ADDED, before="projections")
 
     at = fresh_app()
     assert not at.exception
-    assert workbench_headings(at)[-1] == (9, added.title)
-    assert ADDED_TITLE in json.dumps(chart_specs(at)["chart_added"]["layout"])
+    headings = workbench_headings(at)
+    assert headings[:3] == [(1, STEPS["embeddings"].title), (2, ADDED.title), (3, STEPS["projections"].title)]
+    assert headings == registry_order() and len(headings) == steps + 1
     pick_example(at, "the_cat_sat_two_heads")
     goto(at, "present")
-    assert presenter_titles(at)[-1] == "A screen added by a test"
+    titles = presenter_titles(at)
+    assert titles == [screens[0], "Where each token sits", *screens[1:]]
+    goto(at, "quiz")
+    after = quiz_step_reference(at)
+    number, title = re.search(r"about step (\d+): (.+)$", before).groups()
+    assert after == before.replace(f"step {number}:", f"step {int(number) + 1}:")  # the same question
+    assert title != ADDED.title
+
+    setup = all_examples()["the_cat_sat_two_heads"].setup()
+    assert page_sections(page_export.page_html(setup, title="t"))[:3] == registry_order()[:3]
+    from course.export import setup_to_script
+    named = re.findall(r"^# Step (\d+) · (.+)$", setup_to_script(setup), flags=re.MULTILINE)
+    assert named[0] == ("3", STEPS["projections"].title)  # the script's first step, one later
+
+
+def test_a_step_s_own_file_draws_its_charts_section_and_screen_everywhere(monkeypatch):
+    """app/steps/positions.py (here a module made by the test) is the added step's one home: its
+    charts on the workbench, the presenter and the downloadable page, its section, its screen."""
+    def section(page):
+        st.markdown("### drawn by the added step's section")
+        for key, fig in added_charts(page.view).items():
+            grid(fig, key=key)
+
+    def screen(projector):
+        st.caption("drawn by the added screen")
+
+    module = types.ModuleType("app.steps.positions")
+    module.DRAWING = step_drawing.StepDrawing("positions", added_charts, section,
+                                              {"positions": step_drawing.ScreenDrawing(screen)})
+    monkeypatch.setitem(sys.modules, "app.steps.positions", module)
+    add_step(monkeypatch, "positions", ADDED, before="projections")
+
+    at = fresh_app()
+    assert not at.exception
+    assert "### drawn by the added step's section" in texts(at.markdown)
+    assert ADDED_TITLE in json.dumps(chart_specs(at)["chart_positions"]["layout"])
+    pick_example(at, "the_cat_sat_two_heads")
+    goto(at, "present")
+    assert presenter_titles(at)[1] == "Where each token sits"
+    at.button(key="present_back").click().run()  # back from the last screen to the added one
+    while "2 / " not in next(text for text in texts(at.markdown) if text.startswith("### ")):
+        at.button(key="present_back").click().run()
     assert "drawn by the added screen" in texts(at.caption)
     setup = all_examples()["the_cat_sat_two_heads"].setup()
-    assert page_sections(page_export.page_html(setup, title="t"))[-1] == (9, added.title)
-    written = page_export.step_figures(setup, setup.run(), list(setup.tokens), list(setup.key_tokens))[9]
-    assert [fig.to_dict()["layout"]["annotations"][0]["text"] for fig in written] == [ADDED_TITLE]
+    written = page_export.step_figures(setup, setup.run(), list(setup.tokens), list(setup.key_tokens))
+    titles = [fig.to_dict()["layout"]["annotations"][0]["text"] for fig in written["positions"]]
+    assert titles == [ADDED_TITLE]
 
 
 # Step 6's grid of heads by keys for one query: the presenter's drawing of the rows the workbench shows
@@ -203,19 +278,20 @@ def test_the_workbench_and_the_downloaded_page_draw_the_same_charts_for_every_st
     example = all_examples()[key]
     result = example.run()
     query = int(at.session_state["selections"].get("focus_query", 0))  # step 6 compares the heads for it
-    view = step_charts.StepView(example, result, list(example.tokens), list(example.key_tokens), query=query)
+    view = StepView(example, result, list(example.tokens), list(example.key_tokens), query=query)
     exported = page_export.step_figures(example, result, view.q_tokens, view.k_tokens, query=query)
     assert list(exported) == list(STEPS)
     on_the_workbench = 0
-    for number, written in exported.items():
-        charts = step_charts.CHARTS[number](view)
-        assert set(charts) - set(drawn) <= NOT_ON_THE_WORKBENCH, number  # the workbench draws the rest
+    for name, written in exported.items():
+        drawing = step_drawing.drawing_of(name)
+        charts = drawing.charts(view)
+        assert set(charts) - set(drawn) <= NOT_ON_THE_WORKBENCH, name  # the workbench draws the rest
         for chart_key in set(charts) & set(drawn):
             assert spec_data(drawn[chart_key]) == spec_data(charts[chart_key].to_dict()), chart_key
             on_the_workbench += 1
-        heads = range(result.n_heads) if number in step_charts.ONE_HEAD_AT_A_TIME else (0,)
+        heads = range(result.n_heads) if drawing.one_head_at_a_time else (0,)
         every = [fig for head in heads
-                 for fig in step_charts.CHARTS[number](dataclasses.replace(view, head=head)).values()]
+                 for fig in drawing.charts(dataclasses.replace(view, head=head)).values()]
         assert [spec_data(fig.to_dict()) for fig in written] == [spec_data(fig.to_dict()) for fig in every]
     assert on_the_workbench >= 10  # X, Q/K/V, S, scaled, A, outputs, bars, concat, C, output (and more)
 
@@ -281,7 +357,7 @@ def test_the_exported_script_names_each_step_as_the_registry_does():
     script = setup_to_script(all_examples()["the_cat_sat_two_heads"].setup())
     named = re.findall(r"^# Step (\d+) · (.+)$", script, flags=re.MULTILINE)
     assert [int(n) for n, _ in named] == [2, 3, 4, 5, 7]  # the steps the script computes, in order
-    assert all(title == STEPS[int(n)].title for n, title in named)
+    assert all(title == STEPS[course_steps.numbered(int(n))].title for n, title in named)
 
 
 # --- a screen's name in links and rooms (issue 28) ---------------------------------------------------
@@ -296,7 +372,7 @@ def test_a_link_names_its_screen_and_an_old_number_opens_the_same_screen_after_a
     assert course_steps.screen_position("99") == 98  # past the last: the presenter says so and clamps
     for bad in ("", "0", "softmax2", "-1", "１", "4.0", "1000"):
         assert course_steps.screen_position(bad) is None, bad
-    first = Screen("added_first", "A screen added first", step=1)
+    first = Screen("added_first", "A screen added first", step="embeddings")
     monkeypatch.setattr(course_steps, "SCREENS", (first, *SCREENS))
     assert course_steps.screen_position("4") == course_steps.screen_position("softmax") == 4
     assert course_steps.screen_position("added_first") == 0

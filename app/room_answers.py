@@ -1,0 +1,156 @@
+"""The room's answers shown: the count ('17 of 23 answered'), Close answers and Reveal for the
+teacher, the answers as bars (right ones marked once revealed), and a forecast (the class's average,
+or a student's own) against the head's real softmax, with how far apart they are in words.
+
+The teacher's panels that draw them are app/questions.py's; a student's reveal is
+app/student_answer.py's."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import streamlit as st
+
+from app import forecast_figures, i18n, live
+from app.figure_layout import LARGE, tallest_cells_within
+from app.safe import lit, md
+from app.widgets import chart
+from classroom.store import StoreError, is_right
+from course.i18n import N_, localized_number_text
+from course.quiz import DrawnForecast, distance_words, forecast_distance, most_wrong_cell
+
+STATUS_WORDS = {"open": N_("answers open"), "closed": N_("answers closed"),
+                "revealed": N_("answers revealed")}
+# course.quiz.distance_words' English, marked here: shown in the reader's language.
+CLOSENESS = {"very close": N_("very close"), "close": N_("close"), "partly right": N_("partly right"),
+             "far off": N_("far off")}
+CLASS_FORECAST = N_("The class is **{closeness}**: total variation distance {distance} (0 is the same, 1 "
+                    "nothing in common).")
+OWN_FORECAST = N_("Your forecast is **{closeness}**: total variation distance {distance} (0 is the same, 1 "
+                  "nothing in common).")
+REAL_SOFTMAX = N_("Head {number}'s softmax")
+
+
+def answers_view(where: str, *, large: bool, on_reveal=None) -> None:
+    """The count ('17 of 23 answered'), Close answers, Reveal, and the answers (on demand, or a
+    forecast's class average once closed). Cheap: one tally and one follower count per second."""
+    ss = st.session_state
+    question_id, question = ss.asked
+    try:
+        tally = live.store().tally(ss.room, question_id)
+        following = live.store().followers(ss.room)
+    except StoreError as error:
+        st.warning(md(i18n.t("The answers cannot be read now: {error}"), error=error),
+                   icon=":material/wifi_off:")
+        return
+    status = tally.status
+    status_words = i18n.t(STATUS_WORDS[status]) if status in STATUS_WORDS else status  # stored: "answers …"
+    if large:  # projected: the count in large type
+        st.markdown(md(i18n.t("#### {answered} of {following} answered · {status}"), answered=tally.total,
+                       following=max(following, tally.total), status=status_words))
+    else:  # '**17** answers (23 following), **65%** right · answers open' (the share once marked)
+        if tally.right is not None and tally.total:
+            count = i18n.t("**{total}** answers ({following} following), **{share}** right · "
+                           "{status}").format(total=f"{tally.total:d}", following=f"{following:d}",
+                                              share=f"{tally.right / tally.total:.0%}",
+                                              status=lit(status_words))
+        else:
+            count = i18n.t("**{total}** answers ({following} following) · {status}").format(
+                total=f"{tally.total:d}", following=f"{following:d}", status=lit(status_words))
+        st.markdown(md(i18n.t("**Asked:** {prompt}"), prompt=question.prompt) + "  \n" + count)
+    buttons = st.container(horizontal=True)
+    if status == "open":
+        buttons.button(i18n.t("Close answers"), key=f"{where}_close", icon=":material/lock:", on_click=act,
+                       args=("close", question_id))
+    if status != "revealed" and buttons.button(i18n.t("Reveal"), key=f"{where}_reveal", type="primary",
+                                               icon=":material/visibility:"):
+        act("reveal", question_id)
+        if on_reveal is not None:
+            on_reveal()
+        st.rerun(scope="app")
+    forecast = isinstance(question, DrawnForecast)
+    automatic = forecast and status != "open"  # a forecast's average once closed; other answers on demand
+    shown = buttons.toggle(i18n.t("Show the answers"), key=f"{where}_show_answers") or automatic
+    if not shown:
+        return
+    if forecast:
+        class_forecast_view(where, question, tally, large=large)
+    else:
+        distribution(where, tally, large=large, marked=status == "revealed")
+
+
+def act(step: str, question_id: str) -> None:
+    """store.close or store.reveal for the teacher; a failure is said in the room's box."""
+    ss = st.session_state
+    try:
+        getattr(live.store(), step)(ss.room, ss.teacher_secret, question_id)
+    except StoreError as error:
+        ss.live_message = i18n.t("The room did not take it: {error}").format(error=error)
+        st.toast(md(i18n.t("The room did not take it: {error}"), error=error), icon=":material/wifi_off:")
+
+
+def distribution(where: str, tally, *, large: bool, marked: bool) -> None:
+    """The answers as bars with their counts and shares; right ones green once revealed."""
+    if not tally.total:
+        st.caption(i18n.t("No answers yet."))
+        return
+    labels, counts = list(tally.counts), list(tally.counts.values())
+    right = [is_right(tally.question, value) for value in labels] if marked else None
+    chart(forecast_figures.answer_bars(labels, counts, right=right, large=large, language=i18n.language()),
+          key=f"{where}_answers_chart")
+    if marked and tally.right is not None:
+        st.markdown(md(i18n.t("**{right} of {total}** right (first answers count)."), right=tally.right,
+                       total=tally.total))
+
+
+# The class's forecast on the presenter, under the count, the buttons and the sentence: the
+# projector's numbers (20 px) on cells as tall as fit (a 3-row grid with LARGE's ran 88 px past 720).
+# A grid of 4 to 6 rows needs 300 to 374 px even with 28-px cells: the teacher scrolls.
+FORECAST_CHART_PX = 276
+FORECAST_CELL_HEIGHTS = (72, 60, 52, 46, 40, 34, 28)
+
+
+def class_forecast_view(where: str, question: DrawnForecast, tally, *, large: bool) -> None:
+    """The class's average forecast as a heatmap next to the real softmax, how far apart they are,
+    and the key where the class was most wrong."""
+    if tally.mean is None:
+        st.caption(i18n.t("No forecasts yet."))
+        return
+    mean = np.asarray(tally.mean, dtype=float)  # [n_rows, n_k]
+    st.markdown(forecast_words(mean, question.weights, question.query_labels, question.key_labels,
+                               CLASS_FORECAST))  # first: on a projector the chart may run below the fold
+
+    def figure(style):
+        return forecast_figures.forecast_vs_real(
+            mean, question.weights, question.query_labels, question.key_labels,
+            forecast_title=i18n.t("The class's forecast ({count})").format(count=tally.total),
+            real_title=i18n.t(REAL_SOFTMAX).format(number=question.head + 1), large=style,
+            language=i18n.language())
+
+    if not large:
+        chart(figure(False), key=f"{where}_forecast_chart")
+        return
+    chart(tallest_cells_within(  # a whole grid's rows: the tallest cells that fit FORECAST_CHART_PX
+        lambda cell_max: figure(replace(LARGE, cell_min=min(LARGE.cell_min, cell_max), cell_max=cell_max)),
+        FORECAST_CELL_HEIGHTS, FORECAST_CHART_PX), key=f"{where}_forecast_chart")
+
+
+def forecast_words(forecast, real, query_labels, key_labels, sentence: str) -> str:
+    """'The class is close: total variation 0.18 (0 is the same, 1 nothing in common). Most wrong:
+    key “3 · sat” for query “2 · cat”, 0.40 where the head gives 0.05.' sentence: CLASS_FORECAST or
+    OWN_FORECAST, the first sentence's message."""
+    distance = forecast_distance(forecast, real)
+    row, key, _ = most_wrong_cell(forecast, real)
+    forecast, real = np.asarray(forecast), np.asarray(real)
+    closeness = distance_words(distance)
+    return (md(i18n.t(sentence), closeness=i18n.t(CLOSENESS.get(closeness, closeness)),
+               distance=decimals(distance)) + " "
+            + md(i18n.t("Most wrong: key **{key}** for query {query}, {given} where the head gives {real}."),
+                 key=key_labels[key], query=query_labels[row], given=decimals(forecast[row, key]),
+                 real=decimals(real[row, key])))
+
+
+def decimals(value: float) -> str:
+    """A share to two decimals as the reader's language writes it (0.40, 0,40), rounded as Python does."""
+    return localized_number_text(f"{value:.2f}", i18n.language())
