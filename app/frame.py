@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import address, i18n, live, session_keys, state, widgets
+from app import address, i18n, session_keys, state, widgets
+from app.room import live
 from app.safe import lit
 
 

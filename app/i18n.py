@@ -12,8 +12,9 @@ import os
 
 import streamlit as st
 
-from app import figure_cache, session_keys
-from app.figure_spec import FigureSpec
+from app import session_keys
+from app.charts import figure_cache
+from app.charts.figure_spec import FigureSpec
 from app.per_run import PerRun
 from course import steps as course_steps
 from course.i18n import (

@@ -18,7 +18,7 @@ from importlib import resources
 
 from latex2mathml.converter import convert
 
-from app import chart_text
+from app.charts import chart_text
 from app.result_cache import BytesLRU, setup_key
 from app.safe import html_text, script_json
 from app.steps.drawing import drawing_of
@@ -92,7 +92,7 @@ def step_figures(setup: Setup, result: MHAResult, q_tokens, k_tokens, *, query: 
 
 def chart_html(chart_id: str, fig, language: str = ENGLISH) -> str:
     """One chart: the figure named by its summary (its caption), and its numbers
-    as tables on request (the same text alternative as on the page: app/chart_text.py)."""
+    as tables on request (the same text alternative as on the page: app/charts/chart_text.py)."""
     about = chart_text.of_figure(fig, language)
     summary = html_text(about.summary)
     return (f'<figure aria-labelledby="{chart_id}-summary"><div class="chart" id="{chart_id}"></div>'

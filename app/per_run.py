@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from app.streamlit_door import run_context
+from app.adapter.streamlit_door import run_context
 
 T = TypeVar("T")
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import figure_cache, session_keys
+from app import session_keys
+from app.charts import figure_cache
 from app.per_run import PerRun
 
 NARROW_MAX_PX = 640  # Streamlit stacks columns below this width; so do our figures

@@ -29,7 +29,7 @@ from contextlib import nullcontext
 import numpy as np
 import streamlit as st
 
-from app import streamlit_door
+from app.adapter import streamlit_door
 from mha_core import MHAResult, Setup
 from mha_core.gate import Gate
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import streamlit as st
 
-from app import editors, figure_cache, figures, i18n, result_cache, session_keys
+from app import editors, i18n, result_cache, session_keys
+from app.charts import figure_cache, figures
 from course.examples import GENERATED, Example, all_examples, generated_setup
 from course.i18n import N_
 from mha_core import ARRAYS, MHAResult, Scaling, Setup, Sizes, Window

@@ -11,20 +11,9 @@ if ROOT not in sys.path:
 
 import streamlit as st
 
-from app import (
-    address,
-    frame,
-    i18n,
-    live,
-    page_scripts,
-    phone_css,
-    questions,
-    result_cache,
-    state,
-    streamlit_door,
-    style,
-    widgets,
-)
+from app import address, frame, i18n, phone_css, result_cache, state, style, widgets
+from app.adapter import page_scripts, streamlit_door
+from app.room import live, questions
 from app.views import classroom, examples, labs, learn, model, present, quiz, workbench
 
 result_cache.tune_collector()  # once: the imports' objects out of every later collection

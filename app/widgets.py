@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import chart_text, editors, i18n, number_text, page_export, session_keys, state
+from app import editors, i18n, page_export, session_keys, state
+from app.charts import chart_text, number_text
 from app.safe import lit, md
 from app.state import Inputs
 from course.export import setup_to_csv_zip, setup_to_script
@@ -86,7 +87,7 @@ def numbers_ui(about: chart_text.ChartText, key: str) -> None:
 
 
 def following() -> bool:
-    """This session shows a room's page as its teacher does (app/live.py sets the flag on joining a
+    """This session shows a room's page as its teacher does (app/room/live.py sets the flag on joining a
     room and drops it on leaving, so it implies being in one)."""
     return bool(st.session_state.get("following"))
 

@@ -14,13 +14,13 @@ store and publishes a state (page, step, setup_json {"example": ...}, alternatin
 every --interval seconds for --seconds. With --page present a real teacher session (a
 FollowerSession that leads with ``?room=CODE&teacher=SECRET``, on the presenter's softmax screen)
 is open all along: its room box heartbeats every 5 s, and once it has asked the room to draw a
-forecast, its live answer panel (app/questions.py presenter_panel, "Show the answers" on, so the
+forecast, its live answer panel (app/room/questions.py presenter_panel, "Show the answers" on, so the
 class's average is drawn) reruns every second while the class follows. Without it, the bench calls
 store.teacher_heartbeat every 5 s and asks the forecast itself (store.ask, kind "forecast").
 
 Each student is a FollowerSession that opens ``/?room=CODE`` (students split round-robin between
 the servers, opening within --ramp seconds) and then, as the browser's timer does for
-``@st.fragment(run_every=1.0)`` (app/live.py ``poll``), sends the fragment's rerun every second;
+``@st.fragment(run_every=1.0)`` (app/room/live.py ``poll``), sends the fragment's rerun every second;
 when the room's version changed the fragment reruns the whole page, whose room box then names the
 new example. One difference from a browser: a student sends its next tick only once the previous run
 has ended (a browser's timer does not wait), so an overloaded server sees fewer ticks than from
@@ -69,10 +69,10 @@ from tests.st_protocol import FollowerRun, FollowerSession, element_key  # noqa:
 EXAMPLES = ("the_cat_sat_two_heads", "cat_chases_mouse")  # the teacher alternates between these
 TICK = os.sysconf("SC_CLK_TCK")
 TEACHER_ADDRESS = "127.0.0.10"
-TEACHER_BEAT_SECONDS = 5.0  # app/live.py's teacher box heartbeats this often
+TEACHER_BEAT_SECONDS = 5.0  # app/room/live.py's teacher box heartbeats this often
 SOFTMAX_STEP = 4  # the presenter's softmax screen (from 1), where the room draws a forecast
 DOOR_WORDS = ("Too many", "locked", "no room", "full")  # the door's refusals (classroom/store.py)
-ANSWERED = re.compile(r"#### (\d+) of (\d+) answered")  # the presenter panel's count (app/questions.py)
+ANSWERED = re.compile(r"#### (\d+) of (\d+) answered")  # the presenter panel's count (app/room/questions.py)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -487,7 +487,7 @@ async def lesson(urls: list[str], pids: list[int], store, args) -> dict:
 
 
 def student_id(cookie: str) -> str:
-    from app.live import student_id_of
+    from app.room.live import student_id_of
     return student_id_of(cookie)
 
 

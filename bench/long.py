@@ -18,7 +18,8 @@ from unittest import mock
 
 from streamlit.testing.v1 import AppTest
 
-from app import figures, result_cache
+from app import result_cache
+from app.charts import figures
 
 APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
 RERUNS = 5

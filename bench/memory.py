@@ -37,7 +37,7 @@ from tests.live_server import ROOT, streamlit_server  # noqa: E402
 from tests.st_protocol import Run, Session  # noqa: E402
 
 LONG = {"d_model": "768", "heads": "12", "tokens": " ".join(f"w{i}" for i in range(1024))}
-FIGURES_MB = 64 * 2**20 / 1e6  # built figures the server keeps for every session (app/figure_cache.py)
+FIGURES_MB = 64 * 2**20 / 1e6  # built figures the server keeps for every session (app/charts/figure_cache.py)
 WORDS = ("cat", "dog", "sun", "sea", "tree", "book", "car", "bird")  # one word piece each
 
 

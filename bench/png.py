@@ -1,4 +1,4 @@
-"""The pictures a long sequence's grids travel as (app/figures.py ``png_bytes``): the hand-written
+"""The pictures a long sequence's grids travel as (app/charts/figures.py ``png_bytes``): the hand-written
 encoder (zlib level 1, no filter) against Pillow's (already installed with Streamlit), on the sizes
 the page sends (block means, at most IMAGE_BLOCKS a side).
 
@@ -16,7 +16,7 @@ import time
 import numpy as np
 from PIL import Image
 
-from app import figure_layout, figures, pictures
+from app.charts import figure_layout, figures, pictures
 
 
 def pillow_png(rgba: np.ndarray, compress_level: int) -> bytes:

@@ -10,7 +10,7 @@ page of every follower behind it to rerun. The follower's own poll stays, slower
 as the safety net.
 
 Streamlit-free: the caller gives it ``version_of(code)`` and ``rerun(session_id)``; the app's side
-(app/push.py) connects them to the store's watch and to Streamlit's sessions.
+(app/room/push.py) connects them to the store's watch and to Streamlit's sessions.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ A kind says how an answer is read (a number, a shape, one of the choices, a draw
 text), how it is kept (``stored``: the one form the store compares; "67%" and "0,67" are both
 "0.67"), whether it is right (``right``), how the page writes it back (``shown``) and what its box
 suggests (``placeholder``). course/quiz.py asks and explains the questions, classroom/store.py marks
-a room's answers, app/questions.py and app/views/quiz.py draw them; none of them compares kinds by
+a room's answers, app/room/questions.py and app/views/quiz.py draw them; none of them compares kinds by
 name. Numbers are read by the one reader, mha_core/typed_number.py.
 
 A kind the registry does not know (a teacher's own "poll") is read as free text and marked as a

@@ -1,7 +1,7 @@
 """What a chart shows, as facts a sentence can be written from: where each attention row looks,
 which rows are flat, a matrix's largest and smallest cells, a series' highest and lowest bar.
 
-Pure NumPy and no words: ``app/chart_text.py`` turns these facts into the sentences a screen
+Pure NumPy and no words: ``app/charts/chart_text.py`` turns these facts into the sentences a screen
 reader reads and the tables shown on request. Masked cells are NaN and take no part.
 """
 

@@ -73,7 +73,7 @@ def rng():
 def embedded_store(tmp_path, monkeypatch):
     """A live class on its own SQLite store under tmp_path (the store is one per process, so it is
     opened anew) and no door setting (teacher key, client address header, Redis) unless a test sets it."""
-    from app import live
+    from app.room import live
 
     monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
     for name in ("MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE", "MHA_CLIENT_IP_HEADER", "REDIS_URL"):
@@ -90,7 +90,7 @@ def embedded_store(tmp_path, monkeypatch):
 def redis_store(tmp_path, monkeypatch):
     """The live pages on a real redis-server (tests/redis_server.py) instead of SQLite; skipped
     without one unless REQUIRE_REDIS=1."""
-    from app import live
+    from app.room import live
     from tests.redis_server import REDIS_SERVER, RedisServer
 
     if REDIS_SERVER is None:

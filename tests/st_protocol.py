@@ -217,7 +217,7 @@ class Session:
         return cache
 
     async def pushed(self, seconds: float) -> Run | None:
-        """A run the server began by itself (app/push.py reruns a follower's page when its room
+        """A run the server began by itself (app/room/push.py reruns a follower's page when its room
         moves), read to its end; None when none came within seconds. Also the rest of a run whose
         messages another run's reply came in the middle of (the server may run a fragment, the reply
         to a poll tick, while the page's run waits its turn): the frontend reads every message, so
@@ -329,7 +329,7 @@ def drawn_weights(run: Run) -> np.ndarray:  # [h, n_q, n_k] as carried by the we
 # --- a live-class student: a session that drives its run_every fragments as the browser does -------
 
 
-FOLLOWING = "following the teacher: "  # app/live.py's room box, then the label of what is shown
+FOLLOWING = "following the teacher: "  # app/room/live.py's room box, then the label of what is shown
 
 
 @dataclass
@@ -337,7 +337,7 @@ class FollowerRun(Run):
     """A Run that also keeps what the room box says is shown and whether a room question was drawn."""
 
     following: str | None = None  # what the sidebar's room box says the page shows, while following
-    question_seen: bool = False  # "Your teacher asks" was drawn (app/questions.py, student_question_ui)
+    question_seen: bool = False  # "Your teacher asks" was drawn (app/room/questions.py, student_question_ui)
     answer_in: bool = False  # "Your answer is in" was drawn: the store took this student's answer
     fragment_run: bool = False  # ended as a fragment run (no rerun of the whole page)
 

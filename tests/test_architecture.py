@@ -24,7 +24,7 @@ def modules() -> dict[str, Path]:
 
 
 def imports(path: Path, known: set[str]) -> set[str]:
-    """Our modules this file imports, anywhere in it (``from app import live`` names app.live)."""
+    """Our modules this file imports, anywhere in it (``from app import live`` names app.room.live)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):

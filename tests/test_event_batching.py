@@ -1,4 +1,4 @@
-"""One wake-up of the server's event loop per batch of a run's messages (app/streamlit_door.py,
+"""One wake-up of the server's event loop per batch of a run's messages (app/adapter/streamlit_door.py,
 ``install_event_batching``; issue 27): a browser tab receives exactly what it received with one
 wake-up per message, in the same order, run after run, over Streamlit's own protocol against two
 real servers, one with the batching and one without (``MHA_STREAMLIT_BATCH=0``)."""
@@ -14,7 +14,7 @@ import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.util import calc_hash
 
-from app import streamlit_door
+from app.adapter import streamlit_door
 from app.editors import editor_key
 from tests.live_server import ROOT, streamlit_server
 from tests.st_protocol import SAT, Run, Session
@@ -90,7 +90,7 @@ def test_a_tab_receives_the_same_messages_in_the_same_order_with_and_without_bat
 INSTALLED_AFTER_ONE_RUN = """
 from streamlit.testing.v1 import AppTest
 AppTest.from_file("app/streamlit_app.py", default_timeout=60).run()
-from app import streamlit_door
+from app.adapter import streamlit_door
 print(streamlit_door.batching_installed())
 """
 

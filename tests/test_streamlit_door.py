@@ -1,4 +1,4 @@
-"""Streamlit's internals behind one door (issue 28, 4): app/streamlit_door.py is the only module that
+"""Streamlit's internals behind one door (issue 28, 4): app/adapter/streamlit_door.py is the only module that
 reads or patches a private name of Streamlit, each name it lists still exists in the installed
 Streamlit, and another version is said, in the log and on the Class page, never silently."""
 
@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import streamlit
 
-from app import streamlit_door
+from app.adapter import streamlit_door
 from tests.apptest_util import goto, open_address, shown
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("app", "classroom", "course", "mha_core")
-DOOR = ROOT / "app" / "streamlit_door.py"
+DOOR = ROOT / "app" / "adapter" / "streamlit_door.py"
 PUBLIC = ("streamlit.proto", "streamlit.testing")  # the wire format and AppTest
 
 
@@ -42,7 +42,8 @@ def has_name(owner, name: str) -> bool:
 
 @pytest.mark.parametrize(("where", "name", "used_by"), streamlit_door.PRIVATE_NAMES)
 def test_every_private_name_the_door_lists_still_exists(where, name, used_by):
-    assert has_name(owner_of(where), name), f"{where}.{name} is gone ({used_by}): read app/streamlit_door.py"
+    assert has_name(owner_of(where), name), \
+        f"{where}.{name} is gone ({used_by}): read app/adapter/streamlit_door.py"
 
 
 def test_the_check_finds_a_missing_name():

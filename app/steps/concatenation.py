@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import figure_layout, figures, i18n, widgets
-from app.step_text import parameter_terms, sizes_line
+from app import i18n, widgets
+from app.charts import figure_layout, figures
 from app.steps import output
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import CAPTION_PX, TABLE_PX, Projector, fitted
 from app.steps.section import Section, grid, step_header, waiting
+from app.steps.step_text import parameter_terms, sizes_line
 from app.steps.view import Charts, StepView, grid_of_heads
 from app.widgets import chart
 from course.i18n import translator

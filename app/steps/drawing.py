@@ -18,7 +18,7 @@ from typing import Any
 from app.steps.view import Charts, StepView
 
 # The modules of app/steps/ that draw no step: the kit every step's drawing is made with.
-KIT = frozenset({"drawing", "projector", "section", "view"})
+KIT = frozenset({"drawing", "projector", "section", "step_text", "view"})
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import figures, i18n
+from app import i18n
+from app.charts import figures
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import Projector
 from app.steps.section import Section, grid, step_header

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figure_layout, figures, i18n, number_text
+from app import i18n
+from app.charts import figure_layout, figures, number_text
 from app.safe import lit
 from app.steps import softmax
 from app.steps.drawing import ScreenDrawing, StepDrawing

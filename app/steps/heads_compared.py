@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import figures, i18n, live, state, widgets
-from app.figure_cache import figure
-from app.fragments import fragment
+from app import i18n, state, widgets
+from app.adapter.fragments import fragment
+from app.charts import figures
+from app.charts.figure_cache import figure
+from app.room import live
 from app.safe import lit
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import CAPTION_PX, SELECTORS_PX, Projector

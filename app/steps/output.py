@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app import figures
+from app.charts import figures
 from app.steps.drawing import StepDrawing
 from app.steps.section import Section, grid, step_header, waiting
 from app.steps.view import Charts, StepView

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import figures, i18n, widgets
+from app import i18n, widgets
+from app.charts import figures
 from app.safe import lit
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import SELECTORS_PX, Projector

@@ -13,8 +13,9 @@ from functools import partial
 
 import streamlit as st
 
-from app import figure_layout, figure_spec, figures, i18n, phone_css, state, widgets
-from app.figure_cache import figure
+from app import i18n, phone_css, state, widgets
+from app.charts import figure_layout, figure_spec, figures
+from app.charts.figure_cache import figure
 from app.state import Current, Inputs
 from app.steps.view import Charts, StepView
 

@@ -7,10 +7,10 @@ import streamlit as st
 
 from app import i18n
 from app.safe import lit
-from app.step_text import drill_lines
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import CAPTION_PX, SELECTORS_PX, WORKED_LINE_PX, Projector
 from app.steps.section import Section, grid, step_header, waiting
+from app.steps.step_text import drill_lines
 from app.steps.view import Charts, StepView, grid_of_heads
 from app.widgets import chart
 from course.steps import STEPS

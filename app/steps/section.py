@@ -12,8 +12,9 @@ from dataclasses import replace
 
 import streamlit as st
 
-from app import figures, i18n, result_cache, state, widgets
-from app.figure_cache import figure
+from app import i18n, result_cache, state, widgets
+from app.charts import figures
+from app.charts.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
 from app.steps.view import StepView

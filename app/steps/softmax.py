@@ -6,13 +6,14 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figure_layout, figures, i18n, state, widgets
-from app.figure_cache import figure
+from app import i18n, state, widgets
+from app.charts import figure_layout, figures
+from app.charts.figure_cache import figure
 from app.safe import lit
-from app.step_text import drill_lines
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import CHART_WIDTH, SELECTORS_PX, TABLE_PX, WORKED_LINE_PX, Projector, numbers_off
 from app.steps.section import Section, grid, step_header, waiting
+from app.steps.step_text import drill_lines
 from app.steps.view import Charts, StepView, grid_of_heads, sub
 from app.widgets import chart
 from mha_core import row_sum_deviation

@@ -17,8 +17,8 @@ from functools import cached_property
 
 import numpy as np
 
-from app import figure_layout, figures
-from app.figure_spec import FigureSpec
+from app.charts import figure_layout, figures
+from app.charts.figure_spec import FigureSpec
 from course.i18n import ENGLISH, translator
 from course.steps import STEPS
 from mha_core.attention import MHAResult

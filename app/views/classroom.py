@@ -11,8 +11,10 @@ from zoneinfo import ZoneInfo
 import segno
 import streamlit as st
 
-from app import i18n, live, questions, session_keys, streamlit_door
-from app.fragments import fragment
+from app import i18n, session_keys
+from app.adapter import streamlit_door
+from app.adapter.fragments import fragment
+from app.room import live, questions
 from app.safe import html_text, lit, md
 from classroom.store import NoSuchRoom, NotTheTeacher, StoreError
 from course.i18n import N_

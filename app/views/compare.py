@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figure_layout, figures, i18n, number_text, result_cache, session_keys, state
-from app.figure_cache import figure
+from app import i18n, result_cache, session_keys, state
+from app.charts import figure_layout, figures, number_text
+from app.charts.figure_cache import figure
 from app.safe import lit
 from app.state import Current
 from app.widgets import chart

@@ -1,12 +1,12 @@
 """Labs: the score lab, the scaling lab, size and cost (chapter 001 examples C to I, chapter 004 step 6;
 grouped-query attention, the KV cache, and attention's cost against sequence length).
 
-Thin: widgets in, course.labs computes, app.lab_figures draws. Every widget key starts with
+Thin: widgets in, course.labs computes, app.charts.lab_figures draws. Every widget key starts with
 ``lab_``; the values are also kept in ``lab_saved``, because Streamlit forgets a widget's state
 on a run that does not draw it (another page), and nothing typed here should be lost.
 
-This page keeps the labs' inputs and draws the three tabs: app/score_lab.py, app/scaling_lab.py
-and app/size_and_cost_lab.py.
+This page keeps the labs' inputs and draws the three tabs: app/labs/score_lab.py, app/labs/scaling_lab.py
+and app/labs/size_and_cost_lab.py.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ import math
 import streamlit as st
 
 from app import i18n, session_keys
-from app.scaling_lab import scaling_lab
-from app.score_lab import TEXT_CHARS, example_texts, score_lab
-from app.size_and_cost_lab import CACHE_DEFAULTS, CHAPTER_SIZES, size_and_cost
+from app.labs.scaling_lab import scaling_lab
+from app.labs.score_lab import TEXT_CHARS, example_texts, score_lab
+from app.labs.size_and_cost_lab import CACHE_DEFAULTS, CHAPTER_SIZES, size_and_cost
 from course.labs import SCORE_EXAMPLES, VALUE_BYTES
 
 SAVED = "lab_saved"  # a plain session key (no widget): the labs' inputs across pages
 REACH = 10**12  # no lab input goes near this; a kept value past it is not one a person typed
 
 
-# The labs' inputs: a class following the teacher sees them as the teacher set them (app/live.py).
+# The labs' inputs: a class following the teacher sees them as the teacher set them (app/room/live.py).
 session_keys.register(*(session_keys.Key(name, "labs", default, followed=True) for name, default in {
     **example_texts(SCORE_EXAMPLES[0]), "lab_gap": 20.0,  # example D's gap, the chapter's dot
     "lab_d_k": 64, "lab_seed": 0, "lab_pairs": 2000, "lab_curve_keys": 8, **CHAPTER_SIZES,

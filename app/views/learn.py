@@ -9,10 +9,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import address, figures, i18n, learn_figures, questions, session_keys, state, training
-from app.figure_cache import figure
-from app.fragments import fragment
-from app.live import in_room, is_teacher
+from app import address, i18n, session_keys, state, training
+from app.adapter.fragments import fragment
+from app.charts import figures, learn_figures
+from app.charts.figure_cache import figure
+from app.room import questions
+from app.room.live import in_room, is_teacher
 from app.safe import lit
 from app.widgets import chart
 from course.i18n import N_
@@ -24,7 +26,7 @@ from mha_core.train import Config, History, Model, probe, probes, token_names
 LAYERS, HEADS, WIDTHS, STEPS = (1, 2, 3, 4), (1, 2, 4), (16, 32, 64), (200, 400, 600, 1000, 2000)
 SCALINGS = {"sqrt": N_("scaled by 1/√d_k"), "none": N_("not scaled")}
 PROMPT_CHARS = 96  # 24 letters and their spaces, and some
-# The settings, the checkpoint shown and the letters typed: a class follows its teacher's (app/live.py).
+# The settings, the checkpoint shown and the letters typed: a class follows its teacher's (app/room/live.py).
 SAVED = "learn_saved"  # the settings, kept while another page is open (widgets forget theirs)
 session_keys.register(*(session_keys.Key(name, "learn", default, followed=True) for name, default in {
     "learn_task": "induction", "learn_layers": 2, "learn_heads": 2, "learn_width": 32, "learn_steps": 600,

@@ -14,21 +14,10 @@ import hashlib
 import numpy as np
 import streamlit as st
 
-from app import (
-    address,
-    figure_cache,
-    figure_layout,
-    figures,
-    i18n,
-    model_figures,
-    phone_css,
-    result_cache,
-    session_keys,
-    state,
-    widgets,
-)
-from app.chart_text import of_concat, of_grids, of_head_view, of_model
-from app.figure_cache import figure
+from app import address, i18n, phone_css, result_cache, session_keys, state, widgets
+from app.charts import figure_cache, figure_layout, figures, model_figures
+from app.charts.chart_text import of_concat, of_grids, of_head_view, of_model
+from app.charts.figure_cache import figure
 from app.safe import lit
 from app.widgets import chart
 from course.i18n import N_
@@ -53,7 +42,7 @@ TAB_KEY = "model_tab"  # the tabs' own widget key (its value is the open tab's l
 OPEN_TAB = "model_open_tab"  # the open tab's position, kept across languages and pages
 session_keys.register(session_keys.Key(TAB_KEY, "model"), session_keys.Key(OPEN_TAB, "model", 0))
 
-# The text and layer: a following class sees them as the teacher set them (app/live.py).
+# The text and layer: a following class sees them as the teacher set them (app/room/live.py).
 session_keys.register(session_keys.Key("model_text", "model", followed=True),
                       session_keys.Key("pick_model_layer", "model", followed=True))
 

@@ -14,15 +14,9 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from app import (
-    frame,
-    i18n,
-    page_scripts,
-    questions,
-    session_keys,
-    state,
-    widgets,
-)
+from app import frame, i18n, session_keys, state, widgets
+from app.adapter import page_scripts
+from app.room import questions
 from app.safe import lit
 from app.state import Current, Inputs
 from app.steps.drawing import drawing_of
@@ -240,7 +234,7 @@ def drawings(current: Current, question: Question | None, screen: int) -> tuple:
 def ask(screen: int, question: Question, drawn: tuple[DrawnForecast | None, DrawnForecast | None]) -> bool:
     """The forecast box; True once the room has seen the answer (then the result is drawn).
     The teacher of a room can ask it to the room, or have the room draw a head's row (drawn)."""
-    led = widgets.following()  # the teacher's Reveal reveals it here too (app/live.py)
+    led = widgets.following()  # the teacher's Reveal reveals it here too (app/room/live.py)
     revealed = st.session_state.get(REVEALED) == (screen, question.prompt) or (
         led and st.session_state.get("room_revealed") == screen)
     forecast_word = i18n.t("Forecast.")

@@ -16,12 +16,13 @@ import secrets
 
 import streamlit as st
 
-from app import i18n, live, session_keys, state
-from app.live import in_room, is_teacher
-from app.questions import ask_button
+from app import i18n, session_keys, state
+from app.room import live
+from app.room.live import in_room, is_teacher
+from app.room.questions import ask_button
 from app.safe import lit
 from app.state import Current
-from app.step_text import drill_lines
+from app.steps.step_text import drill_lines
 from course import answers
 from course.quiz import Question, generate, recall
 from course.steps import number_of

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import cell_opener, frame, i18n, live, phone_css, state, widgets
-from app.fragments import fragment
+from app import frame, i18n, phone_css, state, widgets
+from app.adapter import cell_opener
+from app.adapter.fragments import fragment
+from app.room import live
 from app.safe import lit
 from app.state import Current, Inputs
-from app.step_text import drill_lines, sizes_line
 from app.steps.drawing import drawing_of
 from app.steps.section import Section, plain_section, shared_result
+from app.steps.step_text import drill_lines, sizes_line
 from app.style import LARGE_TYPE_CSS
 from app.views import compare
 from course.steps import STEPS

@@ -4,8 +4,8 @@ outside every fragment (the presenter's Next), each counting its clicks in an on
 
 import streamlit as st
 
-from app import streamlit_door
-from app.fragments import fragment
+from app.adapter import streamlit_door
+from app.adapter.fragments import fragment
 
 streamlit_door.install_race_fixes()
 TICK_SECONDS = 0.1  # shorter than the test's long task, so a tick is queued when it clicks

@@ -74,7 +74,7 @@ def test_an_old_link_whose_tokens_and_heads_ask_too_much_is_refused():
 
 def test_a_rooms_state_over_the_limit_is_refused_for_a_follower(tmp_path, monkeypatch):
     """The room's state reaches a student through the same decoder as a link."""
-    from app import live
+    from app.room import live
     from tests.apptest_util import goto
 
     monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))

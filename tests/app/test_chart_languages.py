@@ -1,7 +1,7 @@
 """Chart words in the reader's language: the builders write them in the ``language`` they are given,
-app/figure_cache.py gives each reader's figure its own key, and app/chart_text.py words a summary in
-the language asked for. A stand-in translator marks every translated message (⟨...⟩), so these tests
-do not depend on what the catalogues hold."""
+app/charts/figure_cache.py gives each reader's figure its own key, and app/charts/chart_text.py words a
+summary in the language asked for. A stand-in translator marks every translated message (⟨...⟩), so
+these tests do not depend on what the catalogues hold."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from app import chart_text, figure_cache, figures, forecast_figures, lab_figures, model_figures
+from app.charts import chart_text, figure_cache, figures, forecast_figures, lab_figures, model_figures
 
 MODULES = (figures, chart_text, forecast_figures, lab_figures, model_figures)
 

@@ -1,7 +1,7 @@
 """Every chart has a text alternative: a summary in words as its accessible name, and its numbers
 as a table on request.
 
-Pure tests read figures the app draws (app/chart_text.py against naive loops over the same
+Pure tests read figures the app draws (app/charts/chart_text.py against naive loops over the same
 arrays); AppTest tests walk the workbench, the presenter and Compare and check every chart there.
 """
 
@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from app import chart_text, figures, number_text
+from app.charts import chart_text, figures, number_text
 from app.views.present import SCREENS
 from mha_core.analysis import FLAT_AT, head_pattern
 from tests.apptest_util import (
@@ -411,7 +411,7 @@ def test_numbered_columns_between_the_ticks_keep_their_names():
 def test_a_cell_opened_from_the_browser_is_three_small_integers_or_nothing():
     """What the cell opener's JavaScript sends is checked before it touches a selection: a scripted
     page may send anything (issue 15's rule: every route in is bounded)."""
-    from app.cell_opener import MOST_POSITIONS, cell_of
+    from app.adapter.cell_opener import MOST_POSITIONS, cell_of
 
     assert cell_of({"head": 1, "query": 2, "key": 0}) == (1, 2, 0)
     for sent in (None, "1.2.0", [1, 2, 0], {"head": 1, "query": 2}, {"head": -1, "query": 0, "key": 0},

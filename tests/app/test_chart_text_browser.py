@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from app import chart_text, number_text
+from app.charts import chart_text, number_text
 from course.examples import all_examples
 from tests.a11y import assert_no_violations
 from tests.browser_env import ARTIFACTS, IDLE, require_browser, type_tokens

@@ -67,8 +67,9 @@ APP_MARKDOWN = {
 # Attributes that hold Markdown (or LaTeX) the app writes itself.
 APP_MARKDOWN_ATTRIBUTES = {
     "explanation": "course.quiz.Question.explanation: its tokens go through mha_core.markup.literal",
-    "solution": "classroom Question.solution as app/questions.py sends it: a quiz question's explanation "
-                "(course.quiz, tokens through mha_core.markup.literal); a forecast's is JSON, never shown",
+    "solution": "classroom Question.solution as app/room/questions.py sends it: a quiz question's "
+                "explanation (course.quiz, tokens through mha_core.markup.literal); a forecast's is JSON, "
+                "never shown",
     "formula": "course.steps.Step.formula: the course's LaTeX, a literal in course/steps.py",
 }
 # Tables of the course's own text, whose entries' attributes are the app's Markdown.
@@ -547,7 +548,7 @@ def _every_figure(tokens: list[str], title: str):
     """Every figure builder of app/, given outside text wherever it takes text."""
     import numpy as np
 
-    from app import figures, lab_figures, model_figures
+    from app.charts import figures, lab_figures, model_figures
 
     rng = np.random.default_rng(0)
     n, h = len(tokens), 2

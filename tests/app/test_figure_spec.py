@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from _plotly_utils.utils import to_typed_array_spec
 
-from app.figure_spec import typed_array
+from app.charts.figure_spec import typed_array
 
 ARRAYS = {
     "float32 grid": np.arange(12, dtype=np.float32).reshape(3, 4) / 7,

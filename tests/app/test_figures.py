@@ -17,7 +17,7 @@ import pytest
 from plotly.colors import get_colorscale, sample_colorscale, unlabel_rgb
 from plotly.offline import get_plotlyjs
 
-from app import figure_cache, figure_layout, figures, number_text, pictures
+from app.charts import figure_cache, figure_layout, figures, number_text, pictures
 from course.examples import all_examples
 from mha_core import head_contributions, normalised_entropy, pairwise_disagreement
 from tests.apptest_util import chart_specs, pick_example
@@ -725,8 +725,8 @@ def test_large_type_grows_the_charts_and_the_pages_text(at):
 def test_a_figure_of_a_named_array_is_keyed_on_its_name_not_its_bytes():
     """app/state.py names a shared result's arrays (figure_cache.name_arrays): a rerun keys their
     figures without reading 150 MB at 1,024 tokens, and a named array can no longer change."""
-    from app import figure_cache
-    from app.figure_spec import figure_spec
+    from app.charts import figure_cache
+    from app.charts.figure_spec import figure_spec
 
     built = []
 

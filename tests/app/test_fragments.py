@@ -1,4 +1,4 @@
-"""Every fragment of the app sits alone in a container of its own (app/fragments.py says why)."""
+"""Every fragment of the app sits alone in a container of its own (app/adapter/fragments.py says why)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_no_module_of_the_app_makes_a_fragment_but_app_fragments():
 def script_with_a_fragment_between_two_lines():
     import streamlit as st
 
-    from app.fragments import fragment
+    from app.adapter.fragments import fragment
 
     @fragment(run_every=60)
     def ticking() -> None:

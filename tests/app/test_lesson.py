@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from app import number_text
+from app.charts import number_text
 from app.views.present import SCREENS
 from course.examples import all_examples
 from mha_core import count_parameters, largest_change

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from app import figure_layout, result_cache
+from app import result_cache
+from app.charts import figure_layout
 from course.examples import generated_setup
 from mha_core import LIMITS, multi_head_attention
 from tests.apptest_util import chart_specs, fresh_app, heatmap_values, pick_example, texts

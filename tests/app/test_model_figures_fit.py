@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pytest
 
-from app import figure_layout, figures, model_figures, number_text
+from app.charts import figure_layout, figures, model_figures, number_text
 
 PHONE_WIDTH = 358  # px: a 390-px phone's column (Streamlit pads it 16 px a side)
 WIDTHS = [figure_layout.FULL_WIDTH, figure_layout.HALF_WIDTH, PHONE_WIDTH]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app import model_figures
+from app.charts import model_figures
 from app.views import model as model_page
 from mha_core.analysis import attention_change, head_pattern, sentence_cosine
 from mha_core.pretrained import ModelNotInstalled, load_minilm

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from app import figures
+from app.charts import figures
 from app.views.present import SCREENS
 from course.examples import all_examples
 from course.quiz import forecast

@@ -51,7 +51,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from streamlit.testing.v1 import AppTest
 
-from app import figure_cache, live, result_cache
+from app import result_cache
+from app.charts import figure_cache
+from app.room import live
 from app.views import model
 from app.views.present import SCREENS, STEP_KEY
 from classroom.sqlite_store import SqliteStore

@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from app import figures, number_text
-from app.step_text import drill_lines
+from app.charts import figures, number_text
+from app.steps.step_text import drill_lines
 from course.examples import all_examples
 from tests.apptest_util import chart_specs, fresh_app, pick_example, shown
 

@@ -1,4 +1,4 @@
-"""A click counts once, even when the page's timer ticks as it is clicked (app/streamlit_door.py).
+"""A click counts once, even when the page's timer ticks as it is clicked (app/adapter/streamlit_door.py).
 
 Streamlit's page sends a click on the next turn of its event loop; a ``run_every`` tick already
 queued goes first and carries the click's trigger, then the click's own rerun follows. Without the

@@ -27,7 +27,7 @@ from streamlit.proto.TextInput_pb2 import TextInput
 from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
 
-from app import live
+from app.room import live
 from classroom.sqlite_store import SqliteStore
 from classroom.store import (
     HEARTBEAT_SECONDS,
@@ -253,7 +253,7 @@ def test_the_browsers_secret_reaches_no_screen_store_or_file():
         assert secret not in shown(at) and secret not in str(dict(at.query_params))
     assert secret not in csv_text and student_id in csv_text
     assert all(secret not in s.id for s in roster(teacher))
-    # the one place it goes: the component that writes the browser's cookie (app/page_scripts.py)
+    # the one place it goes: the component that writes the browser's cookie (app/adapter/page_scripts.py)
     components = student.sidebar.get("bidi_component")
     (setter,) = [e for e in components if "mha_keep_cookie" in e.proto.component_name]
     assert json.loads(setter.proto.json) == {"name": "mha_student", "value": secret, "max_age": 31536000}
@@ -493,7 +493,8 @@ def open_room(context, url: str, code: str):
     return page
 
 
-WRITES_THE_COOKIE = "() => typeof window.mhaCookieWritten === 'string'"  # app/page_scripts.py wrote it here
+# app/adapter/page_scripts.py wrote it here
+WRITES_THE_COOKIE = "() => typeof window.mhaCookieWritten === 'string'"
 
 
 def student_cookie(context) -> dict | None:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app import forecast_figures
+from app.charts import forecast_figures
 from classroom.store import Question as RoomQuestion
 from classroom.store import is_right
 from course.examples import all_examples
@@ -305,7 +305,7 @@ def test_the_presenter_asks_counts_closes_and_reveals_without_leaving_the_screen
 
 
 def live_store_status(code: str, question_id: str) -> str:
-    from app import live
+    from app.room import live
     return live.store().tally(code, question_id).status
 
 
@@ -404,7 +404,7 @@ def test_the_quiz_score_counts_first_answers_and_says_so():
 def test_a_send_while_the_store_is_away_keeps_the_answer_and_sends_it_when_it_is_back(redis_store, how):
     """Finding 9 on a real redis-server stopped and started again: the form and the chosen answer stay,
     the page says the answer was not sent yet, and it is counted once the store is back."""
-    from app import live
+    from app.room import live
     teacher, code = teacher_with_room()
     question = live.store().ask(code, teacher.session_state["teacher_secret"], "Which head?", ["A", "B"],
                                 correct="B")
@@ -434,7 +434,7 @@ def test_a_followers_forecast_form_is_one_element_per_key_and_asks_no_nickname_g
     """Every follower redraws the form on each of the teacher's changes (issue 15's presenter load):
     one button per key (its chips and share written on it), one row of pills to take a chip back,
     no chart, and no nickname box for a student who gave one at the door (the answer carries it)."""
-    from app import live
+    from app.room import live
     teacher, code = teacher_with_room()
     goto(teacher, "present")
     for _ in range(3):

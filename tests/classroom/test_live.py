@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import live
+from app.room import live
 from app.views.learn import TRAIN_KEY
 from classroom import MAX_STUDENTS_PER_ROOM
 from classroom.watch import VERSION_MAX_AGE
@@ -282,7 +282,7 @@ def test_a_student_reconnecting_after_a_restart_is_the_same_student():
     student = open_address({"room": code})
     me = student.session_state["student_id"]
     assert "me" not in student.query_params and "me" not in teacher.query_params  # no identity in addresses
-    assert live.store().answer(code, question.id, me, "A")  # what the page's Send does (app/questions.py)
+    assert live.store().answer(code, question.id, me, "A")  # as Send does (app/room/questions.py)
     again = AppTest.from_file(str(ENTRY), default_timeout=60)
     again.session_state["student_secret"] = student.session_state["student_secret"]  # the browser's cookie
     for name, value in student.query_params.items():  # the same address

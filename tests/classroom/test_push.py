@@ -1,4 +1,4 @@
-"""The server reruns a follower's page when its room moves (classroom/push.py, app/push.py).
+"""The server reruns a follower's page when its room moves (classroom/push.py, app/room/push.py).
 
 The Pusher's rules on a clock of our own (who is asked, when again, who is left alone), then a real
 server over Streamlit's websocket protocol: a follower that sends nothing (no poll tick) is sent the
@@ -99,7 +99,7 @@ def test_an_apptest_page_is_not_pushed_to():
     """AppTest runs the script under a MagicMock Runtime: a follower there has no server session, so
     the pusher keeps nothing and no thread reads the store for it after the test (one did, and built
     the next test's store from the environment between two tests: CI's failure on 2026-12-02)."""
-    from app import live, push
+    from app.room import live, push
     from tests.apptest_util import open_address
     from tests.classroom.test_live import rerun_after_a_poll, teacher_with_room
 

@@ -1,4 +1,4 @@
-"""A follower's page never loses a run to Streamlit 1.67's runner race (app/streamlit_door.py).
+"""A follower's page never loses a run to Streamlit 1.67's runner race (app/adapter/streamlit_door.py).
 
 Over Streamlit's own websocket protocol, against a real server: followers whose poll timer ticks
 as a browser's does, on its own clock and whatever the replies (here every 0.1 s, to meet the
@@ -17,7 +17,7 @@ import pytest
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from app import streamlit_door
+from app.adapter import streamlit_door
 from course.examples import all_examples
 from tests.st_protocol import FOLLOWING, FollowerSession
 
@@ -104,7 +104,7 @@ def test_a_poll_tick_never_loses_the_page_run_it_caused(server_and_store):
 
 
 def test_the_race_fix_is_for_the_streamlit_this_project_pins():
-    """A Streamlit upgrade must be read against app/streamlit_door.py and app/fragments.py
+    """A Streamlit upgrade must be read against app/adapter/streamlit_door.py and app/adapter/fragments.py
     first."""
     import streamlit
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import lab_figures
+from app.charts import lab_figures
 from course.examples import all_examples
 from course.labs import (
     KINDS,

@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 import streamlit as st
 
-from app import figures, page_export
+from app import page_export
+from app.charts import figures
 from app.steps import drawing as step_drawing
 from app.steps.section import grid
 from app.steps.view import Charts, StepView
@@ -320,12 +321,12 @@ def test_each_layer_imports_only_the_layers_before_it(package, never):
 
 
 def test_the_live_class_imports_no_page_and_sends_what_pages_register_as_followed():
-    """Issue 17: app/live.py took the labs' and the model page's key lists by importing them (an
+    """Issue 17: app/room/live.py took the labs' and the model page's key lists by importing them (an
     arrow back up); the pages now register their keys and live reads the registry."""
     from app import session_keys
     from app.views import labs, learn, model  # noqa: F401 (importing a page registers its keys, as the app does)
 
-    live_imports = imported_modules(ROOT / "app" / "live.py")
+    live_imports = imported_modules(ROOT / "app" / "room" / "live.py")
     assert not {name for name in live_imports if name.startswith("app.views")}, live_imports
     followed = set(session_keys.followed())
     assert {"model_text", "pick_model_layer", "lab_gap", "lab_d_k", "learn_task",

@@ -1,5 +1,5 @@
 """Numbers as a reader sees them on the charts: cell text and hover text that never hide a value
-(2.1e-9 is not 0.00, 1 − 4.1e-9 is not 1.00). Pure Python: app/figures.py, the drill-down and the
+(2.1e-9 is not 0.00, 1 − 4.1e-9 is not 1.00). Pure Python: app/charts/figures.py, the drill-down and the
 tables write every number through these."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Streamlit has no public call for what this module does: a session's own id, the fragments a run
 runs, whether a run came from Back or Forward, asking an idle session for a run (the live class's
-push, app/push.py), dropping a disconnected session's download callables (app/result_cache.py), and
+push, app/room/push.py), dropping a disconnected session's download callables (app/result_cache.py), and
 the two races below, worked around by wrapping Streamlit's own methods. Each name it touches is in
 ``PRIVATE_NAMES``; tests/test_streamlit_door.py checks that each still exists in the installed
 Streamlit, and ``announce_version`` says at start, in the log and on the Class page, when the

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from app import i18n, number_text
+from app import i18n
+from app.charts import number_text
 from mha_core.derive import cost_of
 
 

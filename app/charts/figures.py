@@ -9,7 +9,7 @@ centred at 0 for signed values (both readable with colour-blind vision). Numbers
 format_number (cells) and hover_number (hover), so 2.1e-9 and 1 − 4.1e-9 never print as 0.00 and
 1.00.
 
-Legibility at every size: panels are laid out in pixels by app/figure_layout.py (heights exact,
+Legibility at every size: panels are laid out in pixels by app/charts/figure_layout.py (heights exact,
 widths planned for a column of ``width`` px and checked FIT_SLACK narrower, many heads wrapped into
 rows, numbers on cells only when all of them fit); large grids drop per-cell text, gaps and hover
 strings and keep a few evenly spaced tick labels, so a 3 x 512 matrix paints as fast as a 3 x 3 one.
@@ -31,7 +31,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import get_colorscale
 
-from app.figure_layout import (
+from app.charts.figure_layout import (
     FIT_SLACK,
     FULL_WIDTH,
     HALF_WIDTH,
@@ -61,9 +61,9 @@ from app.figure_layout import (
     text_px,
     tick_positions,
 )
-from app.figure_spec import FigureSpec, figure_spec
-from app.number_text import MINUS, format_number, hover_number
-from app.pictures import block_means, colour_mapped, png_bytes
+from app.charts.figure_spec import FigureSpec, figure_spec
+from app.charts.number_text import MINUS, format_number, hover_number
+from app.charts.pictures import block_means, colour_mapped, png_bytes
 from app.safe import chart_text
 from course.i18n import ENGLISH, N_, translator
 
@@ -79,7 +79,7 @@ SIGNED_SCALE = get_colorscale("RdBu_r")  # blue < 0 < red
 
 # --- Words -------------------------------------------------------------------------------------
 # Every word a builder writes on a chart, marked for the catalogues. A builder takes ``language`` (part
-# of app/figure_cache.py's key, which gives it the reader's) and writes its words in it; the hover
+# of app/charts/figure_cache.py's key, which gives it the reader's) and writes its words in it; the hover
 # templates are the same messages with plotly's %{...} in the places of the values.
 HEAD = N_("head {number}")
 QUERY_AXIS, KEY_AXIS = N_("query"), N_("key")

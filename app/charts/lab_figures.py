@@ -1,6 +1,6 @@
 """Pure figures of the Labs page: arrays in, go.Figure out (numpy + plotly only, no streamlit).
 
-Colours are Okabe-Ito, as in app.figures: blue for weights and scaled scores, vermillion for
+Colours are Okabe-Ito, as in app.charts.figures: blue for weights and scaled scores, vermillion for
 unscaled ones, reddish purple for "you are here" (the chapter's magenta dot). Numbers on bars go
 through format_number, so 2.1e-9 and 1 − 4.1e-9 never print as 0.00 and 1.00. Every word is marked
 for the catalogues and written in the ``language`` a builder is given.
@@ -12,8 +12,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figure_spec import inked
-from app.number_text import format_number, hover_number
+from app.charts.figure_spec import inked
+from app.charts.number_text import format_number, hover_number
 from app.safe import chart_text
 from course.i18n import ENGLISH, N_, localized_number_text, translator
 from course.labs import binary_size_text

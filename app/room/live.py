@@ -1,6 +1,6 @@
 """A live class, the session's side: the door (start, join, lead from a link), follow the teacher's
 page, publish the teacher's (the store itself is classroom/, UI-free; asking the room is
-app/questions.py).
+app/room/questions.py).
 
 Who may do what (docs/deploy.md, "Threat model"): starting a room needs the deployer's teacher key
 when MHA_TEACHER_KEY (or MHA_TEACHER_KEY_FILE) is set; the store's join() is the only way into a
@@ -29,8 +29,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import address, i18n, page_scripts, push, session_keys, state, streamlit_door, widgets
-from app.fragments import fragment
+from app import address, i18n, session_keys, state, widgets
+from app.adapter import page_scripts, streamlit_door
+from app.adapter.fragments import fragment
+from app.room import push
 from app.safe import lit
 from classroom.backends import open_store
 from classroom.store import (
@@ -65,7 +67,7 @@ LIVE_KEYS = session_keys.register(*(session_keys.Key(name, "live") for name in (
 )))
 
 POLL_SECONDS = 2.0  # a follower's heartbeat, and its check of the room's version should the server's push
-# (app/push.py, a quarter second) be lost; two heartbeats fall in every FOLLOWER_TTL_SECONDS
+# (app/room/push.py, a quarter second) be lost; two heartbeats fall in every FOLLOWER_TTL_SECONDS
 TEACHER_BEAT_SECONDS = 5.0  # the teacher's page says it is open this often (the room ends 15 min after)
 TOO_LARGE_FOR_THE_ROOM = N_("The teacher's setup is too large to send to the class: this page shows the "
                             "default example until the teacher shows a smaller one.")
@@ -229,7 +231,7 @@ def student_secret() -> str:
 
 def cookie_ui(slot) -> None:
     """Store this session's student secret in the browser, unless the browser sent it already
-    (app/page_scripts.py; the secret is [A-Za-z0-9_-] only)."""
+    (app/adapter/page_scripts.py; the secret is [A-Za-z0-9_-] only)."""
     secret = st.session_state.get("student_secret")
     if not secret or browser_cookie() == secret:
         return

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.figure_spec import FigureSpec, inked
-from app.figures import head_grids, plain
-from app.number_text import format_number, hover_number
+from app.charts.figure_spec import FigureSpec, inked
+from app.charts.figures import head_grids, plain
+from app.charts.number_text import format_number, hover_number
 from course.i18n import ENGLISH, N_, translator
 
 BLUE, GREEN, GREY = "#0072B2", "#009E73", "#8C8C8C"  # Okabe-Ito: unmarked, right, wrong

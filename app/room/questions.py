@@ -8,8 +8,8 @@ course.quiz wrote (tokens escaped there) and travels as the store's ``solution``
 forecast's ``solution`` is JSON instead: the real rows and their labels, shown after reveal.
 
 Here: the teacher's Ask buttons and answer panels, and the room's question on a student's page
-with its forecast form; the answers drawn are app/room_answers.py, a student's answer sent and
-revealed is app/student_answer.py.
+with its forecast form; the answers drawn are app/room/room_answers.py, a student's answer sent and
+revealed is app/room/student_answer.py.
 
 Session keys: the teacher's ``asked`` (question id, the course.quiz question asked) and
 ``asked_screen`` (the presenter screen it was asked on, or None); the student's ``answered`` (the id
@@ -27,13 +27,13 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from app import i18n, live, session_keys
-from app.figures import head_grids
-from app.fragments import fragment
-from app.live import in_room, is_teacher
-from app.room_answers import answers_view
-from app.safe import lit, md
-from app.student_answer import (
+from app import i18n, session_keys
+from app.adapter.fragments import fragment
+from app.charts.figures import head_grids
+from app.room import live
+from app.room.live import in_room, is_teacher
+from app.room.room_answers import answers_view
+from app.room.student_answer import (
     PHONE_WIDTH,
     YOUR_FORECAST,
     answer_form,
@@ -43,6 +43,7 @@ from app.student_answer import (
     send_answer,
     send_pending,
 )
+from app.safe import lit, md
 from app.widgets import chart
 from classroom.store import StoreError
 from course import answers

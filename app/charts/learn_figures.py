@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from plotly.subplots import make_subplots
 
-from app.figure_spec import FigureSpec, inked
+from app.charts.figure_spec import FigureSpec, inked
 from app.safe import chart_text
 from course.i18n import ENGLISH, N_, translator
 

@@ -2,7 +2,7 @@
 every few seconds, while the store is unreachable), what this student answered, and after the reveal
 the answer marked right or wrong, or the student's forecast next to the real softmax.
 
-The question box that draws them is app/questions.py's student_question_ui()."""
+The question box that draws them is app/room/questions.py's student_question_ui()."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ import json
 import numpy as np
 import streamlit as st
 
-from app import forecast_figures, i18n, live
-from app.fragments import fragment
-from app.room_answers import OWN_FORECAST, REAL_SOFTMAX, distribution, forecast_words
+from app import i18n
+from app.adapter.fragments import fragment
+from app.charts import forecast_figures
+from app.room import live
+from app.room.room_answers import OWN_FORECAST, REAL_SOFTMAX, distribution, forecast_words
 from app.safe import lit, md
 from app.widgets import chart
 from classroom.store import QuestionClosed, StoreError, StoreUnavailable, is_right

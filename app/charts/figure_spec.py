@@ -1,5 +1,5 @@
 """The plotly spec a chart builder returns: a plain dict kept as it was built (FigureSpec), its arrays
-as typed arrays, every text in INK. app/figures.py and the other figure modules build through
+as typed arrays, every text in INK. app/charts/figures.py and the other figure modules build through
 ``figure_spec``."""
 
 from __future__ import annotations

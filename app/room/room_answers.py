@@ -2,8 +2,8 @@
 teacher, the answers as bars (right ones marked once revealed), and a forecast (the class's average,
 or a student's own) against the head's real softmax, with how far apart they are in words.
 
-The teacher's panels that draw them are app/questions.py's; a student's reveal is
-app/student_answer.py's."""
+The teacher's panels that draw them are app/room/questions.py's; a student's reveal is
+app/room/student_answer.py's."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from dataclasses import replace
 import numpy as np
 import streamlit as st
 
-from app import forecast_figures, i18n, live
-from app.figure_layout import LARGE, tallest_cells_within
+from app import i18n
+from app.charts import forecast_figures
+from app.charts.figure_layout import LARGE, tallest_cells_within
+from app.room import live
 from app.safe import lit, md
 from app.widgets import chart
 from classroom.store import StoreError, is_right

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from app import figure_spec
+from app.charts import figure_spec
 
 BUDGET_BYTES = 64 * 2**20  # the figures of a few hundred classroom-size pages
 
@@ -89,7 +89,7 @@ def _feed(digest, value) -> int:
 
 
 def figure(builder: Callable[..., figure_spec.FigureSpec], *args, **kwargs):
-    """builder(*args, **kwargs), a chart of app/figures.py (or another pure figure function), shared
+    """builder(*args, **kwargs), a chart of app/charts/figures.py (or another pure figure function), shared
     across reruns and sessions.
 
     The figures are never modified after they are built (st.plotly_chart copies them).

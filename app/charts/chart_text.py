@@ -20,7 +20,7 @@ from functools import cache
 
 import numpy as np
 
-from app.number_text import format_number, hover_number
+from app.charts.number_text import format_number, hover_number
 from app.safe import html_text
 from course import describe
 from course.i18n import ENGLISH, LANGUAGES, N_, localized_number_text, translator
@@ -63,7 +63,7 @@ TABLE_CUT = N_("The first {shown} of {total} rows.")
 NO_NUMBERS = N_("{name}: drawn as a picture; its {rows} × {cols} numbers are too many to list here.")
 LIST_SEPARATOR = ", "
 CLAUSE_SEPARATOR = "; "
-# The heatmaps' axis titles (app/figures.py writes them in the figure's language): a grid whose rows
+# The heatmaps' axis titles (app/charts/figures.py writes them in the figure's language): a grid whose rows
 # are called "query" or whose columns are called "key", in any language, is an attention grid.
 QUERY_AXIS, KEY_AXIS = N_("query"), N_("key")
 
@@ -107,7 +107,8 @@ class ChartText:
 
 
 def _local(number: str, language: str) -> str:
-    """A number written by app.number_text ('0.67', '1 − 4.1e-9') as the language writes it ('0,67')."""
+    """A number written by app.charts.number_text ('0.67', '1 − 4.1e-9') as the language writes it
+    ('0,67')."""
     return localized_number_text(number, language)
 
 
@@ -118,7 +119,7 @@ def _axis_words(message: str) -> frozenset[str]:
 
 
 def figure_language(layout: dict) -> str:
-    """The language a figure's words are written in: app/figures.py records it in the layout's ``meta``
+    """The language a figure's words are written in: app/charts/figures.py records it in the layout's ``meta``
     (English figures carry none)."""
     meta = layout.get("meta")
     return meta.get("language", ENGLISH) if isinstance(meta, dict) else ENGLISH

@@ -1,7 +1,7 @@
 """The pixel geometry of the app's figures: how large a cell, a tick label, a title and a panel are, and how
 heads' panels are laid out in rows (pure numbers and text, no plotly).
 
-app/figures.py builds every heatmap through ``_planned``: heights are exact, widths are planned for a
+app/charts/figures.py builds every heatmap through ``_planned``: heights are exact, widths are planned for a
 column of ``width`` px (FULL_WIDTH, the main column at a 1280-px window) and checked as if the chart were
 FIT_SLACK narrower; many heads wrap into rows of at most MAX_PER_ROW panels; numbers are printed on cells
 only when all of them fit (``cell_numbers``); large grids keep a few evenly spaced tick labels. A layout is
@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from app.number_text import MINUS, scientific
+from app.charts.number_text import MINUS, scientific
 from app.safe import chart_text
 
 # --- Style -----------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from app import streamlit_door
+from app.adapter import streamlit_door
 from classroom.push import Pusher
 from classroom.watch import RoomWatch
 
@@ -21,7 +21,7 @@ rerun_session = streamlit_door.rerun_when_idle  # RERUN_ASKED, SESSION_BUSY or S
 
 @st.cache_resource
 def pusher(_watch: Callable[[], RoomWatch]) -> Pusher:
-    """The server's one pusher, reading versions through the followers' shared watch (app/live.py's
+    """The server's one pusher, reading versions through the followers' shared watch (app/room/live.py's
     ``watch``, asked each time: a cleared cache makes a new one; the leading underscore: Streamlit keeps
     one pusher whatever the argument)."""
     started = Pusher(lambda code: _watch().version(code), rerun_session)

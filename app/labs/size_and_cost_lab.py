@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import i18n, lab_figures
-from app.number_text import latex_int
+from app import i18n
+from app.charts import lab_figures
+from app.charts.number_text import latex_int
 from app.safe import lit, md
 from app.widgets import chart
 from course.i18n import N_

@@ -7,7 +7,7 @@ as stale. The browser's list of elements then closes up, every later element of 
 container moves one place back, and the fragment's next block overwrites the element that moved
 into its place: a student saw the question box lose its chips, or a tap land on nothing, until
 the teacher's next change redrew the page (tests/app/test_browser.py's forecast class, on a loaded
-machine; app/streamlit_door.py's races are the others it met). Alone in a container of its own, a
+machine; app/adapter/streamlit_door.py's races are the others it met). Alone in a container of its own, a
 dropped block leaves an empty container and moves nothing. tests/app/test_fragments.py holds every
 fragment of the app to this.
 """

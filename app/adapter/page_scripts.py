@@ -1,7 +1,7 @@
 """What the page does in the browser beyond drawing: scroll a new page or screen to its top, and keep a
 student's identity in its cookie.
 
-Both are ``st.components.v2`` components (as app/phone_css.py's probe and app/cell_opener.py): their
+Both are ``st.components.v2`` components (as app/phone_css.py's probe and app/adapter/cell_opener.py): their
 script runs in the page itself, so it reaches the page's document and cookie without an iframe and
 without ``window.parent`` (issue 28, 4). Each draws nothing (height 0) and acts once per ``token``
 the server gives it, however often Streamlit renders it again.

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.figure_layout import FULL_WIDTH, number_px, text_px
-from app.figure_spec import FigureSpec, figure_spec
-from app.figures import WEIGHT_SCALE, head_colour
-from app.number_text import format_number
-from app.pictures import block_means
+from app.charts.figure_layout import FULL_WIDTH, number_px, text_px
+from app.charts.figure_spec import FigureSpec, figure_spec
+from app.charts.figures import WEIGHT_SCALE, head_colour
+from app.charts.number_text import format_number
+from app.charts.pictures import block_means
 from app.safe import chart_text
 from course.i18n import ENGLISH, N_, translator
 
