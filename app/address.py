@@ -169,7 +169,7 @@ def link_params(current: Current) -> tuple[dict[str, str], bool]:
     params.update(i18n.address_params())  # the reader's chosen language, never a room's
     if ss.get("room"):
         params["room"] = ss.room  # a live class's code stays in the address (never the teacher's secret,
-        # never the student's identity: that is a cookie, app/room/live.py student_secret)
+        # never the student's identity: that is a cookie, app/room/identity.py student_secret)
     return params, complete
 
 
@@ -217,7 +217,7 @@ def _set_address(params: dict[str, str]) -> None:
 
 
 def sync_selection_address() -> None:
-    """From a fragment: update only the selections in the address bar (app/room/live.py's
+    """From a fragment: update only the selections in the address bar (app/room/following.py's
     sync_selection_params also sends them to the room)."""
     now = st.query_params.to_dict()
     changed = {param: value for param, value in selection_params().items() if now.get(param) != value}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app import address, i18n, session_keys, state, widgets
-from app.room import live
+from app.room import following
 from app.safe import lit
 
 
@@ -68,6 +68,6 @@ def finish(current: state.Current, page_path: str, *, whole: bool = True) -> Non
     address stays as the whole run drew it (the Mark holds whether there is one)."""
     address.sync_url(current, sidebar_drawn=whole)  # after the page: its pickers may have settled a selection
     state.remember_shown(current, widgets.shown_label(current))  # what a deliberate opening would replace
-    live.publish(current, page_path)  # the room gets what the address says
+    following.publish(current, page_path)  # the room gets what the address says
     st.session_state.link_notes = []  # shown once; gone after the next change
     st.session_state.pop("live_message", None)

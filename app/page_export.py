@@ -18,7 +18,7 @@ from importlib import resources
 
 from latex2mathml.converter import convert
 
-from app.charts import chart_text
+from app.charts import chart_tables, chart_text
 from app.result_cache import BytesLRU, setup_key
 from app.safe import html_text, script_json
 from app.steps.drawing import drawing_of
@@ -97,8 +97,8 @@ def chart_html(chart_id: str, fig, language: str = ENGLISH) -> str:
     summary = html_text(about.summary)
     return (f'<figure aria-labelledby="{chart_id}-summary"><div class="chart" id="{chart_id}"></div>'
             f'<figcaption><p id="{chart_id}-summary">{summary}</p>'
-            f"<details><summary>{html_text(translator(language)(chart_text.TABLE_LABEL))}</summary>"
-            f"{chart_text.table_html(about.tables())}</details></figcaption></figure>")
+            f"<details><summary>{html_text(translator(language)(chart_tables.TABLE_LABEL))}</summary>"
+            f"{chart_tables.table_html(about.tables())}</details></figcaption></figure>")
 
 
 def page_html(setup: Setup, *, title: str, query: int = 0, language: str = ENGLISH) -> str:

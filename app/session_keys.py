@@ -2,7 +2,7 @@
 address holds it, and whether a student following a room receives it from the teacher.
 
 A page registers what it adds when it is imported (app/streamlit_app.py imports every page before
-the first run); app/room/live.py reads ``followed()`` and imports no page.
+the first run); app/room/following.py reads ``followed()`` and imports no page.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ class Key:
     name: str
     owner: str  # the module that writes it
     default: Any = None
-    followed: bool = False  # a following student's page takes the teacher's value (app/room/live.py)
+    followed: bool = False  # a following student's page takes the teacher's value (app/room/following.py)
     address: str | None = None  # the link parameter that holds it, if any (app/state.py)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import streamlit as st
 
 from app import editors, i18n, result_cache, session_keys
-from app.charts import figure_cache, figures
+from app.charts import figure_cache, figure_style
 from course.examples import GENERATED, Example, all_examples, generated_setup
 from course.i18n import N_
 from mha_core import ARRAYS, MHAResult, Scaling, Setup, Sizes, Window
@@ -430,14 +430,14 @@ def grid_labels(name: str, tokens, kv_tokens, sizes: Sizes) -> tuple[list[str], 
     if name == MASK:
         return row_labels(tokens), row_labels(kv_tokens)
     if name in ("x", "x_kv"):
-        return row_labels(tokens if name == "x" else kv_tokens), figures.dims("d", sizes.d_model)
+        return row_labels(tokens if name == "x" else kv_tokens), figure_style.dims("d", sizes.d_model)
     if name == "w_o":
         heads = [f"h{i + 1}·{j + 1}" for i in range(sizes.n_heads) for j in range(sizes.d_v)]
-        return heads, figures.dims("d", sizes.d_model)
+        return heads, figure_style.dims("d", sizes.d_model)
     width = sizes.shape(name)[-1]
     if name.startswith("b_"):
-        return [SPECS[name].label], figures.dims("o" if name == "b_o" else name[-1], width)
-    return figures.dims("d", sizes.d_model), figures.dims(name[-1], width)
+        return [SPECS[name].label], figure_style.dims("o" if name == "b_o" else name[-1], width)
+    return figure_style.dims("d", sizes.d_model), figure_style.dims(name[-1], width)
 
 
 def row_labels(tokens) -> list[str]:

@@ -13,7 +13,7 @@ import streamlit as st
 
 from app import address, frame, i18n, phone_css, result_cache, state, style, widgets
 from app.adapter import page_scripts, streamlit_door
-from app.room import live, questions
+from app.room import door, following, live, questions, room_box
 from app.views import classroom, examples, labs, learn, model, present, quiz, workbench
 
 result_cache.tune_collector()  # once: the imports' objects out of every later collection
@@ -27,10 +27,10 @@ phone_css.phone_ui()  # a phone's stylesheet, and figures planned for its column
 address.open_session()  # once: the default example, then what the link says
 st.session_state.link_notes += language_notes
 address.follow_history()  # Back or Forward brought an earlier address: open it
-live.join_from_link()  # ?room=CODE
-live.follow_before_build()  # a follower takes the teacher's newest state first
+door.join_from_link()  # ?room=CODE
+following.follow_before_build()  # a follower takes the teacher's newest state first
 with live.follower_turn():  # a whole class reruns at once when the teacher changes something
-    unseen = live.unseen_sidebar()  # a following student's inputs are the teacher's, not drawn
+    unseen = following.unseen_sidebar()  # a following student's inputs are the teacher's, not drawn
     i18n.language_ui(st.sidebar)  # every reader's own, a following student's too
     room_slot = st.sidebar.container()  # the live class's box, first in the sidebar
     picker_slot = st.sidebar.container()  # filled last: its label says whether the page is edited
@@ -41,7 +41,7 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
         if inputs.sizes is not None:
             widgets.fill_ui(inputs.sizes, inputs.seed)
         widgets.save_load_ui(current)
-    live.sidebar_ui(room_slot, current)
+    room_box.sidebar_ui(room_slot, current)
 
     # Material icons come with Streamlit (emoji need a font the machine may lack).
     workbench_page = st.Page(lambda: workbench.render(current, inputs), title=i18n.t("Workbench"),
@@ -61,7 +61,7 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
     pages = [workbench_page, present_page, labs_page, learn_page, quiz_page, model_page, class_page,
              examples_page]
     page = st.navigation(pages)
-    live.go_to_room_page({p.url_path: p for p in pages}, page.url_path)
+    following.go_to_room_page({p.url_path: p for p in pages}, page.url_path)
     if st.session_state.get("last_page") not in (None, page.url_path):
         page_scripts.scroll_to_top("page_to_the_top")
     st.session_state.last_page = page.url_path

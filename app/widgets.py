@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import editors, i18n, page_export, session_keys, state
-from app.charts import chart_text, number_text
+from app.charts import chart_tables, chart_text, number_text
 from app.safe import lit, md
 from app.state import Inputs
 from course.export import setup_to_csv_zip, setup_to_script
@@ -79,15 +79,15 @@ def chart(fig, key: str, text: str | chart_text.ChartText | None = None) -> None
 
 def numbers_ui(about: chart_text.ChartText, key: str) -> None:
     """A chart's summary and numbers in a closed expander; its contents run only while it is open."""
-    with st.expander(lit(i18n.t(chart_text.TABLE_LABEL)), key=f"{key}_numbers", on_change="rerun",
+    with st.expander(lit(i18n.t(chart_tables.TABLE_LABEL)), key=f"{key}_numbers", on_change="rerun",
                      type="compact", icon=":material/table:") as box:
         if box.open:
             st.caption(lit(about.summary))
-            st.markdown(chart_text.table_html(about.tables()), unsafe_allow_html=True)
+            st.markdown(chart_tables.table_html(about.tables()), unsafe_allow_html=True)
 
 
 def following() -> bool:
-    """This session shows a room's page as its teacher does (app/room/live.py sets the flag on joining a
+    """This session shows a room's page as its teacher does (app/room/door.py sets the flag on joining a
     room and drops it on leaving, so it implies being in one)."""
     return bool(st.session_state.get("following"))
 

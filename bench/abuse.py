@@ -141,7 +141,7 @@ async def class_fill(url: str, store) -> dict:
     admitted = members()
     real = fresh_cookie()
     student = await visit(url, link, STUDENT, real)
-    from app.room.live import student_id_of
+    from app.room.identity import student_id_of
     real_in = student_id_of(real) in {s.id for s in store.roster(room.code, room.teacher_secret)}
     store.lock(room.code, room.teacher_secret)
     after, _ = await many(20, lambda i: visit(url, link, ATTACKER, fresh_cookie()))
@@ -161,7 +161,7 @@ async def send_answer(tab: Tab, question_id: str, value: str):
 
 
 async def impersonation(url: str, store) -> dict:
-    from app.room.live import student_id_of
+    from app.room.identity import student_id_of
     room = store.create_room(client=TEACHER)
     question = store.ask(room.code, room.teacher_secret, "Which head?", CHOICES)
     victim_cookie = fresh_cookie()

@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from app.room.live import student_id_of  # noqa: E402
+from app.room.identity import student_id_of  # noqa: E402
 from tests.live_server import streamlit_server  # noqa: E402
 from tests.st_protocol import FollowerSession  # noqa: E402
 

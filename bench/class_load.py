@@ -20,7 +20,7 @@ store.teacher_heartbeat every 5 s and asks the forecast itself (store.ask, kind 
 
 Each student is a FollowerSession that opens ``/?room=CODE`` (students split round-robin between
 the servers, opening within --ramp seconds) and then, as the browser's timer does for
-``@st.fragment(run_every=1.0)`` (app/room/live.py ``poll``), sends the fragment's rerun every second;
+``@st.fragment(run_every=1.0)`` (app/room/room_box.py ``poll``), sends the fragment's rerun every second;
 when the room's version changed the fragment reruns the whole page, whose room box then names the
 new example. One difference from a browser: a student sends its next tick only once the previous run
 has ended (a browser's timer does not wait), so an overloaded server sees fewer ticks than from
@@ -69,7 +69,7 @@ from tests.st_protocol import FollowerRun, FollowerSession, element_key  # noqa:
 EXAMPLES = ("the_cat_sat_two_heads", "cat_chases_mouse")  # the teacher alternates between these
 TICK = os.sysconf("SC_CLK_TCK")
 TEACHER_ADDRESS = "127.0.0.10"
-TEACHER_BEAT_SECONDS = 5.0  # app/room/live.py's teacher box heartbeats this often
+TEACHER_BEAT_SECONDS = 5.0  # app/room/room_box.py's teacher box heartbeats this often
 SOFTMAX_STEP = 4  # the presenter's softmax screen (from 1), where the room draws a forecast
 DOOR_WORDS = ("Too many", "locked", "no room", "full")  # the door's refusals (classroom/store.py)
 ANSWERED = re.compile(r"#### (\d+) of (\d+) answered")  # the presenter panel's count (app/room/questions.py)
@@ -487,7 +487,7 @@ async def lesson(urls: list[str], pids: list[int], store, args) -> dict:
 
 
 def student_id(cookie: str) -> str:
-    from app.room.live import student_id_of
+    from app.room.identity import student_id_of
     return student_id_of(cookie)
 
 

@@ -1,6 +1,6 @@
 """Server CPU of one following student over Streamlit's websocket protocol: per poll (the
-``run_every`` fragment, app/room/live.py ``poll``) and per whole-page run on the presenter's softmax screen,
-against bench/plain_poll.py (a title and an empty fragment: Streamlit's own floor).
+``run_every`` fragment, app/room/room_box.py ``poll``) and per whole-page run on the presenter's softmax
+screen, against bench/plain_poll.py (a title and an empty fragment: Streamlit's own floor).
 
 Run: PYTHONPATH=. .venv/bin/python bench/follower_cost.py [--polls 300] [--runs 100]
 

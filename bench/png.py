@@ -16,7 +16,7 @@ import time
 import numpy as np
 from PIL import Image
 
-from app.charts import figure_layout, figures, pictures
+from app.charts import figure_layout, figure_style, pictures
 
 
 def pillow_png(rgba: np.ndarray, compress_level: int) -> bytes:
@@ -45,7 +45,7 @@ def main() -> None:
     print(f"{'side':>5} | " + " | ".join(f"{name:>28}" for name in encoders))
     for side in (65, 128, figure_layout.IMAGE_BLOCKS):
         weights = rng.dirichlet(np.ones(side), size=side)  # [side, side], rows summing to 1
-        rgba = pictures.colour_mapped(weights, 0.0, 1.0, figures.WEIGHT_SCALE)
+        rgba = pictures.colour_mapped(weights, 0.0, 1.0, figure_style.WEIGHT_SCALE)
         cells = [timed(encode, rgba, args.repeats) for encode in encoders.values()]
         print(f"{side:>5} | " + " | ".join(f"{ms:>10.3f} ms {size:>10,d} B" for ms, size in cells))
 

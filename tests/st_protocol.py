@@ -329,7 +329,7 @@ def drawn_weights(run: Run) -> np.ndarray:  # [h, n_q, n_k] as carried by the we
 # --- a live-class student: a session that drives its run_every fragments as the browser does -------
 
 
-FOLLOWING = "following the teacher: "  # app/room/live.py's room box, then the label of what is shown
+FOLLOWING = "following the teacher: "  # app/room/room_box.py's room box, then the label of what is shown
 
 
 @dataclass

@@ -92,3 +92,42 @@ def test_another_version_is_said_in_the_log_and_on_the_class_page(monkeypatch, c
     monkeypatch.undo()
     goto(at, "class")
     assert "9.9.9" not in " ".join(shown(at.warning))
+
+
+# --- the frontend's element names (data-testid) the stylesheets select ------------------------------
+
+TEST_ID = re.compile(r"""data-testid=["']?([A-Za-z]+)""")
+
+
+def selected_test_ids() -> dict[str, set[str]]:
+    """Every data-testid the app's sources select -> the files that select it."""
+    found: dict[str, set[str]] = {}
+    for path in (ROOT / "app").rglob("*.py"):
+        for test_id in TEST_ID.findall(path.read_text()):
+            found.setdefault(test_id, set()).add(str(path.relative_to(ROOT)))
+    return found
+
+
+def frontend_source() -> str:
+    """The installed Streamlit's frontend bundle (its JavaScript), as one text."""
+    static = Path(streamlit.__file__).parent / "static" / "static" / "js"
+    return "".join(path.read_text(errors="replace") for path in sorted(static.glob("*.js")))
+
+
+def in_frontend(test_id: str, source: str) -> bool:
+    return re.search(rf"""["'`]{re.escape(test_id)}["'`]""", source) is not None  # a quoted string
+
+
+def test_every_element_name_the_stylesheets_select_is_listed_at_the_door():
+    selected = selected_test_ids()
+    assert len(selected) > 20 and "stMain" in selected  # the scan sees the stylesheets
+    listed = {test_id for test_id, _ in streamlit_door.FRONTEND_TEST_IDS}
+    assert set(selected) - listed == set(), "select it through the door's FRONTEND_TEST_IDS"
+    assert listed - set(selected) == set(), "no longer selected: drop it from FRONTEND_TEST_IDS"
+
+
+def test_every_listed_element_name_is_still_in_the_installed_frontend():
+    source = frontend_source()
+    missing = [test_id for test_id, _ in streamlit_door.FRONTEND_TEST_IDS if not in_frontend(test_id, source)]
+    assert missing == [], f"Streamlit {streamlit.__version__}'s frontend no longer has {missing}"
+    assert not in_frontend("stNoSuchElement", source)  # the check can fail

@@ -4,9 +4,10 @@ Streamlit has no public call for what this module does: a session's own id, the 
 runs, whether a run came from Back or Forward, asking an idle session for a run (the live class's
 push, app/room/push.py), dropping a disconnected session's download callables (app/result_cache.py), and
 the two races below, worked around by wrapping Streamlit's own methods. Each name it touches is in
-``PRIVATE_NAMES``; tests/test_streamlit_door.py checks that each still exists in the installed
-Streamlit, and ``announce_version`` says at start, in the log and on the Class page, when the
-installed Streamlit is not the one these were read against (``PINNED``, requirements.txt's pin).
+``PRIVATE_NAMES`` (and the frontend's element names its stylesheets select, ``FRONTEND_TEST_IDS``);
+tests/test_streamlit_door.py checks that each still exists in the installed Streamlit, and
+``announce_version`` says at start, in the log and on the Class page, when the installed Streamlit is
+not the one these were read against (``PINNED``, requirements.txt's pin).
 Nothing outside this module imports from ``streamlit.runtime``.
 
 The races (``install_race_fixes``)
@@ -77,6 +78,46 @@ PRIVATE_NAMES = (
     ("streamlit.runtime.app_session.AppSession", "_call_soon_on_event_loop", "one wake-up per batch"),
     ("streamlit.runtime.app_session.AppSession", "_browser_queue", "one wake-up per batch"),
     ("streamlit.runtime.app_session.AppSession", "_message_enqueued_callback", "one wake-up per batch"),
+)
+# The frontend's element names (data-testid) the app's stylesheets and page scripts select: Streamlit's
+# own frame and element types, which no key of ours reaches (a keyed container's .st-key-* class does
+# for our own elements, and is used wherever it can be). Private like the names above:
+# tests/test_streamlit_door.py checks that every one the app's sources select is listed here and is
+# still in the installed Streamlit's frontend.
+FRONTEND_TEST_IDS = (
+    ("InputInstructions", "style: the text boxes' 'Press Enter' hint hidden where Enter does nothing"),
+    ("stAlert", "present: alerts' padding on a projector"),
+    ("stApp", "phone_css: the page's width on a phone"),
+    ("stBottom", "phone_css: the bottom bar on a phone"),
+    ("stButtonGroup", "style: the chosen segment's contrast"),
+    ("stCaptionContainer", "style, present: captions' contrast and size"),
+    ("stCheckbox", "phone_css: touch targets"),
+    ("stCode", "phone_css: code that wraps on a phone"),
+    ("stDataFrame", "phone_css: tables that scroll inside themselves"),
+    ("stDownloadButton", "phone_css: touch targets"),
+    ("stElementContainer", "phone_css: elements within the phone's column"),
+    ("stElementToolbar", "style: the charts' toolbar reached from the keyboard"),
+    ("stExpandSidebarButton", "phone_css: touch targets"),
+    ("stExpander", "style, phone_css: summaries' contrast, touch targets"),
+    ("stFullScreenFrame", "phone_css: charts within the phone's column"),
+    ("stHeader", "phone_css: the header on a phone"),
+    ("stHeaderActionElements", "phone_css: headings' link icons"),
+    ("stLinkButton", "phone_css: touch targets"),
+    ("stMain", "style, present, phone_css, page_scripts: the page's main area (not the sidebar)"),
+    ("stMainMenuButton", "phone_css: touch targets"),
+    ("stMarkdownContainer", "style, present, phone_css: text sizes"),
+    ("stNumberInputContainer", "phone_css: touch targets"),
+    ("stPageLink", "phone_css: touch targets"),
+    ("stRadio", "phone_css: touch targets"),
+    ("stSelectbox", "present: the chosen query legible on a projector"),
+    ("stSidebar", "phone_css: the sidebar on a phone"),
+    ("stSidebarNav", "style: the navigation's focus ring"),
+    ("stSidebarNavLink", "phone_css: touch targets"),
+    ("stTab", "phone_css: touch targets"),
+    ("stTextInputRootElement", "phone_css: touch targets"),
+    ("stTooltipHoverTarget", "phone_css: help icons' touch targets"),
+    ("stVerticalBlock", "present: the gap between a screen's elements"),
+    ("stWidgetLabel", "style: labels' contrast"),
 )
 BATCH_ENV = "MHA_STREAMLIT_BATCH"  # "0": one event-loop wake-up per message again, as Streamlit does
 FIXES_ENV = "MHA_STREAMLIT_RACE_FIXES"  # "0": the races' workarounds off, to reproduce them upstream

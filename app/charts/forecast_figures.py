@@ -1,6 +1,6 @@
 """Pure figures of asking the room: answers and forecasts in, go.Figure out (numpy + plotly only).
 
-Labels (answers, tokens) are outside text: they go through ``figures.plain``, so "<b>x</b>" or
+Labels (answers, tokens) are outside text: they go through ``figure_style.plain``, so "<b>x</b>" or
 "$x$" shows literally. Bars are drawn on integer positions with the labels as tick text, so two
 answers that print alike stay two bars. Sizes are for a projector at 1280 x 720 (``large``) or a
 phone's 390-px column.
@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from app.charts.figure_spec import FigureSpec, inked
-from app.charts.figures import head_grids, plain
+from app.charts.figure_style import plain
+from app.charts.figures import head_grids
 from app.charts.number_text import format_number, hover_number
 from course.i18n import ENGLISH, N_, translator
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from app.charts.figure_layout import FULL_WIDTH, number_px, text_px
 from app.charts.figure_spec import FigureSpec, figure_spec
-from app.charts.figures import WEIGHT_SCALE, head_colour
+from app.charts.figure_style import WEIGHT_SCALE, head_colour
 from app.charts.number_text import format_number
 from app.charts.pictures import block_means
 from app.safe import chart_text

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import i18n, widgets
-from app.charts import figure_layout, figures
+from app.charts import figure_layout, figure_style, figures, heatmap_panels
 from app.steps import output
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import CAPTION_PX, TABLE_PX, Projector, fitted
@@ -24,8 +24,8 @@ def charts(view: StepView) -> Charts:
     r = view.result
     _ = translator(view.language)
     title = _("Concat {shape}: one band per head").format(
-        shape=figures.shape_title("", r.concat.shape).strip())
-    d_model = figures.dims("d", r.output.shape[1])
+        shape=figure_style.shape_title("", r.concat.shape).strip())
+    d_model = figure_style.dims("d", r.output.shape[1])
     return Charts({
         "chart_concat": lambda: view.chart(figures.concat_bands, r.concat, view.q_tokens, r.n_heads,
                                            r.head_outputs.shape[2], title=title),
@@ -63,10 +63,10 @@ def concatenate(screen: Projector) -> None:
     budget = room - concat["layout"]["height"] - TABLE_PX
     pair = screen.charts(output.charts, budget)["chart_output"]
     small = max(r.output.shape) <= figure_layout.NUMBERS_UP_TO  # its numbers are drawn when they fit
-    if small and figures.numbers_note(pair):  # side by side they do not: the output alone
+    if small and heatmap_panels.numbers_note(pair):  # side by side they do not: the output alone
         title = i18n.t("{output}: the input's shape (X: screen 1)").format(
-            output=figures.shape_title(i18n.t("output"), r.output.shape))
-        pair = fitted(figures.matrix_heatmap, r.output, screen.q_tokens, figures.dims("d", sz.d_model),
+            output=figure_style.shape_title(i18n.t("output"), r.output.shape))
+        pair = fitted(figures.matrix_heatmap, r.output, screen.q_tokens, figure_style.dims("d", sz.d_model),
                       budget=budget, title=title)
     chart(pair, key="present_output")
 

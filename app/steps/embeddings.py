@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import i18n
-from app.charts import figures
+from app.charts import figure_style, figures
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import Projector
 from app.steps.section import Section, grid, step_header
@@ -17,12 +17,12 @@ NAME = "embeddings"
 
 
 def charts(view: StepView) -> Charts:
-    setup, d_model = view.setup, figures.dims("d", view.setup.sizes.d_model)
+    setup, d_model = view.setup, figure_style.dims("d", view.setup.sizes.d_model)
     made = {"chart_x": lambda: view.chart(figures.matrix_heatmap, setup.x, view.q_tokens, d_model,
-                                          title=figures.shape_title("X", setup.x.shape))}
+                                          title=figure_style.shape_title("X", setup.x.shape))}
     if setup.x_kv is not None:
         made["chart_x_kv"] = lambda: view.chart(figures.matrix_heatmap, setup.x_kv, view.k_tokens, d_model,
-                                                title=figures.shape_title("X_kv", setup.x_kv.shape))
+                                                title=figure_style.shape_title("X_kv", setup.x_kv.shape))
     return Charts(made)
 
 

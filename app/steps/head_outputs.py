@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from app import i18n
-from app.charts import figure_layout, figures, number_text
+from app.charts import figure_layout, figure_style, number_text
 from app.safe import lit
 from app.steps import softmax
 from app.steps.drawing import ScreenDrawing, StepDrawing
@@ -22,7 +22,7 @@ SHOWN_TERMS = 3  # the largest terms of a weighted sum written out
 
 
 def charts(view: StepView) -> Charts:
-    d_v = figures.dims("v", view.result.head_outputs.shape[2])
+    d_v = figure_style.dims("v", view.result.head_outputs.shape[2])
     return Charts({"chart_heads": grid_of_heads(view, "head", view.result.head_outputs, d_v, kind="signed")})
 
 

@@ -7,9 +7,9 @@ import streamlit as st
 
 from app import i18n, state, widgets
 from app.adapter.fragments import fragment
-from app.charts import figures
+from app.charts import bar_figures, figure_style, figures
 from app.charts.figure_cache import figure
-from app.room import live
+from app.room import following
 from app.safe import lit
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import CAPTION_PX, SELECTORS_PX, Projector
@@ -29,9 +29,9 @@ def charts(view: StepView) -> Charts:
     r, query = view.result, view.query
     _ = translator(view.language)
     rows = r.weights[:, query, :]  # [h, n_k]: one row per head, on the weights' one scale
-    title = figures.shape_title(_("Query {number} · {token}").format(number=f"{query + 1:d}",
+    title = figure_style.shape_title(_("Query {number} · {token}").format(number=f"{query + 1:d}",
                                                                      token=view.q_tokens[query]), rows.shape)
-    made = {"chart_bars": lambda: view.chart(figures.query_bars, r.weights, query, view.k_tokens,
+    made = {"chart_bars": lambda: view.chart(bar_figures.query_bars, r.weights, query, view.k_tokens,
                                              head_names=view.heads),
             "chart_heads_row": lambda: view.chart(figures.head_grids, rows[None], view.heads,
                                                   view.k_tokens, kind="weights", cols_are_tokens=False,
@@ -40,7 +40,7 @@ def charts(view: StepView) -> Charts:
     if compared.comparable:
         made["chart_disagreement"] = lambda: view.chart(figures.disagreement_heatmap, compared.distances,
                                                         metric=view.metric, head_names=view.heads)
-        made["chart_entropy"] = lambda: view.chart(figures.entropy_bars, compared.entropy,
+        made["chart_entropy"] = lambda: view.chart(bar_figures.entropy_bars, compared.entropy,
                                                    head_names=view.heads, flat_at=FLAT_AT)
     return Charts(made)
 
@@ -58,7 +58,7 @@ def compared_alone(key: bytes, q_tokens, k_tokens, heads, large) -> None:
     r = shared_result(key)
     left, right = st.columns([2, 1])
     query = widgets.choice_ui(left, i18n.t("query token"), state.row_labels(q_tokens), "focus_query")
-    live.sync_selection_params()
+    following.sync_selection_params()
     metric = right.selectbox(i18n.t("disagreement"), METRICS, key="metric",
                              format_func=i18n.labels(METRIC_NAMES))
     view = StepView(None, r, q_tokens, k_tokens, query=query, metric=metric, large=large,

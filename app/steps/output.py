@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.charts import figures
+from app.charts import figure_style, figures
 from app.steps.drawing import StepDrawing
 from app.steps.section import Section, grid, step_header, waiting
 from app.steps.view import Charts, StepView
@@ -14,8 +14,8 @@ NAME = "output"
 def charts(view: StepView) -> Charts:
     x, out = view.setup.x, view.result.output  # both [n_q, d_model]
     _ = translator(view.language)
-    titles = {"left_title": figures.shape_title(_("input X"), x.shape),
-              "right_title": figures.shape_title(_("output"), out.shape)}
+    titles = {"left_title": figure_style.shape_title(_("input X"), x.shape),
+              "right_title": figure_style.shape_title(_("output"), out.shape)}
     return Charts({"chart_output": lambda: view.chart(figures.side_by_side, x, out, view.q_tokens, **titles)})
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import i18n, widgets
-from app.charts import figures
+from app.charts import figure_style, figures
 from app.safe import lit
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import SELECTORS_PX, Projector
@@ -21,7 +21,7 @@ def charts(view: StepView) -> Charts:
     """Q, K and V of the shown head; K and V named by their key/value head when heads share them."""
     r, head = view.result, view.head
     number = {"Q": head + 1, "K": r.group_of(head) + 1, "V": r.group_of(head) + 1}
-    titles = [figures.shape_title(f"{name}{sub(number[name])}", a[head].shape)
+    titles = [figure_style.shape_title(f"{name}{sub(number[name])}", a[head].shape)
               for name, a in (("Q", r.q), ("K", r.k), ("V", r.v))]
     return Charts({"chart_qkv": lambda: view.chart(figures.qkv_panels, r.q[head], r.k[head], r.v[head],
                                                    view.q_tokens, view.k_tokens, titles=titles)})

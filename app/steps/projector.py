@@ -14,7 +14,7 @@ from functools import partial
 import streamlit as st
 
 from app import i18n, phone_css, state, widgets
-from app.charts import figure_layout, figure_spec, figures
+from app.charts import figure_layout, figure_spec, heatmap_panels
 from app.charts.figure_cache import figure
 from app.state import Current, Inputs
 from app.steps.view import Charts, StepView
@@ -81,8 +81,8 @@ class Projector:
 
 
 def numbers_off(charts, keys) -> bool:
-    """Whether any of these charts leaves its cells' numbers off (figures.numbers_note says why)."""
-    return any(figures.numbers_note(charts[key]) for key in keys)
+    """Whether any of these charts leaves its cells' numbers off (heatmap_panels.numbers_note says why)."""
+    return any(heatmap_panels.numbers_note(charts[key]) for key in keys)
 
 
 def fit(builder: Callable[..., figure_spec.FigureSpec], *args, budget: int, width: int = CHART_WIDTH,

@@ -13,7 +13,7 @@ from dataclasses import replace
 import streamlit as st
 
 from app import i18n, result_cache, state, widgets
-from app.charts import figures
+from app.charts import heatmap_panels
 from app.charts.figure_cache import figure
 from app.safe import lit
 from app.state import Current, Inputs
@@ -41,7 +41,7 @@ def step_markdown(name: str, formula: str | None = None, what: str | None = None
 def grid(fig, *, key: str) -> None:
     """A grid chart, and next to it why its cells carry no numbers when they do not."""
     chart(fig, key=key)
-    note = figures.numbers_note(fig)
+    note = heatmap_panels.numbers_note(fig)
     if note:
         st.caption(lit(note))
 

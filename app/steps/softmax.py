@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from app import i18n, state, widgets
-from app.charts import figure_layout, figures
+from app.charts import figure_layout, figure_style, figures
 from app.charts.figure_cache import figure
 from app.safe import lit
 from app.steps.drawing import ScreenDrawing, StepDrawing
@@ -91,7 +91,7 @@ def zoom(page: Section, r) -> None:
     chart(figure(figures.head_grids, window, state.row_labels(page.q_tokens)[rows],
                  state.row_labels(page.k_tokens)[cols], kind="weights", large=page.large,
                  mask=r.mask[rows, cols] if r.mask is not None else None,
-                 head_names=[figures.shape_title(title, window.shape[1:])]),
+                 head_names=[figure_style.shape_title(title, window.shape[1:])]),
           key="chart_zoom")
 
 

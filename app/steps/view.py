@@ -17,7 +17,7 @@ from functools import cached_property
 
 import numpy as np
 
-from app.charts import figure_layout, figures
+from app.charts import figure_layout, figure_style, figures
 from app.charts.figure_spec import FigureSpec
 from course.i18n import ENGLISH, translator
 from course.steps import STEPS
@@ -56,7 +56,7 @@ class Charts(Mapping):
 
 def sub(n: int) -> str:
     """A head's number as a subscript: 12 -> '₁₂'."""
-    return str(n).translate(figures.SUBSCRIPTS)
+    return str(n).translate(figure_style.SUBSCRIPTS)
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class StepView:
     def titled(self, symbol: str, values) -> list[str]:
         """Panel titles: the head's symbol and its grid's shape, 'A₁ [3 × 5]'; with grouped key/value
         heads also the one each head reads, 'A₃ [3 × 5] · K/V₂'."""
-        titles = figures.head_titles(symbol, values)
+        titles = figure_style.head_titles(symbol, values)
         per = self.result.n_heads // self.result.groups
         if per == 1 or not self.kv_in_titles:
             return titles

@@ -14,7 +14,8 @@ import streamlit as st
 from app import i18n, session_keys
 from app.adapter import streamlit_door
 from app.adapter.fragments import fragment
-from app.room import live, questions
+from app.room import door, identity, live, questions, room_box
+from app.room.following import leave, room_gone
 from app.safe import html_text, lit, md
 from classroom.store import NoSuchRoom, NotTheTeacher, StoreError
 from course.i18n import N_
@@ -42,8 +43,8 @@ def start_room() -> None:
     if live.in_room():
         return
     try:
-        live.check_teacher_key(ss.get("live_teacher_key", ""))
-        room = live.store().create_room(client=live.client_address())
+        identity.check_teacher_key(ss.get("live_teacher_key", ""))
+        room = live.store().create_room(client=identity.client_address())
     except StoreError as error:  # a wrong key, too many tries or rooms from this address, a full server
         ss.live_start_error = str(error)
         return
@@ -62,7 +63,7 @@ def end_room() -> None:
     except StoreError as error:  # the room is still there: say so, and keep leading it
         ss.live_message = i18n.t("Could not end the room: {error}").format(error=error)
         return
-    live.leave(i18n.t("The room has ended."))
+    leave(i18n.t("The room has ended."))
 
 
 def join_by_code() -> None:
@@ -73,7 +74,7 @@ def join_by_code() -> None:
     if not code:
         ss.live_join_error = i18n.t("Type the room's code first.")
         return
-    refusal = live.join_room(code, nickname, via="box")
+    refusal = door.join_room(code, nickname, via="box")
     if refusal:
         ss.live_join_error = refusal
         return
@@ -89,8 +90,8 @@ def door_ui() -> None:
                        "presenter's step, the setup and the selections. You can ask the room a question and "
                        "see the answers arrive."))
     try:
-        needs_key = live.teacher_key() is not None
-    except live.TeacherKeyError as error:
+        needs_key = identity.teacher_key() is not None
+    except identity.TeacherKeyError as error:
         needs_key = False
         ss.live_start_error = str(error)
     if needs_key:
@@ -107,8 +108,8 @@ def door_ui() -> None:
         st.form_submit_button(i18n.t("Join"), on_click=join_by_code)
     if ss.get("live_join_error"):
         st.warning(lit(ss.live_join_error), icon=":material/door_front:")
-    elif live.waiting_at_the_door("box"):
-        st.info(lit(i18n.t(live.WAITING_AT_THE_DOOR)), icon=":material/hourglass_top:")
+    elif door.waiting_at_the_door("box"):
+        st.info(lit(i18n.t(door.WAITING_AT_THE_DOOR)), icon=":material/hourglass_top:")
 
 
 def render() -> None:
@@ -142,7 +143,7 @@ def rename() -> None:
     nickname = ss.get("live_my_nickname", "").strip()
     ss.pop("live_rename_error", None)
     try:
-        live.enter_room(ss.room, nickname)
+        door.enter_room(ss.room, nickname)
         ss.nickname = nickname
     except StoreError as error:
         ss.live_rename_error = str(error)
@@ -186,7 +187,7 @@ def qr_png(text: str) -> bytes:
 
 @fragment(run_every=2.0)
 def following() -> None:
-    st.markdown(i18n.t("**{count}** following right now.").format(count=f"{live.followers():d}"))
+    st.markdown(i18n.t("**{count}** following right now.").format(count=f"{room_box.followers():d}"))
 
 
 @fragment(run_every=ROSTER_SECONDS)
@@ -200,7 +201,7 @@ def roster_ui() -> None:
         students = live.store().roster(ss.room, ss.teacher_secret)
         locked = live.store().state(ss.room).locked
     except (NoSuchRoom, NotTheTeacher):
-        live.room_gone()
+        room_gone()
         st.rerun(scope="app")
     except StoreError as error:
         st.warning(md(i18n.t("The roster cannot be read now: {error}"), error=error),

@@ -25,7 +25,7 @@ SAVED = "lab_saved"  # a plain session key (no widget): the labs' inputs across 
 REACH = 10**12  # no lab input goes near this; a kept value past it is not one a person typed
 
 
-# The labs' inputs: a class following the teacher sees them as the teacher set them (app/room/live.py).
+# The labs' inputs: a class following the teacher sees them as the teacher set them (app/room/following.py).
 session_keys.register(*(session_keys.Key(name, "labs", default, followed=True) for name, default in {
     **example_texts(SCORE_EXAMPLES[0]), "lab_gap": 20.0,  # example D's gap, the chapter's dot
     "lab_d_k": 64, "lab_seed": 0, "lab_pairs": 2000, "lab_curve_keys": 8, **CHAPTER_SIZES,

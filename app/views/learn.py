@@ -26,7 +26,8 @@ from mha_core.train import Config, History, Model, probe, probes, token_names
 LAYERS, HEADS, WIDTHS, STEPS = (1, 2, 3, 4), (1, 2, 4), (16, 32, 64), (200, 400, 600, 1000, 2000)
 SCALINGS = {"sqrt": N_("scaled by 1/√d_k"), "none": N_("not scaled")}
 PROMPT_CHARS = 96  # 24 letters and their spaces, and some
-# The settings, the checkpoint shown and the letters typed: a class follows its teacher's (app/room/live.py).
+# The settings, the checkpoint shown and the letters typed: a class follows its teacher's
+# (app/room/following.py).
 SAVED = "learn_saved"  # the settings, kept while another page is open (widgets forget theirs)
 session_keys.register(*(session_keys.Key(name, "learn", default, followed=True) for name, default in {
     "learn_task": "induction", "learn_layers": 2, "learn_heads": 2, "learn_width": 32, "learn_steps": 600,

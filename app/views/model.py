@@ -15,7 +15,7 @@ import numpy as np
 import streamlit as st
 
 from app import address, i18n, phone_css, result_cache, session_keys, state, widgets
-from app.charts import figure_cache, figure_layout, figures, model_figures
+from app.charts import bar_figures, figure_cache, figure_layout, figure_style, figures, model_figures
 from app.charts.chart_text import of_concat, of_grids, of_head_view, of_model
 from app.charts.figure_cache import figure
 from app.safe import lit
@@ -42,7 +42,7 @@ TAB_KEY = "model_tab"  # the tabs' own widget key (its value is the open tab's l
 OPEN_TAB = "model_open_tab"  # the open tab's position, kept across languages and pages
 session_keys.register(session_keys.Key(TAB_KEY, "model"), session_keys.Key(OPEN_TAB, "model", 0))
 
-# The text and layer: a following class sees them as the teacher set them (app/room/live.py).
+# The text and layer: a following class sees them as the teacher set them (app/room/following.py).
 session_keys.register(session_keys.Key("model_text", "model", followed=True),
                       session_keys.Key("pick_model_layer", "model", followed=True))
 
@@ -214,7 +214,7 @@ def layer_tab(trace: Trace, layer: int) -> None:
         chart(figure(figures.disagreement_heatmap, compared.distances, metric="l2", head_names=heads),
               key="model_disagreement")
     with right:
-        chart(figure(figures.entropy_bars, compared.entropy, head_names=heads, flat_at=FLAT_AT),
+        chart(figure(bar_figures.entropy_bars, compared.entropy, head_names=heads, flat_at=FLAT_AT),
               key="model_entropy")
     st.caption(i18n.t("The concatenation: one band per head, 12 × 32 = 384 columns"))
     shown, note = picture_colours(r.concat, r.concat)
@@ -228,9 +228,10 @@ def layer_tab(trace: Trace, layer: int) -> None:
     st.caption(i18n.t("Each head's contribution head_i · W_O[rows of head i]; with b_O they add up to the "
                       "output"))
     shown, note = picture_colours(contributions[0], contributions)
-    chart(figure(figures.head_grids, shown, trace.tokens, figures.dims("d", 384), kind="signed",
+    chart(figure(figures.head_grids, shown, trace.tokens, figure_style.dims("d", 384), kind="signed",
                  head_names=heads, cols_are_tokens=False), key="model_contributions",
-          text=of_grids(contributions, trace.tokens, figures.dims("d", 384), heads, language=i18n.language()))
+          text=of_grids(contributions, trace.tokens, figure_style.dims("d", 384), heads,
+                        language=i18n.language()))
     if note:
         st.caption(lit(note))
 
@@ -306,7 +307,7 @@ def change_tab(loaded, trace: Trace, text: str, layer: int, workbench_page) -> N
                  width=figure_layout.FULL_WIDTH),
           key="model_change")
     last = np.asarray(after.hidden_states[-1], dtype=float) - np.asarray(trace.hidden_states[-1], dtype=float)
-    chart(figure(figures.matrix_heatmap, last, trace.tokens, figures.dims("d", last.shape[1]),
+    chart(figure(figures.matrix_heatmap, last, trace.tokens, figure_style.dims("d", last.shape[1]),
                  title=i18n.t("final hidden states: after − before"), width=figure_layout.FULL_WIDTH),
           key="model_hidden_delta")
 

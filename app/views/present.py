@@ -44,7 +44,6 @@ PRESENTER_CSS = """<style>
 [data-testid="stMain"] .katex-display .katex { font-size: 1.5em; }  /* a formula: 24 px */
 [data-testid="stMain"] [data-testid="stSelectbox"] * { font-size: 1.25rem; }  /* the chosen query, legible */
 [data-testid="stMain"] [data-testid="stAlert"] { padding: 0.5rem 0.75rem; }
-[data-testid="stMain"] [data-testid="stVerticalBlockBorderWrapper"] > div { padding: 0.6rem 0.8rem; }
 </style>"""
 # The heading between Back and Next: its column measures about 825 px at 1280 px, and a character of
 # its 28.8-px type about 12 px on average (German's screen 4 wraps after 58 of its 73 characters); a
@@ -234,7 +233,7 @@ def drawings(current: Current, question: Question | None, screen: int) -> tuple:
 def ask(screen: int, question: Question, drawn: tuple[DrawnForecast | None, DrawnForecast | None]) -> bool:
     """The forecast box; True once the room has seen the answer (then the result is drawn).
     The teacher of a room can ask it to the room, or have the room draw a head's row (drawn)."""
-    led = widgets.following()  # the teacher's Reveal reveals it here too (app/room/live.py)
+    led = widgets.following()  # the teacher's Reveal reveals it here too (app/room/room_box.py)
     revealed = st.session_state.get(REVEALED) == (screen, question.prompt) or (
         led and st.session_state.get("room_revealed") == screen)
     forecast_word = i18n.t("Forecast.")

@@ -17,7 +17,7 @@ import secrets
 import streamlit as st
 
 from app import i18n, session_keys, state
-from app.room import live
+from app.room import following
 from app.room.live import in_room, is_teacher
 from app.room.questions import ask_button
 from app.safe import lit
@@ -72,7 +72,7 @@ def _seed() -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEEDS:
         seed = 0
     selections["quiz_seed"] = seed
-    live.sync_selection_params()
+    following.sync_selection_params()
     return seed
 
 

@@ -12,7 +12,7 @@ import streamlit as st
 from app import frame, i18n, phone_css, state, widgets
 from app.adapter import cell_opener
 from app.adapter.fragments import fragment
-from app.room import live
+from app.room import following
 from app.safe import lit
 from app.state import Current, Inputs
 from app.steps.drawing import drawing_of
@@ -119,4 +119,4 @@ def drill_down_body(r, q_tokens, k_tokens, heads) -> None:
     st.caption(i18n.t("The core computes exactly this fraction. When a score is large enough for e^s to "
                       "overflow, it first subtracts the row's largest score from every score, which leaves "
                       "the fraction unchanged."))
-    live.sync_selection_params()
+    following.sync_selection_params()

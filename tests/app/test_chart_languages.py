@@ -10,9 +10,24 @@ import json
 import numpy as np
 import pytest
 
-from app.charts import chart_text, figure_cache, figures, forecast_figures, lab_figures, model_figures
+from app.charts import (
+    bar_figures,
+    chart_tables,
+    chart_text,
+    figure_cache,
+    figure_reading,
+    figure_style,
+    figures,
+    forecast_figures,
+    grid_text,
+    heatmap_panels,
+    lab_figures,
+    model_figures,
+    series_text,
+)
 
-MODULES = (figures, chart_text, forecast_figures, lab_figures, model_figures)
+MODULES = (figures, figure_style, heatmap_panels, bar_figures, chart_text, figure_reading, grid_text,
+           series_text, chart_tables, forecast_figures, lab_figures, model_figures)
 
 
 def marked(language: str):
@@ -23,10 +38,10 @@ def marked(language: str):
 def stand_in_translator(monkeypatch):
     for module in MODULES:
         monkeypatch.setattr(module, "translator", marked)
-    chart_text._axis_words.cache_clear()
+    figure_reading.axis_words.cache_clear()
     figure_cache.clear()
     yield
-    chart_text._axis_words.cache_clear()
+    figure_reading.axis_words.cache_clear()
     figure_cache.clear()
 
 
@@ -63,14 +78,14 @@ def test_every_builder_takes_a_language():
     wide = 13  # more columns than figure_layout.NUMBERS_UP_TO: the hover is a template with words in it
     de = dict(language="de")
     two = [np.array([0.5, 0.5]), np.array([0.9, 0.1])]
-    built = [figures.matrix_heatmap(rng.normal(size=(2, wide)), TOKENS, figures.dims("d", wide), **de),
+    built = [figures.matrix_heatmap(rng.normal(size=(2, wide)), TOKENS, figure_style.dims("d", wide), **de),
              figures.qkv_panels(*(rng.normal(size=(2, wide)) for _ in range(3)), TOKENS, TOKENS, **de),
              figures.side_by_side(rng.normal(size=(2, wide)), rng.normal(size=(2, wide)), TOKENS,
                                   left_title="A", right_title="B", **de),
              figures.concat_bands(rng.normal(size=(2, 2 * wide)), TOKENS, 2, wide, **de),
-             figures.query_bars(WEIGHTS, 0, TOKENS, **de),
+             bar_figures.query_bars(WEIGHTS, 0, TOKENS, **de),
              figures.disagreement_heatmap(np.array([[0, 0.5], [0.5, 0]]), metric="l2", **de),
-             figures.entropy_bars(np.array([0.2, 0.95]), flat_at=0.9, **de),
+             bar_figures.entropy_bars(np.array([0.2, 0.95]), flat_at=0.9, **de),
              forecast_figures.answer_bars(["a"], [3], **de),
              forecast_figures.mine_vs_real_bars(*two, TOKENS, **de),
              lab_figures.weight_bars(two[1], TOKENS, [1.0, 0.0], [0.5, 0.2], **de),
@@ -125,5 +140,6 @@ def test_the_numbers_note_follows_the_figure_s_language():
     big = np.full((1, 20, 20), 0.05)
     fig = figures.head_grids(big, [str(i) for i in range(20)], [str(i) for i in range(20)], kind="weights",
                              language="de")
-    assert figures.numbers_note(fig).startswith("⟨No numbers on these cells")
-    assert figures.numbers_note(fig, "en").startswith("No numbers on these cells: a grid with more than 12 ")
+    assert heatmap_panels.numbers_note(fig).startswith("⟨No numbers on these cells")
+    assert heatmap_panels.numbers_note(fig, "en").startswith(
+        "No numbers on these cells: a grid with more than 12 ")

@@ -14,7 +14,15 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from app.charts import chart_text, figures, number_text
+from app.charts import (
+    bar_figures,
+    chart_tables,
+    chart_text,
+    figure_reading,
+    figure_style,
+    figures,
+    number_text,
+)
 from app.views.present import SCREENS
 from mha_core.analysis import FLAT_AT, head_pattern
 from tests.apptest_util import (
@@ -140,13 +148,13 @@ def test_masked_cells_take_no_part_and_say_masked_in_the_table():
     fig = figures.head_grids(weights, TOKENS, TOKENS, kind="weights", mask=causal, head_names=["A"])
     text = chart_text.of_figure(fig)
     assert text.summary == "A: 'the' attends most to 'the' (1.00); 'cat' is nearly flat."
-    rows = read_tables(chart_text.table_html(text.tables()))[0]["rows"]
+    rows = read_tables(chart_tables.table_html(text.tables()))[0]["rows"]
     assert rows[1] == ["the", "1.00", "masked", "masked"]
 
 
 def test_a_matrix_says_its_largest_and_smallest_cell_at_the_printed_precision():
     values = np.array([[0.123, -2.5], [3.456, 0.0]])  # [2, 2]
-    fig = figures.matrix_heatmap(values, ["the", "cat"], figures.dims("d", 2), title="X [2 × 2]")
+    fig = figures.matrix_heatmap(values, ["the", "cat"], figure_style.dims("d", 2), title="X [2 × 2]")
     assert chart_text.of_figure(fig).summary == ("X [2 × 2]: largest 3.46 at 'cat', 'd1', smallest -2.50 at "
                                                  "'the', 'd2'.")
 
@@ -154,7 +162,7 @@ def test_a_matrix_says_its_largest_and_smallest_cell_at_the_printed_precision():
 def test_the_table_holds_every_number_at_hover_precision_and_labels_literally():
     weights = np.stack([HEAD_2, HEAD_2[::-1]])  # [h, n_q, n_k]
     fig = figures.head_grids(weights, TOKENS, TOKENS, kind="weights", head_names=["A", "B"])
-    markup = chart_text.table_html(chart_text.of_figure(fig).tables())
+    markup = chart_tables.table_html(chart_text.of_figure(fig).tables())
     assert "<b>" not in markup and "&lt;b&gt;sat&lt;/b&gt;" in markup
     assert markup.count('scope="col"') == 2 * 3 and markup.count('scope="row"') == 2 * 3
     tables = read_tables(markup)
@@ -191,18 +199,18 @@ def test_a_picture_panel_says_so_and_big_tables_are_cut():
                              kind="weights", head_names=["A"])
     text = chart_text.of_figure(fig)
     assert text.summary == f"A: {n} × {n} cells drawn as a picture, too many to list."
-    wide = chart_text.Table("t", ["a"] * 100, [(str(i), ["1"] * 100) for i in range(80)])
-    cut = chart_text.cut_tables([wide])
-    assert len(cut[0].rows) == chart_text.MAX_TABLE_CELLS // 100 and "of 80 rows" in cut[0].note
+    wide = chart_tables.Table("t", ["a"] * 100, [(str(i), ["1"] * 100) for i in range(80)])
+    cut = chart_tables.cut_tables([wide])
+    assert len(cut[0].rows) == chart_tables.MAX_TABLE_CELLS // 100 and "of 80 rows" in cut[0].note
 
 
 def test_bars_are_read_out_one_by_one():
     weights = np.stack([HEAD_2, HEAD_2[::-1]])
-    fig = figures.query_bars(weights, 2, TOKENS, head_names=["A", "B"])
+    fig = bar_figures.query_bars(weights, 2, TOKENS, head_names=["A", "B"])
     text = chart_text.of_figure(fig)
     assert text.summary == ("A: 'the' 0.02, 'cat' 0.67, '<b>sat</b>' 0.31. "
                             "B: 'the' 0.33, 'cat' 0.33, '<b>sat</b>' 0.33.")
-    table = read_tables(chart_text.table_html(text.tables()))[0]
+    table = read_tables(chart_tables.table_html(text.tables()))[0]
     assert table["rows"][0] == ["key", "A", "B"]
     assert table["rows"][2] == ["cat", number_text.hover_number(0.67), number_text.hover_number(1 / 3)]
 
@@ -242,9 +250,9 @@ def assert_every_chart_is_described(at) -> list[str]:
         assert len(summary) > 20, (key, summary)
         for note in spec["layout"].get("annotations", []) if key not in OWN_WORDS else []:
             if note.get("xref", "paper") == "paper" and len(spec["data"]) > 1:
-                assert chart_text.plain(note["text"]) in summary, (key, note["text"], summary)
+                assert figure_reading.plain(note["text"]) in summary, (key, note["text"], summary)
         assert after is not None and getattr(after, "type", None) == "expander", key
-        assert after.label == chart_text.TABLE_LABEL, key
+        assert after.label == chart_tables.TABLE_LABEL, key
         assert not after.children, f"{key}: the closed table was built"
     return [chart_key(element) for element, _ in pairs]
 
@@ -339,7 +347,7 @@ def test_distances_name_the_furthest_and_closest_heads():
 
 
 def test_a_bars_words_are_read_with_it():
-    fig = figures.entropy_bars(np.array([0.2, 0.97]), flat_at=FLAT_AT)
+    fig = bar_figures.entropy_bars(np.array([0.2, 0.97]), flat_at=FLAT_AT)
     assert chart_text.of_figure(fig).summary == "'head 1' 0.20, 'head 2' 0.97 (flat)."
 
 
@@ -403,7 +411,7 @@ def test_the_labs_and_the_real_model_charts_have_their_summaries_and_tables():
 def test_numbered_columns_between_the_ticks_keep_their_names():
     values = np.zeros((2, 300))
     values[1, 216] = 3.0  # [2, 300]
-    fig = figures.matrix_heatmap(values, ["le", "chat"], figures.dims("d", 300), title="X")
+    fig = figures.matrix_heatmap(values, ["le", "chat"], figure_style.dims("d", 300), title="X")
     assert "d217" not in fig["layout"]["xaxis"]["ticktext"]
     assert chart_text.of_figure(fig).summary.startswith("X: largest 3.00 at 'chat', 'd217', smallest 0.00")
 

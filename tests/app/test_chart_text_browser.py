@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.charts import chart_text, number_text
+from app.charts import grid_text, number_text
 from course.examples import all_examples
 from tests.a11y import assert_no_violations
 from tests.browser_env import ARTIFACTS, IDLE, require_browser, type_tokens
@@ -45,7 +45,7 @@ def settle(tab) -> None:
 def head_summary(head: int) -> str:
     """Head ``head``'s sentence of the weights chart, from the example's own numbers."""
     weights, tokens = DEFAULT.run().weights, DEFAULT.tokens
-    return chart_text.weights_sentence(weights[head], tokens, tokens)
+    return grid_text.weights_sentence(weights[head], tokens, tokens)
 
 
 def test_a_heads_summary_is_the_charts_name_in_the_aria_tree(page):

@@ -16,7 +16,7 @@ import pytest
 
 from app.charts import forecast_figures, lab_figures
 from app.charts.figure_spec import INK
-from app.charts.figures import HEAD_COLOURS, SIGNED_SCALE, WEIGHT_SCALE
+from app.charts.figure_style import HEAD_COLOURS, SIGNED_SCALE, WEIGHT_SCALE
 
 colorspacious = pytest.importorskip("colorspacious")  # requirements-dev.txt
 from plotly.colors import sample_colorscale  # noqa: E402
@@ -148,7 +148,7 @@ def test_revealed_answers_say_right_and_wrong_by_a_sign_as_well_as_by_colour():
 def test_grouped_head_bars_name_each_head_by_a_pattern_as_well_as_by_colour():
     """Step 6's bars: one bar per head and key, told apart by colour and by fill pattern (the legend
     shows both), so a reader who cannot tell two colours apart still can tell the heads."""
-    from app.charts.figures import query_bars
+    from app.charts.bar_figures import query_bars
 
     weights = np.full((8, 2, 3), 1 / 3)  # [h, n_q, n_k]
     bars = query_bars(weights, 0, ["a", "b", "c"])["data"]

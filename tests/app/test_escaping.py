@@ -548,7 +548,7 @@ def _every_figure(tokens: list[str], title: str):
     """Every figure builder of app/, given outside text wherever it takes text."""
     import numpy as np
 
-    from app.charts import figures, lab_figures, model_figures
+    from app.charts import bar_figures, figures, lab_figures, model_figures
 
     rng = np.random.default_rng(0)
     n, h = len(tokens), 2
@@ -562,9 +562,9 @@ def _every_figure(tokens: list[str], title: str):
     yield figures.side_by_side(rng.normal(size=(n, 2)), rng.normal(size=(n, 2)), tokens, left_title=title,
                                right_title=title)
     yield figures.concat_bands(rng.normal(size=(n, 4)), tokens, 2, 2, title=title)
-    yield figures.query_bars(weights, 0, tokens, head_names=names)
+    yield bar_figures.query_bars(weights, 0, tokens, head_names=names)
     yield figures.disagreement_heatmap(rng.random((h, h)), metric="l2", head_names=names)
-    yield figures.entropy_bars(rng.random(h), head_names=names, flat_at=0.9)
+    yield bar_figures.entropy_bars(rng.random(h), head_names=names, flat_at=0.9)
     yield lab_figures.weight_bars(weights[0, 0], tokens, rng.normal(size=n), rng.normal(size=n), title=title)
     yield model_figures.model_view([weights], [[f"{title}\n{title}"] * h])
     yield model_figures.head_view(weights, [0, 1], tokens, query=0)

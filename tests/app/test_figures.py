@@ -17,7 +17,7 @@ import pytest
 from plotly.colors import get_colorscale, sample_colorscale, unlabel_rgb
 from plotly.offline import get_plotlyjs
 
-from app.charts import figure_cache, figure_layout, figures, number_text, pictures
+from app.charts import bar_figures, figure_cache, figure_layout, figure_style, figures, number_text, pictures
 from course.examples import all_examples
 from mha_core import head_contributions, normalised_entropy, pairwise_disagreement
 from tests.apptest_util import chart_specs, pick_example
@@ -85,7 +85,7 @@ def test_score_grids_share_one_range_centred_at_zero(rng):
     bound = np.abs(scores).max()
     for trace in fig["data"]:
         assert trace["zmin"] == pytest.approx(-bound) and trace["zmax"] == pytest.approx(bound)
-        assert trace["colorscale"] == figures.SIGNED_SCALE
+        assert trace["colorscale"] == figure_style.SIGNED_SCALE
 
 
 def test_repeated_tokens_keep_every_row_and_column():
@@ -127,7 +127,7 @@ def test_concat_bands_label_one_tick_per_head_when_columns_are_many(rng):
 
 def test_query_bars_carry_each_heads_row(rng):
     weights = rng.dirichlet(np.ones(3), size=(2, 3))  # [h=2, n_q=3, n_k=3]
-    fig = spec(figures.query_bars(weights, 1, ["a", "b", "c"]))
+    fig = spec(bar_figures.query_bars(weights, 1, ["a", "b", "c"]))
     assert [t["name"] for t in fig["data"]] == ["head 1", "head 2"]
     for head, trace in enumerate(fig["data"]):
         np.testing.assert_allclose(z_of({"z": trace["y"]}), weights[head, 1], atol=1e-6)
@@ -141,7 +141,7 @@ def test_disagreement_and_entropy_figures():
     np.testing.assert_allclose(z_of(fig["data"][0]), d, atol=1e-6)
     assert fig["data"][0]["zmax"] == pytest.approx(np.sqrt(2))
     assert fig["data"][0]["hovertext"][0][1] == "head 1, head 2: distance 0.813"
-    bars = spec(figures.entropy_bars(np.array([0.99, 0.5]), flat_at=0.95))
+    bars = spec(bar_figures.entropy_bars(np.array([0.99, 0.5]), flat_at=0.95))
     assert bars["data"][0]["text"] == ["flat", ""]
 
 
@@ -199,7 +199,7 @@ def test_left_margin_is_sized_from_the_longest_row_label():
 def test_height_grows_with_rows_of_panels_and_query_rows(rng):
     def height(h, n, n_cols=30):  # 30 columns: no numbers, so always four panels per row
         fig = figures.head_grids(rng.normal(size=(h, n, n_cols)), [f"t{i}" for i in range(n)],
-                                 figures.dims("d", n_cols), kind="signed", cols_are_tokens=False)
+                                 figure_style.dims("d", n_cols), kind="signed", cols_are_tokens=False)
         return fig["layout"]["height"]
     assert height(4, 6) < height(5, 6) < height(9, 6) < height(13, 6)  # one to four rows of panels
     assert height(4, 3) < height(4, 6) < height(4, 12) < height(4, 64)
@@ -246,7 +246,7 @@ def test_side_by_side_labels_its_shared_rows_once(rng):
 
 @pytest.mark.parametrize("shape", [(3, 512), (6, 512), (512, 512), (30, 30), (2, 30)])
 def test_large_matrices_have_no_cell_text_gaps_or_hover_strings(rng, shape):
-    rows, cols = [f"t{i}" for i in range(shape[0])], figures.dims("d", shape[1])
+    rows, cols = [f"t{i}" for i in range(shape[0])], figure_style.dims("d", shape[1])
     trace = spec(figures.matrix_heatmap(rng.normal(size=shape), rows, cols))["data"][0]
     assert not {"text", "texttemplate", "xgap", "ygap", "hovertext", "customdata"} & set(trace)
     if shape[0] * shape[1] > figure_layout.IMAGE_FROM_CELLS:  # sent as a picture: the hover says where
@@ -258,7 +258,7 @@ def test_large_matrices_have_no_cell_text_gaps_or_hover_strings(rng, shape):
 @pytest.mark.parametrize("width", [figure_layout.HALF_WIDTH, figure_layout.FULL_WIDTH])
 def test_long_axes_are_thinned_to_a_few_evenly_spaced_labels(rng, width):
     fig = spec(figures.matrix_heatmap(rng.normal(size=(512, 512)), [f"t{i}" for i in range(512)],
-                                      figures.dims("d", 512), width=width))
+                                      figure_style.dims("d", 512), width=width))
     for axis in (fig["layout"]["xaxis"], fig["layout"]["yaxis"]):
         ticks = axis["tickvals"]
         assert 2 <= len(ticks) <= figure_layout.MAX_TICKS
@@ -298,26 +298,26 @@ def workbench_figures(key: str, *, large: bool = False) -> dict[str, go.Figure]:
     tokens, kv = list(s.tokens), list(s.kv_tokens or s.tokens)
     h, d_model, d_v = r.weights.shape[0], s.x.shape[1], r.v.shape[-1]
     heads = [f"head {i + 1}" for i in range(h)]
-    titled = [f"{name}: {figures.shape_title(f'A{i + 1}', r.weights.shape[1:])}"
+    titled = [f"{name}: {figure_style.shape_title(f'A{i + 1}', r.weights.shape[1:])}"
               for i, name in enumerate(heads)]  # as the workbench names its panels
     kw = dict(large=large)
     return {
-        "x": figures.matrix_heatmap(s.x, tokens, figures.dims("d", d_model), title="X", **kw),
+        "x": figures.matrix_heatmap(s.x, tokens, figure_style.dims("d", d_model), title="X", **kw),
         "qkv": figures.qkv_panels(r.q[0], r.k[0], r.v[0], tokens, kv, **kw),
         **{name: figures.head_grids(values, tokens, kv, kind=kind, head_names=titled, mask=r.mask, **kw)
            for name, values, kind in (("scores", r.scores, "scores"), ("scaled", r.scaled, "scores"),
                                       ("weights", r.weights, "weights"))},
-        "heads": figures.head_grids(r.head_outputs, tokens, figures.dims("v", d_v), kind="signed",
+        "heads": figures.head_grids(r.head_outputs, tokens, figure_style.dims("v", d_v), kind="signed",
                                     head_names=heads, cols_are_tokens=False, **kw),
-        "bars": figures.query_bars(r.weights, 0, kv, head_names=heads, **kw),
+        "bars": bar_figures.query_bars(r.weights, 0, kv, head_names=heads, **kw),
         "disagreement": figures.disagreement_heatmap(pairwise_disagreement(r.weights, 0, "js"), metric="js",
                                                      head_names=heads, **kw),
-        "entropy": figures.entropy_bars(normalised_entropy(r.weights[:, 0, :]), head_names=heads,
+        "entropy": bar_figures.entropy_bars(normalised_entropy(r.weights[:, 0, :]), head_names=heads,
                                         flat_at=0.95, **kw),
         "concat": figures.concat_bands(r.concat, tokens, h, d_v, **kw, title="Concat(head_1, ..., head_h)"
-                                       f"{figures.shape_title('', r.concat.shape)}: one band per head"),
+                                       f"{figure_style.shape_title('', r.concat.shape)}: one band per head"),
         "contributions": figures.head_grids(head_contributions(r.head_outputs, s.w_o), tokens,
-                                            figures.dims("d", d_model), kind="signed", head_names=heads,
+                                            figure_style.dims("d", d_model), kind="signed", head_names=heads,
                                             cols_are_tokens=False, **kw),
         "output": figures.side_by_side(s.x, r.output, tokens, left_title="input X", right_title="output",
                                        **kw),
@@ -382,7 +382,7 @@ def test_numbers_are_printed_only_when_the_grid_is_small_and_they_fit():
     big = spec(figures.matrix_heatmap(np.eye(20), [str(i) for i in range(20)], [str(i) for i in range(20)]))
     assert "text" not in big["data"][0]
     # 12 wide numbers in a half column do not fit: no text (the hover still has every number).
-    crowded = spec(figures.matrix_heatmap(np.full((2, 12), -12.345), ["a", "b"], figures.dims("d", 12)))
+    crowded = spec(figures.matrix_heatmap(np.full((2, 12), -12.345), ["a", "b"], figure_style.dims("d", 12)))
     assert "text" not in crowded["data"][0] and "-12.345" in crowded["data"][0]["hovertext"][0][0]
 
 
@@ -450,8 +450,8 @@ def test_hover_text_names_query_key_and_quantity():
     assert v["hovertext"][0] == ["t1, v1: 1.3395", "t1, v2: -2.00"]
     everything = json.dumps([spec(f) for f in workbench_figures("ex_h_cross_attention").values()])
     assert "signed" not in everything
-    big = spec(figures.head_grids(np.zeros((1, 3, 64)), ["a", "b", "c"], figures.dims("v", 64), kind="signed",
-                                  cols_are_tokens=False))["data"][0]
+    big = spec(figures.head_grids(np.zeros((1, 3, 64)), ["a", "b", "c"], figure_style.dims("v", 64),
+                                  kind="signed", cols_are_tokens=False))["data"][0]
     assert big["hovertemplate"] == "%{y}, column %{x}: %{z:.3g}<extra></extra>"
 
 
@@ -474,8 +474,8 @@ def delta_e(scale, a: float, b: float) -> float:
 def test_weight_colours_tell_a_quarter_from_a_third():
     threshold = 15.0  # CIELAB distance: cividis's grey middle gives 10.4
     assert delta_e(get_colorscale("cividis"), 0.25, 0.33) < threshold
-    assert delta_e(figures.WEIGHT_SCALE, 0.25, 0.33) > threshold
-    samples = sample_colorscale(figures.WEIGHT_SCALE, list(np.linspace(0, 1, 11)))
+    assert delta_e(figure_style.WEIGHT_SCALE, 0.25, 0.33) > threshold
+    samples = sample_colorscale(figure_style.WEIGHT_SCALE, list(np.linspace(0, 1, 11)))
     lightness = [cielab(unlabel_rgb(c))[0] for c in samples]
     assert np.all(np.diff(lightness) > 0)  # monotonic lightness: readable in grey and with colour blindness
 
@@ -532,10 +532,10 @@ def test_large_panels_stay_apart(rng, h):
 
 
 def test_shape_title():
-    assert figures.shape_title("Q₁", (3, 64)) == "Q₁ [3 × 64]"
-    assert figures.shape_title("scores", (8, 3, 5)) == "scores [8 × 3 × 5]"
+    assert figure_style.shape_title("Q₁", (3, 64)) == "Q₁ [3 × 64]"
+    assert figure_style.shape_title("scores", (8, 3, 5)) == "scores [8 × 3 × 5]"
     fig = spec(figures.matrix_heatmap(np.ones((3, 4)), list("abc"), list("wxyz"),
-                                      title=figures.shape_title("X", (3, 4))))
+                                      title=figure_style.shape_title("X", (3, 4))))
     assert fig["layout"]["annotations"][0]["text"] == "X [3 × 4]"
 
 
@@ -546,7 +546,7 @@ def test_qkv_panels_take_their_titles():
 
 
 def test_long_titles_wrap_instead_of_running_into_the_neighbours(rng):
-    names = [f"head {i + 1}: {figures.shape_title(f'A{i + 1}', (3, 5))}" for i in range(16)]
+    names = [f"head {i + 1}: {figure_style.shape_title(f'A{i + 1}', (3, 5))}" for i in range(16)]
     fig = spec(figures.head_grids(rng.dirichlet(np.ones(6), size=(16, 6)), list("abcdef"), list("abcdef"),
                                   kind="weights", head_names=names, width=600))
     plot_w, _ = plot_size(fig, 600)
@@ -658,7 +658,7 @@ def test_a_large_grid_is_sent_as_images_whose_pixels_are_its_block_means():
     for head, trace in enumerate(images):
         pixels = _decoded_png(trace["source"])
         expected = pictures.colour_mapped(pictures.block_means(weights[head], factor), 0.0, 1.0,
-                                         figures.WEIGHT_SCALE)
+                                         figure_style.WEIGHT_SCALE)
         np.testing.assert_array_equal(pixels, expected)
     bright = _decoded_png(images[1]["source"])[:, 0, :3].mean()
     dark = _decoded_png(images[0]["source"])[:, 0, :3].mean()
@@ -686,7 +686,7 @@ def test_the_pictures_png_decodes_in_pillow_to_the_same_pixels(shape):
 
     values = np.random.default_rng(1).normal(size=shape)
     values[0, 0] = np.nan  # a masked cell: transparent
-    rgba = pictures.colour_mapped(values, -2.0, 2.0, figures.SIGNED_SCALE)  # [h, w, 4] uint8
+    rgba = pictures.colour_mapped(values, -2.0, 2.0, figure_style.SIGNED_SCALE)  # [h, w, 4] uint8
     decoded = np.asarray(Image.open(io.BytesIO(pictures.png_bytes(rgba))).convert("RGBA"))
     assert decoded.shape == rgba.shape and np.array_equal(decoded, rgba)
     assert decoded[0, 0, 3] == 0

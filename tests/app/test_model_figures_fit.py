@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pytest
 
-from app.charts import figure_layout, figures, model_figures, number_text
+from app.charts import figure_layout, figure_style, figures, model_figures, number_text
 
 PHONE_WIDTH = 358  # px: a 390-px phone's column (Streamlit pads it 16 px a side)
 WIDTHS = [figure_layout.FULL_WIDTH, figure_layout.HALF_WIDTH, PHONE_WIDTH]
@@ -86,8 +86,8 @@ def rng():
 @pytest.mark.parametrize("width", WIDTHS)
 def test_each_heads_contribution_is_a_readable_picture_not_a_strip(rng, width):
     """Finding 7: [12, 12, 384] contributions were 5-px strips with [CLS] and [SEP] on each other."""
-    fig = figures.head_grids(rng.normal(size=(12, 12, 384)), TOKENS, figures.dims("d", 384), kind="signed",
-                             head_names=HEADS, cols_are_tokens=False, width=width)
+    fig = figures.head_grids(rng.normal(size=(12, 12, 384)), TOKENS, figure_style.dims("d", 384),
+                             kind="signed", head_names=HEADS, cols_are_tokens=False, width=width)
     assert_readable(fig, width)
 
 
@@ -97,8 +97,8 @@ def test_each_heads_contribution_is_a_readable_picture_not_a_strip(rng, width):
 def test_wide_matrices_of_the_workbench_and_model_page_are_readable(rng, width, shape):
     """Finding 7: X [16 x 384] after 'Open layer 3 in the workbench' was a 7-px strip."""
     rows = [f"t{i}" for i in range(shape[0])]
-    fig = figures.matrix_heatmap(rng.normal(size=shape), rows, figures.dims("d", shape[1]),
-                                 title=figures.shape_title("X", shape), width=width)
+    fig = figures.matrix_heatmap(rng.normal(size=shape), rows, figure_style.dims("d", shape[1]),
+                                 title=figure_style.shape_title("X", shape), width=width)
     assert_readable(fig, width)
     m = fig["layout"]["margin"]
     title_px = (figure_layout.NORMAL.title_font + 2) * figure_layout.LINE_HEIGHT

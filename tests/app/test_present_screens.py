@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from app.charts import figures
+from app.charts import figure_style
 from app.views.present import SCREENS
 from course.examples import all_examples
 from course.quiz import forecast
@@ -21,7 +21,7 @@ EXAMPLES = all_examples()
 SPLIT = next(i for i, screen in enumerate(SCREENS) if screen.title.startswith("Split into h heads"))
 CONCATENATE = next(i for i, screen in enumerate(SCREENS) if screen.title.startswith("Concatenate"))
 COST = len(SCREENS) - 1
-WEIGHTS = [list(stop) for stop in figures.WEIGHT_SCALE]  # the weights' one colour scale
+WEIGHTS = [list(stop) for stop in figure_style.WEIGHT_SCALE]  # the weights' one colour scale
 
 
 def on_screen(at) -> str:
@@ -139,7 +139,7 @@ def test_each_screens_generated_forecast_is_about_that_screens_idea(key):
 @pytest.mark.parametrize("key", ["the_cat_sat_two_heads", "ex_h_cross_attention"])
 def test_every_weight_on_the_presenter_is_drawn_in_one_colour_scale(key):
     """Finding 9: the presenter shows attention weights in one high-contrast scale everywhere (the
-    heatmaps' own, figures.WEIGHT_SCALE): no screen draws them as bars in the heads' colours."""
+    heatmaps' own, figure_style.WEIGHT_SCALE): no screen draws them as bars in the heads' colours."""
     at = open_address({"example": key}, "present")
     weights_seen = 0
     for screen in range(len(SCREENS)):

@@ -53,7 +53,7 @@ from streamlit.testing.v1 import AppTest
 
 from app import result_cache
 from app.charts import figure_cache
-from app.room import live
+from app.room import door, identity, live, room_box
 from app.views import model
 from app.views.present import SCREENS, STEP_KEY
 from classroom.sqlite_store import SqliteStore
@@ -250,7 +250,7 @@ class Workbench(RuleBasedStateMachine):
 
     def a_moment_later(self) -> None:
         """Time for a follower's poll: the server's watch reads the room again."""
-        self.world.clock.advance(live.POLL_SECONDS)
+        self.world.clock.advance(room_box.POLL_SECONDS)
 
     # --- what users do -----------------------------------------------------------------------
 
@@ -506,7 +506,7 @@ class Workbench(RuleBasedStateMachine):
         tab.run()
         assert not tab.exception, [e.value for e in tab.exception]
         said = " ".join(shown(tab.sidebar.warning))
-        ident = live.student_id_of(secret) if secret is not None else None
+        ident = identity.student_id_of(secret) if secret is not None else None
         members = {s.id for s in live.store().roster(code, teacher_secret) if not s.removed}
         event("a tab opens the link: " + ("address refused" if self.guesses.empty(self.world.clock()) else
                                           "removed" if ident in self.removed else
@@ -666,7 +666,7 @@ class Workbench(RuleBasedStateMachine):
     def guessing_refused(self) -> bool:
         """This tab tried WRONG_CODES_PER_MINUTE wrong codes within the last minute."""
         now = self.world.clock()
-        return sum(now - t < live.WRONG_CODES_WINDOW for t in self.wrong_codes) >= WRONG_CODES_PER_MINUTE
+        return sum(now - t < door.WRONG_CODES_WINDOW for t in self.wrong_codes) >= WRONG_CODES_PER_MINUTE
 
     @precondition(lambda self: self.room() is not None)
     @rule(times=st.integers(1, 6), then_the_right_one=st.booleans())

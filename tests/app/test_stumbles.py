@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from app.charts import figures, number_text
+from app.charts import figure_style, figures, number_text
 from app.steps.step_text import drill_lines
 from course.examples import all_examples
 from tests.apptest_util import chart_specs, fresh_app, pick_example, shown
@@ -181,7 +181,8 @@ def test_b_minus_a_of_equal_setups_is_drawn_on_plus_minus_one():
     """A colour range of ±1e-9 labelled the colour bar '−1n … 1n'."""
     spec = figures.head_grids(np.zeros((2, 3, 3)), ["a", "b", "c"], ["a", "b", "c"], kind="signed").to_dict()
     assert [(t["zmin"], t["zmax"]) for t in spec["data"]] == [(-1.0, 1.0)] * 2
-    assert figures.symmetric_range([0.0, np.nan]) == 1.0 and figures.symmetric_range([-0.25, 0.1]) == 0.25
+    assert (figure_style.symmetric_range([0.0, np.nan]) == 1.0
+            and figure_style.symmetric_range([-0.25, 0.1]) == 0.25)
 
 
 def test_compare_of_a_setup_with_itself_draws_its_difference_on_plus_minus_one(workbench):

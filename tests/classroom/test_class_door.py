@@ -27,7 +27,7 @@ from streamlit.proto.TextInput_pb2 import TextInput
 from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
 
-from app.room import live
+from app.room import door, identity, live
 from classroom.sqlite_store import SqliteStore
 from classroom.store import (
     HEARTBEAT_SECONDS,
@@ -245,7 +245,7 @@ def test_the_browsers_secret_reaches_no_screen_store_or_file():
     question = live.store().ask(code, teacher.session_state["teacher_secret"], "Which head?", ["A", "B"])
     student = open_address({"room": code})
     secret, student_id = student.session_state["student_secret"], student.session_state["student_id"]
-    assert re.fullmatch(r"[A-Za-z0-9_-]{32}", secret) and student_id == live.student_id_of(secret)
+    assert re.fullmatch(r"[A-Za-z0-9_-]{32}", secret) and student_id == identity.student_id_of(secret)
     live.store().answer(code, question.id, student_id, "A")
     teacher.run()
     csv_text = live.store().answers_csv(code, teacher.session_state["teacher_secret"])
@@ -450,11 +450,11 @@ def test_behind_a_proxy_the_limits_count_the_forwarded_address_and_the_cookie_is
             return admitted, second_tab, foreign, other
         admitted, second_tab, foreign, other = asyncio.run(others())
     members = {s.id for s in store.roster(room.code, room.teacher_secret)}
-    assert any(live.WAITING_AT_THE_DOOR in s for s in refused.said)  # waits for its turn (closed: never in)
-    assert live.student_id_of(flood) not in members
-    assert live.student_id_of(student) in members  # from another address, and again from the full one
+    assert any(door.WAITING_AT_THE_DOOR in s for s in refused.said)  # waits for its turn (closed: never in)
+    assert identity.student_id_of(flood) not in members
+    assert identity.student_id_of(student) in members  # from another address, and again from the full one
     assert not any("Too many" in s for s in admitted.said + second_tab.said + foreign.said)
-    assert live.student_id_of(not_ours) not in members  # a cookie that is not one of ours is replaced
+    assert identity.student_id_of(not_ours) not in members  # a cookie that is not one of ours is replaced
     assert any("Too many rooms started from your address" in s for s in starter.said)
     assert not any("Too many rooms" in s for s in other.said) and any("you lead it" in s for s in other.said)
     assert not any(student in s for s in admitted.said)  # the secret is on no screen
@@ -518,7 +518,7 @@ def test_the_browser_keeps_its_student_across_tabs_and_a_server_restart(embedded
                 assert kept and re.fullmatch(r"[A-Za-z0-9_-]{32}", kept["value"])
                 assert kept["sameSite"] == "Lax" and kept["path"] == "/" and not kept["httpOnly"]
                 assert 364 * 86400 < kept["expires"] - time.time() <= 365 * 86400
-                student_id = live.student_id_of(kept["value"])
+                student_id = identity.student_id_of(kept["value"])
                 assert [s.id for s in store.roster(room.code, room.teacher_secret)] == [student_id]
                 assert "me=" not in first.url and kept["value"] not in first.inner_text("body")
                 assert store.answer(room.code, question.id, student_id, "A")  # answered before the restart
@@ -546,7 +546,7 @@ NAT = "198.51.100.7"  # a school's one public address (a documentation address)
 def behind_the_nat(monkeypatch) -> None:
     """Every AppTest session of this test comes from NAT (AppTest sends no headers: the address the
     store's limits count is given, as client_address() would read it behind a proxy)."""
-    monkeypatch.setattr(live, "client_address", lambda: NAT)
+    monkeypatch.setattr(identity, "client_address", lambda: NAT)
 
 
 def fill_the_join_bucket(code: str, client: str = NAT) -> None:
@@ -573,7 +573,7 @@ def test_a_student_the_join_rate_turns_away_waits_and_is_let_in_by_itself(monkey
     fill_the_join_bucket(code)
     student = open_address({"room": code})
     assert not student.exception and "room" not in student.session_state
-    assert live.WAITING_AT_THE_DOOR in [plain(i) for i in texts(student.sidebar.info)]
+    assert door.WAITING_AT_THE_DOOR in [plain(i) for i in texts(student.sidebar.info)]
     assert not any("Too many" in plain(w) for w in texts(student.sidebar.warning))
     assert not student.session_state.get("wrong_codes")  # a wait is no wrong code
     for _ in range(3):  # the classmates' NAT may win a token first on a slow machine: knock again
@@ -583,7 +583,7 @@ def test_a_student_the_join_rate_turns_away_waits_and_is_let_in_by_itself(monkey
     assert student.session_state["room"] == code and student.session_state["following"]
     assert "door_wait" not in student.session_state and not student.session_state.get("wrong_codes")
     assert any(f"Room {code}" in plain(m) for m in texts(student.sidebar.markdown))
-    assert live.WAITING_AT_THE_DOOR not in [plain(i) for i in texts(student.sidebar.info)]
+    assert door.WAITING_AT_THE_DOOR not in [plain(i) for i in texts(student.sidebar.info)]
     assert student.session_state["student_id"] in {s.id for s in roster(teacher)}
 
 
@@ -594,7 +594,7 @@ def test_the_join_box_waits_too_and_keeps_the_nickname(monkeypatch):
     student = class_page()
     join_with_the_box(student, code, "ann")
     assert "room" not in student.session_state and not student.session_state.get("live_join_error")
-    assert live.WAITING_AT_THE_DOOR in [plain(i) for i in texts(student.main.info)]  # next to the box
+    assert door.WAITING_AT_THE_DOOR in [plain(i) for i in texts(student.main.info)]  # next to the box
     for _ in range(3):
         wait_for_the_turn(student)
         if "room" in student.session_state:
@@ -625,7 +625,7 @@ def test_a_locked_room_still_refuses_at_once_and_a_wait_ends_with_the_join_box(m
     fill_the_join_bucket(code)
     late = open_address({"room": code})
     started = live.clock()
-    monkeypatch.setattr(live, "clock", lambda: started + live.DOOR_WAIT_SECONDS + 1)  # two minutes on
+    monkeypatch.setattr(live, "clock", lambda: started + door.DOOR_WAIT_SECONDS + 1)  # two minutes on
     fill_the_join_bucket(code)
     late.run()
     assert "room" not in late.session_state and "door_wait" not in late.session_state
@@ -677,14 +677,15 @@ def test_fifty_students_behind_one_address_all_get_in_by_themselves(embedded_sto
         members = {s.id for s in store.roster(room.code, room.teacher_secret)}
         late = secrets.token_urlsafe(24)
         by_the_box = asyncio.run(student(url, late, asyncio.Semaphore(1), time.monotonic() + 20, box=True))
-    assert members == {live.student_id_of(c) for c in cookies}, f"{len(members)} of 50 in, {seconds:.1f} s"
-    walked_in = sum(not any(live.WAITING_AT_THE_DOOR in s for s in tab.said) for tab in tabs)
+    assert members == {identity.student_id_of(c) for c in cookies}, \
+        f"{len(members)} of 50 in, {seconds:.1f} s"
+    walked_in = sum(not any(door.WAITING_AT_THE_DOOR in s for s in tab.said) for tab in tabs)
     knocking = max(tab.knocked for tab in tabs) - started  # s: the 50 first runs, 8 at a time
     assert walked_in <= JOIN_BURST + int(knocking * JOIN_PER_SECOND) + 1, (walked_in, knocking)
     assert walked_in < 50  # the door made some wait: the burst is not the whole class
     assert not any("Too many" in s for tab in tabs for s in tab.said)
     assert not any(e.startswith("exception") for tab in tabs for e in (tab.last.errors if tab.last else []))
     assert seconds < 20, f"{seconds:.1f} s"  # 10.5 s here: 45 at once, then the 5 turns of 2 s each
-    assert any(live.WAITING_AT_THE_DOOR in s for s in by_the_box.said)  # the bucket was empty again
-    assert live.student_id_of(late) in {s.id for s in store.roster(room.code, room.teacher_secret)}
+    assert any(door.WAITING_AT_THE_DOOR in s for s in by_the_box.said)  # the bucket was empty again
+    assert identity.student_id_of(late) in {s.id for s in store.roster(room.code, room.teacher_secret)}
     store.close()

@@ -25,7 +25,7 @@ import pytest
 import streamlit as st
 
 from app import page_export
-from app.charts import figures
+from app.charts import figure_style, figures
 from app.steps import drawing as step_drawing
 from app.steps.section import grid
 from app.steps.view import Charts, StepView
@@ -185,7 +185,8 @@ def added_charts(view):
     """The added step's one chart, built as every step's are (a pure function of the view)."""
     x = np.abs(view.result.output)  # [n_q, d_model]
     return Charts({"chart_positions": lambda: view.chart(figures.matrix_heatmap, x, view.q_tokens,
-                                                         figures.dims("d", x.shape[1]), title=ADDED_TITLE)})
+                                                         figure_style.dims("d", x.shape[1]),
+                                                         title=ADDED_TITLE)})
 
 
 def quiz_step_reference(at) -> str:
@@ -326,7 +327,9 @@ def test_the_live_class_imports_no_page_and_sends_what_pages_register_as_followe
     from app import session_keys
     from app.views import labs, learn, model  # noqa: F401 (importing a page registers its keys, as the app does)
 
-    live_imports = imported_modules(ROOT / "app" / "room" / "live.py")
+    room = sorted((ROOT / "app" / "room").glob("*.py"))
+    assert len(room) >= 5 and any(path.name == "following.py" for path in room)  # page_inputs' home
+    live_imports = set().union(*(imported_modules(path) for path in room))
     assert not {name for name in live_imports if name.startswith("app.views")}, live_imports
     followed = set(session_keys.followed())
     assert {"model_text", "pick_model_layer", "lab_gap", "lab_d_k", "learn_task",

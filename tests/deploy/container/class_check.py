@@ -29,7 +29,7 @@ from course.steps import screen_position  # make container-test puts the reposit
 
 SCREEN = """(label) => Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
     .some(el => el.innerText.includes(label))"""
-LOST = "connection is lost"  # app/room/live.py poll()'s warning
+LOST = "connection is lost"  # app/room/room_box.py poll()'s warning
 FOLLOW_SECONDS = 3.0  # the issue's browser budget
 REDIS_DOWN_SECONDS = 10.0
 

@@ -1,0 +1,130 @@
+"""A live class, who is asking: the client address the store's per-client limits count, the
+deployer's teacher key, and the student's identity (the ``mha_student`` cookie's secret, whose hash
+is the store's id).
+
+The store, its limits and the session keys are the hub's (app/room/live.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import re
+import secrets
+from pathlib import Path
+
+import streamlit as st
+
+from app import i18n
+from app.adapter import page_scripts, streamlit_door
+from app.room import live
+from classroom.store import StoreError
+
+TEACHER_KEY_ENV, TEACHER_KEY_FILE_ENV = "MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE"
+CLIENT_IP_HEADER_ENV = "MHA_CLIENT_IP_HEADER"  # e.g. X-Forwarded-For behind a proxy that sets it
+MAX_CLIENT_CHARS = 64  # an IPv6 address with a zone fits; a longer header value is cut
+
+STUDENT_COOKIE = "mha_student"
+STUDENT_COOKIE_MAX_AGE = 365 * 24 * 3600  # a year: the same student all school year on one browser
+STUDENT_SECRET = re.compile(r"[A-Za-z0-9_-]{32}")  # secrets.token_urlsafe(24)
+STUDENT_ID_CHARS = 16
+
+
+def client_address() -> str:
+    """The address the store's per-client limits count: the first address of the header named by
+    MHA_CLIENT_IP_HEADER when the deployer set it (a proxy in front rewrites it; without such a proxy
+    any client could write it), else the websocket's peer address, else (localhost, where Streamlit
+    gives none) this session's own id, so that local sessions never share a limit."""
+    header = os.environ.get(CLIENT_IP_HEADER_ENV, "").strip()
+    if header:
+        values = st.context.headers.get_all(header)
+        first = text_or_empty(values[0] if isinstance(values, list) and values else "").split(",")[0].strip()
+        if first:
+            return first[:MAX_CLIENT_CHARS]
+    if text_or_empty(st.context.ip_address):
+        return st.context.ip_address[:MAX_CLIENT_CHARS]
+    return f"session:{streamlit_door.session_id() or 'none'}"
+
+
+def text_or_empty(value) -> str:
+    """A value from the browser's request as text ("" when absent; AppTest's stand-in runtime gives
+    other objects)."""
+    return value if isinstance(value, str) else ""
+
+
+def browser_cookie() -> str:
+    return text_or_empty(st.context.cookies.get(STUDENT_COOKIE))
+
+
+class TeacherKeyError(StoreError):
+    """The teacher key typed is wrong, or this server's key cannot be read; the message says which."""
+
+
+def teacher_key() -> str | None:
+    """The deployer's teacher key: MHA_TEACHER_KEY, else the contents of the file MHA_TEACHER_KEY_FILE
+    names (a mounted Secret); None when neither is set (then anyone may start a room, as on a
+    laptop). A named file that cannot be read, or is empty, refuses every start rather than none."""
+    key = os.environ.get(TEACHER_KEY_ENV, "")
+    if key:
+        return key
+    path = os.environ.get(TEACHER_KEY_FILE_ENV, "")
+    if not path:
+        return None
+    try:
+        key = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeError):
+        key = ""
+    if not key:
+        raise TeacherKeyError(i18n.t("This server's teacher key cannot be read, so no room can be started: "
+                                     "tell whoever runs it (MHA_TEACHER_KEY_FILE)."))
+    return key
+
+
+def check_teacher_key(typed: str) -> None:
+    """Nothing when no key is set or typed is the key. A wrong key takes one of the client's wrong-code
+    tokens in the store (shared with room codes and teacher links); with none left every key is
+    refused (TooSoon) before it is compared, so the key cannot be found by trying."""
+    key = teacher_key()
+    if key is None:
+        return
+    if not typed.strip():  # nothing tried, nothing counted
+        raise TeacherKeyError(i18n.t("Type the teacher key first: this server asks for it to start a room."))
+    client = client_address()
+    live.store().refuse_if_guessing(client=client)
+    if not hmac.compare_digest(typed.strip().encode(), key.encode()):
+        live.store().wrong_guess(client=client)
+        raise TeacherKeyError(i18n.t("That is not this server's teacher key."))
+
+
+def new_student_secret() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def student_id_of(secret: str) -> str:
+    """The store's id for the browser holding secret: a hash, so the secret reaches no store, CSV,
+    roster or screen, and the id (which may be shown) cannot be turned back into the secret."""
+    digest = hashlib.sha256(b"mha-student:" + secret.encode()).digest()
+    return base64.urlsafe_b64encode(digest).decode()[:STUDENT_ID_CHARS]
+
+
+def student_secret() -> str:
+    """This browser's secret: the ``mha_student`` cookie sent with the websocket's handshake (so a
+    second tab, or the same tab after a server restart, is the same student), else a fresh one that
+    cookie_ui() stores in the browser."""
+    ss = st.session_state
+    if "student_secret" not in ss:
+        kept = browser_cookie()
+        ss.student_secret = kept if STUDENT_SECRET.fullmatch(kept) else new_student_secret()
+    return ss.student_secret
+
+
+def cookie_ui(slot) -> None:
+    """Store this session's student secret in the browser, unless the browser sent it already
+    (app/adapter/page_scripts.py; the secret is [A-Za-z0-9_-] only)."""
+    secret = st.session_state.get("student_secret")
+    if not secret or browser_cookie() == secret:
+        return
+    with slot:
+        page_scripts.keep_cookie(STUDENT_COOKIE, secret, STUDENT_COOKIE_MAX_AGE)

@@ -1,0 +1,130 @@
+"""A live class, the room's box at the top of the sidebar: the teacher's (which tells the store the
+teacher's page is open), a student's (following the teacher or exploring alone, with the poll that
+reruns the page when the room moves), and a waiting student's.
+
+The store, the watch and the session keys are the hub's (app/room/live.py).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import i18n, widgets
+from app.adapter.fragments import fragment
+from app.room import live
+from app.room.door import door_wait_ui, enter_room, waiting_at_the_door
+from app.room.following import leave, room_gone, stop_following
+from app.room.identity import cookie_ui
+from app.room.live import in_room, is_teacher
+from app.safe import lit
+from classroom.store import NoSuchRoom, NotInRoom, NotTheTeacher, StoreError, StoreUnavailable
+
+POLL_SECONDS = 2.0  # a follower's heartbeat, and its check of the room's version should the server's push
+# (app/room/push.py, a quarter second) be lost; two heartbeats fall in every FOLLOWER_TTL_SECONDS
+TEACHER_BEAT_SECONDS = 5.0  # the teacher's page says it is open this often (the room ends 15 min after)
+
+
+def sidebar_ui(slot, current) -> None:
+    """The room's box, in a slot at the top of the sidebar (filled once the page's setup is known)."""
+    ss = st.session_state
+    message = ss.get("live_message")  # cleared at the end of a run that got to draw the page
+    if message:
+        slot.warning(lit(message), icon=":material/groups:")
+    if not in_room():
+        if waiting_at_the_door():
+            with slot:
+                door_wait_ui()
+        return
+    if is_teacher():
+        with slot:
+            teacher_box()
+        return
+    cookie_ui(slot)
+    box = slot.container(border=True)
+    if widgets.following():
+        shown = lit(widgets.shown_label(current))
+        box.markdown(i18n.t("**Room {room}** · following the teacher: {shown}").format(room=lit(ss.room),
+                                                                                      shown=shown))
+        box.caption(i18n.t("To change anything yourself, explore on your own; the teacher's state is kept."))
+        box.button(i18n.t("Explore on my own"), key="live_explore", on_click=explore)
+        poll()
+    else:
+        box.markdown(i18n.t("**Room {room}** · exploring on your own").format(room=lit(ss.room)))
+        box.button(i18n.t("Follow again"), key="live_follow", on_click=follow_again)
+
+
+@fragment(run_every=TEACHER_BEAT_SECONDS)
+def teacher_box() -> None:
+    """The teacher's room box, which also tells the store every few seconds that the teacher's page
+    is open (a room ends TEACHER_GONE_SECONDS after its teacher's last act). When the store no longer
+    knows the room, the page says so and stops showing 'you lead it'."""
+    ss = st.session_state
+    if not is_teacher():
+        return
+    try:
+        live.store().teacher_heartbeat(ss.room, ss.teacher_secret)
+        count = live.store().followers(ss.room)
+    except (NoSuchRoom, NotTheTeacher):
+        room_gone()
+        st.rerun(scope="app")
+    except StoreError:
+        with st.container(border=True):
+            st.markdown(i18n.t("**Room {room}** · you lead it").format(room=lit(ss.room)))
+            st.caption(i18n.t("The class connection is lost; the room goes on when it is back."))
+        return
+    with st.container(border=True):
+        st.markdown(i18n.t("**Room {room}** · you lead it · {count} following").format(room=lit(ss.room),
+                                                                                      count=int(count)))
+
+
+def followers() -> int:
+    try:
+        return live.store().followers(st.session_state.room)
+    except StoreError:
+        return 0
+
+
+def explore() -> None:
+    stop_following()  # the teacher's state stays, now the student's own
+
+
+def follow_again() -> None:
+    st.session_state.update(following=True, applied_version=-1)
+
+
+@fragment(run_every=POLL_SECONDS)
+def poll() -> None:
+    """Cheap: the room's version and a heartbeat, both answered by the server's watch (one store read
+    per room every quarter second, one write of every follower's heartbeat every few seconds); the
+    page reruns only when the version moved past the one shown."""
+    ss = st.session_state
+    if not widgets.following():
+        return
+    try:
+        live.watch().heartbeat(ss.room, ss.student_id)
+        changed = live.watch().version(ss.room) > ss.get("applied_version", -1)
+    except NoSuchRoom:
+        changed = True  # the next run says the room has ended
+    except NotInRoom:  # removed, or a store that forgot the room's members: the door says which
+        changed = rejoin()
+    except StoreUnavailable:
+        st.warning(i18n.t("The class connection is lost; this page follows again by itself when it is back."),
+                   icon=":material/wifi_off:")
+        return
+    if changed:
+        st.rerun(scope="app")
+
+
+def rejoin() -> bool:
+    """Heartbeats admit nobody: a follower the store does not count as a member goes through the door
+    again, and leaves with the door's message (removed, locked, gone) if it says no. True when the
+    page must rerun."""
+    ss = st.session_state
+    try:
+        enter_room(ss.room, ss.get("nickname", ""))
+    except StoreUnavailable:
+        return False
+    except StoreError as error:
+        leave(str(error))
+    return True
+
