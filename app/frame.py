@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import address, i18n, session_keys, state, widgets
+from app import i18n, setup_ui, sidebar_inputs, widgets
 from app.room import following
 from app.safe import lit
+from app.session import address, opening, session_keys, this_run
 
 
 def link_notes() -> None:
@@ -26,7 +27,7 @@ def link_notes() -> None:
 
 
 HANDED = "frame_current"  # this whole run's Current, handed by the frame to the workbench's steps
-# The session keys this module owns (app/session_keys.py); last_page: the page the last run drew.
+# The session keys this module owns (app/session/session_keys.py); last_page: the page the last run drew.
 session_keys.register(session_keys.Key(HANDED, "frame"), session_keys.Key("last_page", "frame"))
 
 
@@ -44,30 +45,30 @@ class Mark:
     following: bool
 
 
-def mark(current: state.Current) -> Mark:
+def mark(current: this_run.Current) -> Mark:
     ss = st.session_state
-    inputs = tuple(sorted(widgets.sidebar_values().items()))
-    sidebar = (inputs, ss.get("origin"), ss.get("origin_seed"), ss.get(widgets.KV_HEADS_FOR))
+    inputs = tuple(sorted(sidebar_inputs.sidebar_values().items()))
+    sidebar = (inputs, ss.get("origin"), ss.get("origin_seed"), ss.get(sidebar_inputs.KV_HEADS_FOR))
     whole = current.result is None or address.link_params(current)[1]
     return Mark(repr(sidebar), current.edited, current.result is not None, whole, widgets.following())
 
 
-def hand_over(current: state.Current) -> None:
+def hand_over(current: this_run.Current) -> None:
     """The frame's Current for the steps drawn in this whole run (taken at once: never kept)."""
     st.session_state[HANDED] = current
 
 
-def taken() -> state.Current | None:
+def taken() -> this_run.Current | None:
     """The Current the frame handed over in this whole run; None in a run of the steps alone."""
     return st.session_state.pop(HANDED, None)
 
 
-def finish(current: state.Current, page_path: str, *, whole: bool = True) -> None:
+def finish(current: this_run.Current, page_path: str, *, whole: bool = True) -> None:
     """After the page: the address, what an opening would replace, the teacher's room. In a run of the
     steps alone (``whole=False``) the sidebar is not drawn: its note on a link too large for the
     address stays as the whole run drew it (the Mark holds whether there is one)."""
     address.sync_url(current, sidebar_drawn=whole)  # after the page: its pickers may have settled a selection
-    state.remember_shown(current, widgets.shown_label(current))  # what a deliberate opening would replace
+    opening.remember_shown(current, setup_ui.shown_label(current))  # what a deliberate opening would replace
     following.publish(current, page_path)  # the room gets what the address says
     st.session_state.link_notes = []  # shown once; gone after the next change
     st.session_state.pop("live_message", None)

@@ -12,10 +12,10 @@ import os
 
 import streamlit as st
 
-from app import session_keys
 from app.charts import figure_cache
 from app.charts.figure_spec import FigureSpec
 from app.per_run import PerRun
+from app.session import session_keys
 from course import steps as course_steps
 from course.i18n import (
     ENGLISH,

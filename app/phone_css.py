@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import session_keys
 from app.charts import figure_cache
 from app.per_run import PerRun
+from app.session import session_keys
 
 NARROW_MAX_PX = 640  # Streamlit stacks columns below this width; so do our figures
 PHONE_COLUMN_PX = 358  # a 390-px phone's main column (Streamlit pads it 16 px a side)

@@ -11,9 +11,11 @@ if ROOT not in sys.path:
 
 import streamlit as st
 
-from app import address, frame, i18n, phone_css, result_cache, state, style, widgets
+from app import frame, i18n, phone_css, result_cache, setup_ui, sidebar_inputs, style
 from app.adapter import page_scripts, streamlit_door
+from app.grids import editor_widgets
 from app.room import door, following, live, questions, room_box
+from app.session import address, this_run
 from app.views import classroom, examples, labs, learn, model, present, quiz, workbench
 
 result_cache.tune_collector()  # once: the imports' objects out of every later collection
@@ -34,13 +36,13 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
     i18n.language_ui(st.sidebar)  # every reader's own, a following student's too
     room_slot = st.sidebar.container()  # the live class's box, first in the sidebar
     picker_slot = st.sidebar.container()  # filled last: its label says whether the page is edited
-    inputs = widgets.sidebar_ui(unseen)  # shared by every page, so its state survives navigation
-    current = state.build(inputs)
+    inputs = sidebar_inputs.sidebar_ui(unseen)  # shared by every page, so its state survives navigation
+    current = this_run.build(inputs)
     if unseen is None:
-        widgets.picker_ui(picker_slot, current)
+        setup_ui.picker_ui(picker_slot, current)
         if inputs.sizes is not None:
-            widgets.fill_ui(inputs.sizes, inputs.seed)
-        widgets.save_load_ui(current)
+            editor_widgets.fill_ui(inputs.sizes, inputs.seed)
+        setup_ui.save_load_ui(current)
     room_box.sidebar_ui(room_slot, current)
 
     # Material icons come with Streamlit (emoji need a font the machine may lack).
@@ -66,7 +68,7 @@ with live.follower_turn():  # a whole class reruns at once when the teacher chan
         page_scripts.scroll_to_top("page_to_the_top")
     st.session_state.last_page = page.url_path
     questions.student_question_ui(current)
-    widgets.undo_ui(current)
+    setup_ui.undo_ui(current)
     page.run()
     frame.finish(current, page.url_path)
     current = None  # the pages keep this run's globals: its result stays only in the shared cache

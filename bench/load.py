@@ -36,7 +36,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import numpy as np  # noqa: E402
 
-from app.editors import editor_key  # noqa: E402
+from app.grids.editors import editor_key  # noqa: E402
 from bench.run_cpu import PLAIN, server  # noqa: E402
 from tests.live_server import ROOT, streamlit_server  # noqa: E402
 from tests.st_protocol import SAT, Run, Session, drawn_weights, expected_weights  # noqa: E402

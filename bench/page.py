@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit
 from streamlit.testing.v1 import AppTest
 
-from app.editors import editor_key
+from app.grids.editors import editor_key
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app" / "streamlit_app.py"

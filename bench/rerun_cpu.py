@@ -17,7 +17,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from app.editors import editor_key
+from app.grids.editors import editor_key
 
 ROOT = Path(__file__).resolve().parents[1]
 APP, PLAIN = ROOT / "app" / "streamlit_app.py", ROOT / "bench" / "plain_heatmaps.py"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from app.editors import editor_key  # noqa: E402
+from app.grids.editors import editor_key  # noqa: E402
 from tests.st_protocol import SAT, Session  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from app.editors import editor_key
+from app.grids.editors import editor_key
 from course.examples import GENERATED, all_examples
 
 ENTRY = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 from streamlit.util import calc_hash
 
-from app.editors import editor_key
+from app.grids.editors import editor_key
 from tests.st_protocol import SAT, Run, Session
 
 SOFTMAX_SCREEN = 4  # the presenter's screen of step 4 (softmax), counted from 1 as in its links

@@ -15,7 +15,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.util import calc_hash
 
 from app.adapter import streamlit_door
-from app.editors import editor_key
+from app.grids.editors import editor_key
 from tests.live_server import ROOT, streamlit_server
 from tests.st_protocol import SAT, Run, Session
 

@@ -14,7 +14,7 @@ import json
 
 import streamlit as st
 
-from app import session_keys
+from app.session import session_keys
 
 OPENABLE = ("chart_scores", "chart_scaled", "chart_weights")  # head grids: table = head, row = query
 KEY = "mha_cell_opener"
@@ -63,7 +63,7 @@ export default function (component) {
 _opener = st.components.v2.component("mha_cell_opener", html="<span></span>", js=OPENER_JS)
 
 
-# The session keys this module owns (app/session_keys.py).
+# The session keys this module owns (app/session/session_keys.py).
 session_keys.register(*(session_keys.Key(name, "cell_opener") for name in ("drill_focus",)))
 
 

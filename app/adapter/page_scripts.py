@@ -13,7 +13,7 @@ import re
 
 import streamlit as st
 
-from app import session_keys
+from app.session import session_keys
 
 # Scrolls the page to its top, again a few times while it is drawn (charts arriving late could otherwise
 # leave it lower): the browser keeps the old page's scroll position otherwise.
@@ -49,7 +49,7 @@ SCROLLS = "page_scrolls"  # how many scrolls this session asked for: each one's 
 _scroll = st.components.v2.component("mha_scroll_to_top", html="<span></span>", js=SCROLL_JS)
 _cookie = st.components.v2.component("mha_keep_cookie", html="<span></span>", js=COOKIE_JS)
 
-# The session keys this module owns (app/session_keys.py).
+# The session keys this module owns (app/session/session_keys.py).
 session_keys.register(session_keys.Key(SCROLLS, "page_scripts"))
 
 

@@ -9,10 +9,11 @@ import math
 import numpy as np
 import streamlit as st
 
-from app import i18n, state
+from app import i18n
 from app.charts import lab_figures
 from app.labs.score_lab import weight_text
 from app.safe import lit
+from app.session import state
 from app.widgets import chart
 from course.labs import PAIRS, WIDTHS, dot_products, largest_weights, score_inputs, score_row, top_weight
 

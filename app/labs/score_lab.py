@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import i18n, state
+from app import i18n
 from app.charts import lab_figures
 from app.charts.number_text import format_number, hover_number
 from app.safe import lit
+from app.session import state
 from app.widgets import chart
 from course.i18n import N_, localized_number_text
 from course.labs import (

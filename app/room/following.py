@@ -11,11 +11,12 @@ import json
 
 import streamlit as st
 
-from app import address, i18n, session_keys, state, widgets
+from app import i18n, sidebar_inputs, widgets
 from app.adapter import streamlit_door
 from app.room import live, push
 from app.room.live import is_teacher
 from app.safe import lit
+from app.session import address, session_keys, state
 from classroom.store import NoSuchRoom, NotTheTeacher, StoreError, StoreUnavailable
 from course.i18n import N_
 from course.steps import screen_position
@@ -58,7 +59,7 @@ def follow_before_build() -> None:
         elif refused:
             ss.live_message = i18n.t(ROOM_STATE_REFUSED).format(refused="; ".join(refused))
     take_page_inputs(inputs)
-    ss.room_inputs = widgets.sidebar_values()
+    ss.room_inputs = sidebar_inputs.sidebar_values()
     push.shown(live.watch, ss.room, room.version)  # the server reruns this page when the room moves past it
 
 
@@ -77,18 +78,18 @@ def take_page_inputs(inputs: dict) -> None:
             st.session_state[key] = value
 
 
-def unseen_sidebar() -> widgets.Unseen | None:
+def unseen_sidebar() -> sidebar_inputs.Unseen | None:
     """A following student's sidebar inputs: the teacher's, read without drawing them."""
     ss = st.session_state
     if not widgets.following():
         return None
-    return widgets.Unseen(ss.setdefault("room_inputs", widgets.sidebar_values()))
+    return sidebar_inputs.Unseen(ss.setdefault("room_inputs", sidebar_inputs.sidebar_values()))
 
 
 def stop_following() -> None:
     """The sidebar's inputs are drawn again, holding what the student was shown."""
     ss = st.session_state
-    widgets.restore_sidebar(ss.pop("room_inputs", {}))
+    sidebar_inputs.restore_sidebar(ss.pop("room_inputs", {}))
     ss.following = False
 
 

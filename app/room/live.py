@@ -11,7 +11,7 @@ room, and it limits wrong codes and join rates per client address (identity.clie
 student is the browser holding the ``mha_student`` cookie, whose secret never leaves that browser and
 this process (the store sees only its hash, identity.student_id_of()).
 
-Session keys: registered below (LIVE_KEYS, app/session_keys.py), for the parts too.
+Session keys: registered below (LIVE_KEYS, app/session/session_keys.py), for the parts too.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ import time
 
 import streamlit as st
 
-from app import session_keys, widgets
+from app import widgets
+from app.session import session_keys
 from classroom.backends import open_store
 from classroom.watch import RoomWatch
 
@@ -47,7 +48,7 @@ LIVE_KEYS = session_keys.register(*(session_keys.Key(name, "live") for name in (
 clock = time.monotonic
 
 
-# The session keys this module owns (app/session_keys.py).
+# The session keys this module owns (app/session/session_keys.py).
 session_keys.register(*(session_keys.Key(name, "live") for name in ("nickname", "room_page")))
 
 

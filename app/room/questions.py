@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from app import i18n, session_keys
+from app import i18n
 from app.adapter.fragments import fragment
 from app.charts.figures import head_grids
 from app.room import live
@@ -44,6 +44,7 @@ from app.room.student_answer import (
     send_pending,
 )
 from app.safe import lit, md
+from app.session import session_keys
 from app.widgets import chart
 from classroom.store import StoreError
 from course import answers
@@ -63,7 +64,7 @@ LOST = N_("The class connection is lost: your answer was **not sent yet**. Press
 # --- The teacher asks ------------------------------------------------------------------------------
 
 
-# The session keys this module owns (app/session_keys.py).
+# The session keys this module owns (app/session/session_keys.py).
 session_keys.register(*(session_keys.Key(name, "questions") for name in (
     "answered", "asked", "asked_screen", "pending_answer", "room_question", "sent_answers"
 )))

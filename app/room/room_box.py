@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import i18n, widgets
+from app import i18n, setup_ui, widgets
 from app.adapter.fragments import fragment
 from app.room import live
 from app.room.door import door_wait_ui, enter_room, waiting_at_the_door
@@ -42,7 +42,7 @@ def sidebar_ui(slot, current) -> None:
     cookie_ui(slot)
     box = slot.container(border=True)
     if widgets.following():
-        shown = lit(widgets.shown_label(current))
+        shown = lit(setup_ui.shown_label(current))
         box.markdown(i18n.t("**Room {room}** · following the teacher: {shown}").format(room=lit(ss.room),
                                                                                       shown=shown))
         box.caption(i18n.t("To change anything yourself, explore on your own; the teacher's state is kept."))

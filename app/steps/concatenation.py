@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import i18n, widgets
+from app import i18n
 from app.charts import figure_layout, figure_style, figures, heatmap_panels
+from app.grids import editor_widgets
 from app.steps import output
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import CAPTION_PX, TABLE_PX, Projector, fitted
@@ -35,7 +36,8 @@ def charts(view: StepView) -> Charts:
 def section(page: Section) -> None:
     step_header(NAME)
     sz = page.sizes
-    editable = widgets.edit_toggle_ui(widgets.EDIT_OUTPUT_MIX, "W_O" + (", b_O" if sz.bias else ""))
+    editable = editor_widgets.edit_toggle_ui(editor_widgets.EDIT_OUTPUT_MIX,
+                                             "W_O" + (", b_O" if sz.bias else ""))
     st.caption(i18n.t("W_O [{rows} × {columns}]: row band i mixes head i's output")
                .format(rows=f"{sz.n_heads * sz.d_v:d}", columns=f"{sz.d_model:d}"))
     page.editor("w_o", editable=editable)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import i18n, state, widgets
+from app import i18n, widgets
 from app.adapter.fragments import fragment
 from app.charts import bar_figures, figure_style, figures
 from app.charts.figure_cache import figure
+from app.grids import editor_labels
 from app.room import following
 from app.safe import lit
+from app.session import this_run
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import CAPTION_PX, SELECTORS_PX, Projector
 from app.steps.section import Section, grid, shared_result, step_header, waiting
@@ -57,12 +59,12 @@ def compared_alone(key: bytes, q_tokens, k_tokens, heads, large) -> None:
     """The comparison reruns alone when its query or metric changes."""
     r = shared_result(key)
     left, right = st.columns([2, 1])
-    query = widgets.choice_ui(left, i18n.t("query token"), state.row_labels(q_tokens), "focus_query")
+    query = widgets.choice_ui(left, i18n.t("query token"), editor_labels.row_labels(q_tokens), "focus_query")
     following.sync_selection_params()
     metric = right.selectbox(i18n.t("disagreement"), METRICS, key="metric",
                              format_func=i18n.labels(METRIC_NAMES))
     view = StepView(None, r, q_tokens, k_tokens, query=query, metric=metric, large=large,
-                    language=i18n.language(), build=figure, keep=state.keeper(key))
+                    language=i18n.language(), build=figure, keep=this_run.keeper(key))
     drawn = charts(view)
     chart(drawn["chart_bars"], key="chart_bars")
     if len(heads) == 1:

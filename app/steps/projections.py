@@ -6,6 +6,7 @@ import streamlit as st
 
 from app import i18n, widgets
 from app.charts import figure_style, figures
+from app.grids import editor_widgets
 from app.safe import lit
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import SELECTORS_PX, Projector
@@ -36,7 +37,7 @@ def section(page: Section) -> None:
     if sz.groups < sz.n_heads:
         st.caption(lit(sharing_text(sz.n_heads, sz.groups, head)))
     names = "W_Q, W_K, W_V" + (", b_Q, b_K, b_V" if sz.bias else "")
-    editable = widgets.edit_toggle_ui(widgets.EDIT_PROJECTIONS, names)
+    editable = editor_widgets.edit_toggle_ui(editor_widgets.EDIT_PROJECTIONS, names)
     for column, name in zip(st.columns(3), ("w_q", "w_k", "w_v"), strict=True):
         with column:
             width = sz.d_v if name == "w_v" else sz.d_k

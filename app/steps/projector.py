@@ -13,10 +13,12 @@ from functools import partial
 
 import streamlit as st
 
-from app import i18n, phone_css, state, widgets
+from app import i18n, phone_css, widgets
 from app.charts import figure_layout, figure_spec, heatmap_panels
 from app.charts.figure_cache import figure
-from app.state import Current, Inputs
+from app.grids import editor_labels
+from app.session import state
+from app.session.this_run import Current, Inputs
 from app.steps.view import Charts, StepView
 
 # The charts' column measures about 660 px at 1280 px with the sidebar collapsed. Figures are planned
@@ -76,8 +78,8 @@ class Projector:
     def query(self, where) -> int:
         example = state.examples().get(self.setup.origin)
         default = min(getattr(example, "focus_query", 0), len(self.q_tokens) - 1)
-        return widgets.choice_ui(where, i18n.t("query token"), state.row_labels(self.q_tokens), "focus_query",
-                                 default=default, label_visibility="collapsed")
+        return widgets.choice_ui(where, i18n.t("query token"), editor_labels.row_labels(self.q_tokens),
+                                 "focus_query", default=default, label_visibility="collapsed")
 
 
 def numbers_off(charts, keys) -> bool:

@@ -12,11 +12,13 @@ from dataclasses import replace
 
 import streamlit as st
 
-from app import i18n, result_cache, state, widgets
+from app import i18n, result_cache
 from app.charts import heatmap_panels
 from app.charts.figure_cache import figure
+from app.grids import editor_labels, editor_widgets
 from app.safe import lit
-from app.state import Current, Inputs
+from app.session import this_run
+from app.session.this_run import Current, Inputs
 from app.steps.view import StepView
 from app.widgets import chart
 from course.steps import number_of
@@ -72,7 +74,7 @@ class Section:
         self.large = inputs.large
         self.view = (StepView(self.setup, self.result, self.q_tokens, self.k_tokens, large=self.large,
                               language=i18n.language(), build=figure,
-                              keep=state.keeper(st.session_state.result_key))
+                              keep=this_run.keeper(st.session_state.result_key))
                      if self.result is not None else None)
 
     def viewed(self, **choices) -> StepView:
@@ -91,8 +93,8 @@ class Section:
 
     def editor(self, name: str, head: int | None = None, boolean: bool = False,
                editable: bool = True) -> None:
-        rows, columns = state.grid_labels(name, self.q_tokens, self.k_tokens, self.sizes)
-        widgets.editor_ui(name, rows, columns, head=head, boolean=boolean, editable=editable)
+        rows, columns = editor_labels.grid_labels(name, self.q_tokens, self.k_tokens, self.sizes)
+        editor_widgets.editor_ui(name, rows, columns, head=head, boolean=boolean, editable=editable)
 
 
 def plain_section(page: Section, name: str, charts) -> None:

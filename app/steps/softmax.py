@@ -6,10 +6,12 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import i18n, state, widgets
+from app import i18n, widgets
 from app.charts import figure_layout, figure_style, figures
 from app.charts.figure_cache import figure
+from app.grids import editor_labels
 from app.safe import lit
+from app.session import state
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import CHART_WIDTH, SELECTORS_PX, TABLE_PX, WORKED_LINE_PX, Projector, numbers_off
 from app.steps.section import Section, grid, step_header, waiting
@@ -88,8 +90,8 @@ def zoom(page: Section, r) -> None:
     rows, cols = slice(q0, q0 + ZOOM), slice(k0, k0 + ZOOM)
     window = r.weights[head:head + 1, rows, cols]  # [1, <= ZOOM, <= ZOOM]
     title = i18n.t("{symbol}, a window").format(symbol=f"A{sub(head + 1)}")
-    chart(figure(figures.head_grids, window, state.row_labels(page.q_tokens)[rows],
-                 state.row_labels(page.k_tokens)[cols], kind="weights", large=page.large,
+    chart(figure(figures.head_grids, window, editor_labels.row_labels(page.q_tokens)[rows],
+                 editor_labels.row_labels(page.k_tokens)[cols], kind="weights", large=page.large,
                  mask=r.mask[rows, cols] if r.mask is not None else None,
                  head_names=[figure_style.shape_title(title, window.shape[1:])]),
           key="chart_zoom")

@@ -75,7 +75,7 @@ class StepView:
     large: bool | figure_layout.Style = False  # the page's large type, or a style of its own
     language: str = ENGLISH
     build: Build = build_directly
-    keep: Keep = make_directly  # the page keeps a result's derivations with the result (app/state.py)
+    keep: Keep = make_directly  # the page keeps a result's derivations with it (app/session/this_run.py)
 
     @cached_property
     def heads(self) -> list[str]:

@@ -11,12 +11,13 @@ from zoneinfo import ZoneInfo
 import segno
 import streamlit as st
 
-from app import i18n, session_keys
+from app import i18n
 from app.adapter import streamlit_door
 from app.adapter.fragments import fragment
 from app.room import door, identity, live, questions, room_box
 from app.room.following import leave, room_gone
 from app.safe import html_text, lit, md
+from app.session import session_keys
 from classroom.store import NoSuchRoom, NotTheTeacher, StoreError
 from course.i18n import N_
 
@@ -27,7 +28,7 @@ VERSION_NOTE = N_("This server runs Streamlit {installed}, but the app was check
                   "poll (every 2 s). Install the version requirements.txt names.")
 NICKNAME = N_("Your nickname (optional; only your teacher sees it)")
 
-# The session keys this module owns (app/session_keys.py).
+# The session keys this module owns (app/session/session_keys.py).
 session_keys.register(*(session_keys.Key(name, "classroom") for name in (
     "live_confirm_remove", "live_door_error", "live_join_error", "live_rename_error", "live_start_error"
 )))

@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import i18n, result_cache, session_keys, state
+from app import i18n, result_cache
 from app.charts import figure_layout, figures, number_text
 from app.charts.figure_cache import figure
 from app.safe import lit
-from app.state import Current
+from app.session import session_keys, state, this_run
+from app.session.this_run import Current
 from app.widgets import chart
 from mha_core import largest_change
 from mha_core.setup import Setup
@@ -25,7 +26,7 @@ PARTNERS = {"ex_f_unscaled": "ex_f_scaled", "ex_f_scaled": "ex_f_unscaled"}  # o
 PIN_REQUESTED = "compare_pin_requested"  # set by the pin button; the next run pins its own Setup
 
 
-# The session keys this module owns (app/session_keys.py).
+# The session keys this module owns (app/session/session_keys.py).
 session_keys.register(*(session_keys.Key(name, "compare") for name in ("compare_pin_requested", "pinned")))
 
 
@@ -67,7 +68,7 @@ def render(current: Current) -> None:
         if current.result is None:
             st.info(i18n.t("B is waiting for valid input."))
             return
-        difference(pinned, state.shared_run(pinned)[1], current)
+        difference(pinned, this_run.shared_run(pinned)[1], current)
 
 
 def buttons(current: Current) -> None:

@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from app import address, i18n, state
+from app import i18n
 from app.safe import lit
+from app.session import address, opening, state
 from course.examples import choices_in
 
 
@@ -18,6 +19,6 @@ def render(workbench_page) -> None:
             if example.choices:
                 st.caption(i18n.t("Our choices where the chapter is silent: {choices}").format(
                     choices=lit(choices_in(example.choices, i18n.language()))))
-            if st.button(i18n.t("Open in the workbench"), key=f"open_{key}", on_click=state.open_over_edits,
+            if st.button(i18n.t("Open in the workbench"), key=f"open_{key}", on_click=opening.open_over_edits,
                          args=(state.load_example, key)):
                 address.switch_page(workbench_page)

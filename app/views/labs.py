@@ -15,10 +15,11 @@ import math
 
 import streamlit as st
 
-from app import i18n, session_keys
+from app import i18n
 from app.labs.scaling_lab import scaling_lab
 from app.labs.score_lab import TEXT_CHARS, example_texts, score_lab
 from app.labs.size_and_cost_lab import CACHE_DEFAULTS, CHAPTER_SIZES, size_and_cost
+from app.session import session_keys
 from course.labs import SCORE_EXAMPLES, VALUE_BYTES
 
 SAVED = "lab_saved"  # a plain session key (no widget): the labs' inputs across pages

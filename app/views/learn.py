@@ -9,13 +9,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import address, i18n, session_keys, state, training
+from app import i18n, training
 from app.adapter.fragments import fragment
 from app.charts import figures, learn_figures
 from app.charts.figure_cache import figure
 from app.room import questions
 from app.room.live import in_room, is_teacher
 from app.safe import lit
+from app.session import address, opening, session_keys, state
 from app.widgets import chart
 from course.i18n import N_
 from course.learn import INDUCTION_KIND, TASK_NAMES, TASK_SOLUTIONS, induction_question, role_of
@@ -295,7 +296,7 @@ def open_ui(model: Model, tokens: np.ndarray, workbench_page) -> None:
 
 
 def open_layer(model: Model, tokens: np.ndarray, layer: int) -> None:
-    state.open_over_edits(state.load_setup, model.layer_setup(tokens, layer).with_origin("learned"))
+    opening.open_over_edits(state.load_setup, model.layer_setup(tokens, layer).with_origin("learned"))
 
 
 def example_f_ui() -> None:

@@ -14,11 +14,13 @@ import hashlib
 import numpy as np
 import streamlit as st
 
-from app import address, i18n, phone_css, result_cache, session_keys, state, widgets
+from app import i18n, phone_css, result_cache, widgets
 from app.charts import bar_figures, figure_cache, figure_layout, figure_style, figures, model_figures
 from app.charts.chart_text import of_concat, of_grids, of_head_view, of_model
 from app.charts.figure_cache import figure
+from app.grids import editor_labels
 from app.safe import lit
+from app.session import address, opening, session_keys, state
 from app.widgets import chart
 from course.i18n import N_
 from mha_core import LIMITS, normalised_entropy
@@ -47,7 +49,7 @@ session_keys.register(session_keys.Key("model_text", "model", followed=True),
                       session_keys.Key("pick_model_layer", "model", followed=True))
 
 
-# The session keys this module owns (app/session_keys.py).
+# The session keys this module owns (app/session/session_keys.py).
 session_keys.register(*(session_keys.Key(name, "model") for name in ("model_example_used",)))
 
 
@@ -201,7 +203,8 @@ def layer_tab(trace: Trace, layer: int) -> None:
     chart(figure(figures.head_grids, r.weights, trace.tokens, trace.tokens, kind="weights",
                  head_names=[f"{h}: {head_pattern(w)}" for h, w in zip(heads, r.weights, strict=True)]),
           key="model_weights")
-    query = widgets.choice_ui(st, i18n.t("query word piece"), state.row_labels(trace.tokens), "model_query")
+    query = widgets.choice_ui(st, i18n.t("query word piece"), editor_labels.row_labels(trace.tokens),
+                              "model_query")
     compared = compare_heads(r.weights, query, "l2")  # 12 heads, many keys: always comparable
     a, b, value = compared.pair
     flat = [heads[i] for i in compared.flat]
@@ -257,10 +260,10 @@ def lines_tab(trace: Trace, layer: int) -> None:
             n=f"{n:d}", first=f"{first + 1:d}", last=f"{first + LINE_WINDOW:d}"))
     window = slice(first, first + LINE_WINDOW)
     tokens = trace.tokens[window]
-    isolate = st.selectbox(i18n.t("only the lines of"), [EVERY_PIECE, *state.row_labels(tokens)],
+    isolate = st.selectbox(i18n.t("only the lines of"), [EVERY_PIECE, *editor_labels.row_labels(tokens)],
                            key="model_line_query",
                            format_func=lambda piece: i18n.t(EVERY_PIECE) if piece == EVERY_PIECE else piece)
-    query = None if isolate == EVERY_PIECE else state.row_labels(tokens).index(isolate)
+    query = None if isolate == EVERY_PIECE else editor_labels.row_labels(tokens).index(isolate)
     if not chosen:
         st.info(i18n.t("Choose at least one head."))
         return
@@ -314,4 +317,4 @@ def change_tab(loaded, trace: Trace, text: str, layer: int, workbench_page) -> N
 
 def copy_layer(loaded, text: str, layer: int) -> None:
     """The layer's real inputs become the workbench's setup."""
-    state.open_over_edits(state.load_setup, loaded.layer_setup(traced(text), layer).with_origin("model"))
+    opening.open_over_edits(state.load_setup, loaded.layer_setup(traced(text), layer).with_origin("model"))

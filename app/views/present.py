@@ -14,11 +14,12 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from app import frame, i18n, session_keys, state, widgets
+from app import frame, i18n, widgets
 from app.adapter import page_scripts
 from app.room import questions
 from app.safe import lit
-from app.state import Current, Inputs
+from app.session import session_keys, state
+from app.session.this_run import Current, Inputs
 from app.steps.drawing import drawing_of
 from app.steps.projector import CHARTS_PX, SELECTORS_PX, Projector
 from app.style import LARGE_TYPE_CSS
@@ -56,7 +57,7 @@ TO_THE_TOP = "present_to_the_top"
 REVEALED = state.REVEALED  # (screen, question prompt) the room has seen the answer to
 
 
-# The session keys this module owns (app/session_keys.py).
+# The session keys this module owns (app/session/session_keys.py).
 session_keys.register(*(session_keys.Key(name, "present") for name in ("present_source", TO_THE_TOP)))
 
 

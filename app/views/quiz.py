@@ -16,12 +16,13 @@ import secrets
 
 import streamlit as st
 
-from app import i18n, session_keys, state
+from app import i18n
 from app.room import following
 from app.room.live import in_room, is_teacher
 from app.room.questions import ask_button
 from app.safe import lit
-from app.state import Current
+from app.session import session_keys, state
+from app.session.this_run import Current
 from app.steps.step_text import drill_lines
 from course import answers
 from course.quiz import Question, generate, recall
@@ -33,7 +34,7 @@ SEEDS = 999  # a link counts the seed from 1 in at most three digits (address._a
 RADIO_UP_TO = 6  # more choices than this go in a selectbox
 
 
-# The session keys this module owns (app/session_keys.py).
+# The session keys this module owns (app/session/session_keys.py).
 session_keys.register(*(session_keys.Key(name, "quiz") for name in (
     "quiz_asked", "quiz_first", "quiz_given", "quiz_index", "quiz_language", "quiz_note",
     "quiz_recall_given", "quiz_refused", "quiz_right", "quiz_round", "quiz_seen_seed", "quiz_setup"

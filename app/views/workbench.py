@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import frame, i18n, phone_css, state, widgets
+from app import frame, i18n, phone_css, widgets
 from app.adapter import cell_opener
 from app.adapter.fragments import fragment
+from app.grids import editor_labels
 from app.room import following
 from app.safe import lit
-from app.state import Current, Inputs
+from app.session import state, this_run
+from app.session.this_run import Current, Inputs
 from app.steps.drawing import drawing_of
 from app.steps.section import Section, plain_section, shared_result
 from app.steps.step_text import drill_lines, sizes_line
@@ -46,7 +48,7 @@ def steps(inputs: Inputs, mark: frame.Mark) -> None:
     if alone:
         i18n.language.start()  # read once for this run, as the frame does for a whole one
         phone_css.column_width.start()
-        current = state.build(inputs)
+        current = this_run.build(inputs)
         if frame.mark(current) != mark:
             st.rerun(scope="app")
     draw(current, inputs)
@@ -112,8 +114,8 @@ def drill_down(key: bytes, q_tokens, k_tokens, heads) -> None:
 def drill_down_body(r, q_tokens, k_tokens, heads) -> None:
     cols = st.columns(3)
     head = widgets.choice_ui(cols[0], i18n.t("head"), heads, "drill_head")
-    query = widgets.choice_ui(cols[1], i18n.t("query"), state.row_labels(q_tokens), "drill_query")
-    key = widgets.choice_ui(cols[2], i18n.t("key"), state.row_labels(k_tokens), "drill_key")
+    query = widgets.choice_ui(cols[1], i18n.t("query"), editor_labels.row_labels(q_tokens), "drill_query")
+    key = widgets.choice_ui(cols[2], i18n.t("key"), editor_labels.row_labels(k_tokens), "drill_key")
     for line in drill_lines(r, head, query, key):
         st.latex(i18n.tex(line))
     st.caption(i18n.t("The core computes exactly this fraction. When a score is large enough for e^s to "

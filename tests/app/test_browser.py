@@ -143,7 +143,7 @@ def test_an_edit_survives_a_visit_to_another_page(browser_page):
 
 def open_save_load(page) -> None:
     """Open "Save or load this setup" unless it is open (a second click would close it): its contents
-    are drawn only while it is open (app/widgets.py), after the rerun the click starts."""
+    are drawn only while it is open (app/setup_ui.py), after the rerun the click starts."""
     uploader = page.locator("[data-testid='stFileUploaderDropzoneInput']")
     if uploader.count() == 0:
         page.get_by_text("Save or load this setup").click()

@@ -24,7 +24,7 @@ APP = ROOT / "app"
 # --- The source check ---------------------------------------------------------------------------
 
 # Methods whose first argument Streamlit renders as Markdown (st.latex: as LaTeX), on any object:
-# st, st.sidebar, a column, a container, a widgets.Unseen.
+# st, st.sidebar, a column, a container, a sidebar_inputs.Unseen.
 MARKDOWN_METHODS = {"markdown", "caption", "success", "info", "warning", "error", "toast", "latex", "title",
                     "header", "subheader", "write", "exception", "spinner", "status", "dialog"}
 # Widgets whose label (first argument or label=) Streamlit renders as Markdown; help= too.
@@ -48,11 +48,11 @@ APP_MARKDOWN = {
     "sizes_line": "step_text: sizes and parameter counts, numbers only",
     "parameter_terms": "step_text: the parameter count as LaTeX products, numbers only",
     "chip_label": "questions: a forecast key's button, the key's label through lit, dots and a share",
-    "read_only_grid": "widgets: a follower's grid, labels through lit and cells as numbers",
+    "read_only_grid": "editor_widgets: a follower's grid, labels through lit and cells as numbers",
     "drill_lines": "step_text: LaTeX of one cell, positions and numbers only, never tokens",
     "step_markdown": "workbench: a step's heading, formula, what and why from course/steps.py (the course's "
                      "own Markdown); a formula or what given instead is checked at each call",
-    "shown_label": "widgets: an example's title (app text) or 'your setup'",
+    "shown_label": "setup_ui: an example's title (app text) or 'your setup'",
     "screen_heading": "present: a screen's number and its title (course/steps.py, translated)",
     "format_number": "figures: a float as text (digits, a sign, '.', 'e', '−'), for cells and captions",
     "hover_number": "figures: a float as text with more digits, for hover and tables",

@@ -723,7 +723,7 @@ def test_large_type_grows_the_charts_and_the_pages_text(at):
 
 
 def test_a_figure_of_a_named_array_is_keyed_on_its_name_not_its_bytes():
-    """app/state.py names a shared result's arrays (figure_cache.name_arrays): a rerun keys their
+    """app/session/this_run.py names a shared result's arrays (figure_cache.name_arrays): a rerun keys their
     figures without reading 150 MB at 1,024 tokens, and a named array can no longer change."""
     from app.charts import figure_cache
     from app.charts.figure_spec import figure_spec

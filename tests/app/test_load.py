@@ -12,7 +12,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from app.editors import editor_key
+from app.grids.editors import editor_key
 from tests.live_server import streamlit_server
 from tests.st_protocol import SAT, Run, Session, drawn_weights, expected_weights
 

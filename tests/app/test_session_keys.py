@@ -1,6 +1,6 @@
 """Every session key is declared once, by the module that owns it (issue 28, 2): a key the app reads or
 writes in session state (``st.session_state.x``, ``ss["x"]``, ``.get("x")``, ``"x" in ss``, or through a
-module's constant) is in app/session_keys.py's REGISTRY, or is a widget's own key (``key="x"``: the
+module's constant) is in app/session/session_keys.py's REGISTRY, or is a widget's own key (``key="x"``: the
 widget declares it where it is drawn). Keys made at run time (``f"pick_{name}"``) are their makers'."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import ast
 import importlib
 from pathlib import Path
 
-from app import session_keys
+from app.session import session_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app"
@@ -81,7 +81,8 @@ def test_every_session_key_is_declared():
     assert len(used) > 80  # the scan sees the app's keys
     declared = set(session_keys.REGISTRY) | widget_keys()
     undeclared = sorted(f"{key} ({used[key].relative_to(ROOT)})" for key in set(used) - declared)
-    assert undeclared == [], "register these in their owners (app/session_keys.py):\n" + "\n".join(undeclared)
+    assert undeclared == [], \
+        "register these in their owners (app/session/session_keys.py):\n" + "\n".join(undeclared)
 
 
 def test_the_scan_finds_a_key_by_each_route(tmp_path, monkeypatch):

@@ -16,8 +16,8 @@ from urllib.parse import parse_qs
 import numpy as np
 import pytest
 
-from app.editors import editor_key
-from app.widgets import SIDEBAR_KEYS
+from app.grids.editors import editor_key
+from app.sidebar_inputs import SIDEBAR_KEYS
 from mha_core import LIMITS
 from tests.live_server import class_store, streamlit_server
 from tests.st_protocol import SAT, FollowerSession, drawn_weights, expected_weights

@@ -324,7 +324,7 @@ def test_each_layer_imports_only_the_layers_before_it(package, never):
 def test_the_live_class_imports_no_page_and_sends_what_pages_register_as_followed():
     """Issue 17: app/room/live.py took the labs' and the model page's key lists by importing them (an
     arrow back up); the pages now register their keys and live reads the registry."""
-    from app import session_keys
+    from app.session import session_keys
     from app.views import labs, learn, model  # noqa: F401 (importing a page registers its keys, as the app does)
 
     room = sorted((ROOT / "app" / "room").glob("*.py"))
@@ -339,7 +339,7 @@ def test_the_live_class_imports_no_page_and_sends_what_pages_register_as_followe
 
 
 def test_a_session_key_belongs_to_one_owner():
-    from app import session_keys
+    from app.session import session_keys
 
     with pytest.raises(ValueError, match="registered twice"):
         session_keys.register(session_keys.Key("room", "another page"))

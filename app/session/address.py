@@ -1,24 +1,24 @@
 """The page's address: a link opened (?s=<state>, older ?example=&tokens=..., the selections), the
 address written back after every run so that it reopens the page exactly, Back and Forward, and a
-room's state as a follower takes it. Built on app/state.py (the session's arrays and their loading);
+room's state as a follower takes it. Built on app/session/state.py (the session's arrays and their loading);
 the frame (app/streamlit_app.py, app/frame.py) and the live class call it."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from app import i18n, session_keys
+from app import i18n
 from app.adapter import streamlit_door
-from app.state import (
-    GENERATED,
-    Current,
+from app.session import session_keys
+from app.session.state import (
     examples,
     init_state,
     load_example,
     load_setup,
 )
+from app.session.this_run import Current
 from course import steps as course_steps
-from course.examples import DEFAULT_EXAMPLE
+from course.examples import DEFAULT_EXAMPLE, GENERATED
 from course.i18n import N_
 from mha_core import LIMITS
 from mha_core.codec import (
@@ -36,7 +36,7 @@ SELECTION_PARAMS = {  # link parameter -> the selections it holds, counted from 
     "quiz": ("quiz_seed",),  # the quiz's draw: one link, the same questions for everyone
 }
 
-# The session keys this module owns (app/session_keys.py).
+# The session keys this module owns (app/session/session_keys.py).
 session_keys.register(session_keys.Key("address", "address"))
 
 

@@ -17,7 +17,7 @@ class Key:
     owner: str  # the module that writes it
     default: Any = None
     followed: bool = False  # a following student's page takes the teacher's value (app/room/following.py)
-    address: str | None = None  # the link parameter that holds it, if any (app/state.py)
+    address: str | None = None  # the link parameter that holds it, if any (app/session/state.py)
 
 
 REGISTRY: dict[str, Key] = {}

@@ -1,0 +1,207 @@
+"""The sidebar's inputs: tokens, sizes and options, read into plain ``Inputs`` with a message per
+input at fault; kept while they are not drawn, and read from an ``Unseen`` while a student follows
+a room."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import i18n
+from app.safe import lit
+from app.session import session_keys
+from app.session.this_run import Inputs
+from course.i18n import N_
+from mha_core import LIMITS, Scaling, Sizes, head_width
+from mha_core.setup import attention_size_problem, token_problem
+
+SCALE_KINDS = {"sqrt": N_("1/√d_k (standard)"), "none": N_("none (raw scores)"),
+               "sqrt_of": N_("1/√d for a d you choose"), "multiply": N_("multiply by a number")}
+MASK_LABELS = {"none": N_("none"), "causal": N_("causal (no peeking ahead)"),
+               "window": N_("sliding window (the last w tokens)"), "custom": N_("custom grid")}
+# A kept g keeps its label when h changes: a browser sends a selectbox's label back, and shows the old
+# label of a kept value whose label changed.
+KV_HEAD_LABELS = {"all": N_("{g} (standard: one per head)"),
+                  "one": N_("{g} (multi-query: all heads share it)"), "some": N_("{g} (grouped-query)")}
+MODE_LABELS = {"self-attention": N_("self-attention"), "cross-attention": N_("cross-attention")}
+MODES = tuple(MODE_LABELS)
+
+
+SIDEBAR_KEYS = ("mode", "tokens_text", "kv_tokens_text", "d_model", "n_heads", "custom_head_width", "d_k",
+                "d_v", "seed", "scale_kind", "scale_sqrt_of", "scale_multiplier", "mask_kind", "use_bias",
+                "large_type", "kv_heads", "window_size")
+session_keys.register(*(session_keys.Key(name, "sidebar") for name in SIDEBAR_KEYS))
+KV_HEADS_FOR = "kv_heads_for"  # the h the key/value heads were chosen for: standard (g = h) follows h
+session_keys.register(session_keys.Key(KV_HEADS_FOR, "sidebar"))
+
+
+def sidebar_values() -> dict:
+    """What the sidebar's inputs hold now (to keep while they are not drawn: see Unseen)."""
+    ss = st.session_state
+    return {key: ss[key] for key in SIDEBAR_KEYS if ss.get(key) is not None}
+
+
+def restore_sidebar(values: dict) -> None:
+    """Put kept values back into the inputs (Streamlit dropped them while they were not drawn)."""
+    for key, value in values.items():
+        st.session_state[key] = value
+
+
+class Unseen:
+    """Stands in for st.sidebar while a student follows a room: each input returns the value kept
+    for its key and nothing is drawn. The teacher's next change would overwrite anything typed
+    there, and when the teacher changes something the whole class reruns at once, so every
+    element a follower does not need is work saved a hundred times."""
+
+    def __init__(self, values: dict):
+        self._values = values
+
+    def radio(self, label, options, *, key: str, **kwargs):
+        return self._values.get(key, list(options)[0])
+
+    def number_input(self, label, low, high, *, key: str, **kwargs):
+        return self._values.get(key, low)
+
+    def checkbox(self, label, *, key: str, **kwargs) -> bool:
+        return bool(self._values.get(key, False))
+
+    def text_input(self, label, *, key: str, **kwargs) -> str:
+        return str(self._values.get(key, ""))
+
+    selectbox, toggle = radio, checkbox
+
+    def columns(self, spec, **kwargs) -> list[Unseen]:
+        return [self] * (spec if isinstance(spec, int) else len(spec))
+
+    def caption(self, *args, **kwargs) -> None:
+        """Not drawn."""
+
+    error = button = caption
+
+
+def sidebar_ui(sb=None) -> Inputs:
+    """Tokens, sizes and options (in st.sidebar, or read from an Unseen). Returns them with a
+    message per input at fault."""
+    sb = st.sidebar if sb is None else sb
+    errors: dict[str, str] = {}
+    mode = sb.radio(i18n.t("Attention"), MODES, key="mode", horizontal=True,
+                    format_func=i18n.labels(MODE_LABELS))
+    cross = mode == "cross-attention"
+    tokens = _tokens_ui(sb, i18n.t("Tokens (queries)"), "tokens_text", errors)
+    kv_tokens = (_tokens_ui(sb, i18n.t("Tokens (keys and values)"), "kv_tokens_text", errors) if cross
+                 else tokens)
+    d_model = int(sb.number_input("d_model", 1, LIMITS.d_model, key="d_model", step=1))
+    n_heads = int(sb.number_input(i18n.t("heads h"), 1, LIMITS.n_heads, key="n_heads", step=1))
+    too_big = attention_size_problem(n_heads, len(tokens), len(kv_tokens)) if tokens and kv_tokens else None
+    if too_big:
+        errors["attention_size"] = too_big
+        sb.error(lit(too_big), icon=":material/warning:")
+    d_k = d_v = None
+    if sb.checkbox(i18n.t("set d_k and d_v myself"), key="custom_head_width"):
+        d_k = int(sb.number_input("d_k", 1, LIMITS.d_head, key="d_k", step=1))
+        d_v = int(sb.number_input("d_v", 1, LIMITS.d_head, key="d_v", step=1))
+    else:
+        try:
+            d_k = d_v = head_width(d_model, n_heads)
+            if d_k > LIMITS.d_head:
+                errors["n_heads"] = i18n.t("d_k = {d_k} is over the limit {limit}: use more heads.").format(
+                    d_k=f"{d_k:d}", limit=f"{LIMITS.d_head:d}")
+            else:
+                sb.caption(i18n.t("d_k = d_v = d_model / h = {d_k}").format(d_k=f"{d_k:d}"))
+        except ValueError as error:
+            errors["n_heads"] = str(error)
+        if "n_heads" in errors:
+            sb.error(lit(errors["n_heads"]), icon=":material/warning:")
+    seed = _seed_ui(sb)
+    scaling = _scaling_ui(sb, errors)
+    kv_heads = _kv_heads_ui(sb, n_heads)
+    mask_kind = sb.selectbox(i18n.t("Mask"), list(MASK_LABELS), key="mask_kind",
+                             format_func=i18n.labels(MASK_LABELS))
+    window = 2
+    if mask_kind == "window":
+        st.session_state.setdefault("window_size", 2)
+        window = int(sb.number_input(i18n.t("window w: tokens each query sees (itself included)"), 1,
+                                     LIMITS.tokens, key="window_size", step=1))
+    use_bias = sb.checkbox(i18n.t("biases b_Q, b_K, b_V, b_O"), key="use_bias")
+    large = sb.toggle(i18n.t("large type (projector)"), key="large_type",
+                      help=i18n.t("Bigger numbers, labels and cells, for the back of a room."))
+    sizes = None
+    if not errors:
+        sizes = Sizes(n_q=len(tokens), n_k=len(kv_tokens), d_model=d_model, n_heads=n_heads, d_k=d_k, d_v=d_v,
+                      cross=cross, bias=use_bias, kv_heads=kv_heads if kv_heads < n_heads else 0)
+    return Inputs(tokens, kv_tokens, sizes, seed, scaling, mask_kind, large, errors, window)
+
+
+def _kv_heads_ui(sb, n_heads: int) -> int:
+    """Key/value heads g, a divisor of h (h: standard multi-head attention, 1: multi-query attention)."""
+    choices = [g for g in range(n_heads, 0, -1) if n_heads % g == 0]  # h first: the standard
+    ss = st.session_state
+    standard_before = ss.get("kv_heads") == ss.get(KV_HEADS_FOR, n_heads)  # g was h before h changed
+    if ss.get("kv_heads") not in choices or standard_before:  # standard stays standard; else it must divide
+        ss.kv_heads = n_heads
+    ss[KV_HEADS_FOR] = n_heads
+
+    words = {kind: i18n.t(text) for kind, text in KV_HEAD_LABELS.items()}  # this run's language, kept
+
+    def label(g: int) -> str:  # also called outside the run (AppTest, the widget's serde): no i18n.t here
+        kind = "all" if g == n_heads else "one" if g == 1 else "some"
+        return words[kind].format(g=f"{g:d}")
+
+    g = sb.selectbox(i18n.t("key/value heads g"), choices, key="kv_heads", format_func=label,
+                     help=i18n.t("Grouped-query attention, as in today's language models: g key/value heads, "
+                                 "each shared by h/g query heads, make the KV cache h/g times smaller."))
+    return g if g in choices else n_heads
+
+
+def _tokens_ui(sb, label: str, key: str, errors: dict) -> list[str]:
+    # max_chars also makes the server keep no more of what a client sends; its "30/41984" counter under
+    # the box is hidden (app/style.py).
+    text = sb.text_input(label, key=key, max_chars=LIMITS.token_text,
+                         help=i18n.t("Separated by spaces; repeats are fine. Up to {tokens} tokens of "
+                                     "{chars} characters.").format(tokens=f"{LIMITS.tokens:d}",
+                                                                   chars=f"{LIMITS.token_chars:d}"))
+    tokens = str(text)[:LIMITS.token_text + 1].split()  # a client can send more than max_chars
+    problem = token_problem(tokens, "query tokens" if key == "tokens_text" else "key/value tokens")
+    if len(str(text)) > LIMITS.token_text:
+        problem = i18n.t("{count} characters is over the limit of {limit}.").format(
+            count=i18n.number(len(str(text))), limit=i18n.number(LIMITS.token_text))
+    if problem:
+        errors[key] = problem
+        sb.error(lit(problem), icon=":material/warning:")
+    return tokens
+
+
+def _seed_ui(sb) -> int:
+    def reroll():
+        import secrets
+
+        st.session_state.seed = secrets.randbelow(10_000)
+
+    left, right = sb.columns([3, 2], vertical_alignment="bottom")
+    seed = left.number_input(i18n.t("random seed"), 0, 1_000_000, key="seed", step=1,
+                             help=i18n.t("Fills new cells and the 'fill a matrix' helper; the same seed "
+                                         "gives the same numbers."))
+    right.button("🎲 " + i18n.t("re-roll"), on_click=reroll, help=i18n.t("A new seed for the random fills."))
+    return int(seed)
+
+
+def _scaling_ui(sb, errors: dict) -> Scaling | None:
+    kind = sb.selectbox(i18n.t("Scaling"), list(SCALE_KINDS), key="scale_kind",
+                        format_func=i18n.labels(SCALE_KINDS),
+                        help=i18n.t("Chapter 001, example F: without 1/√d_k large scores make softmax nearly "
+                                    "one-hot."))
+    value = None
+    if kind == "sqrt_of":
+        low, high = LIMITS.sqrt_of
+        st.session_state.setdefault("scale_sqrt_of", 64)
+        value = int(sb.number_input(i18n.t("d in 1/√d"), low, high, key="scale_sqrt_of", step=1))
+    elif kind == "multiply":
+        low, high = LIMITS.multiplier
+        st.session_state.setdefault("scale_multiplier", 1.0)
+        value = float(sb.number_input(i18n.t("multiply the scores by"), low, high, key="scale_multiplier",
+                                      step=0.1, format="%g"))
+    try:
+        return Scaling(kind, value)
+    except ValueError as error:
+        errors["scale_kind"] = str(error)
+        sb.error(lit(error), icon=":material/warning:")
+        return None
