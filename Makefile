@@ -47,16 +47,19 @@ run: $(STAMP) $(COMPILED)
 	$(BIN)/streamlit run app/streamlit_app.py --server.port $(PORT) --server.address $(ADDRESS) \
 		--logger.hideWelcomeMessage true
 
+# Both test targets run on every core (pytest-xdist): a test file stays on one worker, so a module's
+# server, browser and test order are its own (several files rely on their tests' order).
+XDIST := -n auto --dist loadfile
 test: $(STAMP) $(COMPILED)
 	$(BIN)/python -m ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(XDIST)
 
 # The loop while working: core, course, classroom and AppTest pages, no browser, no server and none of
 # the tests marked slow (pyproject.toml's markers; tests/conftest.py fails a test that starts Chromium
 # or a server without its mark). Under 2 minutes here; `make test` still runs everything.
 test-fast: $(STAMP) $(COMPILED)
 	$(BIN)/python -m ruff check .
-	$(BIN)/python -m pytest -q -m "not browser and not server and not slow"
+	$(BIN)/python -m pytest -q $(XDIST) -m "not browser and not server and not slow"
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check .
