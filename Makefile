@@ -47,9 +47,11 @@ run: $(STAMP) $(COMPILED)
 	$(BIN)/streamlit run app/streamlit_app.py --server.port $(PORT) --server.address $(ADDRESS) \
 		--logger.hideWelcomeMessage true
 
-# Both test targets run on every core (pytest-xdist): a test file stays on one worker, so a module's
-# server, browser and test order are its own (several files rely on their tests' order).
-XDIST := -n auto --dist loadfile
+# Both test targets run on every core this process may use (pytest-xdist; nproc, not xdist's "auto",
+# which counts physical cores when psutil happens to be installed): a test file stays on one worker,
+# so a module's server, browser and test order are its own (several files rely on their tests' order).
+JOBS ?= $(shell nproc)
+XDIST := -n $(JOBS) --dist loadfile
 test: $(STAMP) $(COMPILED)
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m pytest $(XDIST)
