@@ -158,7 +158,7 @@ def multi_head_attention(
     allowed = resolve_mask(mask, n_q, n_k)  # [n_q, n_k] bool or None
     multiplier = resolve_scale(scale, d_k, dtype)
 
-    # Step 2 of the course (course/steps.py): project the tokens into each head's query, key and value spaces.
+    # The course's projections (course/steps.py): each head's query, key and value spaces.
     q = project(x, w_q)  # [h, n_q, d_k]
     k = project(x_kv, w_k)  # [g, n_k, d_k]
     v = project(x_kv, w_v)  # [g, n_k, d_v]
@@ -168,7 +168,7 @@ def multi_head_attention(
     if g < h:  # grouped-query: each key/value head serves h/g query heads in a row
         k, v = np.repeat(k, h // g, axis=0), np.repeat(v, h // g, axis=0)  # [h, n_k, d_k], [h, n_k, d_v]
 
-    # Steps 3 and 4: score every query against every key, then scale.  scores, scaled and weights are views
+    # raw_scores, softmax: score every query against every key, then scale. scores, scaled, weights: views
     #    of one block: one large allocation per call instead of three, which glibc's malloc keeps
     #    mapped between calls at mid sizes (n ~ 512) instead of handing it back to the OS and
     #    page-faulting it in again (that cost ~30% of a call at n = 512).
@@ -178,16 +178,16 @@ def multi_head_attention(
     np.multiply(scores, dtype.type(multiplier), out=scaled)
     bound = _check_no_overflow(q, k, v, scores, scaled, multiplier)  # >= every finite |scaled|
 
-    # Step 4: mask: a blocked pair gets -inf, hence weight 0.
+    # softmax: mask: a blocked pair gets -inf, hence weight 0.
     if allowed is not None:
         scaled += np.where(allowed, dtype.type(0), dtype.type(-np.inf))  # [n_q, n_k] on every head
 
-    # Steps 4 and 5: softmax over the keys, then blend the values.
+    # softmax and head_outputs: softmax over the keys, then blend the values.
     _attention_softmax(scaled, bound, out=weights)  # [h, n_q, n_k]
     heads = np.empty((n_q, h, d_v), dtype)  # each query's head outputs side by side, in head order
     head_outputs = np.matmul(weights, v, out=heads.transpose(1, 0, 2))  # [h, n_q, d_v] view
 
-    # Step 7: concatenate the heads in head order (free: heads is laid out that way) and mix with W_O.
+    # concatenation: concatenate the heads in head order (free: heads is laid out that way) and mix with W_O.
     concat = heads.reshape(n_q, h * d_v)  # [n_q, h*d_v]
     with np.errstate(over="ignore", invalid="ignore"):  # checked just below, with a clear message
         output = concat @ w_o  # [n_q, d_model]
@@ -237,7 +237,7 @@ def _attention_bytes(n_q, n_k, h, d_k, d_v, d_model, itemsize, masked, kv_heads)
     grouped = kv_heads * n_k * (d_k + d_v) if kv_heads < h else 0  # k and v before their repeat
     early = itemsize * (h * (n_q + n_k) * d_k + h * n_k * d_v + 3 * grid + grouped) + mask  # q, k, v, block
     late = itemsize * (n_q * h * d_v + n_q * d_model)  # heads (= concat, head_outputs) and output
-    # Temporaries of steps 2 to 4, all freed before heads and output exist: |scores| while the
+    # Temporaries of projections to softmax, all freed before heads and output exist: |scores| while the
     # scores are few, else the bool finiteness scan of scaled or NumPy's ufunc buffer (dividing by
     # the broadcast row sums buffers up to np.getbufsize() elements); one projection's finiteness
     # (bool); the 0/-inf mask matrix; the softmax's row maxima and sums with their == tests.

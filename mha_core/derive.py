@@ -27,7 +27,7 @@ from mha_core.setup import Setup, Sizes
 
 @dataclass(frozen=True)
 class HeadComparison:
-    """Step 6 for one query: how far apart the heads' rows are, and which heads have an opinion."""
+    """heads_compared, for one query: how far apart the heads' rows are, and which heads have an opinion."""
 
     query: int
     metric: str
@@ -54,8 +54,8 @@ def compare_heads(weights: np.ndarray, query: int, metric: str = "l2") -> HeadCo
 
 @dataclass(frozen=True)
 class Contributions:
-    """Step 7: each head's share of the output, head_i · W_O[rows of head i], and the check that
-    they add up to it."""
+    """concatenation: each head's share of the output, head_i · W_O[rows of head i], and the check that they
+    add up to it."""
 
     per_head: np.ndarray  # [h, n_q, d_model]
     gap: float  # largest |sum of the contributions + b_O - output|: 0 up to rounding

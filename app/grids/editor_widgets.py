@@ -19,7 +19,7 @@ from mha_core.setup import SPECS
 
 FILL_LABELS = {"random": N_("random"), "identity": N_("identity"), "zeros": N_("zeros")}  # mha_core's FILLS
 FILL_OPEN = "fill_open"  # the sidebar's "Fill a matrix" expander, open or not
-EDIT_PROJECTIONS, EDIT_OUTPUT_MIX = "edit_projections", "edit_output_mix"  # steps 2 and 7's Edit toggles
+EDIT_PROJECTIONS, EDIT_OUTPUT_MIX = "edit_projections", "edit_output_mix"  # projections' and concatenation's
 session_keys.register(session_keys.Key(EDIT_PROJECTIONS, "editor_widgets", False),
                       session_keys.Key(EDIT_OUTPUT_MIX, "editor_widgets", False),
                       session_keys.Key(FILL_OPEN, "editor_widgets", False),

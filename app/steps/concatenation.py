@@ -16,9 +16,11 @@ from app.steps.step_text import parameter_terms, sizes_line
 from app.steps.view import Charts, StepView, grid_of_heads
 from app.widgets import chart
 from course.i18n import translator
+from course.steps import screen_position
 from mha_core.derive import cost_of
 
 NAME = "concatenation"
+X_SCREEN = "arrows"  # the screen of the input X (app/steps/embeddings.py): its number is counted
 
 
 def charts(view: StepView) -> Charts:
@@ -66,8 +68,9 @@ def concatenate(screen: Projector) -> None:
     pair = screen.charts(output.charts, budget)["chart_output"]
     small = max(r.output.shape) <= figure_layout.NUMBERS_UP_TO  # its numbers are drawn when they fit
     if small and heatmap_panels.numbers_note(pair):  # side by side they do not: the output alone
-        title = i18n.t("{output}: the input's shape (X: screen 1)").format(
-            output=figure_style.shape_title(i18n.t("output"), r.output.shape))
+        title = i18n.t("{output}: the input's shape (X: screen {screen})").format(
+            output=figure_style.shape_title(i18n.t("output"), r.output.shape),
+            screen=f"{screen_position(X_SCREEN) + 1:d}")
         pair = fitted(figures.matrix_heatmap, r.output, screen.q_tokens, figure_style.dims("d", sz.d_model),
                       budget=budget, title=title)
     chart(pair, key="present_output")

@@ -1,6 +1,7 @@
 """Each step's worked numbers in words and formulas, shared by the layouts: the block's sizes and
-parameter count (steps 2 and 7, the cost screen's terms) and one cell's arithmetic (the drill-down, the
-presenter's worked lines, the Quiz's answers). Positions and numbers only, never tokens."""
+parameter count (the projections and concatenation steps, the cost screen's terms) and one cell's
+arithmetic (the drill-down, the presenter's worked lines, the Quiz's answers). Positions and numbers
+only, never tokens."""
 
 from __future__ import annotations
 

@@ -249,8 +249,9 @@ def test_a_step_s_own_file_draws_its_charts_section_and_screen_everywhere(monkey
     pick_example(at, "the_cat_sat_two_heads")
     goto(at, "present")
     assert presenter_titles(at)[1] == "Where each token sits"
-    at.button(key="present_back").click().run()  # back from the last screen to the added one
-    while "2 / " not in next(text for text in texts(at.markdown) if text.startswith("### ")):
+    for _ in SCREENS:  # Back from the last screen to the added one, the second (a bounded walk)
+        if next(text for text in texts(at.markdown) if text.startswith("### ")).startswith("### 2 / "):
+            break
         at.button(key="present_back").click().run()
     assert "drawn by the added screen" in texts(at.caption)
     setup = all_examples()["the_cat_sat_two_heads"].setup()
@@ -400,3 +401,22 @@ def test_a_link_to_no_screen_says_so_and_keeps_the_first():
     notes = " ".join(shown(at.warning))
     assert "link parameter step" in notes and "softmax" in notes  # what it takes, on the presenter too
     assert at.query_params["step"] == "arrows"
+
+
+def output_title_on_the_concatenate_screen() -> str:
+    from tests.apptest_util import open_address
+
+    at = open_address({"example": "decoder_gqa", "step": "concatenate"}, "present")
+    at.button(key="present_reveal").click().run()
+    assert not at.exception
+    return json.dumps(chart_specs(at)["present_output"]["layout"], ensure_ascii=False).replace("<br>", " ")
+
+
+def test_the_output_s_title_names_x_s_screen_by_its_place(monkeypatch):
+    """The presenter's output shown alone says where X was (its screen's number): counted, so a step
+    added in front moves it."""
+    assert "(X: screen 1)" in output_title_on_the_concatenate_screen()
+    first = Step("Tokens: words become ids", r"t", "Each word gets an id.", "A grid needs numbers.",
+                 screens=(Screen("tokens", "Words become ids"),))
+    add_step(monkeypatch, "tokens", first, before="embeddings")
+    assert "(X: screen 2)" in output_title_on_the_concatenate_screen()
