@@ -47,21 +47,25 @@ run: $(STAMP) $(COMPILED)
 	$(BIN)/streamlit run app/streamlit_app.py --server.port $(PORT) --server.address $(ADDRESS) \
 		--logger.hideWelcomeMessage true
 
-# Both test targets run on every core this process may use (pytest-xdist; nproc, not xdist's "auto",
-# which counts physical cores when psutil happens to be installed): a test file stays on one worker,
-# so a module's server, browser and test order are its own (several files rely on their tests' order).
+# Workers (pytest-xdist; nproc, not xdist's "auto", which counts physical cores when psutil happens to
+# be installed). A test file stays on one worker, so a module's server, browser and test order are its
+# own (several files rely on their tests' order). The fast loop runs on every core. The whole suite
+# runs on one by default: on both cores it took 15 min 50 s instead of about 26, but one run in three
+# lost a phone's Reveal (tests/app/test_phone.py, a 60 s wait for the chart), so it stays opt-in
+# (make test TEST_JOBS=2) until that is understood. 1 runs pytest without xdist.
 JOBS ?= $(shell nproc)
-XDIST := -n $(JOBS) --dist loadfile
+TEST_JOBS ?= 1
+xdist = $(if $(filter 1,$(1)),,-n $(1) --dist loadfile)
 test: $(STAMP) $(COMPILED)
 	$(BIN)/python -m ruff check .
-	$(BIN)/python -m pytest $(XDIST)
+	$(BIN)/python -m pytest $(call xdist,$(TEST_JOBS))
 
 # The loop while working: core, course, classroom and AppTest pages, no browser, no server and none of
 # the tests marked slow (pyproject.toml's markers; tests/conftest.py fails a test that starts Chromium
 # or a server without its mark). Under 2 minutes here; `make test` still runs everything.
 test-fast: $(STAMP) $(COMPILED)
 	$(BIN)/python -m ruff check .
-	$(BIN)/python -m pytest -q $(XDIST) -m "not browser and not server and not slow"
+	$(BIN)/python -m pytest -q $(call xdist,$(JOBS)) -m "not browser and not server and not slow"
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check .
