@@ -48,9 +48,15 @@ def picker_ui(slot, current: this_run.Current) -> None:
     if current.edited:  # the box cuts its label's end, "(edited)", at the sidebar's width: say it here
         slot.caption(i18n.t(EDITED_NOTE))
     if current.edited and origin in titles:
-        slot.button(i18n.t("↺ Reset to {title}").format(title=lit(i18n.t(titles[origin]))), key="reset",
-                    on_click=opening.open_over_edits, args=(state.load_example, origin),
-                    help=i18n.t("Undo every change since the example was loaded."))
+        reset_button(slot, "reset")
+
+
+def reset_button(where, key: str) -> None:
+    """Back to the example as the chapter gives it (an opening: Undo brings the edits back)."""
+    origin = st.session_state.origin
+    where.button(i18n.t("↺ Reset to {title}").format(title=lit(i18n.t(example_titles()[origin]))), key=key,
+                 on_click=opening.open_over_edits, args=(state.load_example, origin),
+                 help=i18n.t("Undo every change since the example was loaded."))
 
 
 def example_titles() -> dict[str, str]:

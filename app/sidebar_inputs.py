@@ -10,9 +10,10 @@ from app import i18n
 from app.safe import lit
 from app.session import session_keys
 from app.session.this_run import Inputs
+from app.setting_fixes import head_split_problem, token_text_problem
 from course.i18n import N_
 from mha_core import LIMITS, Scaling, Sizes, head_width
-from mha_core.setup import attention_size_problem, token_problem
+from mha_core.setup import attention_size_problem
 
 SCALE_KINDS = {"sqrt": N_("1/√d_k (standard)"), "none": N_("none (raw scores)"),
                "sqrt_of": N_("1/√d for a d you choose"), "multiply": N_("multiply by a number")}
@@ -100,17 +101,13 @@ def sidebar_ui(sb=None) -> Inputs:
         d_k = int(sb.number_input("d_k", 1, LIMITS.d_head, key="d_k", step=1))
         d_v = int(sb.number_input("d_v", 1, LIMITS.d_head, key="d_v", step=1))
     else:
-        try:
+        problem = head_split_problem(d_model, n_heads)
+        if problem:
+            errors["n_heads"] = problem
+            sb.error(lit(problem), icon=":material/warning:")
+        else:
             d_k = d_v = head_width(d_model, n_heads)
-            if d_k > LIMITS.d_head:
-                errors["n_heads"] = i18n.t("d_k = {d_k} is over the limit {limit}: use more heads.").format(
-                    d_k=f"{d_k:d}", limit=f"{LIMITS.d_head:d}")
-            else:
-                sb.caption(i18n.t("d_k = d_v = d_model / h = {d_k}").format(d_k=f"{d_k:d}"))
-        except ValueError as error:
-            errors["n_heads"] = str(error)
-        if "n_heads" in errors:
-            sb.error(lit(errors["n_heads"]), icon=":material/warning:")
+            sb.caption(i18n.t("d_k = d_v = d_model / h = {d_k}").format(d_k=f"{d_k:d}"))
     seed = _seed_ui(sb)
     scaling = _scaling_ui(sb, errors)
     kv_heads = _kv_heads_ui(sb, n_heads)
@@ -160,10 +157,7 @@ def _tokens_ui(sb, label: str, key: str, errors: dict) -> list[str]:
                                      "{chars} characters.").format(tokens=f"{LIMITS.tokens:d}",
                                                                    chars=f"{LIMITS.token_chars:d}"))
     tokens = str(text)[:LIMITS.token_text + 1].split()  # a client can send more than max_chars
-    problem = token_problem(tokens, "query tokens" if key == "tokens_text" else "key/value tokens")
-    if len(str(text)) > LIMITS.token_text:
-        problem = i18n.t("{count} characters is over the limit of {limit}.").format(
-            count=i18n.number(len(str(text))), limit=i18n.number(LIMITS.token_text))
+    problem = token_text_problem(str(text), "query tokens" if key == "tokens_text" else "key/value tokens")
     if problem:
         errors[key] = problem
         sb.error(lit(problem), icon=":material/warning:")
@@ -180,7 +174,8 @@ def _seed_ui(sb) -> int:
     seed = left.number_input(i18n.t("random seed"), 0, 1_000_000, key="seed", step=1,
                              help=i18n.t("Fills new cells and the 'fill a matrix' helper; the same seed "
                                          "gives the same numbers."))
-    right.button("🎲 " + i18n.t("re-roll"), on_click=reroll, help=i18n.t("A new seed for the random fills."))
+    right.button(i18n.t("re-roll"), icon=":material/casino:", on_click=reroll,
+                 help=i18n.t("A new seed for the random fills."))
     return int(seed)
 
 

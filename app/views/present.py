@@ -14,7 +14,7 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from app import frame, i18n, widgets
+from app import frame, i18n, setting_fixes, widgets
 from app.adapter import page_scripts
 from app.room import questions
 from app.safe import lit
@@ -109,7 +109,11 @@ def render(current: Current, inputs: Inputs) -> None:
     page_scripts.scroll_to_top("present_to_the_top_script", now=new_screen)  # drawn always: places kept
     example = state.examples().get(current.base.origin) if current.base is not None else None
     lesson = example.lesson if example is not None and not current.edited else None
-    if current.result is None or inputs.sizes is None:
+    if inputs.sizes is None:
+        setting_fixes.refusal_ui(inputs.errors, current.base.tokens if current.base is not None else (),
+                                 following=widgets.following())
+        return
+    if current.result is None:
         st.warning(i18n.t("An input is at fault: fix the one with a warning sign on the workbench (nothing "
                           "you typed is lost), and the lesson carries on here."), icon=":material/warning:")
         return

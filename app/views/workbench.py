@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import frame, i18n, phone_css, widgets
+from app import frame, i18n, phone_css, setting_fixes, setup_ui, sidebar_inputs, widgets
 from app.adapter import cell_opener
 from app.adapter.fragments import fragment
 from app.grids import editor_labels
@@ -22,6 +22,7 @@ from app.steps.section import Section, plain_section, shared_result
 from app.steps.step_text import drill_lines, sizes_line
 from app.style import LARGE_TYPE_CSS
 from app.views import compare
+from course.i18n import N_
 from course.steps import STEPS
 
 PATH = "workbench"  # the page's address (app/streamlit_app.py)
@@ -30,9 +31,10 @@ PATH = "workbench"  # the page's address (app/streamlit_app.py)
 def render(current: Current, inputs: Inputs) -> None:
     frame.link_notes()
     if inputs.sizes is None:
-        st.warning(i18n.t("Fix the setting with a warning sign in the sidebar; nothing you typed in the "
-                          "grids is lost."))
+        story(current)
+        setting_fixes.refusal_ui(inputs.errors, example_tokens(current), following=widgets.following())
         return
+    setting_fixes.remember(sidebar_inputs.sidebar_values())
     frame.hand_over(current)
     steps(inputs, frame.mark(current))
 
@@ -76,20 +78,38 @@ def draw(current: Current, inputs: Inputs) -> None:
     drill_down_toggle(page)
 
 
+def example_tokens(current: Current) -> tuple[str, ...]:
+    """The tokens of the example the page started from, for a fix of an emptied token box."""
+    return current.base.tokens if current.base is not None else ()
+
+
 def story(current: Current) -> None:
-    """Which example is on screen, what it teaches, and the sizes and parameter count."""
+    """Which example is on screen, what it teaches, and the sizes and parameter count. Once edited, its
+    words (which name the example's tokens and numbers) say they describe the example as given."""
     base = current.base
     example = state.examples().get(base.origin) if base is not None else None
     if example is not None:
-        edited = widgets.whose_edit(below=True) if current.edited else ""
-        with st.container(border=True):
+        as_given = current.edited
+        with st.container(border=True, key="example_story"):
+            edited = widgets.whose_edit(below=True) if as_given else ""
             st.markdown(f"**{lit(i18n.t(example.title))}**{lit(edited)} · {lit(i18n.t(example.source))}")
+            if as_given:
+                st.caption(i18n.t(AS_GIVEN))
             st.caption(lit(i18n.t(example.story)))
             if example.lesson is not None:
                 point = lit(i18n.t(example.lesson.look_for))
-                st.markdown(i18n.t("**What to look for:** {point}").format(point=point))
+                look_for = LOOK_FOR_AS_GIVEN if as_given else LOOK_FOR
+                st.markdown(i18n.t(look_for).format(point=point))
+            if as_given and not widgets.following():
+                setup_ui.reset_button(st, "reset_story")
     if current.setup is not None:
         st.markdown(sizes_line(current.setup.sizes))
+
+
+AS_GIVEN = N_("The words below describe the example as the chapter gives it, not the numbers on the page "
+              "now.")
+LOOK_FOR = N_("**What to look for:** {point}")
+LOOK_FOR_AS_GIVEN = N_("**What to look for in the example as given:** {point}")
 
 
 def drill_down_toggle(page: Section) -> None:
