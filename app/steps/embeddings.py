@@ -6,6 +6,7 @@ import streamlit as st
 
 from app import i18n
 from app.charts import figure_style, figures
+from app.charts.figure_cache import figure
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import Projector
 from app.steps.section import Section, grid, step_header
@@ -46,6 +47,14 @@ def section(page: Section) -> None:
         if page.view is not None:
             for key, fig in charts(page.view).items():
                 grid(fig, key=key)
+
+
+def alone(tokens: list[str], x, large: bool) -> None:
+    """The step drawn from X alone, while a setting the later steps need is refused (x [n_q, d_model])."""
+    step_header(NAME)
+    title = figure_style.shape_title("X", x.shape)
+    grid(figure(figures.matrix_heatmap, x, tokens, figure_style.dims("d", x.shape[1]), title=title,
+                large=large, language=i18n.language()), key="chart_x")
 
 
 def arrows(screen: Projector) -> None:

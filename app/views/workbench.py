@@ -17,6 +17,7 @@ from app.room import following
 from app.safe import lit
 from app.session import state, this_run
 from app.session.this_run import Current, Inputs
+from app.steps import embeddings
 from app.steps.drawing import drawing_of
 from app.steps.section import Section, plain_section, shared_result
 from app.steps.step_text import drill_lines, sizes_line
@@ -33,6 +34,7 @@ def render(current: Current, inputs: Inputs) -> None:
     if inputs.sizes is None:
         story(current)
         setting_fixes.refusal_ui(inputs.errors, example_tokens(current), following=widgets.following())
+        still_drawn(inputs)
         return
     setting_fixes.remember(sidebar_inputs.sidebar_values())
     frame.hand_over(current)
@@ -76,6 +78,17 @@ def draw(current: Current, inputs: Inputs) -> None:
         else:
             plain_section(page, name, drawing.charts)
     drill_down_toggle(page)
+
+
+def still_drawn(inputs: Inputs) -> None:
+    """Under a refused setting, the steps it leaves whole: the sentence's grid X, while the query tokens
+    and d_model stand (the heads, or the cells of h heads, at fault)."""
+    if "tokens_text" in inputs.errors:
+        return
+    x = state.read("x")
+    if x.bad or x.value.shape != (len(inputs.tokens), st.session_state.d_model):
+        return
+    embeddings.alone(inputs.tokens, x.value, inputs.large)
 
 
 def example_tokens(current: Current) -> tuple[str, ...]:
