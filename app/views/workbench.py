@@ -32,8 +32,8 @@ PATH = "workbench"  # the page's address (app/streamlit_app.py)
 def render(current: Current, inputs: Inputs) -> None:
     frame.link_notes()
     if inputs.sizes is None:
-        story(current)
         setting_fixes.refusal_ui(inputs.errors, example_tokens(current), following=widgets.following())
+        story(current)
         still_drawn(inputs)
         return
     setting_fixes.remember(sidebar_inputs.sidebar_values())
