@@ -38,7 +38,8 @@ def test_a_changed_d_model_keeps_the_d_model_and_fixes_the_heads():
 
 
 def test_with_no_known_last_change_every_kind_of_fix_is_offered():
-    assert labels(fixes_for({**BASE, "n_heads": 4}, None)) == ["d_model 4", "d_k = d_v = 1 per head", "2 heads"]
+    offered = labels(fixes_for({**BASE, "n_heads": 4}, None))
+    assert offered == ["d_model 4", "d_k = d_v = 1 per head", "2 heads"]
 
 
 def test_a_head_too_wide_is_fixed_by_more_heads_or_a_width_of_ones_own():
