@@ -9,6 +9,8 @@ between); each read of several keys is one MULTI/EXEC. Keys, with the room code 
     mha:{CODE}:members         set of the room's members (joined, not removed)
     mha:{CODE}:removed         set of the students the teacher removed
     mha:{CODE}:nicknames       hash: student id -> nickname (members and removed)
+    mha:{CODE}:names           hash: a name's key (classroom/names.py) -> the student holding it
+    mha:{CODE}:namekeys        hash: student id -> the keys of their name (JSON list)
     mha:{CODE}:joined          sorted set: student id -> when they joined
     mha:{CODE}:presence        sorted set: member -> last heartbeat (or join)
     mha:{CODE}:questions       list of question ids, in order asked
@@ -47,6 +49,7 @@ from classroom.store import (
     Answer,
     ClassroomStore,
     LimitReached,
+    Name,
     NoSuchQuestion,
     NoSuchRoom,
     NotInRoom,
@@ -142,13 +145,48 @@ touch()
 return {'ok', version}
 """
 
-# KEYS[3..8]: members, removed, nicknames, joined, presence, the join bucket. ARGV[5] student id,
-# ARGV[6] nickname, ARGV[7] the students limit, ARGV[8..9] the bucket's capacity and rate.
-# Returns {'ok', seconds the join rate asks to wait ('0': joined)}.
-JOIN = ROOM_CHECK + BUCKET + """
+# One name per student (classroom/names.py): names maps each key to the student holding it, namekeys
+# each student to their keys (JSON). name_taken: nil if no other student holds one of the keys, else
+# the keys the others hold (JSON, for the suggestion). take_name: the same refusal, or the student's
+# keys and nickname replaced; an empty nickname changes nothing.
+NAMES = """
+local function name_taken(names, sid, keys_json)
+  for _, key in ipairs(cjson.decode(keys_json)) do
+    local holder = redis.call('HGET', names, key)
+    if holder and holder ~= sid then
+      local taken, all = {}, redis.call('HGETALL', names)
+      for i = 1, #all, 2 do if all[i + 1] ~= sid then table.insert(taken, all[i]) end end
+      return cjson.encode(taken)
+    end
+  end
+  return nil
+end
+local function take_name(names, namekeys, nicknames, sid, nickname, keys_json)
+  if nickname == '' then return nil end
+  local taken = name_taken(names, sid, keys_json)
+  if taken then return taken end
+  local old = redis.call('HGET', namekeys, sid)
+  if old then
+    for _, key in ipairs(cjson.decode(old)) do
+      if redis.call('HGET', names, key) == sid then redis.call('HDEL', names, key) end
+    end
+  end
+  for _, key in ipairs(cjson.decode(keys_json)) do redis.call('HSET', names, key, sid) end
+  redis.call('HSET', namekeys, sid, keys_json)
+  redis.call('HSET', nicknames, sid, nickname)
+  return nil
+end
+"""
+
+# KEYS[3..10]: members, removed, nicknames, joined, presence, the join bucket, names, namekeys.
+# ARGV[5] student id, ARGV[6] nickname, ARGV[7] the students limit, ARGV[8..9] the bucket's capacity
+# and rate, ARGV[10] the nickname's keys (JSON). Returns {'ok', seconds the join rate asks to wait
+# ('0': joined)}, or {'name_taken', the keys other students hold (JSON)}.
+JOIN = ROOM_CHECK + BUCKET + NAMES + """
 local now, capacity, rate = tonumber(ARGV[2]), tonumber(ARGV[8]), tonumber(ARGV[9])
 if redis.call('SISMEMBER', KEYS[3], ARGV[5]) == 1 then  -- a member: an empty nickname keeps theirs
-  if ARGV[6] ~= '' then redis.call('HSET', KEYS[5], ARGV[5], ARGV[6]) end
+  local taken = take_name(KEYS[9], KEYS[10], KEYS[5], ARGV[5], ARGV[6], ARGV[10])
+  if taken then return {'name_taken', taken} end
   redis.call('ZADD', KEYS[7], ARGV[2], ARGV[5])
   return {'ok', '0'}
 end
@@ -157,9 +195,12 @@ if redis.call('HGET', KEYS[2], 'locked') == '1' then return {'locked'} end
 local wait = wait_for(tokens_in(KEYS[8], now, capacity, rate), rate)
 if wait > 0 then return {'ok', string.format('%.17g', wait)} end
 if redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[7]) then return {'room_full'} end
+local taken = name_taken(KEYS[9], ARGV[5], ARGV[10])
+if taken then return {'name_taken', taken} end
 take(KEYS[8], now, capacity, rate)
 redis.call('SADD', KEYS[3], ARGV[5])
-redis.call('HSET', KEYS[5], ARGV[5], ARGV[6])
+redis.call('HSET', KEYS[5], ARGV[5], '')
+take_name(KEYS[9], KEYS[10], KEYS[5], ARGV[5], ARGV[6], ARGV[10])
 redis.call('ZADD', KEYS[6], ARGV[2], ARGV[5])
 redis.call('ZADD', KEYS[7], ARGV[2], ARGV[5])
 return {'ok', '0'}
@@ -214,9 +255,10 @@ touch()
 return {'ok'}
 """
 
-# KEYS[3..6]: members, removed, qstatus, the question's answers. ARGV[5] question id, ARGV[6]
-# student id, ARGV[7] the answer's JSON (with a per-call nonce).
-ANSWER = ROOM_CHECK + """
+# KEYS[3..9]: members, removed, qstatus, the question's answers, names, namekeys, nicknames. ARGV[5]
+# question id, ARGV[6] student id, ARGV[7] the answer's JSON (with a per-call nonce), ARGV[8] the
+# nickname, ARGV[9] its keys (JSON).
+ANSWER = ROOM_CHECK + NAMES + """
 local status = redis.call('HGET', KEYS[5], ARGV[5])
 if not status then return {'no_question'} end
 if status ~= 'open' then return {'closed'} end
@@ -224,6 +266,8 @@ if redis.call('SISMEMBER', KEYS[3], ARGV[6]) == 0 then
   if redis.call('SISMEMBER', KEYS[4], ARGV[6]) == 1 then return {'removed'} end
   return {'not_in_room'}
 end
+local taken = take_name(KEYS[7], KEYS[8], KEYS[9], ARGV[6], ARGV[8], ARGV[9])
+if taken then return {'name_taken', taken} end
 local stored = redis.call('HSETNX', KEYS[6], ARGV[6], ARGV[7])
 if stored == 0 and redis.call('HGET', KEYS[6], ARGV[6]) == ARGV[7] then stored = 1 end  -- a retried call
 return {'ok', stored}
@@ -257,6 +301,7 @@ REFUSALS = {
     "not_in_room": lambda code: NotInRoom(),
 }
 ROOM_PARTS = ("members", "removed", "nicknames", "joined", "presence")  # a room's students
+NAME_PARTS = ("names", "namekeys")  # their names' keys
 
 
 class RedisStore(ClassroomStore):
@@ -303,17 +348,21 @@ class RedisStore(ClassroomStore):
     def _purge_keys(self, code: str) -> list[str]:
         """For PURGE: mha:rooms, the room's hash, its questions list (KEYS[3]), then every other key
         ("students" is what versions before join() kept)."""
-        parts = ("room", "questions", "qdata", "qstatus", *ROOM_PARTS, "students")
+        parts = ("room", "questions", "qdata", "qstatus", *ROOM_PARTS, *NAME_PARTS, "students")
         return [self._rooms_key(), *self._keys(code, *parts)]
 
     # Running scripts and transactions
 
-    def _run(self, script: str, code: str, keys: list[str], now: float, secret_hash: str, *args) -> list:
-        """Run a script on (mha:rooms, the room's hash, *keys); a refusal becomes its StoreError."""
+    def _run(self, script: str, code: str, keys: list[str], now: float, secret_hash: str, *args,
+             name: Name | None = None) -> list:
+        """Run a script on (mha:rooms, the room's hash, *keys); a refusal becomes its StoreError
+        ('name_taken': NameTaken for ``name``, suggesting one free of the keys it lists)."""
         keys = [self._rooms_key(), self._key(code, "room"), *keys]
         argv = [code, repr(now), repr(now - TEACHER_GONE_SECONDS), secret_hash, *args]
         with _unavailable_on_error():
             result = self._scripts[script](keys=keys, args=argv)
+        if result[0] == "name_taken" and name is not None:
+            raise name.taken_message(json.loads(result[1]))
         if result[0] != "ok":
             raise REFUSALS[result[0]](code)
         return result
@@ -386,11 +435,11 @@ class RedisStore(ClassroomStore):
 
     # The door
 
-    def _join(self, code: str, student_id: str, nickname: str, now: float, bucket: str, capacity: float,
+    def _join(self, code: str, student_id: str, name: Name, now: float, bucket: str, capacity: float,
               per_second: float) -> float:
-        keys = [*self._keys(code, *ROOM_PARTS), self._bucket_key(bucket)]
-        result = self._run("join", code, keys, now, "", student_id, nickname, MAX_STUDENTS_PER_ROOM,
-                           repr(float(capacity)), repr(float(per_second)))
+        keys = [*self._keys(code, *ROOM_PARTS), self._bucket_key(bucket), *self._keys(code, *NAME_PARTS)]
+        result = self._run("join", code, keys, now, "", student_id, name.text, MAX_STUDENTS_PER_ROOM,
+                           repr(float(capacity)), repr(float(per_second)), _keys_json(name), name=name)
         return float(result[1])
 
     def _lock(self, code: str, secret_hash: str, now: float, locked: bool) -> int:
@@ -458,22 +507,25 @@ class RedisStore(ClassroomStore):
             raise NoSuchQuestion()
         return Question.from_json(data), status, _answers(question_id, stored)
 
-    def _answer(self, code: str, answer: Answer) -> bool:
+    def _answer(self, code: str, answer: Answer, name: Name) -> bool:
         # "call", a nonce, tells the same call retried after a dropped connection from a second answer.
         fields = {"student_id": answer.student_id, "value": answer.value, "nickname": answer.nickname,
                   "at": answer.at, "call": secrets.token_hex(8)}
         keys = [*self._keys(code, "members", "removed", "qstatus"),
-                self._answers_key(code, answer.question_id)]
+                self._answers_key(code, answer.question_id), *self._keys(code, *NAME_PARTS, "nicknames")]
         result = self._run("answer", code, keys, answer.at, "", answer.question_id, answer.student_id,
-                           json.dumps(fields, ensure_ascii=False))
+                           json.dumps(fields, ensure_ascii=False), name.text, _keys_json(name), name=name)
         return result[1] == 1
 
     def _my_answer(self, code: str, question_id: str, student_id: str, cutoff: float) -> Answer | None:
-        data, stored = self._snapshot(code, cutoff, ("hget", self._key(code, "qdata"), question_id),
-                                      ("hget", self._answers_key(code, question_id), student_id))
+        data, stored, nickname = self._snapshot(
+            code, cutoff, ("hget", self._key(code, "qdata"), question_id),
+            ("hget", self._answers_key(code, question_id), student_id),
+            ("hget", self._key(code, "nicknames"), student_id))
         if data is None:
             raise NoSuchQuestion()
-        return _answers(question_id, [stored])[0] if stored else None
+        names = {} if nickname is None else {student_id: nickname}
+        return _answers(question_id, [stored], names)[0] if stored else None
 
     def _close(self, code: str, secret_hash: str, now: float, question_id: str) -> int:
         return self._run("set_status", code, [self._key(code, "qstatus")], now, secret_hash, question_id,
@@ -486,16 +538,25 @@ class RedisStore(ClassroomStore):
     def _transcript(self, code: str, cutoff: float) -> list[tuple[Question, list[Answer]]]:
         ids, data = self._snapshot(code, cutoff, ("lrange", self._key(code, "questions"), 0, -1),
                                    ("hgetall", self._key(code, "qdata")))
-        answers = self._snapshot(code, cutoff, *(("hvals", self._answers_key(code, qid)) for qid in ids))
-        return [(Question.from_json(data[qid]), _answers(qid, stored))
+        nicknames, *answers = self._snapshot(
+            code, cutoff, ("hgetall", self._key(code, "nicknames")),
+            *(("hvals", self._answers_key(code, qid)) for qid in ids))
+        return [(Question.from_json(data[qid]), _answers(qid, stored, nicknames))
                 for qid, stored in zip(ids, answers, strict=True)]
 
 
-def _answers(question_id: str, stored: list[str]) -> list[Answer]:
+def _keys_json(name: Name) -> str:
+    return json.dumps(sorted(name.keys), ensure_ascii=False)
+
+
+def _answers(question_id: str, stored: list[str], nicknames: dict[str, str] | None = None) -> list[Answer]:
+    """The answers in order; each carries its student's name in the room now (``nicknames``), else
+    the one it was sent with."""
     answers = []
     for text in stored:
         data = json.loads(text)
-        answers.append(Answer(question_id, data["student_id"], data["value"], data["nickname"], data["at"]))
+        nickname = (nicknames or {}).get(data["student_id"], data["nickname"])
+        answers.append(Answer(question_id, data["student_id"], data["value"], nickname, data["at"]))
     return sorted(answers, key=lambda a: (a.at, a.student_id))
 
 

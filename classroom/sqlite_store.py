@@ -33,6 +33,7 @@ from classroom.store import (
     Answer,
     ClassroomStore,
     LimitReached,
+    Name,
     NoSuchQuestion,
     NoSuchRoom,
     NotInRoom,
@@ -48,9 +49,13 @@ from classroom.store import (
 DB_FILE = "classroom.sqlite3"
 BUSY_TIMEOUT_SECONDS = 10.0  # a writer waits this long for the lock; hundreds of answers take < 1 s
 IDLE_CONNECTIONS = 8  # kept open for reuse; more are opened while more calls run at once
+# An answer read back carries its student's name in the room now (one name per student everywhere).
+WITH_STUDENT = "LEFT JOIN students s ON s.code = a.code AND s.student_id = a.student_id"
+NICKNAME_NOW = "coalesce(s.nickname, a.nickname)"
 
 # last_active is the teacher's last act. A student row with removed = 1 is no member (kept so that
-# the student cannot join again); last_seen is the last heartbeat or the join.
+# the student cannot join again); last_seen is the last heartbeat or the join. names holds each
+# student's name keys (classroom/names.py; removed students' too): one key, one student per room.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rooms (
     code TEXT PRIMARY KEY,
@@ -74,6 +79,12 @@ CREATE TABLE IF NOT EXISTS students (
     joined REAL NOT NULL DEFAULT 0,
     removed INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (code, student_id)
+);
+CREATE TABLE IF NOT EXISTS names (
+    code TEXT NOT NULL REFERENCES rooms (code) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    student_id TEXT NOT NULL,
+    PRIMARY KEY (code, key)
 );
 CREATE TABLE IF NOT EXISTS questions (
     code TEXT NOT NULL REFERENCES rooms (code) ON DELETE CASCADE,
@@ -237,14 +248,15 @@ class SqliteStore(ClassroomStore):
 
     # The door
 
-    def _join(self, code: str, student_id: str, nickname: str, now: float, bucket: str, capacity: float,
+    def _join(self, code: str, student_id: str, name: Name, now: float, bucket: str, capacity: float,
               per_second: float) -> float:
         with self._write() as db:
             (locked,) = _live_room(db, code, now - TEACHER_GONE_SECONDS, "locked")
             removed = _membership(db, code, student_id)
             if removed is False:  # a member: re-joins freely (an empty nickname keeps theirs)
-                db.execute("UPDATE students SET nickname = coalesce(nullif(?, ''), nickname), last_seen = ? "
-                           "WHERE code = ? AND student_id = ?", (nickname, now, code, student_id))
+                _take_name(db, code, student_id, name)
+                db.execute("UPDATE students SET last_seen = ? WHERE code = ? AND student_id = ?",
+                           (now, code, student_id))
                 return 0.0
             if removed:
                 raise Removed()
@@ -257,9 +269,11 @@ class SqliteStore(ClassroomStore):
                                  (code,)).fetchone()[0]
             if members >= MAX_STUDENTS_PER_ROOM:
                 raise LimitReached(ROOM_FULL)
+            _refuse_taken_name(db, code, student_id, name)
             _take_token(db, bucket, now, capacity, per_second)
-            db.execute("INSERT INTO students (code, student_id, last_seen, nickname, joined) "
-                       "VALUES (?, ?, ?, ?, ?)", (code, student_id, now, nickname, now))
+            db.execute("INSERT INTO students (code, student_id, last_seen, joined) VALUES (?, ?, ?, ?)",
+                       (code, student_id, now, now))
+            _take_name(db, code, student_id, name)
             return 0.0
 
     def _lock(self, code: str, secret_hash: str, now: float, locked: bool) -> int:
@@ -354,7 +368,7 @@ class SqliteStore(ClassroomStore):
             question, status = _question_row(db, code, question_id)
             return question, status, _answers_to(db, code, question_id)
 
-    def _answer(self, code: str, answer: Answer) -> bool:
+    def _answer(self, code: str, answer: Answer, name: Name) -> bool:
         with self._write() as db:
             _live_room(db, code, answer.at - TEACHER_GONE_SECONDS, "1")
             _, status = _question_row(db, code, answer.question_id)
@@ -365,6 +379,7 @@ class SqliteStore(ClassroomStore):
                 raise NotInRoom()
             if removed:
                 raise Removed()
+            _take_name(db, code, answer.student_id, name)
             stored = db.execute(
                 "INSERT OR IGNORE INTO answers (code, question_id, student_id, value, nickname, at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -375,8 +390,9 @@ class SqliteStore(ClassroomStore):
         with self._read() as db:
             _live_room(db, code, cutoff, "1")
             _question_row(db, code, question_id)
-            row = db.execute("SELECT value, nickname, at FROM answers WHERE code = ? AND question_id = ? "
-                             "AND student_id = ?", (code, question_id, student_id)).fetchone()
+            row = db.execute(f"SELECT a.value, {NICKNAME_NOW}, a.at FROM answers a {WITH_STUDENT} "
+                             "WHERE a.code = ? AND a.question_id = ? AND a.student_id = ?",
+                             (code, question_id, student_id)).fetchone()
             return Answer(question_id, student_id, *row) if row else None
 
     def _close(self, code: str, secret_hash: str, now: float, question_id: str) -> int:
@@ -441,6 +457,30 @@ def _take_token(db: sqlite3.Connection, bucket: str, now: float, capacity: float
     return 0.0
 
 
+def _refuse_taken_name(db: sqlite3.Connection, code: str, student_id: str, name: Name) -> None:
+    """NameTaken if another student of the room holds one of the name's keys."""
+    if not name.keys:
+        return
+    marks = ", ".join("?" * len(name.keys))
+    held = db.execute(f"SELECT 1 FROM names WHERE code = ? AND student_id != ? AND key IN ({marks})",
+                      (code, student_id, *name.keys)).fetchone()
+    if held:
+        others = db.execute("SELECT key FROM names WHERE code = ? AND student_id != ?", (code, student_id))
+        raise name.taken_message(key for (key,) in others)
+
+
+def _take_name(db: sqlite3.Connection, code: str, student_id: str, name: Name) -> None:
+    """The student's nickname becomes the name (checked first); an empty name changes nothing."""
+    if not name.text:
+        return
+    _refuse_taken_name(db, code, student_id, name)
+    db.execute("DELETE FROM names WHERE code = ? AND student_id = ?", (code, student_id))
+    db.executemany("INSERT INTO names (code, key, student_id) VALUES (?, ?, ?)",
+                   [(code, key, student_id) for key in sorted(name.keys)])
+    db.execute("UPDATE students SET nickname = ? WHERE code = ? AND student_id = ?",
+               (name.text, code, student_id))
+
+
 def _membership(db: sqlite3.Connection, code: str, student_id: str) -> bool | None:
     """None if the student never joined, True if removed, False if a member."""
     row = db.execute("SELECT removed FROM students WHERE code = ? AND student_id = ?", (code, student_id))
@@ -481,8 +521,9 @@ def _question_row(db: sqlite3.Connection, code: str, question_id: str) -> tuple[
 
 
 def _answers_to(db: sqlite3.Connection, code: str, question_id: str) -> list[Answer]:
-    rows = db.execute("SELECT student_id, value, nickname, at FROM answers "
-                      "WHERE code = ? AND question_id = ? ORDER BY at, student_id", (code, question_id))
+    rows = db.execute(f"SELECT a.student_id, a.value, {NICKNAME_NOW}, a.at FROM answers a {WITH_STUDENT} "
+                      "WHERE a.code = ? AND a.question_id = ? ORDER BY a.at, a.student_id",
+                      (code, question_id))
     return [Answer(question_id, *row) for row in rows]
 
 

@@ -25,7 +25,16 @@ The rules every backend keeps (``tests/classroom/test_store.py`` checks them on 
   join a room from one address ``JOIN_BURST`` at once, then ``JOIN_PER_SECOND``.
 * ``join`` is the only way into a room. In order, before any write: the guess limit, the room
   exists, a member re-joins freely (and may change the nickname), a removed student is refused
-  (``Removed``), a locked room is refused (``RoomLocked``), the join rate, ``MAX_STUDENTS_PER_ROOM``.
+  (``Removed``), a locked room is refused (``RoomLocked``), the join rate, ``MAX_STUDENTS_PER_ROOM``,
+  the nickname.
+* One name per student in a room (``classroom/names.py``): a nickname is kept as ``names.clean``
+  gives it (no controls or invisible characters, spaces collapsed; the limit counts that form) and
+  refused with ``NameTaken`` (and a free suggestion) when it reads the same as another student's,
+  removed ones included (``names.keys``: case and look-alikes folded). The check and the write are
+  one atomic step with the join or the answer that carries the name; an empty nickname is no name
+  and never clashes, and a member keeps theirs (or renames) without clashing with themselves. An
+  answer's nickname is the member's name (a new one renames them, or is refused), and the roster,
+  the answers and the CSV show each student's name as the room has it now.
   Heartbeats mark members present and name the ids that are not members; they admit nobody.
   Removing a student keeps their given answers but refuses their later ones.
 * ``version`` counts the changes a follower must show: ``set_state``, ``ask``, ``lock`` and
@@ -50,11 +59,13 @@ import json
 import math
 import secrets
 import time
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 
+import classroom.names as names
 from course.answers import FORECAST as FORECAST  # the kind whose answers are grids of weights
 from course.answers import drawn, kind_of
 
@@ -81,10 +92,13 @@ ROOMS_BUCKET = (ROOMS_PER_CLIENT, ROOMS_PER_CLIENT / 60)
 GUESS_BUCKET = (WRONG_CODES_PER_MINUTE, WRONG_CODES_PER_MINUTE / 60)
 JOIN_BUCKET = (JOIN_BURST, JOIN_PER_SECOND)
 
+# The limits the pages' boxes use too (max_chars), so the page and the store say the same.
+NICKNAME_CHARS = 40  # counted after names.clean
+ANSWER_CHARS = 60  # a typed answer (a number, a shape, a word); a choice is one of the choices
 MAX_TEXT_CHARS = {  # what one field may hold; longer is a paste gone wrong
     "student id": 64,
-    "nickname": 40,
-    "answer": 200,
+    "nickname": NICKNAME_CHARS,
+    "answer": ANSWER_CHARS,
     "forecast": 8_000,  # a forecast's JSON: 256 cells of up to ~25 characters each, with brackets
     "page": 200,
     "prompt": 2_000,
@@ -93,6 +107,7 @@ MAX_TEXT_CHARS = {  # what one field may hold; longer is a paste gone wrong
     "solution": 2_000,
     "correct": 200,
 }
+RAW_NICKNAME_CHARS = 4 * NICKNAME_CHARS  # a nickname as sent, before names.clean drops what it hides
 MAX_CHOICES = 26
 MAX_QUESTION_ID_CHARS = 32  # ids are secrets.token_urlsafe(8), 11 characters
 MAX_STATE_CHARS = 1_000_000  # setup_json plus the selections' JSON; the page's upload limit
@@ -102,6 +117,7 @@ FORECAST_ROW_SUM_TOLERANCE = 1e-3
 OPEN, CLOSED, REVEALED = "open", "closed", "revealed"  # a question's status
 CSV_COLUMNS = ("question", "prompt", "correct", "student", "nickname", "answer", "right", "answered_at")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell starting so as a formula
+FORMULA_CHARS = ("=", "+", "-", "@")  # ... also after blanks it trims, and in full width (＝＋－＠)
 
 
 # --- Errors: each message can be shown to the person as it is --------------------------------------
@@ -165,6 +181,30 @@ class QuestionClosed(StoreError):
 
 class InvalidInput(StoreError, ValueError):
     """An argument the store does not accept (too long, not JSON, not one of the choices)."""
+
+
+# What the pages say for the refusals a student can act on; app/room/refusals.py marks the same
+# English for the catalogues and builds the refusal in the reader's language with template=.
+NAME_TAKEN = "The nickname “{name}” is taken in this room: try “{suggestion}”."
+TOO_LONG = {"nickname": "A nickname has at most {limit} characters.",
+            "answer": "An answer has at most {limit} characters."}
+
+
+class TooLong(InvalidInput):
+    """A text longer than its field's limit (MAX_TEXT_CHARS, which the pages' boxes use too)."""
+
+    def __init__(self, what: str, template: str = ""):
+        self.what, self.limit = what, MAX_TEXT_CHARS[what]
+        template = template or TOO_LONG.get(what, f"The {what} is longer than {{limit}} characters.")
+        super().__init__(template.format(limit=self.limit))
+
+
+class NameTaken(StoreError):
+    """Another student of the room has a name that reads the same; ``suggestion`` is a free one."""
+
+    def __init__(self, name: str, suggestion: str, template: str = NAME_TAKEN):
+        self.name, self.suggestion = name, suggestion
+        super().__init__(template.format(name=name, suggestion=suggestion))
 
 
 class StoreUnavailable(StoreError):
@@ -237,8 +277,20 @@ class Answer:
     question_id: str
     student_id: str
     value: str  # literally as given (a choice's exact text, what the student typed, a forecast's JSON)
-    nickname: str  # literally as given; escape it wherever it is shown
+    nickname: str  # as sent (names.clean); read back: the student's name in the room now. Escape it.
     at: float  # epoch seconds
+
+
+@dataclass(frozen=True)
+class Name:
+    """A nickname as the room keeps it (names.clean) and its keys (names.keys); "" is no name."""
+
+    text: str = ""
+    keys: frozenset[str] = frozenset()
+
+    def taken_message(self, taken: Iterable[str]) -> NameTaken:
+        """The refusal when another student holds one of ``taken`` keys, with a free suggestion."""
+        return NameTaken(self.text, names.suggestion(self.text, frozenset(taken), NICKNAME_CHARS))
 
 
 @dataclass(frozen=True)
@@ -303,8 +355,20 @@ def check_text(what: str, text: str, *, empty_ok: bool = True) -> str:
     if not empty_ok and not text.strip():
         raise InvalidInput(f"The {what} is empty.")
     if len(text) > MAX_TEXT_CHARS[what]:
-        raise InvalidInput(f"The {what} is longer than {MAX_TEXT_CHARS[what]} characters.")
+        raise TooLong(what)
     return text
+
+
+def check_nickname(nickname: str) -> Name:
+    """The nickname as the room keeps it, its limit counted after names.clean; a name with nothing
+    readable left is no name."""
+    if not isinstance(nickname, str):
+        raise InvalidInput("The nickname must be text.")
+    if len(nickname) > RAW_NICKNAME_CHARS:
+        raise TooLong("nickname")
+    text = check_text("nickname", names.clean(nickname))
+    keys = names.keys(text)
+    return Name(text, keys) if keys else Name()
 
 
 def check_client(client: str) -> str:
@@ -391,14 +455,16 @@ def forecast_grid(value: str, grid: tuple[int, int]) -> list[list[float]]:
 
 
 def check_answer(question: Question, value: str) -> str:
-    """The value as stored: a forecast as compact JSON of its weights, anything else as given."""
+    """The value as stored: a forecast as compact JSON of its weights, a choice as it is (one of
+    the question's), a typed answer as given (at most ANSWER_CHARS)."""
     if drawn(question.kind):
         check_text("forecast", value, empty_ok=False)
         return json.dumps(forecast_grid(value, question.grid), separators=(",", ":"))
-    check_text("answer", value, empty_ok=False)
-    if question.choices and value not in question.choices:
-        raise InvalidInput("Choose one of the options.")
-    return value
+    if question.choices:
+        if value not in question.choices:
+            raise InvalidInput("Choose one of the options.")
+        return value
+    return check_text("answer", value, empty_ok=False)
 
 
 def is_right(question: Question, value: str) -> bool | None:
@@ -439,8 +505,12 @@ def make_tally(question: Question, status: str, answers: list[Answer]) -> Tally:
 
 
 def csv_safe(text: str) -> str:
-    """A cell a spreadsheet shows as text: one leading ' before = + - @ (OWASP's CSV injection advice)."""
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    """A cell a spreadsheet shows as text (OWASP's CSV injection advice): one leading ' when it starts
+    with = + - @, a tab or a carriage return, also when those come after blanks and controls a
+    spreadsheet may trim first, and in their full-width or other compatibility forms (＝＋－＠)."""
+    first = next((ch for ch in text if not (ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf"))), "")
+    formula = unicodedata.normalize("NFKC", first).startswith(FORMULA_CHARS)
+    return "'" + text if formula or text.startswith(FORMULA_STARTS) else text
 
 
 def iso_time(epoch: float) -> str:
@@ -539,17 +609,18 @@ class ClassroomStore(ABC):
     def join(self, code: str, student_id: str, *, nickname: str = "", client: str = "") -> None:
         """Enter the room (the only way in); a member re-joins freely and may change the nickname
         (an empty one keeps the nickname they have: a second tab, a reconnect).
-        Refusals, checked in this order before anything is written: TooSoon (too many wrong codes
-        from this client), NoSuchRoom (takes one of those), Removed, RoomLocked, TooSoon (the join
-        rate from this client to this room), LimitReached (full)."""
+        Refusals, checked in this order before anything is written: InvalidInput (TooLong: the
+        nickname), TooSoon (too many wrong codes from this client), NoSuchRoom (takes one of those),
+        Removed, RoomLocked, TooSoon (the join rate from this client to this room), LimitReached
+        (full), NameTaken (another student's name reads the same)."""
         check_text("student id", student_id, empty_ok=False)
-        check_text("nickname", nickname)
+        name = check_nickname(nickname)
         client, now = check_client(client), self._clock()
         guesses = f"guess:{client}"
         self._refuse_if_empty(guesses, now, GUESS_BUCKET, TOO_MANY_GUESSES)
         try:
             code = normalise_code(code)
-            wait = self._join(code, student_id, nickname, now, f"join:{code}:{client}", *JOIN_BUCKET)
+            wait = self._join(code, student_id, name, now, f"join:{code}:{client}", *JOIN_BUCKET)
         except NoSuchRoom:
             self._take(guesses, now, *GUESS_BUCKET)
             raise
@@ -633,17 +704,19 @@ class ClassroomStore(ABC):
 
     def answer(self, code: str, question_id: str, student_id: str, value: str, nickname: str = "") -> bool:
         """Record a member's answer: True if it counts, False if this student had already answered.
-        NotInRoom for a student who never joined, Removed for one the teacher removed."""
+        NotInRoom for a student who never joined, Removed for one the teacher removed. A nickname
+        is the member's name: a new one renames them (NameTaken, and nothing is recorded, if another
+        student's reads the same); an empty one keeps theirs."""
         check_text("student id", student_id, empty_ok=False)
         if not isinstance(value, str):
             raise InvalidInput("The answer must be text.")
-        check_text("nickname", nickname)
+        name = check_nickname(nickname)
         code, question_id = normalise_code(code), check_question_id(question_id)
         question, status = self._question(code, question_id, self._cutoff())
         if status != OPEN:  # checked again inside the atomic step; this is the quick refusal
             raise QuestionClosed()
         value = check_answer(question, value)
-        return self._answer(code, Answer(question_id, student_id, value, nickname, self._clock()))
+        return self._answer(code, Answer(question_id, student_id, value, name.text, self._clock()), name)
 
     def my_answer(self, code: str, question_id: str, student_id: str) -> Answer | None:
         """This student's counted answer to the question, if any."""
@@ -742,11 +815,12 @@ class ClassroomStore(ABC):
     def _room_exists(self, code: str, cutoff: float) -> bool: ...
 
     @abstractmethod
-    def _join(self, code: str, student_id: str, nickname: str, now: float, bucket: str, capacity: float,
+    def _join(self, code: str, student_id: str, name: Name, now: float, bucket: str, capacity: float,
               per_second: float) -> float:
-        """join's checks 2 to 7 and the write, in one atomic step: NoSuchRoom, Removed, RoomLocked,
-        LimitReached(ROOM_FULL); returns 0.0 when joined (or re-joined), else the seconds the join
-        rate's bucket needs (nothing written)."""
+        """join's checks from the room on and the write, in one atomic step: NoSuchRoom, Removed,
+        RoomLocked, LimitReached(ROOM_FULL), NameTaken (name.taken_message); returns 0.0 when
+        joined (or re-joined), else the seconds the join rate's bucket needs (nothing written). A
+        name (not "") replaces the student's keys; another student's keys are never touched."""
 
     @abstractmethod
     def _lock(self, code: str, secret_hash: str, now: float, locked: bool) -> int: ...
@@ -786,9 +860,9 @@ class ClassroomStore(ABC):
                           cutoff: float) -> tuple[Question, str, list[Answer]]: ...
 
     @abstractmethod
-    def _answer(self, code: str, answer: Answer) -> bool:
+    def _answer(self, code: str, answer: Answer, name: Name) -> bool:
         """Atomically: the room is live, the question open, the student a member (NotInRoom, or
-        Removed); the first answer wins."""
+        Removed), the name theirs to take (NameTaken, as _join); the first answer wins."""
 
     @abstractmethod
     def _my_answer(self, code: str, question_id: str, student_id: str, cutoff: float) -> Answer | None:

@@ -16,16 +16,18 @@ import streamlit as st
 
 from app import i18n
 from app.adapter.fragments import fragment
-from app.room import identity, live
+from app.room import identity, live, refusals
 from app.room.following import stop_following
 from app.room.live import in_room, is_teacher
 from app.safe import lit
 from classroom.store import (
     TOO_MANY_JOINS,
+    NameTaken,
     NoSuchRoom,
     NotTheTeacher,
     StoreError,
     StoreUnavailable,
+    TooLong,
     TooSoon,
     normalise_code,
 )
@@ -69,7 +71,9 @@ def join_room(code: str, nickname: str = "", *, via: str = "link") -> str | None
     code, a locked room, a removed student, too many tries or joins, a full room). Returns the
     refusal to show, or None once in the room or waiting for its turn (the join rate from this
     network: waiting_at_the_door(), and the page lets the student in by itself). An ended room and a
-    never-existing code get the same refusal. via: "link" or "box", where a later message goes."""
+    never-existing code get the same refusal, a taken nickname the store's free suggestion (the page
+    shows it next to the nickname box, which keeps what was typed). via: "link" or "box", where a
+    later message goes."""
     refusal = session_too_soon()
     if refusal:
         return refusal
@@ -78,8 +82,8 @@ def join_room(code: str, nickname: str = "", *, via: str = "link") -> str | None
         enter_room(code, nickname)
     except StoreUnavailable as error:
         return i18n.t(CONNECTION_FAILED).format(error=error)
-    except StoreError as error:  # NoSuchRoom, TooSoon, Removed, RoomLocked, LimitReached (full), InvalidInput
-        if not is_join_rate(error):
+    except StoreError as error:  # NoSuchRoom, TooSoon, Removed, RoomLocked, LimitReached (full),
+        if not is_join_rate(error):  # InvalidInput, NameTaken (in the reader's language: enter_room)
             return str(error)
         start_waiting(DoorWait(code, nickname, via, live.clock() + error.retry_after,
                                live.clock() + DOOR_WAIT_SECONDS))
@@ -163,7 +167,8 @@ def door_wait_ui() -> None:
 
 def enter_room(code: str, nickname: str = "") -> None:
     """store.join for this browser's student, then follow the room; raises what the store raised (a
-    wrong code also counts against this session)."""
+    wrong code also counts against this session; a taken or too long nickname in the reader's
+    language, for whichever page shows it)."""
     ss = st.session_state
     ss.student_id = identity.student_id_of(identity.student_secret())
     with contextlib.suppress(NoSuchRoom):  # a code that cannot be one: join() says so and counts it
@@ -173,6 +178,8 @@ def enter_room(code: str, nickname: str = "") -> None:
     except NoSuchRoom:
         note_wrong_code()
         raise
+    except (NameTaken, TooLong) as error:
+        raise refusals.in_language(error) from error
     if ss.get("room") != code or is_teacher():
         ss.update(room=code, teacher_secret=None, following=True, applied_version=-1)
 

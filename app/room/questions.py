@@ -38,6 +38,9 @@ from app.room.student_answer import (
     YOUR_FORECAST,
     answer_form,
     my_value,
+    name_refusal_ui,
+    name_refused,
+    nickname_ui,
     resend,
     revealed_view,
     send_answer,
@@ -46,7 +49,7 @@ from app.room.student_answer import (
 from app.safe import lit, md
 from app.session import session_keys
 from app.widgets import chart
-from classroom.store import StoreError
+from classroom.store import MAX_TEXT_CHARS, StoreError
 from course import answers
 from course.i18n import N_
 from course.quiz import DrawnForecast, chips_to_weights, grid_json, read_grid, room_correct
@@ -55,7 +58,7 @@ FORECAST = answers.FORECAST  # the store's kind of a drawn forecast
 CHIPS = 10  # chips a student shares out over one row's keys: each is 0.1 of the weight
 BUTTON_CHARS = 22  # a key's label on its button (with its chips it fits a 390-px phone)
 PANEL_SECONDS = 1.0  # the teacher's answer panel reads the tally this often
-SOLUTION_CHARS = 2_000  # classroom.store's limit on a question's solution
+SOLUTION_CHARS = MAX_TEXT_CHARS["solution"]  # the store's limit on a question's solution
 LABEL_CHARS = 40  # a label kept in a forecast's solution
 LOST = N_("The class connection is lost: your answer was **not sent yet**. Press Send again, or leave "
            "this page open: it is sent by itself when the connection is back.")
@@ -308,14 +311,16 @@ def forecast_form(question, labels: Labels) -> None:
         st.button(i18n.t("Clear this row"), key=f"chip_clear_{question.id}_{row}", on_click=clear_chips,
                   args=(key, row))
     empty = [labels.queries[r] for r in range(rows) if not sum(chips[r])]
-    nickname = ss.get("nickname", "")  # given at the door: not asked again
-    if not nickname and (len(empty) < rows or ss.get("live_nickname")):  # drawing, or typed (then kept)
-        nickname = st.text_input(i18n.t("Nickname (optional; only your teacher sees it)"),
-                                 key="live_nickname", max_chars=40)
+    nickname, refusal = ss.get("nickname", ""), st  # given at the door: not asked again
+    if (not nickname and (len(empty) < rows or ss.get("live_nickname"))  # drawing, or typed (then kept)
+            or name_refused(question.id)):  # or the name sent was refused: another one is asked for
+        nickname = nickname_ui()
+        refusal = st.empty()  # under the nickname box: the store's refusal of it, if any
     if empty and rows > 1:
         st.caption(md(i18n.t("Rows without a chip yet: {rows}"), rows=", ".join(empty)))
     if st.button(i18n.t("Send"), key=f"forecast_send_{question.id}", type="primary", disabled=bool(empty)):
         send_answer(question, grid_json(shares), nickname)
+    name_refusal_ui(question.id, refusal)
     if ss.get("pending_answer", (None,))[0] == question.id:
         st.warning(i18n.t(LOST), icon=":material/wifi_off:")
 

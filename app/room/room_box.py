@@ -17,7 +17,7 @@ from app.room.following import leave, room_gone, stop_following
 from app.room.identity import cookie_ui
 from app.room.live import in_room, is_teacher
 from app.safe import lit
-from classroom.store import NoSuchRoom, NotInRoom, NotTheTeacher, StoreError, StoreUnavailable
+from classroom.store import NameTaken, NoSuchRoom, NotInRoom, NotTheTeacher, StoreError, StoreUnavailable
 
 POLL_SECONDS = 2.0  # a follower's heartbeat, and its check of the room's version should the server's push
 # (app/room/push.py, a quarter second) be lost; two heartbeats fall in every FOLLOWER_TTL_SECONDS
@@ -121,7 +121,11 @@ def rejoin() -> bool:
     page must rerun."""
     ss = st.session_state
     try:
-        enter_room(ss.room, ss.get("nickname", ""))
+        try:
+            enter_room(ss.room, ss.get("nickname", ""))
+        except NameTaken:  # another student took the name meanwhile: back in without one
+            ss.nickname = ""
+            enter_room(ss.room)
     except StoreUnavailable:
         return False
     except StoreError as error:

@@ -14,11 +14,20 @@ import streamlit as st
 from app import i18n
 from app.adapter.fragments import fragment
 from app.charts import forecast_figures
-from app.room import live
+from app.room import live, refusals
 from app.room.room_answers import OWN_FORECAST, REAL_SOFTMAX, distribution, forecast_words
 from app.safe import lit, md
+from app.session import session_keys
 from app.widgets import chart
-from classroom.store import QuestionClosed, StoreError, StoreUnavailable, is_right
+from classroom.store import (
+    ANSWER_CHARS,
+    NICKNAME_CHARS,
+    NameTaken,
+    QuestionClosed,
+    StoreError,
+    StoreUnavailable,
+    is_right,
+)
 from course import answers
 from course.i18n import N_
 from course.quiz import read_grid
@@ -26,6 +35,10 @@ from course.quiz import read_grid
 RESEND_SECONDS = 2.0  # an answer pressed while the store was away is tried again this often
 PHONE_WIDTH = 360  # px: a student's own forecast grid is planned for a phone's column (wider ones stretch it)
 YOUR_FORECAST = N_("Your forecast")
+NICKNAME = N_("Nickname (optional; only your teacher sees it)")
+NAME_REFUSAL = "live_name_refusal"  # (question id, the store's refusal of the nickname sent with it)
+
+session_keys.register(session_keys.Key(NAME_REFUSAL, "student_answer"))
 
 
 def my_value(question_id: str) -> str | None:
@@ -48,12 +61,29 @@ def answer_form(question) -> None:
             value = st.radio(i18n.t("Your answer"), question.choices, index=None, key="live_value",
                              format_func=lit)
         else:
-            value = st.text_input(i18n.t("Your answer"), key="live_value", max_chars=60)
-        nickname = st.text_input(i18n.t("Nickname (optional; only your teacher sees it)"),
-                                 key="live_nickname", max_chars=40)
+            value = st.text_input(i18n.t("Your answer"), key="live_value", max_chars=ANSWER_CHARS)
+        nickname = nickname_ui()
+        refusal = st.empty()  # under the nickname box: the store's refusal of it, if any
         sent = st.form_submit_button(i18n.t("Send"), type="primary")
     if sent:
         send_answer(question, value, nickname)
+    name_refusal_ui(question.id, refusal)
+
+
+def nickname_ui() -> str:
+    """The nickname box of an answer (what it holds stays after a refusal: the student edits it)."""
+    return st.text_input(i18n.t(NICKNAME), key="live_nickname", max_chars=NICKNAME_CHARS)
+
+
+def name_refused(question_id: str) -> bool:
+    return st.session_state.get(NAME_REFUSAL, (None,))[0] == question_id
+
+
+def name_refusal_ui(question_id: str, where) -> None:
+    """The store's refusal of the nickname sent with this question's answer (another student's reads
+    the same; it suggests a free one), drawn in ``where``, next to the nickname box."""
+    if name_refused(question_id):
+        where.warning(lit(st.session_state[NAME_REFUSAL][1]), icon=":material/badge:")
 
 
 def send_answer(question, value, nickname: str) -> None:
@@ -67,6 +97,7 @@ def send_answer(question, value, nickname: str) -> None:
         st.warning(md(i18n.t("That cannot be read as an answer ({error}). Try again."), error=error),
                    icon=":material/edit:")
         return
+    st.session_state.pop(NAME_REFUSAL, None)
     st.session_state.pending_answer = (question.id, value, nickname or "")
     if send_pending(question.id):
         st.rerun(scope="app")
@@ -88,9 +119,13 @@ def send_pending(question_id: str) -> bool:
         st.warning(i18n.t("Answers closed before your answer reached the room: it was not counted."),
                    icon=":material/lock:")
         return False
+    except NameTaken as error:  # said next to the nickname box (name_refusal_ui); the form keeps both
+        ss.pop("pending_answer", None)
+        ss[NAME_REFUSAL] = (question_id, refusals.text(error))
+        return False
     except StoreError as error:
         ss.pop("pending_answer", None)
-        st.warning(md(i18n.t("Your answer could not be taken: {error}"), error=error))
+        st.warning(md(i18n.t("Your answer could not be taken: {error}"), error=refusals.text(error)))
         return False
     ss.pop("pending_answer", None)
     ss.answered = question_id
@@ -106,8 +141,8 @@ def send_pending(question_id: str) -> bool:
 def resend() -> None:
     """Tries the kept answer again every few seconds; the page shows 'Your answer is in' once sent."""
     question = st.session_state.get("room_question", (None,))[0]
-    if question is not None and send_pending(question.id):
-        st.rerun(scope="app")
+    if question is not None and (send_pending(question.id) or name_refused(question.id)):
+        st.rerun(scope="app")  # the answer is in, or its nickname was refused: the form says which
 
 
 # --- After the reveal ------------------------------------------------------------------------------

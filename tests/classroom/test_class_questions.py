@@ -430,6 +430,33 @@ def test_a_send_while_the_store_is_away_keeps_the_answer_and_sends_it_when_it_is
     assert tally.total == 1 and tally.counts["B"] == 1 and tally.right == 1
 
 
+def test_a_forecast_sent_with_another_students_name_is_refused_next_to_the_nickname_box():
+    """Issue 29: the answer's nickname is the member's name; one another student holds is refused, the
+    refusal (with a free name) stands under the nickname box, and the chips and the name typed stay."""
+    from app.room import live
+    teacher, code = teacher_with_room()
+    goto(teacher, "present")
+    for _ in range(3):
+        teacher.button(key="present_next").click().run()
+    live.store().join(code, "someone-else", nickname="Mara", client="elsewhere")
+    student = open_address({"room": code})
+    teacher.button(key="present_draw").click().run()
+    question_id, _ = teacher.session_state["asked"]
+    rerun_after_a_poll(student)
+    tap(student, question_id, 0, 10)
+    student.text_input(key="live_nickname").input("mara")
+    student.button(key=f"forecast_send_{question_id}").click().run()
+    assert not student.exception
+    assert "The nickname “mara” is taken in this room: try “mara 2”." in the_answer_text(student)
+    assert live.store().tally(code, question_id).total == 0
+    assert student.text_input(key="live_nickname").value == "mara"
+    assert student.session_state[f"forecast_chips_{question_id}"][0][0] == 10
+    student.text_input(key="live_nickname").input("mara 2")
+    student.button(key=f"forecast_send_{question_id}").click().run()
+    assert "Your answer is in" in the_answer_text(student)
+    assert live.store().tally(code, question_id).total == 1
+
+
 def test_a_followers_forecast_form_is_one_element_per_key_and_asks_no_nickname_given_at_the_door():
     """Every follower redraws the form on each of the teacher's changes (issue 15's presenter load):
     one button per key (its chips and share written on it), one row of pills to take a chip back,

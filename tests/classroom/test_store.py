@@ -15,6 +15,7 @@ import io
 import json
 import multiprocessing
 import os
+import random
 import re
 import sqlite3
 import string
@@ -22,25 +23,32 @@ import sys
 import threading
 import time
 import types
+import unicodedata
 from pathlib import Path
 from unittest import mock
 
 import numpy as np
 import pytest
 
+from classroom import names
 from classroom.backends import data_dir, open_store
 from classroom.sqlite_store import SqliteStore
 from classroom.store import (
+    ANSWER_CHARS,
     CODE_ALPHABET,
     CODE_LENGTH,
     CSV_COLUMNS,
     FOLLOWER_TTL_SECONDS,
+    FORMULA_CHARS,
     FORMULA_STARTS,
     HEARTBEAT_SECONDS,
     JOIN_BURST,
     JOIN_PER_SECOND,
     MAX_ROOMS,
     MAX_STUDENTS_PER_ROOM,
+    MAX_TEXT_CHARS,
+    NAME_TAKEN,
+    NICKNAME_CHARS,
     ROOM_IDLE_SECONDS,
     ROOMS_PER_CLIENT,
     TEACHER_GONE_SECONDS,
@@ -48,6 +56,7 @@ from classroom.store import (
     ClassroomStore,
     InvalidInput,
     LimitReached,
+    NameTaken,
     NoSuchQuestion,
     NoSuchRoom,
     NotInRoom,
@@ -57,6 +66,7 @@ from classroom.store import (
     Removed,
     RoomLocked,
     StoreUnavailable,
+    TooLong,
     TooSoon,
     hash_secret,
     is_right,
@@ -540,7 +550,7 @@ class TestAsking:
         with pytest.raises(NoSuchQuestion):
             store.answer(room.code, question.id, "s1", "A")
 
-    def test_the_csv_keeps_nicknames_literally_and_defuses_formulas(self, store, room, clock):
+    def test_the_csv_keeps_nicknames_as_the_room_keeps_them_and_defuses_formulas(self, store, room, clock):
         question = store.ask(room.code, room.teacher_secret, "=1+1 or \"quoted\", really?")
         given = [("s1", "0.5", 'Zoë "the, best"\nline two'), ("s2", "=HYPERLINK(\"x\")", "+49 @home"),
                  ("s3", "-1", "-"), ("s4", "@SUM(A1)", " plain ")]
@@ -552,10 +562,10 @@ class TestAsking:
         assert rows[0] == ["question", "prompt", "correct", "student", "nickname", "answer", "right",
                            "answered_at"]
         assert [row[3:6] for row in rows[1:]] == [
-            ["s1", 'Zoë "the, best"\nline two', "0.5"],
+            ["s1", 'Zoë "the, best" line two', "0.5"],  # names.clean: one line, no blanks around
             ["s2", "'+49 @home", "'=HYPERLINK(\"x\")"],
             ["s3", "'-", "'-1"],
-            ["s4", " plain ", "'@SUM(A1)"]]
+            ["s4", "plain", "'@SUM(A1)"]]
         assert {row[1] for row in rows[1:]} == {"'=1+1 or \"quoted\", really?"}
         assert all(row[0] == "1" and row[7].endswith("+00:00") for row in rows[1:])
         assert {(row[2], row[6]) for row in rows[1:]} == {("", "")}  # a poll: no correct answer
@@ -1003,6 +1013,220 @@ class TestTheCsv:
             ["1", "'-1 or +1?", "'-1", "'=s3", "plain", "'=0", "wrong", rows[3][7]],
             ["2", "d_k?", "64", "'-A1-A1-B22", "'=cmd|' /C calc'!A0", "'@64", "wrong", rows[4][7]]]
         assert not any(cell.startswith(FORMULA_STARTS) for row in rows for cell in row)
+
+
+# --- Issue 29: one name per student in a room, CSV cells, one limit per field -------------------------
+
+
+MARA = "Mara"
+LOOK_ALIKES = ["mara", "Ma\u200bra", "M\u0430ra", " Mara "]  # the issue's: case, a zero-width space, a
+# Cyrillic а, blanks around
+
+
+def join(store, room, student: str, nickname: str = "") -> None:
+    store.join(room.code, student, nickname=nickname, client=f"address-of-{student}")
+
+
+def roster_names(store, room) -> list[str]:
+    return [student.nickname for student in store.roster(room.code, room.teacher_secret)]
+
+
+def refused_name(call) -> NameTaken:
+    with pytest.raises(NameTaken) as refused:
+        call()
+    return refused.value
+
+
+def read_the_same(first: str, second: str) -> bool:
+    return names.clashes(first, names.keys(second))
+
+
+def assert_no_two_read_the_same(shown: list[str]) -> None:
+    named = [name for name in shown if name]
+    for i, first in enumerate(named):
+        for second in named[i + 1:]:
+            assert not read_the_same(first, second), (first, second)
+
+
+def csv_rows(store, room) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(store.answers_csv(room.code, room.teacher_secret))))[1:]
+
+
+def as_a_spreadsheet_reads(cell: str) -> str:
+    """A cell as a spreadsheet that trims blanks and controls and normalises width would read it."""
+    kept = cell.lstrip("".join(ch for ch in set(cell) if ch.isspace()
+                               or unicodedata.category(ch) in ("Cc", "Cf")))
+    return unicodedata.normalize("NFKC", kept)
+
+
+class TestOneNamePerStudent:
+    def test_the_issues_five_names_make_one_member_and_each_refusal_suggests_a_free_name(self, store, room):
+        join(store, room, "s0", MARA)
+        for number, typed in enumerate(LOOK_ALIKES, start=1):
+            refusal = refused_name(lambda typed=typed, number=number: join(store, room, f"s{number}", typed))
+            assert refusal.name == names.clean(typed) and refusal.suggestion == f"{names.clean(typed)} 2"
+            assert str(refusal) == NAME_TAKEN.format(name=refusal.name, suggestion=refusal.suggestion)
+            assert not read_the_same(refusal.suggestion, MARA)
+        assert roster_names(store, room) == [MARA]  # the four refused were not let in
+        join(store, room, "s5", refusal.suggestion)  # the suggestion is free: taken at once
+        assert roster_names(store, room) == [MARA, "Mara 2"]
+        assert refused_name(lambda: join(store, room, "s6", "MARA")).suggestion == "MARA 3"
+
+    def test_a_right_to_left_override_and_zero_width_characters_never_reach_the_roster(self, store, room):
+        join(store, room, "s1", "\u202eMara\u200d")
+        join(store, room, "s2", "Bo\u200b\u2060b\tby")
+        assert roster_names(store, room) == [MARA, "Bob by"]
+
+    def test_a_member_joining_again_keeps_their_name_in_any_form(self, store, room):
+        join(store, room, "s1", MARA)
+        join(store, room, "s1")  # a second tab, a reconnect: no nickname keeps theirs
+        assert roster_names(store, room) == [MARA]
+        for again in ("MARA", "m\u0430ra", MARA):  # the same name in another form: not refused by themselves
+            join(store, room, "s1", again)
+        assert roster_names(store, room) == [MARA]
+        refused_name(lambda: join(store, room, "s2", "mara"))
+
+    def test_a_new_name_frees_the_old_one_but_a_removed_students_name_stays_taken(self, store, room):
+        join(store, room, "s1", MARA)
+        join(store, room, "s1", "Ana")
+        join(store, room, "s2", "mara")
+        join(store, room, "s3", "Bo")
+        store.remove(room.code, room.teacher_secret, "s3")
+        assert refused_name(lambda: join(store, room, "s4", "BO")).suggestion == "BO 2"
+        assert roster_names(store, room) == ["Ana", "mara", "Bo"]
+
+    def test_no_nickname_is_no_name_and_never_taken(self, store, room):
+        for student in ("s1", "s2", "s3"):
+            join(store, room, student, "" if student != "s3" else "\u200b \u202e")  # nothing readable
+        join(store, room, "s4", MARA)
+        assert roster_names(store, room) == ["", "", "", MARA]
+
+    def test_the_limit_counts_the_name_as_kept_and_the_refusal_says_the_pages_limit(self, store, room):
+        visible = "n" * NICKNAME_CHARS
+        join(store, room, "s1", f"\u200b{visible[:20]}\u200d{visible[20:]}\u202e ")  # 44 sent, 40 kept
+        assert roster_names(store, room) == [visible]
+        with pytest.raises(TooLong) as refused:
+            join(store, room, "s2", visible + "m")
+        assert str(refused.value) == f"A nickname has at most {NICKNAME_CHARS} characters."
+        assert roster_names(store, room) == [visible]
+
+
+class TestAnswersCarryTheMembersName:
+    def test_an_answer_cannot_carry_another_students_name(self, store, room):
+        question = ask_abc(store, room)
+        join(store, room, "s1", MARA)
+        join(store, room, "s2")
+        for typed in LOOK_ALIKES:
+            refusal = refused_name(lambda typed=typed: store.answer(room.code, question.id, "s2", "A", typed))
+            assert not read_the_same(refusal.suggestion, MARA)
+        assert store.tally(room.code, question.id).total == 0  # nothing recorded with a refused name
+        assert store.answer(room.code, question.id, "s2", "B", "\u202eBo\u200b")
+        assert store.answer(room.code, question.id, "s1", "A")  # no nickname: the member's own
+        assert roster_names(store, room) == [MARA, "Bo"]  # the answer's nickname named the member
+        assert sorted(row[4] for row in csv_rows(store, room)) == ["Bo", MARA]
+
+    def test_the_csv_shows_each_students_name_as_the_room_has_it_now(self, store, room, clock):
+        first = ask_abc(store, room)
+        join(store, room, "s1", MARA)
+        store.answer(room.code, first.id, "s1", "A")
+        join(store, room, "s1", "Ana")  # renamed: Mara is free again
+        join(store, room, "s2", "mara")
+        second = store.ask(room.code, room.teacher_secret, "Again?", choices=("A", "B"))
+        clock.advance(1)
+        store.answer(room.code, second.id, "s2", "B")
+        assert [(row[3], row[4]) for row in csv_rows(store, room)] == [("s1", "Ana"), ("s2", "mara")]
+        (_, answers), _ = store.answers(room.code, room.teacher_secret)
+        assert answers[0].nickname == "Ana"
+        assert store.my_answer(room.code, first.id, "s1").nickname == "Ana"
+
+    def test_a_random_class_never_shows_two_students_whose_names_read_the_same(self, store, room, clock):
+        """Joins, renames and answers with names drawn from look-alikes: whatever was let in, the
+        roster and the CSV never hold two students whose names read the same."""
+        pool = [MARA, *LOOK_ALIKES, "Ana", "ANA", "\u0410na", "Bo", "B\u043e", "Zoë", "ZOË", "Ian", "Lan"]
+        draw, question = random.Random(29), ask_abc(store, room)
+        for step in range(120):
+            student, typed = f"s{draw.randrange(12)}", draw.choice(pool)
+            clock.advance(0.1)
+            try:
+                if step % 3 == 2 and student in {s.id for s in store.roster(room.code, room.teacher_secret)}:
+                    store.answer(room.code, question.id, student, draw.choice("ABC"), typed)
+                else:
+                    join(store, room, student, typed)
+            except NameTaken as refusal:
+                assert not read_the_same(refusal.suggestion, names.clean(typed))
+        assert_no_two_read_the_same(roster_names(store, room))
+        by_student = {row[3]: row[4] for row in csv_rows(store, room)}
+        assert_no_two_read_the_same(list(by_student.values()))
+        assert len(roster_names(store, room)) >= 3  # some names were let in: the check checked something
+
+
+class TestRacingForOneName:
+    """Two stores (two SQLite connections on one file, or two Redis clients), threads taking the same
+    name at once: exactly one wins, whatever the interleaving."""
+
+    @pytest.mark.parametrize("how", ["join", "answer"])
+    def test_exactly_one_of_many_takes_the_name(self, backend, how):
+        stores = [backend.open(), backend.open()]
+        room = stores[0].create_room()
+        question = ask_abc(stores[0], room)
+        for round_ in range(5):
+            racers = [f"r{round_}-{i}" for i in range(8)]
+            if how == "answer":
+                for racer in racers:
+                    stores[0].join(room.code, racer, client=racer)
+            name = f"{MARA} {round_ + 10}"
+            forms = [name, name.upper(), name.lower(), name.replace("a", "\u0430", 1)]
+
+            def take(i, racers=racers, forms=forms):
+                store = stores[i % 2]
+                if how == "join":
+                    return store.join(room.code, racers[i], nickname=forms[i % 4], client=racers[i])
+                return store.answer(room.code, question.id, racers[i], "A", forms[i % 4])
+
+            results = run_threads(len(racers), take)
+            winners = [r for r in results if not isinstance(r, Exception)]
+            assert len(winners) == 1, results
+            assert all(isinstance(r, NameTaken) for r in results if isinstance(r, Exception)), results
+        named = [name for name in roster_names(stores[0], room) if name]
+        assert len(named) == 5
+        assert_no_two_read_the_same(named)
+
+
+
+def test_the_issues_payloads_go_out_as_text_in_the_csv(store, room, clock):
+    question = store.ask(room.code, room.teacher_secret, "Anything?")
+    payloads = [' =HYPERLINK("http://example.test","hi")', "\t@SUM(1)", "＝1+1", " -1"]
+    for number, payload in enumerate(payloads):
+        clock.advance(1)
+        join(store, room, f"s{number}", payload)
+        assert store.answer(room.code, question.id, f"s{number}", payload)
+    rows = csv_rows(store, room)
+    assert [row[4] for row in rows] == ["'=HYPERLINK(\"http://example.test\",\"hi\")", "'@SUM(1)", "'=1+1",
+                                        "'-1"]  # nicknames as kept (names.clean), then guarded
+    assert [row[5] for row in rows] == ["'" + payload for payload in payloads]  # answers as typed, guarded
+    assert not any(as_a_spreadsheet_reads(cell).startswith(FORMULA_CHARS) for row in rows for cell in row)
+
+
+
+@pytest.mark.parametrize(("field", "limit"), [("nickname", NICKNAME_CHARS), ("answer", ANSWER_CHARS)])
+def test_the_store_refuses_one_character_past_the_pages_limit(store, room, field, limit):
+    question = store.ask(room.code, room.teacher_secret, "d_k?", kind="text")
+    join(store, room, "s1")
+    for length in (limit + 1, 200):  # the issue's 200 characters over the websocket
+        with pytest.raises(InvalidInput, match=f"^An? {field} has at most {limit} characters.$"):
+            value, nickname = ("x" * length, "") if field == "answer" else ("x", "n" * length)
+            store.answer(room.code, question.id, "s1", value, nickname)
+    assert store.tally(room.code, question.id).total == 0
+    value, nickname = ("x" * limit, "") if field == "answer" else ("x", "n" * limit)
+    assert store.answer(room.code, question.id, "s1", value, nickname)
+
+
+def test_a_choice_longer_than_a_typed_answer_can_still_be_chosen(store, room):
+    choice = "c" * MAX_TEXT_CHARS["choice"]
+    question = store.ask(room.code, room.teacher_secret, "Which?", choices=(choice, "short"))
+    join(store, room, "s1")
+    assert store.answer(room.code, question.id, "s1", choice)
+    assert store.tally(room.code, question.id).counts[choice] == 1
 
 
 class TestConcurrency:
