@@ -79,6 +79,12 @@ def number(value: float, decimals: int = 0) -> str:
     return language_number(value, language(), decimals)
 
 
+def numbers_in(text: str) -> str:
+    """Numbers written the English way inside ``text`` ('2.1e-9', '0.67') as the reader's language
+    writes them ('2,1e-9', '0,67'); give it numbers, never outside text (a token '3.14' stays as typed)."""
+    return localized_number_text(text, language())
+
+
 def tex(latex: str) -> str:
     """A formula for st.latex with its numbers written as the reader's language writes them."""
     return localized_tex(latex, language())

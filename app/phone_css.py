@@ -29,7 +29,8 @@ session_keys.register(session_keys.Key(FIRST_GUESS, "phone_css"))
 # Streamlit 1.67's dark page (a phone set to dark mode gets it): the formulas' edge covers match it.
 DARK_PAGE, DARK_PAGE_CLEAR = "rgb(23 22 20)", "rgb(23 22 20 / 0)"
 PHONE_CSS = f"""<style>
-.st-key-mha_phone {{ display: none; }} /* the probe and this sheet take no room */
+/* The probe and this sheet take no room, nor their wrapper (its gap would push the page down). */
+.st-key-mha_phone, [data-testid="stLayoutWrapper"]:has(> .st-key-mha_phone) {{ display: none; }}
 /* --- Phone (app/phone_css.py): only below {NARROW_MAX_PX} px ------------------------------- */
 @media (max-width: {NARROW_MAX_PX - 1}px) {{
   /* Touch targets of at least {TOUCH_PX} x {TOUCH_PX} px: buttons, pills, tabs, links of the

@@ -54,8 +54,9 @@ def picker_ui(slot, current: this_run.Current) -> None:
 def reset_button(where, key: str) -> None:
     """Back to the example as the chapter gives it (an opening: Undo brings the edits back)."""
     origin = st.session_state.origin
-    where.button(i18n.t("↺ Reset to {title}").format(title=lit(i18n.t(example_titles()[origin]))), key=key,
-                 on_click=opening.open_over_edits, args=(state.load_example, origin),
+    where.button(i18n.t("Reset to {title}").format(title=lit(i18n.t(example_titles()[origin]))), key=key,
+                 icon=":material/restart_alt:", on_click=opening.open_over_edits,
+                 args=(state.load_example, origin),
                  help=i18n.t("Undo every change since the example was loaded."))
 
 
@@ -118,7 +119,7 @@ def _save_load_contents(current: this_run.Current) -> None:
     title = state.label_of(st.session_state.origin)
     title = i18n.t("{title} (edited)").format(title=title) if current.edited else title
     language = i18n.language()  # the button's data is built later, outside this run
-    st.download_button(i18n.t("⬇ Download this page (HTML, opens offline)"),
+    st.download_button(i18n.t("Download this page (HTML, opens offline)"), icon=":material/download:",
                        data=lambda: page_export.page_for_download(setup, title, language),
                        file_name="attention-step-by-step.html", mime="text/html", key="page_download",
                        on_click="ignore", disabled=current.result is None,
@@ -126,20 +127,21 @@ def _save_load_contents(current: this_run.Current) -> None:
                                    "the formulas, the text and each chart's numbers as a table. Opens in "
                                    "a browser with no network, for a learning platform or a student at "
                                    "home."))
-    st.download_button(i18n.t("⬇ Download as JSON"), data=lambda: setup_to_json(setup),
+    st.download_button(i18n.t("Download as JSON"), icon=":material/download:",
+                       data=lambda: setup_to_json(setup),
                        file_name="attention-setup.json", mime="application/json", key="setup_download",
                        on_click="ignore", disabled=problem is not None)
     if problem:
         st.caption(i18n.t("Cannot save now: {problem}.").format(problem=lit(problem)))
     recipe = getattr(current.base, "recipe", "") if not current.edited else ""
     # The data is made on click, outside this run: it may use only what it is given here.
-    st.download_button(i18n.t("⬇ Download as Python (NumPy only)"),
+    st.download_button(i18n.t("Download as Python (NumPy only)"), icon=":material/download:",
                        data=lambda: setup_to_script(setup, title=title, recipe=recipe, language=language),
                        file_name="attention_step_by_step.py", mime="text/x-python", key="script_download",
                        on_click="ignore", disabled=problem is not None and not recipe,
                        help=i18n.t("A short script that rebuilds these exact inputs and computes every "
                                    "step with plain NumPy, printing the weights and the output."))
-    st.download_button(i18n.t("⬇ Download all numbers (CSV files, ZIP)"),
+    st.download_button(i18n.t("Download all numbers (CSV files, ZIP)"), icon=":material/download:",
                        data=lambda: setup_to_csv_zip(setup), file_name="attention-number_text.zip",
                        mime="application/zip", key="numbers_download", on_click="ignore",
                        disabled=problem is not None or current.result is None,

@@ -20,6 +20,7 @@ import streamlit as st
 FOCUS = "#1A56DB"  # the focus ring: 6.1:1 on white, 3:1 or more against every panel colour it meets
 CAPTION = "#5C5B58"  # faded text, 6.8:1 on white, 6.4:1 on the sidebar (Streamlit's #828180 is 3.9:1)
 CHOSEN = "#A3202F"  # a chosen segment's text: 6.5:1 on its pink (Streamlit's #C53948 is 4.47:1)
+HEADER_HEIGHT = "3.75rem"  # Streamlit 1.67's header bar over the page (its theme's sizes.headerHeight)
 
 CSS = f"""
 <style>
@@ -28,6 +29,13 @@ CSS = f"""
 [data-testid="stCaptionContainer"], [data-testid="stExpander"] summary {{ opacity: 1 !important; }}
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p,
 [data-testid="stWidgetLabel"] small {{ color: {CAPTION} !important; }}
+
+/* The first card right under the app's header bar, on every page and on a phone: Streamlit pads the
+   page's top 6rem (96 px) under a header of HEADER_HEIGHT (60 px), which with two hidden elements'
+   gaps (below) left 68 px of white above the first card; now the header's height and one gap (1rem).
+   :where() keeps this below the presenter's own padding (app/views/present.py), the div above
+   Streamlit's one class. */
+[data-testid="stMain"] div:where(.block-container) {{ padding-top: calc({HEADER_HEIGHT} + 1rem); }}
 
 /* The chosen option of a segmented control or pills: Streamlit's red on pink is 4.47:1; a darker red. */
 [data-testid="stButtonGroup"] [data-selected="true"] :is(p, span) {{ color: {CHOSEN} !important; }}
@@ -63,8 +71,11 @@ input:focus-visible, textarea:focus-visible {{ outline-offset: 0 !important; }}
 .st-key-tokens_text [data-testid="InputInstructions"] > span:last-child,
 .st-key-kv_tokens_text [data-testid="InputInstructions"] > span:last-child {{ display: none; }}
 
-/* The element that carries SCRIPT takes no room. */
-.st-key-mha_style, .st-key-mha_cell_opener_box {{ display: none; }}
+/* The containers that carry SCRIPT take no room, nor the wrapper Streamlit puts around each (0 px tall,
+   each still left a gap of 1rem above the first card), nor the navigation's scroll to the top. */
+.st-key-mha_style, .st-key-mha_cell_opener_box, .st-key-page_to_the_top,
+[data-testid="stLayoutWrapper"]:has(> :is(.st-key-mha_style, .st-key-mha_cell_opener_box)) {{
+  display: none; }}
 
 /* Reduced motion (WCAG 2.3.3): no animation, transition or smooth scrolling when the system asks. */
 @media (prefers-reduced-motion: reduce) {{

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from course import answers
-from course.i18n import N_, localized_number_text, number, translator
+from course.i18n import N_, localized_number_text, localized_tex, number, translator
 from course.steps import number_of
 from mha_core.analysis import (
     FLAT_AT,
@@ -139,6 +139,10 @@ class _Facts:
     def figures(self, value: float) -> str:
         """_figures as the language writes it."""
         return localized_number_text(_figures(value), self.language)
+
+    def tex(self, formula: str) -> str:
+        """A formula's numbers (written by _tex, never a label) as the language writes them: 0{,}67."""
+        return localized_tex(formula, self.language)
 
 
 def _facts(setup, result, language: str = "en") -> _Facts:
@@ -269,7 +273,7 @@ def _weight(f: _Facts, rng, step: str | None = None) -> Question | None:
     row = f.r.scaled[h, q]
     terms = " + ".join(rf"e^{{{_tex(s)}}}" for s in row[np.isfinite(row)][:TERMS_SHOWN])
     terms += r" + \dots" if np.isfinite(row).sum() > TERMS_SHOWN else ""
-    formula = rf"$a = \dfrac{{e^{{{_tex(row[k])}}}}}{{{terms}}} \approx {w:.4f}$"
+    formula = f.tex(rf"$a = \dfrac{{e^{{{_tex(row[k])}}}}}{{{terms}}} \approx {w:.4f}$")
     why = _("Softmax of row {row}'s scaled scores: {formula}. “Show the arithmetic” writes out every "
             "term.").format(row=_md(_quoted(f.q_labels[q])), formula=formula)
     return Question("weight", prompt, w, step or "softmax", why, tolerance=WEIGHT_TOLERANCE, cell=(h, q, k))
@@ -295,7 +299,7 @@ def _score(f: _Facts, rng, step: str | None = None) -> Question | None:
     pairs = zip(qv[:TERMS_SHOWN], kv[:TERMS_SHOWN], strict=True)
     terms = " + ".join(f"({_tex(a)})({_tex(b)})" for a, b in pairs)
     terms += r" + \dots" if qv.size > TERMS_SHOWN else ""
-    why = rf"$q \cdot k = {terms} = {_tex(raw)}$"
+    why = f.tex(rf"$q \cdot k = {terms} = {_tex(raw)}$")
     if step == "raw_scores":
         prompt = _("In {head}, what is the raw score q · k of query {query} with key {key}? "
                    "({precision})").format(**names)
@@ -304,7 +308,7 @@ def _score(f: _Facts, rng, step: str | None = None) -> Question | None:
         prompt = _("In {head}, what is the scaled score of query {query} with key {key}, the raw score times "
                    "the scale {scale}? ({precision})").format(**names, scale=f.figures(f.r.scale))
         why = _("{formula}, times the scale {scale} gives {scaled}.").format(
-            formula=why, scale=f"${_tex(f.r.scale)}$", scaled=f"${_tex(value)}$")
+            formula=why, scale=f.tex(f"${_tex(f.r.scale)}$"), scaled=f.tex(f"${_tex(value)}$"))
     return Question("score", prompt, value, step, why, tolerance=relative_tolerance(value), cell=(h, q, k))
 
 
@@ -322,7 +326,7 @@ def _head_output(f: _Facts, rng, step: str | None = None) -> Question | None:
     terms = " + ".join(rf"{f.r.weights[h, q, k]:.4f} \times ({_tex(f.r.v[h, k, j])})"
                        for k in keys[:TERMS_SHOWN])
     terms += r" + \dots" if len(keys) > TERMS_SHOWN else ""
-    formula = rf"$\sum_k a_k v_{{k,{j + 1}}} = {terms} = {_tex(value)}$"
+    formula = f.tex(rf"$\sum_k a_k v_{{k,{j + 1}}} = {terms} = {_tex(value)}$")
     why = _("Row {row}'s weights times column {column} of V, added up: {formula}.").format(
         row=_md(_quoted(f.q_labels[q])), column=j + 1, formula=formula)
     return Question("head_output", prompt, value, step or "head_outputs", why,

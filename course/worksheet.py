@@ -22,6 +22,7 @@ Every token is user text and is HTML-escaped wherever it appears. The sheet's wo
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from html import escape
 
 import numpy as np
@@ -135,7 +136,7 @@ class _Plan:
         self.k_tokens = [f"{i + 1} · {t}" for i, t in enumerate(setup.key_tokens)]
         self.q_labels, self.k_labels = _short(setup.tokens), _short(setup.key_tokens)
         self.cross = s.cross
-        self.scaling_text = _scaling_words(setup.scaling, s.d_k, self._)
+        self.scaling_text = scaling_words(setup.scaling, s.d_k, self._)
         self.mask_kind = setup.mask_kind
         self.window = setup.mask.size if setup.mask_kind == "window" else 0
         self.allowed = np.ones((s.n_q, s.n_k), bool) if result.mask is None else np.asarray(result.mask, bool)
@@ -320,16 +321,17 @@ class _Plan:
         return f"<h2>{n}. {title}</h2><p>{what}</p>" + body
 
 
-def _scaling_words(scaling, d_k: int, _) -> str:
-    """mha_core's Scaling.describe(d_k) in the sheet's language (the same words in English)."""
-    times = f"× {scaling.multiplier(d_k):.4g}"
+def scaling_words(scaling, d_k: int, _, number: Callable[[str], str] = str) -> str:
+    """mha_core's Scaling.describe(d_k) translated by ``_`` (the same words in English), its numbers
+    written by ``number`` from the English way (the sheet keeps mha_core's 0.125; a page writes 0,125)."""
+    times = f"× {number(f'{scaling.multiplier(d_k):.4g}')}"
     if scaling.kind == "sqrt":
         return _("divided by √d_k = √{size} ({times})").format(size=d_k, times=times)
     if scaling.kind == "sqrt_of":
         return _("divided by √{size} ({times})").format(size=int(scaling.value), times=times)
     if scaling.kind == "none":
         return _("not scaled (× 1)")
-    return _("multiplied by {factor}").format(factor=f"{scaling.value:g}")
+    return _("multiplied by {factor}").format(factor=number(f"{scaling.value:g}"))
 
 
 def _short(tokens) -> list[str]:

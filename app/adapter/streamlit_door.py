@@ -102,6 +102,7 @@ FRONTEND_TEST_IDS = (
     ("stFullScreenFrame", "phone_css: charts within the phone's column"),
     ("stHeader", "phone_css: the header on a phone"),
     ("stHeaderActionElements", "phone_css: headings' link icons"),
+    ("stLayoutWrapper", "style, phone_css: the wrappers of the hidden containers, which took a gap each"),
     ("stLinkButton", "phone_css: touch targets"),
     ("stMain", "style, present, phone_css, page_scripts: the page's main area (not the sidebar)"),
     ("stMainMenuButton", "phone_css: touch targets"),

@@ -12,7 +12,7 @@ from functools import cache
 
 import numpy as np
 
-from course.i18n import ENGLISH, LANGUAGES, N_, translator
+from course.i18n import ENGLISH, LANGUAGES, N_, localized_number_text, translator
 
 POSITION = N_("position {number}")
 
@@ -82,7 +82,7 @@ def axis_labels(axis: dict, positions: list, *, counted: bool, language: str = E
             labels.append(f"{prefix}{int(position):d}" if prefix
                           else translator(language)(POSITION).format(number=int(position)))
         else:
-            labels.append(f"{float(position):g}")
+            labels.append(localized_number_text(f"{float(position):g}", language))
     return distinct_labels(labels)
 
 

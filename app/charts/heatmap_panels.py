@@ -28,7 +28,7 @@ from app.charts.figure_spec import FigureSpec, figure_spec
 from app.charts.figure_style import figure_language, hover_labels, recorded
 from app.charts.number_text import MINUS, format_number, hover_number
 from app.charts.pictures import block_means, colour_mapped, png_bytes
-from course.i18n import ENGLISH, N_, translator
+from course.i18n import ENGLISH, N_, localized_number_text, translator
 
 # --- Words -------------------------------------------------------------------------------------
 ATTENTION_HOVER = N_("query {query}, key {key}: {value}")
@@ -117,9 +117,14 @@ def panel_figure(panels: list[Panel], *, per_row: int, zmin: float, zmax: float,
             if plan.colorbar_len < SHORT_COLORBAR:  # plotly's own ticks crowd or thin out to one
                 ends = [zmin, (zmin + zmax) / 2, zmax]
                 trace["colorbar"].update(tickmode="array", tickvals=ends,
-                                         ticktext=[f"{v:.2g}".replace("-", MINUS) for v in ends])
+                                         ticktext=[_tick(v, language) for v in ends])
         data.append(trace)
     return figure_spec(data, recorded(plan.layout, language))
+
+
+def _tick(value: float, language: str) -> str:
+    """A colour bar's tick as the language writes it: 0.71 / 0,71; −1.4 / −1,4."""
+    return localized_number_text(f"{value:.2g}", language).replace("-", MINUS)
 
 
 def cell_strings(values: np.ndarray, rows: list[str], cols: list[str], *, what: str, digits: int,

@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 from app.charts.figure_spec import inked
 from app.charts.number_text import format_number, hover_number
 from app.safe import chart_text
-from course.i18n import ENGLISH, N_, localized_number_text, translator
+from course.i18n import ENGLISH, N_, localized_number_text, number_marks, translator
 from course.labs import binary_size_text
 
 BLUE, VERMILLION, MARKER = "#0072B2", "#D55E00", "#CC79A7"
@@ -49,9 +49,22 @@ LARGEST_TITLE = N_("Largest weight of one query over {count} random keys")
 LARGEST_AXIS = N_("mean largest weight")
 
 
-def _layout(height: int, title: str, **axes) -> dict:
-    return inked(dict(template={}, height=height, margin=MARGIN, font=FONT, hoverlabel=dict(font=FONT),
-                      title=dict(text=chart_text(title), x=0, xanchor="left", font=dict(size=15)), **axes))
+def _layout(height: int, title: str, language: str, **axes) -> dict:
+    layout = dict(template={}, height=height, margin=MARGIN, font=FONT, hoverlabel=dict(font=FONT),
+                  title=dict(text=chart_text(title), x=0, xanchor="left", font=dict(size=15)), **axes)
+    return inked(_marked(layout, language))
+
+
+def _marked(layout: dict, language: str) -> dict:
+    """The layout with plotly's ``separators`` of the language, so that the numbers plotly writes itself
+    (ticks, %{y:.3f} in hover text) read 0,5 in German; English layouts as they were."""
+    marks = number_marks(language)
+    return layout if marks == (".", ",") else {**layout, "separators": "".join(marks)}
+
+
+def _numbers(text: str, language: str) -> str:
+    """Numbers written by number_text (0.33, 1 − 1.3e-14) in ``text`` as the language writes them."""
+    return localized_number_text(text, language)
 
 
 def weight_bars(weights, keys, scores, values, *, title: str = "", language: str = ENGLISH) -> go.Figure:
@@ -60,14 +73,15 @@ def weight_bars(weights, keys, scores, values, *, title: str = "", language: str
     weights = np.asarray(weights, dtype=float)  # [n_k]
     labels = [chart_text(key) for key in keys]
     positions = np.arange(1, weights.size + 1)  # [n_k] integer positions: repeated keys stay apart
-    hover = [_(BAR_HOVER).format(key=key, score=hover_number(s), weight=hover_number(w, near_one=True),
-                                 value=hover_number(v))
+    hover = [_(BAR_HOVER).format(key=key, score=_numbers(hover_number(s), language),
+                                 weight=_numbers(hover_number(w, near_one=True), language),
+                                 value=_numbers(hover_number(v), language))
              for key, s, w, v in zip(labels, scores, weights, values, strict=True)]
-    numbers = [format_number(w, near_one=True) for w in weights]
+    numbers = [_numbers(format_number(w, near_one=True), language) for w in weights]
     bars = go.Bar(x=positions, y=weights, marker_color=BLUE, text=numbers, textposition="outside",
                   cliponaxis=False, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>")
     return go.Figure(bars, _layout(
-        BAR_HEIGHT, title,
+        BAR_HEIGHT, title, language,
         xaxis=dict(tickmode="array", tickvals=positions, ticktext=labels, title=_(KEY)),
         yaxis=dict(range=[0, WEIGHT_TOP], tickvals=[0, 0.25, 0.5, 0.75, 1], title=_(WEIGHT))))
 
@@ -80,7 +94,8 @@ def gap_figure(gaps, weights, *, gap: float, weight: float, n_keys: int, tempera
     """
     _ = translator(language)
     traces = [go.Scatter(x=gaps, y=weights, mode="lines", line=dict(color=BLUE, width=3),
-                         name=_(CURVE_NAME).format(count=n_keys, temperature=f"{temperature:g}"),
+                         name=_(CURVE_NAME).format(count=n_keys,
+                                                   temperature=_numbers(f"{temperature:g}", language)),
                          hovertemplate=_(GAP_HOVER).format(gap="%{x:.2f}", weight="%{y:.6f}")
                          + "<extra></extra>")]
     if reference is not None:
@@ -88,12 +103,13 @@ def gap_figure(gaps, weights, *, gap: float, weight: float, n_keys: int, tempera
                                  name="T = 1", hovertemplate=_(REFERENCE_HOVER).format(gap="%{x:.2f}",
                                                                                        weight="%{y:.6f}")
                                  + "<extra></extra>"))
-    label = _(CURRENT_LABEL).format(gap=f"{gap:g}", weight=format_number(weight, 4, near_one=True))
+    label = _(CURRENT_LABEL).format(gap=_numbers(f"{gap:g}", language),
+                                    weight=_numbers(format_number(weight, 4, near_one=True), language))
     traces.append(go.Scatter(x=[gap], y=[weight], mode="markers+text", marker=dict(color=MARKER, size=14),
                              text=[label], textposition="bottom right" if gap < 20 else "bottom left",
                              name=_(CURRENT_GAP), hovertemplate=f"{label}<extra></extra>"))
     return go.Figure(traces, _layout(
-        CURVE_HEIGHT, _(GAP_TITLE).format(count=n_keys),
+        CURVE_HEIGHT, _(GAP_TITLE).format(count=n_keys), language,
         xaxis=dict(title=_(GAP_AXIS), range=[0, float(gaps[-1])]),
         yaxis=dict(title=_(TOP_WEIGHT_AXIS), range=[0, 1.05]),
         legend=INSIDE_LOWER_RIGHT, showlegend=reference is not None))
@@ -103,9 +119,10 @@ def spread_histograms(unscaled, scaled, d_k: int, *, language: str = ENGLISH) ->
     """q·k and q·k/√d_k for the same pairs, stacked on one x axis. unscaled, scaled [n_pairs]."""
     _ = translator(language)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.16,
-                        subplot_titles=(_(UNSCALED_SPREAD).format(spread=f"{np.std(unscaled):.2f}",
-                                                                  root=f"{np.sqrt(d_k):.2f}"),
-                                        _(SCALED_SPREAD).format(spread=f"{np.std(scaled):.2f}")))
+                        subplot_titles=(_(UNSCALED_SPREAD).format(
+                            spread=_numbers(f"{np.std(unscaled):.2f}", language),
+                            root=_numbers(f"{np.sqrt(d_k):.2f}", language)),
+                            _(SCALED_SPREAD).format(spread=_numbers(f"{np.std(scaled):.2f}", language))))
     for row, (sample, colour, name) in enumerate(((unscaled, VERMILLION, "q·k"),
                                                   (scaled, BLUE, "q·k / √d_k")), start=1):
         low, high = float(np.min(sample)), float(np.max(sample))
@@ -120,7 +137,7 @@ def spread_histograms(unscaled, scaled, d_k: int, *, language: str = ENGLISH) ->
     fig.update_annotations(font=dict(size=14), x=0, xanchor="left")
     fig.update_layout(template={}, height=HISTOGRAM_HEIGHT, margin=dict(MARGIN, t=36), font=FONT,
                       showlegend=False, bargap=0.05)
-    return fig.update_layout(inked(fig.layout.to_plotly_json()))
+    return fig.update_layout(inked(_marked(fig.layout.to_plotly_json(), language)))
 
 
 def largest_weight_figure(widths, unscaled, scaled, *, d_k: int, n_keys: int,
@@ -137,7 +154,7 @@ def largest_weight_figure(widths, unscaled, scaled, *, d_k: int, n_keys: int,
                          hovertemplate=_(SCALED_HOVER).format(d_k="%{x}", weight="%{y:.3f}")
                          + "<extra></extra>")]
     layout = _layout(
-        CURVE_HEIGHT, _(LARGEST_TITLE).format(count=n_keys),
+        CURVE_HEIGHT, _(LARGEST_TITLE).format(count=n_keys), language,
         xaxis=dict(type="log", title="d_k", tickvals=widths, ticktext=[str(w) for w in widths]),
         yaxis=dict(title=_(LARGEST_AXIS), range=[0, 1.05]),
         legend=INSIDE_LOWER_RIGHT,
@@ -173,12 +190,12 @@ def tokens_tick(n: int) -> str:
 BYTE_TICK_STEP = 5  # a tick every 2⁵ = 32 times more bytes: 1 MiB, 32 MiB, 1 GiB, ...
 
 
-def _byte_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
+def _byte_ticks(low: float, high: float, language: str) -> tuple[list[float], list[str]]:
     """Powers of 32 bytes from below `low` to above `high`, and their names (1 MiB, 32 MiB, 1 GiB, ...)."""
     first = int(np.floor(np.log2(max(low, 1.0)) / BYTE_TICK_STEP)) * BYTE_TICK_STEP
     last = int(np.ceil(np.log2(max(high, 1.0)) / BYTE_TICK_STEP)) * BYTE_TICK_STEP
     values = [2.0**p for p in range(first, last + 1, BYTE_TICK_STEP)]
-    return values, [binary_size_text(int(v)) for v in values]
+    return values, [binary_size_text(int(v), language) for v in values]
 
 
 def attention_cost_figure(lengths, curves: dict, *, window: int, language: str = ENGLISH) -> go.Figure:
@@ -194,8 +211,9 @@ def attention_cost_figure(lengths, curves: dict, *, window: int, language: str =
     for kind, (flops, weight_bytes) in curves.items():
         colour, dash, symbol = KIND_STYLES[kind]
         name = _(KIND_NAMES[kind]).format(window=window)
-        for row, values, words in ((1, flops, [hover_number(v) for v in flops]),
-                                   (2, weight_bytes, [binary_size_text(int(v)) for v in weight_bytes])):
+        sizes = [binary_size_text(int(v), language) for v in weight_bytes]
+        for row, values, words in ((1, flops, [_numbers(hover_number(v), language) for v in flops]),
+                                   (2, weight_bytes, sizes)):
             hover = [COST_HOVER.format(name=name, n=n, value=word)
                      for n, word in zip(lengths, words, strict=True)]
             fig.add_trace(go.Scatter(x=lengths, y=values, mode="lines+markers", name=name, legendgroup=kind,
@@ -204,7 +222,7 @@ def attention_cost_figure(lengths, curves: dict, *, window: int, language: str =
                                      hovertemplate="%{hovertext}<extra></extra>"),
                           row=row, col=1)
     memory = np.concatenate([weight_bytes for _flops, weight_bytes in curves.values()])
-    byte_values, byte_names = _byte_ticks(float(memory.min()), float(memory.max()))
+    byte_values, byte_names = _byte_ticks(float(memory.min()), float(memory.max()), language)
     fig.update_xaxes(type="log", tickmode="array", tickvals=lengths.tolist(),
                      ticktext=[tokens_tick(int(n)) for n in lengths])
     fig.update_xaxes(title_text=_(COST_AXIS), row=2, col=1)
@@ -215,7 +233,7 @@ def attention_cost_figure(lengths, curves: dict, *, window: int, language: str =
     fig.update_annotations(font=dict(size=14), x=0, xanchor="left")
     fig.update_layout(height=COST_HEIGHT, margin=COST_MARGIN, font=FONT,
                       hoverlabel=dict(font=FONT), legend=LEGEND_BELOW)
-    return fig.update_layout(inked(fig.layout.to_plotly_json()))
+    return fig.update_layout(inked(_marked(fig.layout.to_plotly_json(), language)))
 
 
 def cost_summary(lengths, curves: dict, *, window: int, language: str = ENGLISH) -> str:

@@ -11,7 +11,7 @@ from app.charts.figure_style import WEIGHT_SCALE, head_colour
 from app.charts.number_text import format_number
 from app.charts.pictures import block_means
 from app.safe import chart_text
-from course.i18n import ENGLISH, N_, translator
+from course.i18n import ENGLISH, N_, localized_number_text, translator
 
 THUMB_BLOCKS = 24  # a thumbnail shows at most this many blocks a side (block means beyond)
 THUMB_PX = 64  # px: one thumbnail's side
@@ -148,8 +148,10 @@ def saturated(values: np.ndarray, language: str = ENGLISH) -> tuple[np.ndarray, 
     limit, largest = float(np.percentile(magnitude, SATURATE_PERCENTILE)), float(magnitude.max())
     if limit <= 0 or largest <= SATURATE_RATIO * limit:
         return values, None
-    note = translator(language)(SATURATED).format(limit=f"{limit:.2f}", share=f"{SATURATE_PERCENTILE:g}%",
-                                                  largest=f"{largest:.2f}")
+    note = translator(language)(SATURATED).format(
+        limit=localized_number_text(f"{limit:.2f}", language),
+        share=localized_number_text(f"{SATURATE_PERCENTILE:g}%", language),
+        largest=localized_number_text(f"{largest:.2f}", language))
     return np.clip(values, -limit, limit), note
 
 

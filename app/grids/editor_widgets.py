@@ -95,15 +95,16 @@ def edit_toggle_ui(key: str, matrices: str) -> bool:
 
 def read_only_grid(grid, rows: list[str], columns: list[str], boolean: bool = False) -> str:
     """An editor's grid [r, c] as a Markdown table: the cells as the editor shows them (shortened to
-    four decimals when longer), labels literal. Drawn for a following student instead of the
-    editors, it took the follower's workbench script from 25.6 to 15.3 ms (a whole class reruns at
-    once when the teacher changes something).
+    four decimals when longer) but written as the reader's language writes numbers (the editor's
+    cells are typed with a point, mha_core.setup.parse_number), labels literal. Drawn for a following
+    student instead of the editors, it took the follower's workbench script from 25.6 to 15.3 ms (a
+    whole class reruns at once when the teacher changes something).
     """
     def cell(value: float) -> str:
         if boolean:
             return "✓" if value else "·"
         text = editors.cell_text(value)
-        return text if len(text) <= 10 else number_text.format_number(value, 4)
+        return i18n.numbers_in(text if len(text) <= 10 else number_text.format_number(value, 4))
 
     header = "| | " + " | ".join(lit(c) for c in columns) + " |"
     rule = "| --- |" + " ---: |" * len(columns)

@@ -86,7 +86,8 @@ def _example_f(d_k: int) -> None:
                                                        weight=lit(weight_text(unscaled.weights[0]))))
     with right:
         title = i18n.t("divided by √64 = {t}: scores ({first}, {second})").format(
-            t=f"{scaled.temperature:g}", first=f"{scaled.scaled[0]:g}", second=f"{scaled.scaled[1]:g}")
+            t=i18n.numbers_in(f"{scaled.temperature:g}"), first=i18n.numbers_in(f"{scaled.scaled[0]:g}"),
+            second=i18n.numbers_in(f"{scaled.scaled[1]:g}"))
         chart(lab_figures.weight_bars(scaled.weights, inputs.keys, scaled.scaled, scaled.values, title=title,
                                       language=i18n.language()),
               key="lab_chart_f_scaled")
@@ -94,6 +95,6 @@ def _example_f(d_k: int) -> None:
                            "gradients still reach it.").format(weight=i18n.number(scaled.weights[0], 4),
                                                                share=i18n.number(scaled.weights[1], 3)))
     yours = float(top_weight(gap, 2, temperature=math.sqrt(d_k)))
+    root = lit(i18n.numbers_in(f"{math.sqrt(d_k):.3g}"))
     st.caption(i18n.t("With the d_k chosen above ({d_k}), 40 and 8 divided by √{d_k} = {root} give "
-                      "w₁ = {weight}.").format(d_k=f"{d_k:d}", root=f"{math.sqrt(d_k):.3g}",
-                                               weight=lit(weight_text(yours))))
+                      "w₁ = {weight}.").format(d_k=f"{d_k:d}", root=root, weight=lit(weight_text(yours))))

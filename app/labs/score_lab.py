@@ -157,7 +157,7 @@ def _factor(text: str) -> str:
 
 def _row_results(row: ScoreRow, keys: list[str]) -> None:
     chart(lab_figures.weight_bars(row.weights, keys, row.scores, row.values,
-                                  title=i18n.t("weights (T = {t})").format(t=f"{row.temperature:g}"),
+                                  title=i18n.t("weights (T = {t})").format(t=_local(f"{row.temperature:g}")),
                                   language=i18n.language()),
           key="lab_chart_weights")
     terms = " + ".join(f"{_factor(weight_text(w))} × {_factor(_local(format_number(v)))}"
@@ -172,7 +172,7 @@ def _row_results(row: ScoreRow, keys: list[str]) -> None:
             terms=lit(terms), value=lit(_local(shown)), precise=lit(_local(precise)))
     st.markdown(output)
     st.caption(i18n.t("The weights sum to {total}: the output lies between the smallest and the largest "
-                      "value.").format(total=f"{row.weights.sum():.12g}"))
+                      "value.").format(total=lit(_local(f"{row.weights.sum():.12g}"))))
     if row.negative.size:
         _negative_note(row, keys)
 
@@ -180,7 +180,7 @@ def _row_results(row: ScoreRow, keys: list[str]) -> None:
 def _negative_note(row: ScoreRow, keys: list[str]) -> None:
     """Example E: a negative score still gets a positive weight."""
     listed = ", ".join(i18n.t("{score} ('{key}', weight {weight})").format(
-        score=f"{row.scores[i]:g}", key=lit(keys[i]), weight=lit(_positive_text(row.weights[i])))
+        score=lit(_local(f"{row.scores[i]:g}")), key=lit(keys[i]), weight=lit(_positive_text(row.weights[i])))
         for i in row.negative[:NEGATIVES_LISTED])
     if row.negative.size > NEGATIVES_LISTED:
         listed = i18n.t("{listed} and {count} more").format(listed=listed,
@@ -198,8 +198,9 @@ def _negative_note(row: ScoreRow, keys: list[str]) -> None:
 def _row_table(row: ScoreRow, keys: list[str]) -> None:
     head = (i18n.t("| key | score | score ÷ T | weight | value | weight × value |")
             + "\n|---|--:|--:|--:|--:|--:|\n")
-    lines = [f"| {lit(key)} | {hover_number(s)} | {hover_number(z)} | "
-             f"{lit(hover_number(w, near_one=True))} | {hover_number(v)} | {hover_number(t)} |"
+    lines = [f"| {lit(key)} | {lit(_local(hover_number(s)))} | {lit(_local(hover_number(z)))} | "
+             f"{lit(_local(hover_number(w, near_one=True)))} | {lit(_local(hover_number(v)))} | "
+             f"{lit(_local(hover_number(t)))} |"
              for key, s, z, w, v, t in zip(keys, row.scores, row.scaled, row.weights, row.values, row.terms,
                                            strict=True)]
     with st.expander(i18n.t("All the numbers"), expanded=False):
@@ -215,9 +216,11 @@ def _gap_section(n_keys: int | None, temperature: float) -> None:
                         key="lab_gap",
                         help=i18n.t("Scores [0, …, 0, gap]: the others all equal, the top one gap higher."))
         weight = float(top_weight(gap, n_keys, temperature))
-        formula = rf"1 / (1 + {n_keys - 1:d} · e^(−{gap:g} / {temperature:g}))"
+        gap_text = lit(_local(f"{gap:g}"))
+        t_text = lit(_local(f"{temperature:g}"))
+        formula = rf"1 / (1 + {n_keys - 1:d} · e^(−{gap_text} / {t_text}))"
         st.markdown(i18n.t("With {n} keys and T = {t}, the top weight is {formula} = **{weight}**.").format(
-            n=f"{n_keys:d}", t=f"{temperature:g}", formula=formula, weight=lit(weight_text(weight))))
+            n=f"{n_keys:d}", t=t_text, formula=formula, weight=lit(weight_text(weight))))
         st.caption(i18n.t("Exponentials magnify gaps: at gap 20 (example D) the top weight is already "
                           "{weight} for 3 keys at T = 1. The curve uses as many keys as the scores above.")
                    .format(weight=lit(weight_text(float(top_weight(20.0, 3))))))

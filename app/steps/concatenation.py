@@ -8,6 +8,7 @@ import streamlit as st
 from app import i18n
 from app.charts import figure_layout, figure_style, figures, heatmap_panels
 from app.grids import editor_widgets
+from app.safe import lit
 from app.steps import output
 from app.steps.drawing import ScreenDrawing, StepDrawing
 from app.steps.projector import CAPTION_PX, TABLE_PX, Projector, fitted
@@ -54,8 +55,9 @@ def section(page: Section) -> None:
     grid(drawn["chart_concat"], key="chart_concat")
     st.caption(i18n.t("Each head's contribution head_i · W_O[rows of head i]; they add up to the output"))
     grid(drawn["chart_contributions"], key="chart_contributions")
+    gap = lit(i18n.numbers_in(f"{page.view.contributions.gap:.1e}"))
     st.success(i18n.t("Check: the contributions sum to the output (largest difference {gap}).")
-               .format(gap=f"{page.view.contributions.gap:.1e}"), icon=":material/check_circle:")
+               .format(gap=gap), icon=":material/check_circle:")
 
 
 def concatenate(screen: Projector) -> None:

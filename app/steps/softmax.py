@@ -18,10 +18,16 @@ from app.steps.section import Section, grid, step_header, waiting
 from app.steps.step_text import drill_lines
 from app.steps.view import Charts, StepView, grid_of_heads, sub
 from app.widgets import chart
+from course.worksheet import scaling_words
 from mha_core import row_sum_deviation
 
 NAME = "softmax"
 ZOOM = 12  # positions a side of the zoomed window of a long sequence's weights
+
+
+def _scaling(setup, d_k: int) -> str:
+    """What the scaling does, in the reader's language and numbers: 'divided by √64 (× 0,125)'."""
+    return scaling_words(setup.scaling, d_k, i18n.t, i18n.numbers_in)
 
 
 def charts(view: StepView) -> Charts:
@@ -40,7 +46,7 @@ def section(page: Section) -> None:
     what = None
     if setup is not None and setup.scaling.kind != "sqrt":
         what = (i18n.t("Scale every score (here: {scaling}), then turn each row into positive weights "
-                       "that add up to 1.").format(scaling=setup.scaling.describe(page.sizes.d_k)))
+                       "that add up to 1.").format(scaling=lit(_scaling(setup, page.sizes.d_k))))
     step_header(NAME, formula, what)
     if page.inputs.mask_kind == "custom":
         mask_editor(page)
@@ -52,7 +58,7 @@ def section(page: Section) -> None:
                  "window": i18n.t("a sliding window of {size}: a query sees the last {size} tokens, "
                                   "itself included").format(size=size),
                  "custom": i18n.t("your grid")}.get(setup.mask_kind)
-    scaled = i18n.t("Scaled scores: {scaling}").format(scaling=setup.scaling.describe(page.sizes.d_k))
+    scaled = i18n.t("Scaled scores: {scaling}").format(scaling=lit(_scaling(setup, page.sizes.d_k)))
     if mask_note:
         scaled += i18n.t("; masked cells (mask: {note}) are blank here and in the weights").format(
             note=mask_note)
@@ -67,11 +73,11 @@ def section(page: Section) -> None:
     deviation = row_sum_deviation(r.weights)
     blocked = int(np.sum(~r.mask.any(axis=1))) if r.mask is not None else 0  # rows with no key
     check = i18n.t("Check: every row sums to 1 (largest deviation {deviation}).").format(
-        deviation=f"{deviation:.1e}")
+        deviation=lit(i18n.numbers_in(f"{deviation:.1e}")))
     if blocked:
         check = i18n.t("Check: every row that may attend to a key sums to 1 (largest deviation "
                        "{deviation}); {blocked} fully masked row(s) attend to nothing (all 0).").format(
-            deviation=f"{deviation:.1e}", blocked=f"{blocked:d}")
+            deviation=lit(i18n.numbers_in(f"{deviation:.1e}")), blocked=f"{blocked:d}")
     st.success(check, icon=":material/check_circle:")
 
 

@@ -18,7 +18,7 @@ from app.room.live import in_room, is_teacher
 from app.safe import lit
 from app.session import address, opening, session_keys, state
 from app.widgets import chart
-from course.i18n import N_
+from course.i18n import N_, translator
 from course.learn import INDUCTION_KIND, TASK_NAMES, TASK_SOLUTIONS, induction_question, role_of
 from mha_core.attention import softmax
 from mha_core.checkpoints import EXAMPLE_F
@@ -288,8 +288,9 @@ def heads_ui(model: Model, tokens: np.ndarray) -> None:
 
 
 def open_ui(model: Model, tokens: np.ndarray, workbench_page) -> None:
+    translate = translator(i18n.language())  # format_funcs are also called outside the run (AppTest)
     layer = st.selectbox(i18n.t("layer to open"), range(model.config.layers), key="learn_open_layer",
-                         format_func=lambda n: i18n.t("layer {n}").format(n=n + 1))
+                         format_func=lambda n: translate("layer {n}").format(n=n + 1))
     if st.button(i18n.t("Open this layer in the workbench"), key="learn_open", on_click=open_layer,
                  args=(model, tokens, layer)):
         address.switch_page(workbench_page)
@@ -308,7 +309,7 @@ def example_f_ui() -> None:
                        "and learning through it freezes. Here the same model (one head, d_k = 64) learns the "
                        "induction task both ways.").format(scaled=i18n.number(scaled, 3),
                                                             grad=i18n.number(scaled * (1 - scaled), 4),
-                                                            unscaled=f"{unscaled:.1e}"))
+                                                            unscaled=lit(i18n.numbers_in(f"{unscaled:.1e}"))))
     configs = {"sqrt": EXAMPLE_F, "none": replace(EXAMPLE_F, scaling="none")}
     runs = {kind: training.runs().finished(config) for kind, config in configs.items()}
     if any(run is None for run in runs.values()):

@@ -22,7 +22,7 @@ from app.grids import editor_labels
 from app.safe import lit
 from app.session import address, opening, session_keys, state
 from app.widgets import chart
-from course.i18n import N_
+from course.i18n import N_, number, translator
 from mha_core import LIMITS, normalised_entropy
 from mha_core.analysis import FLAT_AT, attention_change, head_pattern, sentence_cosine
 from mha_core.derive import compare_heads, contributions_of
@@ -137,7 +137,7 @@ def _open_tab() -> int:
 def sentence_ui() -> str:
     st.session_state.setdefault("model_text", next(iter(SENTENCES)))
     pick = st.selectbox(i18n.t("Try a sentence"), [OWN_TEXT, *SENTENCES], key="model_example",
-                        format_func=_sentence_option)
+                        format_func=sentence_option(translator(i18n.language())))
     if pick in SENTENCES and st.session_state.get("model_example_used") != pick:
         st.session_state.model_text = pick  # before the text box is drawn
         st.session_state.model_example_used = pick
@@ -147,11 +147,15 @@ def sentence_ui() -> str:
     return text
 
 
-def _sentence_option(option: str) -> str:
-    """A picker option (plain text): the sentence as the model reads it, what it shows translated."""
-    if option == OWN_TEXT:
-        return i18n.t(OWN_TEXT)
-    return option if option not in SENTENCES else f"{option}  ·  {i18n.t(SENTENCES[option])}"
+def sentence_option(translate):
+    """The picker's format_func in this run's language (``translate``), whenever it is asked: an option
+    (plain text) is the sentence as the model reads it and what it shows, translated."""
+    def label(option: str) -> str:
+        if option == OWN_TEXT:
+            return translate(OWN_TEXT)
+        return option if option not in SENTENCES else f"{option}  ·  {translate(SENTENCES[option])}"
+
+    return label
 
 
 def layer_ui() -> int:
@@ -160,9 +164,9 @@ def layer_ui() -> int:
                              segmented=True)
 
 
-def head_labels(weights: np.ndarray) -> list[str]:
-    """Each head's normalised entropy (mean over queries) and its pattern guess."""
-    return [f"{float(np.mean(normalised_entropy(w))):.2f}\n{head_pattern(w)}" for w in weights]
+def head_labels(weights: np.ndarray, language: str) -> list[str]:
+    """Each head's normalised entropy (mean over queries, as ``language`` writes it) and its pattern guess."""
+    return [f"{number(float(np.mean(normalised_entropy(w))), language)}\n{head_pattern(w)}" for w in weights]
 
 
 def overview_tab(trace: Trace, layer: int, key: tuple) -> None:
@@ -175,7 +179,7 @@ def overview_tab(trace: Trace, layer: int, key: tuple) -> None:
     weights = [result.weights for result in trace.attentions]  # 6 x [12, n, n]
     width = phone_css.column_width() or figure_layout.FULL_WIDTH
     language = i18n.language()
-    labels = kept("head labels", lambda: [head_labels(w) for w in weights])
+    labels = kept(f"head labels {language}", lambda: [head_labels(w, language) for w in weights])
     chart(figure(model_figures.model_view, weights, labels, width=width, language=language),
           key="model_overview",
           text=kept(f"overview text {language}", lambda: of_model(weights, language=language)))
@@ -193,8 +197,9 @@ def _head_names(n_heads: int) -> list[str]:
     return [i18n.t("head {n}").format(n=i + 1) for i in range(n_heads)]
 
 
-def _layer_head(pair: tuple[int, int]) -> str:
-    return i18n.t("layer {layer}, head {head}").format(layer=pair[0] + 1, head=pair[1] + 1)
+def _layer_head(pair: tuple[int, int], translate=None) -> str:
+    """'layer 2, head 5' in ``translate``'s language (a format_func's, kept from its run), or the reader's."""
+    return (translate or i18n.t)("layer {layer}, head {head}").format(layer=pair[0] + 1, head=pair[1] + 1)
 
 
 def layer_tab(trace: Trace, layer: int) -> None:
@@ -249,8 +254,9 @@ def picture_colours(panel: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, 
 
 def lines_tab(trace: Trace, layer: int) -> None:
     weights = trace.attentions[layer].weights  # [h, n, n]
+    translate = translator(i18n.language())  # format_funcs are also called outside the run (AppTest)
     chosen = st.multiselect(i18n.t("heads"), list(range(12)), default=[0], key="model_line_heads",
-                            format_func=lambda h: i18n.t("head {n}").format(n=h + 1))
+                            format_func=lambda h: translate("head {n}").format(n=h + 1))
     n = len(trace.tokens)
     first = 0
     if n > LINE_WINDOW:
@@ -261,8 +267,8 @@ def lines_tab(trace: Trace, layer: int) -> None:
     window = slice(first, first + LINE_WINDOW)
     tokens = trace.tokens[window]
     isolate = st.selectbox(i18n.t("only the lines of"), [EVERY_PIECE, *editor_labels.row_labels(tokens)],
-                           key="model_line_query",
-                           format_func=lambda piece: i18n.t(EVERY_PIECE) if piece == EVERY_PIECE else piece)
+                           key="model_line_query", format_func=lambda piece: (
+                               piece if piece != EVERY_PIECE else translate(EVERY_PIECE)))
     query = None if isolate == EVERY_PIECE else editor_labels.row_labels(tokens).index(isolate)
     if not chosen:
         st.info(i18n.t("Choose at least one head."))
@@ -292,7 +298,9 @@ def change_tab(loaded, trace: Trace, text: str, layer: int, workbench_page) -> N
     st.markdown(i18n.t("**Zero heads inside the model** and see how every later layer's attention and the "
                        "sentence embedding change (the change no other viewer shows)."))
     options = [(layer_, head) for layer_ in range(6) for head in range(12)]
-    zeroed = st.multiselect(i18n.t("heads to zero"), options, key="model_zero", format_func=_layer_head)
+    translate = translator(i18n.language())  # format_funcs are also called outside the run (AppTest)
+    zeroed = st.multiselect(i18n.t("heads to zero"), options, key="model_zero",
+                            format_func=lambda pair: _layer_head(pair, translate))
     if not zeroed:
         return
     after = traced(text, tuple(sorted(zeroed)))

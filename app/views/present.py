@@ -31,8 +31,8 @@ from course.steps import SCREENS, STEPS, screen_position
 # Everything on a screen fits a projector's 1280 x 720 without scrolling (tests/app/test_present_fit.py):
 # text of 20 px with tight lines, formulas of 24 px, little padding and small gaps between elements.
 PRESENTER_CSS = """<style>
-/* Two invisible elements (this style, the scroll frame) first, then the header row below the app's bar */
-[data-testid="stMain"] .block-container { padding-top: 2.85rem; padding-bottom: 0.5rem; }
+/* The header row just below the app's bar (app/style.py's HEADER_HEIGHT, 3.75rem) */
+[data-testid="stMain"] .block-container { padding-top: 3.95rem; padding-bottom: 0.5rem; }
 [data-testid="stMain"] [data-testid="stVerticalBlock"] { gap: 0.55rem; }
 [data-testid="stMain"] h3 { padding: 0; font-size: 1.8rem; line-height: 1.2; }
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
@@ -166,10 +166,11 @@ def header(screen: int) -> None:
     the teacher: "Explore on my own" in the sidebar gives the buttons back)."""
     led = widgets.following()
     back, title, forward = st.columns([1, 6, 1], vertical_alignment="center")
-    back.button("◀ " + i18n.t("Back"), key="present_back", on_click=go, args=(-1,),
+    back.button(i18n.t("Back"), key="present_back", on_click=go, args=(-1,), icon=":material/arrow_back:",
                 disabled=screen == 0 or led, use_container_width=True)
     title.markdown(f"### {screen_heading(screen)}")
-    forward.button(i18n.t("Next") + " ▶", key="present_next", on_click=go, args=(1,), type="primary",
+    forward.button(i18n.t("Next"), key="present_next", on_click=go, args=(1,), type="primary",
+                   icon=":material/arrow_forward:", icon_position="right",
                    disabled=screen == len(SCREENS) - 1 or led, use_container_width=True)
 
 

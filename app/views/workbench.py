@@ -131,7 +131,7 @@ def drill_down_toggle(page: Section) -> None:
         return
     cell_opener.cell_opener_ui()  # Enter on a cell of the scores' or weights' tables opens it here
     # A toggle rather than an expander: a collapsed expander still builds its contents every run.
-    if st.toggle("🔍 " + i18n.t("Drill down: one (query, key) cell of one head, with the live numbers"),
+    if st.toggle(i18n.t("Drill down: one (query, key) cell of one head, with the live numbers"),
                  key="drill_open"):
         drill_down(st.session_state.result_key, page.q_tokens, page.k_tokens, page.heads)
 
