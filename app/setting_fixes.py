@@ -49,12 +49,19 @@ def token_text_problem(text: str, what: str) -> str | None:
     return token_problem(text.split(), what)
 
 
+NOT_WHOLE = N_("h = {h} does not divide d_model = {d_model}: d_k = d_model / h = {d_k} is not a whole "
+               "number. Choose h among {divisors}, make d_model a multiple of h (e.g. {multiple}), or set "
+               "d_k and d_v yourself.")
+
+
 def head_split_problem(d_model: int, n_heads: int) -> str | None:
     """Why d_k = d_v = d_model / h cannot be used, or None."""
-    try:
-        d_k = head_width(d_model, n_heads)
-    except ValueError as error:
-        return str(error)
+    if d_model % n_heads:
+        divisors = ", ".join(f"{h:d}" for h in range(1, d_model + 1) if d_model % h == 0)
+        multiple = n_heads * max(1, round(d_model / n_heads))
+        return i18n.t(NOT_WHOLE).format(h=f"{n_heads:d}", d_model=f"{d_model:d}", divisors=divisors,
+                                        d_k=i18n.number(d_model / n_heads, 2), multiple=f"{multiple:d}")
+    d_k = head_width(d_model, n_heads)
     if d_k > LIMITS.d_head:
         return i18n.t("d_k = {d_k} is over the limit {limit}: use more heads.").format(
             d_k=f"{d_k:d}", limit=f"{LIMITS.d_head:d}")

@@ -25,6 +25,14 @@ The cases (issue 15, "What a hostile student did"; the figures before are the is
 - markup: tokens from a ``?s=`` link and a nickname holding ``![i](http://127.0.0.1:<port>/p.png)
   **BOLD**``; Chromium opens every page, leads a room and asks, reveals; a local HTTP listener counts
   the requests it receives (target 0; a control fetch proves it counts).
+- no_address (issue 29, item 4): a server that names no header (MHA_CLIENT_IP_HEADER unset, as
+  ``make run`` or a proxy on the same host that nobody configured), on a SQLite store of its own for
+  each source: 30 sessions press "Start a room", fresh sessions try one wrong room code each for
+  GUESS_SECONDS, 200 fresh browsers open /?room=CODE. The sources: the websocket from 127.0.0.1
+  (Streamlit gives no address), from 127.0.0.2 (the socket is bound to it: Streamlit gives the peer),
+  and from 127.0.0.1 with a fresh X-Forwarded-For per session (uvicorn copies that header into the
+  peer address when the peer is 127.0.0.1 or ::1: a script on the host, or a proxy there passing the
+  browser's own header on). Each source must keep to one address's limits.
 
 Each case ends with "held: yes" or the rules it broke (failures()); the bench exits non-zero if any broke.
 """
@@ -56,7 +64,10 @@ from tests.st_protocol import FollowerSession  # noqa: E402
 
 ATTACKER, TEACHER, STUDENT, CLASSMATE = "127.0.0.66", "127.0.0.10", "127.0.0.20", "127.0.0.21"
 AT_ONCE = 8  # sessions the bench keeps open at the same time in a flood
-CASES = ("flood", "fill", "impersonation", "guessing", "ballot", "export", "markup")
+CASES = ("flood", "fill", "impersonation", "guessing", "ballot", "export", "markup", "no_address")
+SOURCES = {"127.0.0.1": ("127.0.0.1", False), "127.0.0.2": ("127.0.0.2", False),  # name: (bound to,
+           "127.0.0.1 forging X-Forwarded-For": ("127.0.0.1", True)}  # a fresh X-Forwarded-For a session)
+GUESS_SECONDS = 20.0  # the no_address case's guessing, fresh sessions one wrong code each
 ISSUE_FILE_NAME = 'x""";import os;os.system("touch PWNED");""".json'
 CHOICES = ["A", "B", "C"]
 
@@ -68,9 +79,11 @@ class Tab(FollowerSession):
     """A session from one address (and, where it has one, one browser's cookie) that keeps every
     alert and Markdown text it was sent (``said``, escapes undone)."""
 
-    def __init__(self, url: str, address: str, cookie: str | None = None):
-        headers = {"X-Forwarded-For": address, **({"Cookie": f"mha_student={cookie}"} if cookie else {})}
+    def __init__(self, url: str, address: str | None, cookie: str | None = None, source: str | None = None):
+        headers = {**({"X-Forwarded-For": address} if address else {}),
+                   **({"Cookie": f"mha_student={cookie}"} if cookie else {})}
         super().__init__(url, timeout=120.0, headers=headers)
+        self.source = source  # None: 127.0.0.1
 
     def saw(self, words: str) -> bool:
         return any(words in text for text in self.said)
@@ -81,10 +94,10 @@ class Tab(FollowerSession):
         return await self.open(query)
 
 
-async def visit(url: str, query: str, address: str, cookie: str | None = None, page: str | None = None,
-                press: str | None = None) -> Tab:
+async def visit(url: str, query: str, address: str | None, cookie: str | None = None, page: str | None = None,
+                press: str | None = None, source: str | None = None) -> Tab:
     """Open a tab, optionally press a button by key, close it; the tab keeps what was said."""
-    tab = Tab(url, address, cookie)
+    tab = Tab(url, address, cookie, source)
     try:
         await tab.open_page(query, page)
         if press:
@@ -292,6 +305,53 @@ def export_file_name() -> dict:
                 "name_in_script": ISSUE_FILE_NAME in made.stdout or repr(ISSUE_FILE_NAME) in made.stdout}
 
 
+# --- No address: a server that names no header, reached from the host itself -------------------------
+
+
+def forged(forge: bool) -> str | None:
+    """A fresh X-Forwarded-For (a documentation address) when the source forges one, else None."""
+    return f"198.51.{random.randrange(100, 114)}.{random.randrange(1, 255)}" if forge else None
+
+
+async def from_source(url: str, store, source: str, forge: bool) -> dict:
+    """The three attacks from one source: rooms by 30 sessions, wrong codes for GUESS_SECONDS from fresh
+    sessions, 200 fresh browsers into one room."""
+    rooms, room_seconds = await many(30, lambda i: visit(url, "", forged(forge), page="class",
+                                                         press="live_start", source=source))
+    rng, tried, answered, started = random.Random(29), 0, 0, time.monotonic()
+    while time.monotonic() - started < GUESS_SECONDS:
+        tabs, _ = await many(AT_ONCE, lambda i: visit(url, f"room={wrong_code(store, rng)}", forged(forge),
+                                                      source=source))
+        tried += len(tabs)
+        answered += sum(t.saw("There is no room") for t in tabs)
+    guess_seconds = time.monotonic() - started
+    room = store.create_room(client=TEACHER)
+    joins, join_seconds = await many(200, lambda i: visit(url, f"room={room.code}", forged(forge),
+                                                          fresh_cookie(), source=source))
+    return {"rooms": sum(t.saw("you lead it") for t in rooms), "room_seconds": room_seconds,
+            "guesses_tried": tried, "guesses_answered": answered, "guess_seconds": guess_seconds,
+            "answered_per_minute": answered * 60 / guess_seconds,
+            "joins_tried": len(joins), "join_seconds": join_seconds,
+            "admitted": sum(not s.removed for s in store.roster(room.code, room.teacher_secret)),
+            "exceptions": exceptions([*rooms, *joins])}
+
+
+def no_address(url: str, store) -> dict:
+    """Each source on a server and SQLite store of its own, MHA_CLIENT_IP_HEADER unset."""
+    from classroom.sqlite_store import SqliteStore
+
+    results = {}
+    for name, (source, forge) in SOURCES.items():
+        with tempfile.TemporaryDirectory(prefix="abuse-local-") as tmp, \
+                streamlit_server(env={"MHA_CLIENT_IP_HEADER": None, "REDIS_URL": None,
+                                      "MHA_DATA_DIR": tmp}) as (local_url, _):
+            local_store = SqliteStore(tmp)
+            asyncio.run(visit(local_url, "", None, source=source))  # the first run imports: not timed
+            results[name] = asyncio.run(from_source(local_url, local_store, source, forge))
+            local_store.release()
+    return results
+
+
 # --- Markup: count what a browser fetches ----------------------------------------------------------
 
 
@@ -443,7 +503,20 @@ def failures(name: str, r: dict) -> list[str]:
     def refill(per_minute: float, seconds: float) -> int:
         return int(per_minute * seconds / 60) + 1  # tokens back during the flood, and one of slack
 
+    def local(source: dict) -> list[tuple[bool, str]]:
+        return [(source["rooms"] <= ROOMS_PER_CLIENT + refill(ROOMS_PER_CLIENT, source["room_seconds"]),
+                 "more rooms than one address may start"),
+                (source["guesses_answered"] <= WRONG_CODES_PER_MINUTE
+                 + refill(WRONG_CODES_PER_MINUTE, source["guess_seconds"]),
+                 "more codes answered than one address"),
+                (source["admitted"] <= JOIN_BURST + JOIN_PER_SECOND * source["join_seconds"] + 1,
+                 "more admitted than one address's join rate"),
+                (source["exceptions"] == 0, "an exception on a page")]
+
     checks = {
+        "no_address": [(held, f"{source}: {why}") for source, measured in r.items()
+                       if name == "no_address" and isinstance(measured, dict)
+                       for held, why in local(measured)],
         "flood": [(r.get("rooms", 0) <= ROOMS_PER_CLIENT + refill(ROOMS_PER_CLIENT, r.get("seconds", 0)),
                    "more rooms than the per-address limit"),
                   (r.get("teacher") == "leads a room", "the teacher from another address got no room"),
@@ -490,12 +563,25 @@ def run_case(name: str, url: str, store) -> dict:
         result = export_file_name()
     elif name == "markup":
         result = markup(url, store)
+    elif name == "no_address":
+        result = no_address(url, store)
     else:
         case = {"flood": room_flood, "fill": class_fill, "impersonation": impersonation,
                 "guessing": code_guessing, "ballot": ballot_stuffing}[name]
         result = asyncio.run(case(url, store))
     result["case_seconds"] = time.monotonic() - started
     return result
+
+
+def print_result(result: dict, indent: str = "") -> None:
+    for key, value in result.items():
+        if isinstance(value, dict) and value:
+            print(f"{indent}- {key}:")
+            print_result(value, indent + "  ")
+        elif isinstance(value, float):
+            print(f"{indent}- {key}: {value:.2f}")
+        else:
+            print(f"{indent}- {key}: {value}")
 
 
 def main() -> None:
@@ -516,8 +602,7 @@ def main() -> None:
         for name in cases:
             result = run_case(name, url, store)
             print(f"\n## {name} ({result.pop('case_seconds'):.1f} s)")
-            for key, value in result.items():
-                print(f"- {key}: {value:.2f}" if isinstance(value, float) else f"- {key}: {value}")
+            print_result(result)
             failed = failures(name, result)
             print(f"- held: {'yes' if not failed else 'NO: ' + '; '.join(failed)}")
             broken += [f"{name}: {why}" for why in failed]

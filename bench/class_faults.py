@@ -3,13 +3,15 @@
 Run: PYTHONPATH=. .venv/bin/python bench/class_faults.py [--students 40] [--redis]
 
 One headless server (tests/live_server.py) on the embedded store (SQLite under a temporary
-MHA_DATA_DIR), or with --redis on a redis-server the bench starts. The bench is the teacher: it
-starts a room, shows an example and asks a question (A, B or C). N students follow over Streamlit's
-websocket protocol (tests/st_protocol.FollowerSession) and answer through the page (the form's radio
-and Send), at random moments within --answer-window seconds; --kill-at seconds in, the server gets
-SIGKILL. A second server then starts on the same store. Every student reconnects with the address
-its page had and its ``mha_student`` cookie (as a browser does after a restart) and sends its answer
-again, as a student unsure whether it went through would.
+MHA_DATA_DIR), or with --redis on a redis-server the bench starts. It counts clients by
+X-Forwarded-For (MHA_CLIENT_IP_HEADER, as behind the Kubernetes ingress) and every student sends its
+own (from 127.0.0.1 without one they would all be one address, whose join rate makes some wait).
+The bench is the teacher: it starts a room, shows an example and asks a question (A, B or C). N
+students follow over Streamlit's websocket protocol (tests/st_protocol.FollowerSession) and answer
+through the page (the form's radio and Send), at random moments within --answer-window seconds;
+--kill-at seconds in, the server gets SIGKILL. A second server then starts on the same store.
+Every student reconnects with the address its page had and its ``mha_student`` cookie (as a browser
+does after a restart) and sends its answer again, as a student unsure whether it went through would.
 
 Checked and reported: the room, its version and its state are what they were before the kill; every
 answer whose page said "Your answer is in" before the kill is stored with the value first sent;
@@ -47,10 +49,17 @@ async def answer(client: FollowerSession, question_id: str, value: str) -> bool:
     return run.answer_in
 
 
+def student_address(i: int) -> str:
+    """Student i's own address (its X-Forwarded-For, kept when it reconnects)."""
+    return f"10.0.{i // 250}.{i % 250 + 1}"
+
+
 async def first_server(url: str, code: str, question_id: str, args, rng) -> tuple[list, dict, list]:
     """Students join, then answer (tasks still running) while the server is killed under them."""
     cookies = [f"mha_student={secrets.token_urlsafe(24)}" for _ in range(args.students)]  # one browser each
-    clients = [FollowerSession(url, timeout=20, headers={"Cookie": cookie}) for cookie in cookies]
+    clients = [FollowerSession(url, timeout=20, headers={"Cookie": cookie,
+                                                         "X-Forwarded-For": student_address(i)})
+               for i, cookie in enumerate(cookies)]
     opened = await asyncio.gather(*(c.open(f"room={code}") for c in clients))
     assert all(run.question_seen for run in opened), "a student did not see the question"
     outcome: dict[int, str] = {}
@@ -84,7 +93,7 @@ async def reconnect(url: str, old: FollowerSession, question_id: str, value: str
 def run(args) -> dict:
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="class-faults-") as tmp, contextlib.ExitStack() as stack:
-        os.environ["MHA_DATA_DIR"] = str(Path(tmp) / "data")
+        os.environ.update(MHA_DATA_DIR=str(Path(tmp) / "data"), MHA_CLIENT_IP_HEADER="X-Forwarded-For")
         os.environ.pop("REDIS_URL", None)
         if args.redis:
             from tests.redis_server import RedisServer

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,17 +23,22 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(*extra_args: str, timeout: float = 60.0, entry: Path = ENTRY):
+def streamlit_server(*extra_args: str, timeout: float = 60.0, entry: Path = ENTRY,
+                     env: Mapping[str, str | None] | None = None, log_path: Path | None = None):
     """Yield the base URL of a headless Streamlit server serving the app (or another script, entry);
-    stop it afterwards."""
+    stop it afterwards. env: variables to set for it on top of this process's (None: unset);
+    log_path: where its output goes (else artifacts/server-<port>.log when artifacts/ exists)."""
     port = free_port()
     command = [
         sys.executable, "-m", "streamlit", "run", str(entry),
         "--server.headless=true", "--server.address=127.0.0.1", f"--server.port={port}",
         "--browser.gatherUsageStats=false", "--server.fileWatcherType=none", *extra_args,
     ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    log = open(ROOT / "artifacts" / f"server-{port}.log", "w") if (ROOT / "artifacts").is_dir() else None
+    env = {name: value for name, value in {**os.environ, **(env or {})}.items() if value is not None}
+    env["PYTHONPATH"] = str(ROOT)
+    if log_path is None and (ROOT / "artifacts").is_dir():
+        log_path = ROOT / "artifacts" / f"server-{port}.log"
+    log = open(log_path, "w") if log_path else None
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log or subprocess.DEVNULL,
                                stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

@@ -84,6 +84,7 @@ class Session:
         self.url = url.rstrip("/")  # http://127.0.0.1:<port>
         self.timeout = timeout
         self.headers = dict(headers or {})  # sent with the websocket's handshake (Cookie, X-Forwarded-For)
+        self.source: str | None = None  # the local address the websocket leaves from (e.g. 127.0.0.2)
         self.ws: ClientConnection | None = None
         self.widgets: dict[str, WidgetState] = {}  # widget id -> the value this client set
         self.page_hash = ""  # sent back from the second run on, as the frontend does
@@ -114,7 +115,8 @@ class Session:
         self.ws = await connect(self.url.replace("http", "ws", 1) + "/_stcore/stream",
                                 subprotocols=["streamlit", *([xsrf] if xsrf else [])], origin=self.url,
                                 additional_headers=headers, max_size=None, ping_interval=None,
-                                open_timeout=self.timeout)
+                                open_timeout=self.timeout,
+                                **({"local_addr": (self.source, 0)} if self.source else {}))
         return await self.rerun(query_string=query_string)
 
     def set_json(self, key: str, value) -> None:

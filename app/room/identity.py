@@ -2,7 +2,8 @@
 deployer's teacher key, and the student's identity (the ``mha_student`` cookie's secret, whose hash
 is the store's id).
 
-The store, its limits and the session keys are the hub's (app/room/live.py).
+The store, its limits and the session keys are the hub's (app/room/live.py); the header that names the
+browser's address behind a proxy, app/room/proxy.py.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import os
 import re
 import secrets
@@ -18,13 +20,15 @@ from pathlib import Path
 import streamlit as st
 
 from app import i18n
-from app.adapter import page_scripts, streamlit_door
-from app.room import live
+from app.adapter import page_scripts
+from app.room import live, proxy
 from classroom.store import StoreError
 
 TEACHER_KEY_ENV, TEACHER_KEY_FILE_ENV = "MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE"
-CLIENT_IP_HEADER_ENV = "MHA_CLIENT_IP_HEADER"  # e.g. X-Forwarded-For behind a proxy that sets it
 MAX_CLIENT_CHARS = 64  # an IPv6 address with a zone fits; a longer header value is cut
+# The one client of every request whose address the server cannot tell: its buckets are the store's
+# per-address ones, sized for a school behind one address.
+NO_ADDRESS = "(no address)"
 
 STUDENT_COOKIE = "mha_student"
 STUDENT_COOKIE_MAX_AGE = 365 * 24 * 3600  # a year: the same student all school year on one browser
@@ -34,18 +38,47 @@ STUDENT_ID_CHARS = 16
 
 def client_address() -> str:
     """The address the store's per-client limits count: the first address of the header named by
-    MHA_CLIENT_IP_HEADER when the deployer set it (a proxy in front rewrites it; without such a proxy
-    any client could write it), else the websocket's peer address, else (localhost, where Streamlit
-    gives none) this session's own id, so that local sessions never share a limit."""
-    header = os.environ.get(CLIENT_IP_HEADER_ENV, "").strip()
-    if header:
-        values = st.context.headers.get_all(header)
-        first = text_or_empty(values[0] if isinstance(values, list) and values else "").split(",")[0].strip()
-        if first:
-            return first[:MAX_CLIENT_CHARS]
-    if text_or_empty(st.context.ip_address):
-        return st.context.ip_address[:MAX_CLIENT_CHARS]
-    return f"session:{streamlit_door.session_id() or 'none'}"
+    MHA_CLIENT_IP_HEADER when the deployer set it and the request carries it (a proxy in front
+    rewrites it; without such a proxy any client could write it), else the websocket's peer when it
+    names a client, else NO_ADDRESS: loopback (a local script, a proxy on this host), a proxy nobody
+    named and AppTest share one bucket of each kind."""
+    return named_address() or peer_address() or NO_ADDRESS
+
+
+def named_address() -> str:
+    """The first address of the header MHA_CLIENT_IP_HEADER names; "" when unset or not sent."""
+    header = proxy.configured_header()
+    values = proxy.header_values(header) if header else []
+    return first_address(values[0]) if values else ""
+
+
+def first_address(value: str) -> str:
+    """The browser's address in a proxy header: "a, b" gives a; Forwarded's "for=a;proto=https", a."""
+    first = value.split(",")[0].strip()
+    for part in first.split(";"):
+        name, _, address = part.partition("=")
+        if name.strip().lower() == "for":
+            first = address.strip().strip('"')
+    return first[:MAX_CLIENT_CHARS]
+
+
+def peer_address() -> str:
+    """The websocket's peer when it names a client, else "": none (Streamlit gives None for 127.0.0.1
+    and ::1; AppTest, no text), another loopback address, or one uvicorn copied from X-Forwarded-For
+    (it trusts that header from a loopback peer: a local script or an unnamed proxy wrote it)."""
+    peer = text_or_empty(st.context.ip_address)
+    copied = any(peer in value for value in proxy.header_values("X-Forwarded-For"))  # an entry, port cut
+    return "" if not peer or is_loopback(peer) or copied else peer[:MAX_CLIENT_CHARS]
+
+
+def is_loopback(address: str) -> bool:
+    """127.0.0.0/8, ::1, or an IPv4-mapped loopback address (::ffff:127.0.0.2)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def text_or_empty(value) -> str:

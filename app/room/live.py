@@ -7,7 +7,8 @@ classroom/, UI-free; asking the room is app/room/questions.py.
 
 Who may do what (docs/deploy.md, "Threat model"): starting a room needs the deployer's teacher key
 when MHA_TEACHER_KEY (or MHA_TEACHER_KEY_FILE) is set; the store's join() is the only way into a
-room, and it limits wrong codes and join rates per client address (identity.client_address()); a
+room, and it limits wrong codes and join rates per client address (identity.client_address(): one
+shared address for every request the server cannot tell apart, app/room/proxy.py for a proxy); a
 student is the browser holding the ``mha_student`` cookie, whose secret never leaves that browser and
 this process (the store sees only its hash, identity.student_id_of()).
 
@@ -23,6 +24,7 @@ import time
 import streamlit as st
 
 from app import widgets
+from app.room import proxy
 from app.session import session_keys
 from classroom.backends import open_store
 from classroom.watch import RoomWatch
@@ -67,7 +69,9 @@ def follower_turn():
     """A following student's page run waits for its turn: when the teacher changes something the
     whole class reruns at once, and two at a time share the server's one core (the GIL) with less
     switching than a hundred threads would (p95 3.05 s against 3.21 s at 100 students,
-    docs/performance.md), leaving room for the teacher's own runs."""
+    docs/performance.md), leaving room for the teacher's own runs. Every run passes here, so it is
+    also where the first request through an unnamed proxy is logged (proxy.notice)."""
+    proxy.notice()
     if not widgets.following():
         yield
         return

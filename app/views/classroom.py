@@ -14,7 +14,7 @@ import streamlit as st
 from app import i18n
 from app.adapter import streamlit_door
 from app.adapter.fragments import fragment
-from app.room import door, identity, live, questions, room_box
+from app.room import door, identity, live, proxy, questions, room_box
 from app.room.following import leave, room_gone
 from app.safe import html_text, lit, md
 from app.session import session_keys
@@ -27,6 +27,11 @@ VERSION_NOTE = N_("This server runs Streamlit {installed}, but the app was check
                   "fixes for its two races are off, and students' pages may follow you only by their own "
                   "poll (every 2 s). Install the version requirements.txt names.")
 NICKNAME = N_("Your nickname (optional; only your teacher sees it)")
+PROXY_NOTE = N_("Requests reach this server through a proxy (they carry the header {header}), but "
+                "`MHA_CLIENT_IP_HEADER` is not set: the limits on rooms started, room codes tried and "
+                "students joining count everyone coming through it as one address. If the proxy writes the "
+                "browser's address into {header}, replacing what the browser sent, whoever runs the server "
+                "should set `MHA_CLIENT_IP_HEADER={header}` (docs/deploy.md).")
 
 # The session keys this module owns (app/session/session_keys.py).
 session_keys.register(*(session_keys.Key(name, "classroom") for name in (
@@ -118,6 +123,9 @@ def render() -> None:
     if streamlit_door.version_note() is not None and (live.is_teacher() or not live.in_room()):
         st.warning(i18n.t(VERSION_NOTE).format(installed=lit(streamlit_door.installed_version()),
                                                pinned=lit(streamlit_door.PINNED)), icon=":material/warning:")
+    proxy_header = proxy.unconfigured()
+    if proxy_header is not None and (live.is_teacher() or not live.in_room()):
+        st.warning(i18n.t(PROXY_NOTE).format(header=proxy_header), icon=":material/router:")
     if not live.in_room():
         door_ui()
         return

@@ -189,7 +189,7 @@ def test_heads_not_dividing_d_model_says_how_to_fix_it(at):
     at.number_input(key="d_model").set_value(5).run()
     assert not at.exception
     message = " ".join(shown(at.error))
-    assert "does not divide d_model=5" in message and "Choose h in [1, 5]" in message
+    assert "h = 2 does not divide d_model = 5" in message and "Choose h among 1, 5" in message
     at.number_input(key="d_model").set_value(4).run()  # the matrices come back, resized
     assert not at.error and work(at, "w_q").shape == (2, 4, 2)
 

@@ -38,6 +38,7 @@ from classroom.store import (
     TooSoon,
 )
 from classroom.watch import VERSION_MAX_AGE
+from course.i18n import translator
 from tests.apptest_util import ENTRY, fresh_app, goto, open_address, texts, unescaped
 from tests.live_server import streamlit_server
 from tests.st_protocol import FollowerSession, Session
@@ -272,6 +273,76 @@ def test_the_same_browser_in_two_tabs_is_one_student_who_answers_once():
     assert live.store().answer(code, question.id, first.session_state["student_id"], "A")
     assert not live.store().answer(code, question.id, second.session_state["student_id"], "B")
     assert live.store().tally(code, question.id).counts == {"A": 1, "B": 0}
+
+
+# --- One name per student (issue 29): the refusal next to the nickname box, what was typed kept -------
+
+
+def test_a_taken_nickname_is_refused_next_to_the_join_box_with_a_free_one_and_kept():
+    teacher, code = teacher_with_room()
+    join_with_the_box(class_page(), code, "Mara")
+    second = class_page()
+    join_with_the_box(second, code, "M\u0430ra")  # a Cyrillic а
+    assert "room" not in second.session_state
+    assert [plain(w.value) for w in second.main.warning] == [
+        "The nickname “M\u0430ra” is taken in this room: try “M\u0430ra 2”."]
+    assert second.text_input(key="live_join_nickname").value == "M\u0430ra"  # kept, to edit
+    assert second.text_input(key="live_join_code").value == code
+    join_with_the_box(second, code, "M\u0430ra 2")
+    assert second.session_state["room"] == code
+    assert sorted(s.nickname for s in roster(teacher)) == ["Mara", "M\u0430ra 2"]
+
+
+def test_a_member_renaming_to_a_taken_name_keeps_their_own():
+    teacher, code = teacher_with_room()
+    join_with_the_box(class_page(), code, "Mara")
+    student = class_page()
+    join_with_the_box(student, code, "Bo")
+    student.text_input(key="live_my_nickname").input("MARA").run()
+    assert not student.exception
+    refusal = "The nickname “MARA” is taken in this room: try “MARA 2”."
+    assert refusal in [plain(w.value) for w in student.warning]
+    assert sorted(s.nickname for s in roster(teacher)) == ["Bo", "Mara"]
+    student.text_input(key="live_my_nickname").input("BO").run()  # their own name, in capitals
+    assert sorted(s.nickname for s in roster(teacher)) == ["BO", "Mara"]
+
+
+def test_the_refusal_is_in_the_readers_language():
+    teacher, code = teacher_with_room()
+    join_with_the_box(class_page(), code, "Mara")
+    student = open_address({"lang": "de"})
+    goto(student, "class")
+    student.text_input(key="live_join_code").input(code)
+    student.text_input(key="live_join_nickname").input(" mara ")
+    student.button(key=f"FormSubmitter:live_join-{translator('de')('Join')}").click().run()
+    assert not student.exception
+    assert [plain(w.value) for w in student.main.warning] == [
+        "Der Spitzname „mara“ ist in diesem Raum schon vergeben: versuch es mit „mara 2“."]
+
+
+def test_an_answer_with_another_students_name_is_refused_next_to_the_nickname_box_and_kept():
+    teacher, code = teacher_with_room()
+    question = live.store().ask(code, teacher.session_state["teacher_secret"], "Which head?", ["A", "B"])
+    join_with_the_box(class_page(), code, "Mara")
+    student = open_address({"room": code})  # the link: no nickname at the door
+    student.radio(key="live_value").set_value("B")
+    student.text_input(key="live_nickname").input("MARA")
+    send = f"FormSubmitter:live_answer_{question.id}-Send"
+    student.button(key=send).click().run()
+    assert not student.exception
+    (form,) = student.get("form")
+    drawn = [(type(e).__name__, getattr(e, "key", None)) for e in form][1:]  # under the form's block
+    assert drawn.index(("Warning", None)) == drawn.index(("TextInput", "live_nickname")) + 1  # next to it
+    refusals = [plain(w.value) for w in student.warning]
+    assert "The nickname “MARA” is taken in this room: try “MARA 2”." in refusals
+    assert live.store().tally(code, question.id).total == 0  # not counted under someone else's name
+    assert student.radio(key="live_value").value == "B"  # the form and what was typed stay
+    assert student.text_input(key="live_nickname").value == "MARA"
+    student.text_input(key="live_nickname").input("Mara K.")
+    student.button(key=send).click().run()
+    assert "Your answer is in" in shown(student)
+    assert live.store().tally(code, question.id).counts == {"A": 0, "B": 1}
+    assert sorted(s.nickname for s in roster(teacher)) == ["Mara", "Mara K."]
 
 
 # --- The teacher controls the door (finding 6 of the threat model) -----------------------------------
