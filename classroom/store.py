@@ -62,6 +62,7 @@ import time
 import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -573,24 +574,24 @@ class ClassroomStore(ABC):
         """Whether a teacher link holds: NoSuchRoom or NotTheTeacher, each taking one of the client's
         WRONG_CODES_PER_MINUTE; with none left, TooSoon whatever the link. A link that holds counts
         as the teacher's activity."""
-        bucket, now = f"guess:{check_client(client)}", self._clock()
-        self._refuse_if_empty(bucket, now, GUESS_BUCKET, TOO_MANY_GUESSES)
-        try:
+        now = self._clock()
+        with self.guessing(client=client, wrong=(NoSuchRoom, NotTheTeacher)):
             code = self._check_teacher(code, secret)
-        except (NoSuchRoom, NotTheTeacher):
-            self._take(bucket, now, *GUESS_BUCKET)
-            raise
         self._touch(code, hash_secret(secret), now)
 
-    def refuse_if_guessing(self, *, client: str = "") -> None:
-        """TooSoon if this client address has no wrong guess left (room codes, teacher links, or any
-        other secret the app checks and counts with wrong_guess)."""
-        self._refuse_if_empty(f"guess:{check_client(client)}", self._clock(), GUESS_BUCKET, TOO_MANY_GUESSES)
-
-    def wrong_guess(self, *, client: str = "") -> None:
-        """Count one wrong guess of this client address (for a secret the app checks itself, such as
-        a teacher key), so that it shares the WRONG_CODES_PER_MINUTE of room codes."""
-        self._take(f"guess:{check_client(client)}", self._clock(), *GUESS_BUCKET)
+    @contextmanager
+    def guessing(self, *, client: str = "", wrong: tuple[type[BaseException], ...] = (NoSuchRoom,)):
+        """One try of a secret (a room code, a teacher link or key) from this client address: TooSoon
+        at once when the client has no wrong guess left; a block that raises one of ``wrong`` takes
+        one, and when tries made at the same moment have taken the last one meanwhile, it says
+        TooSoon instead of its answer (the bucket is the oracle's limit). A right try costs nothing."""
+        bucket = f"guess:{check_client(client)}"
+        self._refuse_if_empty(bucket, self._clock(), GUESS_BUCKET, TOO_MANY_GUESSES)
+        try:
+            yield
+        except wrong:
+            self._take_or_refuse(bucket, self._clock(), GUESS_BUCKET, TOO_MANY_GUESSES)
+            raise
 
     def teacher_heartbeat(self, code: str, secret: str) -> None:
         """The teacher's page is open: keeps the room alive for TEACHER_GONE_SECONDS more."""
@@ -616,14 +617,9 @@ class ClassroomStore(ABC):
         check_text("student id", student_id, empty_ok=False)
         name = check_nickname(nickname)
         client, now = check_client(client), self._clock()
-        guesses = f"guess:{client}"
-        self._refuse_if_empty(guesses, now, GUESS_BUCKET, TOO_MANY_GUESSES)
-        try:
+        with self.guessing(client=client):
             code = normalise_code(code)
             wait = self._join(code, student_id, name, now, f"join:{code}:{client}", *JOIN_BUCKET)
-        except NoSuchRoom:
-            self._take(guesses, now, *GUESS_BUCKET)
-            raise
         if wait > 0:
             raise TooSoon(TOO_MANY_JOINS, wait)
 

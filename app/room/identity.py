@@ -124,11 +124,9 @@ def check_teacher_key(typed: str) -> None:
         return
     if not typed.strip():  # nothing tried, nothing counted
         raise TeacherKeyError(i18n.t("Type the teacher key first: this server asks for it to start a room."))
-    client = client_address()
-    live.store().refuse_if_guessing(client=client)
-    if not hmac.compare_digest(typed.strip().encode(), key.encode()):
-        live.store().wrong_guess(client=client)
-        raise TeacherKeyError(i18n.t("That is not this server's teacher key."))
+    with live.store().guessing(client=client_address(), wrong=(TeacherKeyError,)):
+        if not hmac.compare_digest(typed.strip().encode(), key.encode()):
+            raise TeacherKeyError(i18n.t("That is not this server's teacher key."))
 
 
 def new_student_secret() -> str:

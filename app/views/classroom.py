@@ -18,7 +18,7 @@ from app.room import door, identity, live, proxy, questions, room_box
 from app.room.following import leave, room_gone
 from app.safe import html_text, lit, md
 from app.session import session_keys
-from classroom.store import NoSuchRoom, NotTheTeacher, StoreError
+from classroom.store import NICKNAME_CHARS, NoSuchRoom, NotTheTeacher, StoreError
 from course.i18n import N_
 
 QR_SCALE = 12  # px per QR module: about 400 px, readable from the back of a room on a projector
@@ -110,7 +110,7 @@ def door_ui() -> None:
         st.error(lit(ss.live_start_error), icon=":material/lock:")
     with st.form("live_join", border=True):
         st.text_input(i18n.t("Or join a room with its code"), key="live_join_code", max_chars=12)
-        st.text_input(i18n.t(NICKNAME), key="live_join_nickname", max_chars=40)
+        st.text_input(i18n.t(NICKNAME), key="live_join_nickname", max_chars=NICKNAME_CHARS)
         st.form_submit_button(i18n.t("Join"), on_click=join_by_code)
     if ss.get("live_join_error"):
         st.warning(lit(ss.live_join_error), icon=":material/door_front:")
@@ -140,7 +140,8 @@ def student_panel() -> None:
     st.markdown(md(i18n.t("You are in room **{room}**. Your screen follows your teacher's; 'Explore on my "
                           "own' in the sidebar lets you try things, 'Follow again' comes back."),
                    room=ss.room))
-    st.text_input(i18n.t(NICKNAME), key="live_my_nickname", max_chars=40, value=ss.get("nickname", ""),
+    st.text_input(i18n.t(NICKNAME), key="live_my_nickname", max_chars=NICKNAME_CHARS,
+                  value=ss.get("nickname", ""),
                   on_change=rename)
     if ss.get("live_rename_error"):
         st.warning(lit(ss.live_rename_error))

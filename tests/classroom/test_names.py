@@ -124,8 +124,6 @@ STORED_BOXES = {
     ("app/views/classroom.py", "live_my_nickname"): "nickname",
 }
 TEXT_BOXES = ("text_input", "text_area", "chat_input")
-NOT_YET = pytest.mark.xfail(strict=True, reason="app/views/classroom.py is another change's file: its two "
-                            "nickname boxes still say max_chars=40 (NICKNAME_CHARS from classroom.store)")
 
 
 def text_boxes(path: Path) -> dict[str, ast.expr | None]:
@@ -144,8 +142,7 @@ def module_of(path: str):
     return importlib.import_module(path.removesuffix(".py").replace("/", "."))
 
 
-@pytest.mark.parametrize(("path", "key"), [
-    pytest.param(*box, marks=NOT_YET) if box[0] == "app/views/classroom.py" else box for box in STORED_BOXES])
+@pytest.mark.parametrize(("path", "key"), list(STORED_BOXES))
 def test_a_box_for_a_stored_field_stops_where_the_store_does(path, key):
     """max_chars is the store's constant (a name, not a number written twice) and equals its limit."""
     limit = text_boxes(ROOT / path)[key]

@@ -793,14 +793,41 @@ class TestGuessing:
         assert store.check_teacher(room.code, room.teacher_secret, client="the-school") is None
 
     def test_the_app_counts_its_own_secrets_with_the_same_guesses(self, store, room):
-        store.refuse_if_guessing(client=FLOODER)
+        class WrongKey(Exception):  # e.g. a wrong teacher key, which the app checks itself
+            pass
+
+        def try_key(client: str = FLOODER, right: bool = False) -> None:
+            with store.guessing(client=client, wrong=(WrongKey,)):
+                if not right:
+                    raise WrongKey
+
         for _ in range(WRONG_CODES_PER_MINUTE - 1):
-            store.wrong_guess(client=FLOODER)  # e.g. a wrong teacher key
+            with pytest.raises(WrongKey):
+                try_key()
+        try_key(right=True)  # a right key costs nothing
         with pytest.raises(NoSuchRoom):
             store.join(another_code(room.code), "s1", client=FLOODER)
-        too_soon(lambda: store.refuse_if_guessing(client=FLOODER))
+        too_soon(lambda: try_key(right=True))
         too_soon(lambda: store.join(room.code, "s1", client=FLOODER))
-        store.refuse_if_guessing(client="198.51.100.7")
+        try_key("198.51.100.7", right=True)
+
+    def test_guesses_made_at_the_same_moment_get_no_more_answers_than_the_bucket_holds(self, backend, room):
+        """Eight stores (servers) guess at once, ten codes each: the guess's token is taken before the
+        code is looked up, so exactly WRONG_CODES_PER_MINUTE guesses are answered (the clock stands)."""
+        stores = [backend.open() for _ in range(8)]
+
+        def guess(index: int) -> list[str]:
+            got = []
+            for _ in range(10):
+                try:
+                    stores[index].join(another_code(room.code), f"s{index}", client=FLOODER)
+                except (NoSuchRoom, TooSoon) as error:
+                    got.append(type(error).__name__)
+            return got
+
+        outcomes = [outcome for got in run_threads(len(stores), guess) for outcome in got]
+        assert outcomes.count("NoSuchRoom") == WRONG_CODES_PER_MINUTE
+        assert outcomes.count("TooSoon") == 80 - WRONG_CODES_PER_MINUTE
 
     def test_right_codes_cost_nothing(self, store, room):
         for _ in range(3 * WRONG_CODES_PER_MINUTE):
