@@ -125,7 +125,7 @@ def render() -> None:
                                                pinned=lit(streamlit_door.PINNED)), icon=":material/warning:")
     proxy_header = proxy.unconfigured()
     if proxy_header is not None and (live.is_teacher() or not live.in_room()):
-        st.warning(i18n.t(PROXY_NOTE).format(header=proxy_header), icon=":material/router:")
+        st.warning(i18n.t(PROXY_NOTE).format(header=lit(proxy_header)), icon=":material/router:")
     if not live.in_room():
         door_ui()
         return

@@ -106,15 +106,17 @@ def story(current: Current) -> None:
         with st.container(border=True, key="example_story"):
             edited = widgets.whose_edit(below=True) if as_given else ""
             st.markdown(f"**{lit(i18n.t(example.title))}**{lit(edited)} · {lit(i18n.t(example.source))}")
-            if as_given:
-                st.caption(i18n.t(AS_GIVEN))
-            st.caption(lit(i18n.t(example.story)))
-            if example.lesson is not None:
-                point = lit(i18n.t(example.lesson.look_for))
-                look_for = LOOK_FOR_AS_GIVEN if as_given else LOOK_FOR
-                st.markdown(i18n.t(look_for).format(point=point))
-            if as_given and not widgets.following():
-                setup_ui.reset_button(st, "reset_story")
+            lesson = example.lesson
+            point = lit(i18n.t(lesson.look_for)) if lesson is not None else None
+            if as_given:  # the example's words, greyed as one caption: they are not the page's numbers
+                look_for = "" if point is None else "  \n" + i18n.t(LOOK_FOR_AS_GIVEN).format(point=point)
+                st.caption(i18n.t(AS_GIVEN) + "  \n" + lit(i18n.t(example.story)) + look_for)
+                if not widgets.following():
+                    setup_ui.reset_button(st, "reset_story")
+            else:
+                st.caption(lit(i18n.t(example.story)))
+                if point is not None:
+                    st.markdown(i18n.t(LOOK_FOR).format(point=point))
     if current.setup is not None:
         st.markdown(sizes_line(current.setup.sizes))
 

@@ -14,7 +14,7 @@ from app.training import checkpoint_scores
 from mha_core import checkpoints
 from mha_core.attention import softmax
 from mha_core.train import Config, History, load_history, save_history, train
-from tests.apptest_util import fresh_app, goto, texts
+from tests.apptest_util import fresh_app, goto, texts, unescaped
 
 pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
 
@@ -87,7 +87,7 @@ def test_a_learned_layer_opens_on_the_workbench(trained):
 def test_example_f_quotes_the_chapter_s_numbers_at_their_precision():
     at = fresh_app()
     goto(at, "learn")
-    text = next(t for t in texts(at.markdown) if t.startswith("The chapter's scores (40, 8)"))
+    text = next(unescaped(t) for t in texts(at.markdown) if t.startswith("The chapter's scores (40, 8)"))
     scaled = softmax(np.array([5.0, 1.0]))[1]
     assert f"**{scaled:.3f}**" == "**0.018**" and "**0.018**" in text  # the chapter prints 0.018
     assert f"{scaled * (1 - scaled):.4f}" in text and "1.3e-14" in text

@@ -26,6 +26,7 @@ from tests.apptest_util import (
     open_address,
     pick,
     pick_example,
+    shown,
     texts,
 )
 
@@ -224,11 +225,16 @@ def test_a_link_to_a_step_that_does_not_exist_lands_on_the_last_one():
 
 
 def test_the_presenter_waits_for_valid_input_without_a_traceback():
+    """An emptied token box: the screen says why, and one click brings the example's tokens back."""
     at = fresh_app()
     at.text_input(key="tokens_text").set_value("").run()
     goto(at, "present")
     assert not at.exception
-    assert any("workbench" in text for text in texts(at.warning))
+    assert any("This setting cannot be drawn" in text for text in texts(at.main.markdown))
+    assert any("type at least one token" in text for text in shown(at.main.error))
+    at.button(key="setting_fix_0").click().run()
+    assert not at.exception and at.session_state["tokens_text"] == "the cat sat"
+    assert not any("This setting cannot be drawn" in text for text in texts(at.main.markdown))
 
 
 def test_the_cost_screen_substitutes_example_is_numbers():
