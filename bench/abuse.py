@@ -61,6 +61,7 @@ from streamlit.util import calc_hash  # noqa: E402
 
 from tests.live_server import ROOT, class_store, streamlit_server  # noqa: E402
 from tests.st_protocol import FollowerSession  # noqa: E402
+from tests.st_protocol import many as at_once  # noqa: E402
 
 ATTACKER, TEACHER, STUDENT, CLASSMATE = "127.0.0.66", "127.0.0.10", "127.0.0.20", "127.0.0.21"
 AT_ONCE = 8  # sessions the bench keeps open at the same time in a flood
@@ -110,15 +111,7 @@ async def visit(url: str, query: str, address: str | None, cookie: str | None = 
 
 async def many(count: int, make) -> tuple[list[Tab], float]:
     """make(i) -> a visit coroutine, count of them, AT_ONCE at a time; the tabs and the seconds."""
-    gate = asyncio.Semaphore(AT_ONCE)
-
-    async def one(i: int):
-        async with gate:
-            return await make(i)
-
-    started = time.monotonic()
-    tabs = await asyncio.gather(*(one(i) for i in range(count)))
-    return list(tabs), time.monotonic() - started
+    return await at_once(count, make, AT_ONCE)
 
 
 def fresh_cookie() -> str:

@@ -416,3 +416,17 @@ class FollowerSession(Session):
             elif element_type == "markdown" and FOLLOWING in element.markdown.body:
                 shown = element.markdown.body.split(FOLLOWING, 1)[1]
                 run.following = re.sub(r"\\(.)", r"\1", shown)  # md_literal undone
+
+
+async def many(count: int, make, at_once: int) -> tuple[list, float]:
+    """make(i) -> a visit coroutine, count of them, at_once at a time; what they returned, in order, and
+    the seconds they took (tests/classroom/test_client_address.py, bench/abuse.py)."""
+    gate = asyncio.Semaphore(at_once)
+
+    async def one(i: int):
+        async with gate:
+            return await make(i)
+
+    started = time.monotonic()
+    results = await asyncio.gather(*(one(i) for i in range(count)))
+    return list(results), time.monotonic() - started

@@ -17,7 +17,6 @@ import itertools
 import logging
 import random
 import socket
-import time
 from pathlib import Path
 
 import pytest
@@ -33,6 +32,7 @@ from classroom.store import (
     WRONG_CODES_PER_MINUTE,
     TooSoon,
 )
+from tests import st_protocol
 from tests.apptest_util import goto, open_address, shown
 from tests.live_server import streamlit_server
 from tests.st_protocol import Session
@@ -84,15 +84,7 @@ async def visit(url: str, query: str = "", headers: dict | None = None, source: 
 
 async def many(count: int, make, at_once: int = AT_ONCE) -> tuple[list[Session], float]:
     """make(i) -> a visit, count of them, at_once at a time; the tabs and the seconds they took."""
-    gate = asyncio.Semaphore(at_once)
-
-    async def one(i: int):
-        async with gate:
-            return await make(i)
-
-    started = time.monotonic()
-    tabs = await asyncio.gather(*(one(i) for i in range(count)))
-    return list(tabs), time.monotonic() - started
+    return await st_protocol.many(count, make, at_once)
 
 
 def told(tab: Session, words: str) -> bool:
