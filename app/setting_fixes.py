@@ -241,11 +241,11 @@ def token_fixes(values: Mapping, box: str, example_tokens: tuple[str, ...]) -> l
 # --- Drawn --------------------------------------------------------------------------------------------
 
 
-def remember(values: Mapping) -> None:
-    """The drawable setting of this run, for the next refusal's 'last change'."""
-    tokens, kv_tokens = token_lists(values)
-    st.session_state[LAST_GOOD] = {"d_model": int(values["d_model"]), "n_heads": int(values["n_heads"]),
-                                   "tokens": (len(tokens), len(kv_tokens))}
+def remember(sizes) -> None:
+    """The drawable sizes of this run (a Sizes: a follower's page has no sidebar of its own to read),
+    for the next refusal's 'last change'."""
+    st.session_state[LAST_GOOD] = {"d_model": sizes.d_model, "n_heads": sizes.n_heads,
+                                   "tokens": (sizes.n_q, sizes.n_k)}
 
 
 def apply(changes: tuple[tuple[str, object], ...]) -> None:

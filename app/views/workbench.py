@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import frame, i18n, phone_css, setting_fixes, setup_ui, sidebar_inputs, widgets
+from app import frame, i18n, phone_css, setting_fixes, setup_ui, widgets
 from app.adapter import cell_opener
 from app.adapter.fragments import fragment
 from app.grids import editor_labels
@@ -36,7 +36,7 @@ def render(current: Current, inputs: Inputs) -> None:
         story(current)
         still_drawn(inputs)
         return
-    setting_fixes.remember(sidebar_inputs.sidebar_values())
+    setting_fixes.remember(inputs.sizes)
     frame.hand_over(current)
     steps(inputs, frame.mark(current))
 
