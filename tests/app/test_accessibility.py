@@ -324,8 +324,9 @@ def test_the_workbench_at_200_percent_zoom_shows_its_first_chart_without_sideway
 
 
 def test_the_states_a_page_reaches_only_by_a_click_have_no_violation(live):
-    """The Labs' second and third tabs, Compare with A pinned, the drill-down opened by its link and
-    the Quiz after a Check: each is its own set of elements that the pages' first draw does not have."""
+    """The Labs' second and third tabs, Compare with A pinned, the drill-down opened by its link, the
+    Quiz after a Check and a refused setting: each is its own set of elements that the pages' first
+    draw does not have."""
     url, browser = live
     page = new_page(browser)
     page.goto(f"{url}/labs")
@@ -361,6 +362,14 @@ def test_the_states_a_page_reaches_only_by_a_click_have_no_violation(live):
                            timeout=LOADED)
     settle(page)
     assert_accessible(page, "quiz answered")
+    page.goto(f"{url}/")  # issue 29: a refused setting draws its reason, its fixes and step 1
+    settle(page, ".st-key-chart_weights .js-plotly-plot")
+    heads = page.get_by_label("heads h")
+    heads.fill("4")
+    heads.press("Enter")
+    page.wait_for_selector(".st-key-refused_setting [data-testid='stButton']", timeout=LOADED)
+    settle(page, ".st-key-chart_x .js-plotly-plot")
+    assert_accessible(page, "a refused setting")
     page.context.close()
 
 
