@@ -24,6 +24,7 @@ from app.safe import lit
 from app.session import session_keys, state
 from app.session.this_run import Current
 from app.steps.step_text import drill_lines
+from classroom.store import ANSWER_CHARS
 from course import answers
 from course.quiz import Question, generate, recall
 from course.steps import number_of
@@ -160,7 +161,7 @@ def _ask(question: Question, ident: str, prompt: str) -> str | None:
         else:
             hint = answers.kind_of(question.kind).placeholder
             value = st.text_input(i18n.t("Your answer"), key=key, placeholder=i18n.t(hint) if hint else "",
-                                  max_chars=60)
+                                  max_chars=ANSWER_CHARS)  # as long as a room's answer may be
         checked = st.form_submit_button(i18n.t("Check"), key=f"quiz_check_{ident}", type="primary")
     if not checked:
         return None
