@@ -255,7 +255,7 @@ def setup_fields() -> tuple[str, ...]:
 
 # Characters that hide or reorder text around them: zero-width, BOM, bidirectional controls
 # (U+202E turns "cat" into "tac"), and every other format or control character.
-_INVISIBLE = ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp")
+INVISIBLE_CATEGORIES = ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp")
 
 
 def attention_size_problem(n_heads: int, n_q: int, n_k: int, limits: Limits = LIMITS) -> str | None:
@@ -295,7 +295,7 @@ def token_problem(tokens: tuple[str, ...] | list[str], what: str = "tokens") -> 
         if len(token) > LIMITS.token_chars:
             return (f"{what}: token {position} has {len(token):,} characters; the limit is "
                     f"{LIMITS.token_chars}.")
-        hidden = next((c for c in token if unicodedata.category(c) in _INVISIBLE), None)
+        hidden = next((c for c in token if unicodedata.category(c) in INVISIBLE_CATEGORIES), None)
         if hidden is not None:
             name = unicodedata.name(hidden, "a control character")
             return (f"{what}: token {position} holds U+{ord(hidden):04X} ({name}), an invisible character "
