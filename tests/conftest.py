@@ -37,6 +37,29 @@ def pytest_configure(config):
     BrowserType.launch = _noting("browser", BrowserType.launch)
 
 
+# --- the heavy files first ------------------------------------------------------------------------
+# Under pytest-xdist (--dist loadfile --no-loadscope-reorder, as the Makefile runs it) a worker takes
+# the next file when it is almost done with its own. Files that drive Chromium come first, then those
+# that start a server or are marked slow, then the rest: the long files start while the other worker
+# still has short ones to take, and the run does not end with one worker alone on a two-minute file.
+# xdist's own reorder (most tests first) put the files of a few long browser tests last. Tests keep
+# their order inside a file.
+HEAVIEST_FIRST = ("browser", "server", "slow")
+
+
+def _weight(item) -> int:
+    """0 for a file of browser tests, 1 for server, 2 for slow, 3 for the rest (its heaviest mark)."""
+    marks = {mark.name for mark in item.iter_markers()}
+    return next((rank for rank, mark in enumerate(HEAVIEST_FIRST) if mark in marks), len(HEAVIEST_FIRST))
+
+
+def pytest_collection_modifyitems(config, items):
+    weight: dict = {}  # a file (its path) -> its heaviest test's rank
+    for item in items:
+        weight[item.path] = min(weight.get(item.path, len(HEAVIEST_FIRST)), _weight(item))
+    items.sort(key=lambda item: weight[item.path])  # stable: a file's tests keep their order
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     STARTED.clear()
