@@ -10,7 +10,6 @@ before it is shown. ``refusal_ui`` draws the reason and the fixes on the workben
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -21,7 +20,7 @@ from app.safe import lit
 from app.session import session_keys
 from course.i18n import N_
 from mha_core import LIMITS, head_width
-from mha_core.setup import INVISIBLE_CATEGORIES, attention_size_problem, token_problem
+from mha_core.setup import attention_size_problem, token_problem, without_invisible
 
 LAST_GOOD = "last_good_setting"  # the sidebar's sizes the last time they were drawable
 session_keys.register(session_keys.Key(LAST_GOOD, "setting_fixes"))
@@ -227,9 +226,8 @@ def token_fixes(values: Mapping, box: str, example_tokens: tuple[str, ...]) -> l
     if not tokens:
         return [Fix(i18n.t("the example's tokens: {tokens}").format(tokens=" ".join(example_tokens)),
                     ((box, " ".join(example_tokens)),))] if example_tokens else []
-    cleaned = ["".join(c for c in token if unicodedata.category(c) not in INVISIBLE_CATEGORIES)
-               for token in tokens]
-    cleaned = [token[:LIMITS.token_chars] for token in cleaned if token]
+    cleaned = [without_invisible(token)[:LIMITS.token_chars] for token in tokens]
+    cleaned = [token for token in cleaned if token]
     if len(cleaned) > LIMITS.tokens:
         return [tokens_fix({box: " ".join(cleaned)}, LIMITS.tokens, box)]
     if cleaned != tokens:

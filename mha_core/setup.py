@@ -258,6 +258,16 @@ def setup_fields() -> tuple[str, ...]:
 INVISIBLE_CATEGORIES = ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp")
 
 
+def invisible(character: str) -> bool:
+    """A character that hides or reorders the text around it (INVISIBLE_CATEGORIES)."""
+    return unicodedata.category(character) in INVISIBLE_CATEGORIES
+
+
+def without_invisible(text: str) -> str:
+    """text with every invisible character removed (what token_problem refuses)."""
+    return "".join(c for c in text if not invisible(c))
+
+
 def attention_size_problem(n_heads: int, n_q: int, n_k: int, limits: Limits = LIMITS) -> str | None:
     """Why h × n_q × n_k attention cells are too many for one setup, or None."""
     cells = n_heads * n_q * n_k
@@ -295,7 +305,7 @@ def token_problem(tokens: tuple[str, ...] | list[str], what: str = "tokens") -> 
         if len(token) > LIMITS.token_chars:
             return (f"{what}: token {position} has {len(token):,} characters; the limit is "
                     f"{LIMITS.token_chars}.")
-        hidden = next((c for c in token if unicodedata.category(c) in INVISIBLE_CATEGORIES), None)
+        hidden = next((c for c in token if invisible(c)), None)
         if hidden is not None:
             name = unicodedata.name(hidden, "a control character")
             return (f"{what}: token {position} holds U+{ord(hidden):04X} ({name}), an invisible character "

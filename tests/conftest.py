@@ -48,13 +48,13 @@ HEAVIEST_FIRST = ("browser", "server", "slow")
 
 
 def _weight(item) -> int:
-    """0 for a file of browser tests, 1 for server, 2 for slow, 3 for the rest (its heaviest mark)."""
+    """A test's rank by its heaviest mark: 0 browser, 1 server, 2 slow, 3 none."""
     marks = {mark.name for mark in item.iter_markers()}
     return next((rank for rank, mark in enumerate(HEAVIEST_FIRST) if mark in marks), len(HEAVIEST_FIRST))
 
 
 def pytest_collection_modifyitems(config, items):
-    weight: dict = {}  # a file (its path) -> its heaviest test's rank
+    weight = {}  # a file's path -> the rank of its heaviest test
     for item in items:
         weight[item.path] = min(weight.get(item.path, len(HEAVIEST_FIRST)), _weight(item))
     items.sort(key=lambda item: weight[item.path])  # stable: a file's tests keep their order

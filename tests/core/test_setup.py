@@ -25,7 +25,7 @@ from mha_core import (
     pairwise_disagreement,
     row_sum_deviation,
 )
-from mha_core.setup import covering, parse_number, resized, token_problem
+from mha_core.setup import covering, parse_number, resized, token_problem, without_invisible
 from tests.reference import naive_mha
 
 EXAMPLES = all_examples()
@@ -122,6 +122,14 @@ def test_anything_else_is_refused_saying_what_was_found(text, words):
 ])
 def test_token_rules_name_the_token_at_fault(tokens, words):
     assert words in token_problem(tokens)
+
+
+@pytest.mark.parametrize("token", ["ca\u200bt", "\ufeffcat", "\u202ecat", "c\x00a\u2028t", "\ue000cat"])
+def test_without_invisible_removes_what_the_token_rule_refuses_and_nothing_else(token):
+    assert token_problem([token]) is not None
+    assert without_invisible(token) == "cat"
+    assert token_problem([without_invisible(token)]) is None
+    assert without_invisible("猫é🙂<b>x</b>") == "猫é🙂<b>x</b>"
 
 
 @pytest.mark.parametrize("tokens", [["the", "cat"], ["猫", "é", "🙂", "<b>x</b>", "$x$"], ["x" * 40] * 24])
