@@ -66,6 +66,14 @@ input:focus-visible, textarea:focus-visible {{ outline-offset: 0 !important; }}
   font: 16px/1.3 sans-serif; }}
 #mha-skip a:focus {{ left: 8px; }}
 
+/* A refused setting's fixes (app/setting_fixes.py) are buttons as wide as their column, whose labels
+   Streamlit keeps on one line and cuts with an ellipsis: on a 390 px phone "remove invisible characters
+   and cut tokens to 40 …". A fix is read before it is pressed, so its label wraps instead. */
+.st-key-refused_setting [data-testid="stButton"] [data-testid="stMarkdownContainer"],
+.st-key-refused_setting [data-testid="stButton"] [data-testid="stMarkdownContainer"] p {{
+  white-space: normal; overflow: visible; text-overflow: clip;
+}}
+
 /* The tokens boxes' character counter ("30/41984": max_chars guards the server, not a limit anyone
    types into): hidden, "Press Enter to apply" stays. */
 .st-key-tokens_text [data-testid="InputInstructions"] > span:last-child,

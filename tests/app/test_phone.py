@@ -394,3 +394,32 @@ def test_a_phone_follows_a_room_and_draws_its_forecast_with_a_thumb(live):
     phone.screenshot(path=str(ARTIFACTS / "phone-forecast-revealed.png"))
     phone.context.close()
     teacher.context.close()
+
+
+def test_a_refused_settings_fix_shows_its_whole_label_on_a_phone(live):
+    """A pasted token with a zero-width space is refused with a fix: its button said "remove invisible
+    characters and cut tokens to 40 …" on a phone (Streamlit cuts a full-width button's label). The
+    fix is read before it is pressed: every label fits its button, and the fix cleans the tokens."""
+    url, browser = live
+    context = browser.new_context(**PHONE, user_agent=PHONE_AGENT)
+    page = context.new_page()
+    page.goto(url + "/")
+    settle(page, ".st-key-chart_weights .js-plotly-plot")
+    page.locator("[data-testid='stExpandSidebarButton']").click()
+    box = page.locator("input[aria-label*='Tokens (queries)' i]")
+    box.fill("the ca\u200bt sat")
+    box.press("Enter")
+    page.wait_for_selector(".st-key-refused_setting [data-testid='stButton']", timeout=LOADED)
+    page.locator("[data-testid='stSidebarCollapseButton'] button").click()
+    settle(page, ".st-key-refused_setting")
+    cut = page.evaluate("""() => Array.from(document.querySelectorAll(
+        ".st-key-refused_setting [data-testid='stButton'] [data-testid='stMarkdownContainer']"))
+        .filter(label => label.scrollWidth > label.clientWidth + 1).map(label => label.innerText)""")
+    assert page.locator(".st-key-refused_setting [data-testid='stButton']").count() >= 1
+    assert cut == []
+    page.locator(".st-key-setting_fix_0 button").click()
+    page.wait_for_selector(".st-key-refused_setting", state="detached", timeout=LOADED)
+    settle(page, ".st-key-chart_weights .js-plotly-plot")
+    assert box.input_value() == "the cat sat"
+    no_exception_on(page)
+    context.close()
