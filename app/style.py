@@ -69,8 +69,8 @@ input:focus-visible, textarea:focus-visible {{ outline-offset: 0 !important; }}
 /* A refused setting's fixes (app/setting_fixes.py) are buttons as wide as their column, whose labels
    Streamlit keeps on one line and cuts with an ellipsis: on a 390 px phone "remove invisible characters
    and cut tokens to 40 …". A fix is read before it is pressed, so its label wraps instead. */
-.st-key-refused_setting [data-testid="stButton"] [data-testid="stMarkdownContainer"],
-.st-key-refused_setting [data-testid="stButton"] [data-testid="stMarkdownContainer"] p {{
+.st-key-refused_setting [class*="st-key-setting_fix_"] [data-testid="stMarkdownContainer"],
+.st-key-refused_setting [class*="st-key-setting_fix_"] [data-testid="stMarkdownContainer"] p {{
   white-space: normal; overflow: visible; text-overflow: clip;
 }}
 

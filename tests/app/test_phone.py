@@ -413,9 +413,9 @@ def test_a_refused_settings_fix_shows_its_whole_label_on_a_phone(live):
     page.locator("[data-testid='stSidebarCollapseButton'] button").click()
     settle(page, ".st-key-refused_setting")
     cut = page.evaluate("""() => Array.from(document.querySelectorAll(
-        ".st-key-refused_setting [data-testid='stButton'] [data-testid='stMarkdownContainer']"))
+        "[class*='st-key-setting_fix_'] [data-testid='stMarkdownContainer']"))
         .filter(label => label.scrollWidth > label.clientWidth + 1).map(label => label.innerText)""")
-    assert page.locator(".st-key-refused_setting [data-testid='stButton']").count() >= 1
+    assert page.locator("[class*='st-key-setting_fix_'] button").count() >= 1
     assert cut == []
     page.locator(".st-key-setting_fix_0 button").click()
     page.wait_for_selector(".st-key-refused_setting", state="detached", timeout=LOADED)
