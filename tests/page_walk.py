@@ -4,14 +4,16 @@ every text element, the charts' words and numbers and the tables' cells.
 
 ``walk(language)`` opens each page in a fresh session (a link with ``?lang=``) and puts it in the states
 that show more: every "Numbers as a table" opened, the drill-down and the editors on, the sidebar's
-expanders open, an edited setup (its Reset button), every presenter screen, every lab example, each
-quiz question answered, a small model trained on the Learn page, every tab of the model page.
-``read(at)`` lists what one run shows as ``Shown`` items.
+expanders open, an edited setup (its Reset button) compared with the one pinned before, every
+presenter screen, every lab example, each quiz question answered, a small model trained on the Learn
+page, every tab of the model page. ``read(at)`` lists what one run shows as ``Shown`` items;
+``english_sentences`` finds English left in another language's texts.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -40,6 +42,24 @@ LABELLED = {"expander", "tab", "popover", "page_link", "link_button"}  # control
 SPEC_NOT_TEXT = {"family", "source", "separators", "bdata", "dtype", "shape", "uid", "xaxis", "yaxis",
                  "anchor", "overlaying", "matches", "scaleanchor", "legendgroup", "dash", "symbol",
                  "colorscale", "textposition", "xanchor", "yanchor", "xref", "yref", "mode", "type"}
+
+
+FUNCTION_WORDS = frozenset(
+    "the and of is are with each every this that to your you what which its on from for by as at be how "
+    "not or than then these they when where will can into only".split())
+
+
+def english_sentences(texts: list[str]) -> list[str]:
+    """Sentences of ``texts`` that are English: at least three different English function words ("the",
+    "of", "with", ...) among four or more words. No sentence of the other languages has them, and a
+    token list such as "the cat sat on the mat" (outside text, kept as typed) has only two."""
+    found = set()
+    for text in texts:
+        for sentence in re.split(r"(?<=[.!?:;])\s+|\n+", text):
+            words = re.findall(r"[a-z']+", sentence.lower())
+            if len(words) >= 4 and len(FUNCTION_WORDS.intersection(words)) >= 3:
+                found.add(sentence.strip()[:160])
+    return sorted(found)
 
 
 @dataclass(frozen=True)
@@ -133,8 +153,9 @@ def _workbench(language: str) -> Iterator[tuple[str, AppTest]]:
     at.session_state["fill_open"] = True
     at.run()
     yield "workbench · tables, drill-down, editors, sidebar", at
+    at.button(key="compare_pin").click().run()  # A pinned: the edit below is compared with it
     edit_cell(at, "x", 0, 0, "0.5")
-    yield "workbench · edited", at
+    yield "workbench · edited, compared with the pinned A", at
 
 
 def _present(language: str) -> Iterator[tuple[str, AppTest]]:

@@ -61,8 +61,8 @@ def section(page: Section) -> None:
     scaled = i18n.t("Scaled scores: {scaling}").format(scaling=lit(_scaling(setup, page.sizes.d_k)))
     if mask_note:
         scaled += i18n.t("; masked cells (mask: {note}) are blank here and in the weights").format(
-            note=mask_note)
-    st.caption(lit(scaled))
+            note=lit(mask_note))
+    st.caption(scaled)  # the scaling's words went through lit above; the rest is the app's own
     drawn = charts(page.view)
     grid(drawn["chart_scaled"], key="chart_scaled")
     st.caption(i18n.t("Attention weights A = softmax over each row (one colour scale 0 to 1 for all "

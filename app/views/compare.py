@@ -12,7 +12,7 @@ import streamlit as st
 from app import i18n, result_cache
 from app.charts import figure_layout, figures, number_text
 from app.charts.figure_cache import figure
-from app.safe import lit
+from app.safe import lit, md
 from app.session import session_keys, state, this_run
 from app.session.this_run import Current
 from app.widgets import chart
@@ -79,13 +79,15 @@ def buttons(current: Current) -> None:
                 icon=":material/push_pin:", use_container_width=True, disabled=not fits)
     if not fits:
         budget = result_cache.SESSION_BUDGET_BYTES // 2**20
-        left.caption(f"Too large to pin: A would keep another {pinned_bytes / 2**20:.0f} MiB of inputs in "
-                     f"this session (a session keeps at most {budget:d} MiB). Save this setup to a file "
-                     "instead, and open it later.")
+        left.caption(md(i18n.t("Too large to pin: A would keep another {size} MiB of inputs in this session "
+                               "(a session keeps at most {budget} MiB). Save this setup to a file instead, "
+                               "and open it later."),
+                        size=i18n.number(pinned_bytes / 2**20), budget=i18n.number(budget)))
     partner = PARTNERS.get(current.setup.origin)
     if partner is not None and not current.edited:
-        right.button(f"Compare with '{lit(state.label_of(partner))}'", key="compare_partner",
-                     on_click=pin_and_open, args=(current.setup.origin, partner), use_container_width=True)
+        right.button(md(i18n.t("Compare with '{example}'"), example=state.label_of(partner)),
+                     key="compare_partner", on_click=pin_and_open, args=(current.setup.origin, partner),
+                     use_container_width=True)
 
 
 def label(setup: Setup) -> str:
@@ -93,41 +95,53 @@ def label(setup: Setup) -> str:
 
 
 def weight(value: float) -> str:
-    return number_text.format_number(value, near_one=True)  # 1 − 1.3e-14, not 1.00
+    """A weight in the reader's way: 0,19; 1 − 1,3e-14, not 1,00."""
+    return i18n.numbers_in(number_text.format_number(value, near_one=True))
+
+
+def output_number(value: float) -> str:
+    return i18n.numbers_in(number_text.format_number(value))
 
 
 def difference(pinned: Setup, a, current: Current) -> None:
     """Weights and output of A and B side by side, and B − A cell by cell with its largest change."""
     b, tokens, kv_tokens = current.result, current.setup.tokens, current.setup.key_tokens
     if a.weights.shape != b.weights.shape or a.output.shape != b.output.shape:
-        st.warning(f"A's sizes differ from B's (weights {lit(list(a.weights.shape))} against "
-                   f"{lit(list(b.weights.shape))}): cells can only be compared between setups of one shape. "
-                   "Unpin A, or change the sizes back.", icon=":material/warning:")
+        st.warning(md(i18n.t("A's sizes differ from B's (weights {a} against {b}): cells can only be "
+                             "compared between setups of one shape. Unpin A, or change the sizes back."),
+                      a=" × ".join(map(str, a.weights.shape)), b=" × ".join(map(str, b.weights.shape))),
+                   icon=":material/warning:")
         return
     if pinned.tokens != current.setup.tokens:
-        st.caption("The tokens differ: cells are labelled with B's tokens.")
+        st.caption(i18n.t("The tokens differ: cells are labelled with B's tokens."))
     (head, query, key), before, after = largest_change(a.weights, b.weights)
     if before == after:
-        st.markdown("A and B give the same attention weights in every cell.")
+        st.markdown(i18n.t("A and B give the same attention weights in every cell."))
     else:
-        st.markdown(f"**Largest change in the weights:** head {head + 1}, query "
-                    f"'{lit(tokens[query])}', key '{lit(kv_tokens[key])}': "
-                    f"**{lit(weight(before))} → {lit(weight(after))}**")
-    heads = [f"head {i + 1}" for i in range(b.n_heads)]
+        st.markdown(md(i18n.t("**Largest change in the weights:** head {head}, query '{query}', key '{key}': "
+                              "**{before} → {after}**"),
+                       head=f"{head + 1:d}", query=tokens[query], key=kv_tokens[key], before=weight(before),
+                       after=weight(after)))
+    heads = [i18n.t("head {number}").format(number=i + 1) for i in range(b.n_heads)]
     for column, (name, result) in zip(st.columns(2), (("A", a), ("B", b)), strict=True):
         with column:
             chart(figure(figures.head_grids, result.weights, tokens, kv_tokens, kind="weights",
                          mask=result.mask,
-                         head_names=[f"{name}: {h}" for h in heads], width=figure_layout.HALF_WIDTH),
+                         head_names=[i18n.t("{setup}: {head}").format(setup=name, head=h) for h in heads],
+                         width=figure_layout.HALF_WIDTH),
                   key=f"compare_weights_{name}")
     delta = b.weights - a.weights  # [h, n_q, n_k]
     chart(figure(figures.head_grids, delta, tokens, kv_tokens, kind="signed",
-                 head_names=[f"B − A: {h}" for h in heads]), key="compare_weights_delta")
+                 head_names=[i18n.t("B − A: {head}").format(head=h) for h in heads]),
+          key="compare_weights_delta")
     (row, column), out_before, out_after = largest_change(a.output, b.output)
     gap = float(np.max(np.abs(b.output - a.output)))
-    st.markdown(f"**Output:** largest change at token '{lit(tokens[row])}', column {column + 1}: "
-                f"{number_text.format_number(out_before)} → {number_text.format_number(out_after)}"
-                + (" (the outputs are equal)" if gap == 0 else ""))
-    chart(figure(figures.side_by_side, a.output, b.output, tokens, left_title="A: output",
-                 right_title="B: output"),
+    output_change = (i18n.t("**Output:** the outputs are equal in every cell.") if gap == 0 else
+                     md(i18n.t("**Output:** largest change at token '{token}', column {column}: "
+                               "{before} → {after}"),
+                        token=tokens[row], column=f"{column + 1:d}", before=output_number(out_before),
+                        after=output_number(out_after)))
+    st.markdown(output_change)
+    chart(figure(figures.side_by_side, a.output, b.output, tokens, left_title=i18n.t("A: output"),
+                 right_title=i18n.t("B: output")),
           key="compare_output")

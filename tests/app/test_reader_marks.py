@@ -8,6 +8,11 @@ the pages under AppTest, in the states that show the most).
    between digits (a point between groups of three is German's thousands mark: 1.048.576). The inputs
    read a decimal point (mha_core.setup.parse_number), so the examples of what to type keep theirs.
 
+Issue 40, 4: every bold of a message renders in its language. CommonMark opens ``**`` only when
+the next character is no punctuation or the one before is space or punctuation (and closes it the
+other way round): "**尺寸：**3 × 3" stays as typed, "**尺寸**：3 × 3" is bold. Each translation (a value
+in place of each ``{field}``) is read by that rule; tests/course/test_language_walk.py reads Chromium's page.
+
 English and German run in ``make test-fast``; the other languages' walks are marked slow. The
 catalogues are checked whole: a translation writes no emoji and no decimal point of its own.
 """
@@ -20,9 +25,10 @@ import unicodedata
 import pytest
 from babel.messages.pofile import read_po
 
+from app.views.model import SENTENCES
 from course.i18n import LANGUAGES, LOCALE_DIR, number_marks
 from tests.apptest_util import unescaped
-from tests.page_walk import SEPARATORS, Shown, read, walk
+from tests.page_walk import SEPARATORS, Shown, english_sentences, read, walk
 
 FAST = ("en", "de")  # the rest are walked in `make test`
 WALKED = [code if code in FAST else pytest.param(code, marks=pytest.mark.slow) for code in LANGUAGES]
@@ -39,9 +45,39 @@ POINT_GROUPED = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:\.\d{3})+(?!\d)")  # 1.04
 INPUT_EXAMPLES = re.compile(r"\(1\.5\)|\b0\.5, -2\b")
 # Messages (by their start) that are no label but Markdown text, keeping a sign every text font draws
 # (✓ U+2713, ✎ U+270E): where each is shown.
+# Inputs English on purpose: the Real model page's sample sentences (the model reads English).
+ENGLISH_INPUTS = tuple(SENTENCES)
 SIGNED_TEXT = {"answered ✓": "the Class page's list of students",
                "✎ **Edited**": "the caption under the sidebar's example picker",
                "Shape algebra:": "the size lab's note under its table of shapes"}
+
+
+PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+ESCAPED = re.compile(r"\\.")
+
+
+def punctuation_or_space(char: str) -> bool:
+    """CommonMark's punctuation (Unicode P and S) or white space; "" is a line's start or end."""
+    return char == "" or char.isspace() or unicodedata.category(char)[0] in "PS"
+
+
+def unrendered_bold(text: str) -> list[str]:
+    """The ``**`` pairs of a Markdown message that CommonMark would show as text, each with its
+    neighbours. A field is read as a letter (a value that starts or ends with one: the hard case), an
+    escaped character as a letter too."""
+    text = ESCAPED.sub("x", PLACEHOLDER.sub("x", text))
+    found = []
+    for n, run in enumerate(re.finditer(r"(?<!\*)\*\*(?!\*)", text)):
+        before, after = text[run.start() - 1:run.start()], text[run.end():run.end() + 1]
+        if n % 2 == 0:  # opens: not before a space, and before punctuation only after space or punctuation
+            renders = not (after == "" or after.isspace()) and (
+                not punctuation_or_space(after) or punctuation_or_space(before))
+        else:  # closes: the mirror image
+            renders = not (before == "" or before.isspace()) and (
+                not punctuation_or_space(before) or punctuation_or_space(after))
+        if not renders:
+            found.append(text[max(0, run.start() - 12):run.end() + 12])
+    return found
 
 
 def emoji(text: str) -> list[str]:
@@ -106,6 +142,11 @@ def test_the_checks_find_what_they_look_for():
     assert decimal_points("1.048.576", "fr") != []  # French groups with a narrow space
     assert decimal_points("Dezimalzahlen mit Punkt (1.5); Tippe eine Zahl wie 0.5, -2 ein", "de") == []
     assert len(decimal_points("ticks 0.71 and 1.4", "es")) == 2 and decimal_points("0.71", "zh_CN") != []
+    assert unrendered_bold("**老师提问：**{}") and unrendered_bold("**为什么用窄切片？**{h} 个")
+    assert unrendered_bold("x**: y**z") and unrendered_bold("** bold**")
+    assert unrendered_bold("**老师提问**：{}") == [] and unrendered_bold("**Teacher asks:** {}") == []
+    assert unrendered_bold("你的答案是 **{answer}**：错误。正确答案：**{correct}**") == []
+    assert unrendered_bold("**此设置无法绘制。** 你") == [] and unrendered_bold("a **(b)** c") == []
 
 
 def test_no_control_depends_on_an_emoji_font(shown):
@@ -139,6 +180,19 @@ def test_numbers_are_written_the_reader_s_way(shown):
     assert not found, (language, found)
 
 
+def test_no_english_sentence_is_left_in_another_language(shown):
+    """Issue 40, 6: what the walk reads (Compare's sentences and charts among it) is in the reader's
+    language; tests/course/test_language_walk.py reads Chromium's pages."""
+    language, items = shown
+    if language == "en":
+        assert len(english_sentences([item.text for item in items])) > 10  # the check finds English
+        return
+    found = first_places((f"{item.kind} {item.field}: {sentence!r}", item.where) for item in items
+                         for sentence in english_sentences([item.text])
+                         if not any(sentence.startswith(input_text[:40]) for input_text in ENGLISH_INPUTS))
+    assert not found, (language, found)
+
+
 def test_every_chart_writes_its_own_numbers_the_reader_s_way(shown):
     """Plotly's own numbers (ticks, %{y:.3f} in hover text) take the layout's separators."""
     language, items = shown
@@ -169,4 +223,13 @@ def test_no_translation_writes_a_decimal_point(code):
     """A number written inside a translation (22,7 M parameters) is written the language's way."""
     found = [(message.id, points) for message in catalogue(code)
              if (points := decimal_points(message.string, code))]
+    assert not found, found
+
+
+@pytest.mark.parametrize("code", [None, *(code for code in LANGUAGES if code != "en")])
+def test_every_bold_of_a_message_renders(code):
+    """Issue 40, 4: no bold a reader would see as '**老师提问：**'."""
+    found = [(message.id, marks) for message in catalogue(code)
+             for text in ([message.id] if code is None else [message.string])
+             if text and (marks := unrendered_bold(text))]
     assert not found, found

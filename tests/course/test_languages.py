@@ -295,3 +295,22 @@ def test_a_formula_s_decimal_marks_and_thousands_follow_the_language(code, writt
     assert localized_tex(r"x = 0.25,\; n = 1{,}048{,}576", code) == written
     for kept in (r"a_{3,2}", r"\hspace{0.5em}", r"\mkern1.5mu", r"\sqrt{64}", r"q_{12} \cdot k_{3}"):
         assert localized_tex(kept, code) == kept
+
+
+# German addresses the reader as "du": a capitalised Sie, Ihr..., Ihnen inside a sentence (sentence
+# starts may be "sie": they, it), or an imperative "Wählen Sie" at a sentence's start, is formal.
+FORMAL_INSIDE = re.compile(r"(?<![.:!?*] )(?<![.:!?*]\*\* )(?<!^)\b(Sie|Ihnen|Ihr|Ihre[mnrs]?)\b")
+FORMAL_IMPERATIVE = re.compile(r"(?:^|[.:!?] )\w+en Sie\b")
+
+
+def formal_address(text: str) -> bool:
+    return bool(FORMAL_INSIDE.search(text) or FORMAL_IMPERATIVE.search(text))
+
+
+def test_german_says_du_never_sie():
+    """Issue 40, 6: no German message says "Sie" where the rest says "du"."""
+    assert formal_address("Nichts, was Sie eingegeben haben") and formal_address("durch Ihre Lehrkraft")
+    assert formal_address("keine ganze Zahl. Wählen Sie h")
+    assert not formal_address("Eine Maske sperrt Keys: Sie bekommen das Gewicht 0. Ihre Ausgabe ist 0.")
+    found = [(m.id, m.string) for m in catalogue("de") if m.id and formal_address(m.string)]
+    assert not found, found
