@@ -9,8 +9,8 @@ between); each read of several keys is one MULTI/EXEC. Keys, with the room code 
     mha:{CODE}:members         set of the room's members (joined, not removed)
     mha:{CODE}:removed         set of the students the teacher removed
     mha:{CODE}:nicknames       hash: student id -> nickname (members and removed)
-    mha:{CODE}:names           hash: a name's key (classroom/names.py) -> the student holding it
-    mha:{CODE}:namekeys        hash: student id -> the keys of their name (JSON list)
+    mha:{CODE}:names           hash: a name's key (classroom/names.py) -> the member holding it
+    mha:{CODE}:namekeys        hash: member id -> the keys of their name (JSON list)
     mha:{CODE}:joined          sorted set: student id -> when they joined
     mha:{CODE}:presence        sorted set: member -> last heartbeat (or join)
     mha:{CODE}:questions       list of question ids, in order asked
@@ -214,8 +214,16 @@ touch()
 return {'ok', version}
 """
 
-# KEYS[3..7]: members, removed, nicknames, joined, presence. ARGV[5]: the student id.
+# KEYS[3..9]: members, removed, nicknames, joined, presence, names, namekeys. ARGV[5]: the student id.
+# The student's name keys are freed (their nickname stays, for the roster and the answers).
 REMOVE = ROOM_CHECK + """
+local old = redis.call('HGET', KEYS[9], ARGV[5])
+if old then
+  for _, key in ipairs(cjson.decode(old)) do
+    if redis.call('HGET', KEYS[8], key) == ARGV[5] then redis.call('HDEL', KEYS[8], key) end
+  end
+  redis.call('HDEL', KEYS[9], ARGV[5])
+end
 redis.call('SREM', KEYS[3], ARGV[5])
 redis.call('SADD', KEYS[4], ARGV[5])
 redis.call('HSETNX', KEYS[5], ARGV[5], '')
@@ -446,7 +454,13 @@ class RedisStore(ClassroomStore):
         return self._run("lock", code, [], now, secret_hash, int(locked))[1]
 
     def _remove(self, code: str, secret_hash: str, now: float, student_id: str) -> int:
-        return self._run("remove", code, self._keys(code, *ROOM_PARTS), now, secret_hash, student_id)[1]
+        keys = self._keys(code, *ROOM_PARTS, *NAME_PARTS)
+        return self._run("remove", code, keys, now, secret_hash, student_id)[1]
+
+    def _membership(self, code: str, student_id: str, cutoff: float) -> bool | None:
+        member, removed = self._snapshot(code, cutoff, ("sismember", self._key(code, "members"), student_id),
+                                         ("sismember", self._key(code, "removed"), student_id))
+        return False if member else True if removed else None
 
     def _roster(self, code: str, cutoff: float) -> list[Student]:
         question_id, removed, nicknames, joined, seen = self._snapshot(

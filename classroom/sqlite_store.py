@@ -55,7 +55,7 @@ NICKNAME_NOW = "coalesce(s.nickname, a.nickname)"
 
 # last_active is the teacher's last act. A student row with removed = 1 is no member (kept so that
 # the student cannot join again); last_seen is the last heartbeat or the join. names holds each
-# student's name keys (classroom/names.py; removed students' too): one key, one student per room.
+# member's name keys (classroom/names.py; a removed student's are deleted): one key, one student per room.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rooms (
     code TEXT PRIMARY KEY,
@@ -289,7 +289,13 @@ class SqliteStore(ClassroomStore):
             db.execute("INSERT INTO students (code, student_id, last_seen, joined, removed) "
                        "VALUES (?, ?, ?, ?, 1) ON CONFLICT (code, student_id) DO UPDATE SET removed = 1",
                        (code, student_id, now, now))
+            db.execute("DELETE FROM names WHERE code = ? AND student_id = ?", (code, student_id))
             return _bump_activity(db, code, now)
+
+    def _membership(self, code: str, student_id: str, cutoff: float) -> bool | None:
+        with self._read() as db:
+            _live_room(db, code, cutoff, "1")
+            return _membership(db, code, student_id)
 
     def _roster(self, code: str, cutoff: float) -> list[Student]:
         with self._read() as db:

@@ -29,14 +29,18 @@ The rules every backend keeps (``tests/classroom/test_store.py`` checks them on 
   the nickname.
 * One name per student in a room (``classroom/names.py``): a nickname is kept as ``names.clean``
   gives it (no controls or invisible characters, spaces collapsed; the limit counts that form) and
-  refused with ``NameTaken`` (and a free suggestion) when it reads the same as another student's,
-  removed ones included (``names.keys``: case and look-alikes folded). The check and the write are
-  one atomic step with the join or the answer that carries the name; an empty nickname is no name
-  and never clashes, and a member keeps theirs (or renames) without clashing with themselves. An
-  answer's nickname is the member's name (a new one renames them, or is refused), and the roster,
-  the answers and the CSV show each student's name as the room has it now.
+  refused with ``NameTaken`` (and a free suggestion) when it reads the same as another member's
+  (``names.keys``: case and look-alikes folded; a removed student's name is free again), or as
+  the roster's label of a student without one ("student 3", in any language:
+  ``names.reads_as_anonymous``). The check and the write are one atomic step with the join or the
+  answer that carries the name; an empty nickname is no name and never clashes, and a member keeps
+  theirs (or renames) without clashing with themselves. An answer's nickname is the member's name (a
+  new one renames them, or is refused), and the roster, the answers and the CSV show each student's
+  name as the room has it now.
   Heartbeats mark members present and name the ids that are not members; they admit nobody.
-  Removing a student keeps their given answers but refuses their later ones.
+  Removing a student keeps their given answers but refuses their later ones, and what a member
+  reads of the room's questions: ``check_member`` and ``my_answer`` say ``Removed`` (a page that is
+  not following sends no heartbeat, and asks ``check_member`` on each of its runs instead).
 * ``version`` counts the changes a follower must show: ``set_state``, ``ask``, ``lock`` and
   closing or revealing the current question. Poll it; read ``state`` (one consistent snapshot)
   only when it changed.
@@ -369,6 +373,8 @@ def check_nickname(nickname: str) -> Name:
         raise TooLong("nickname")
     text = check_text("nickname", names.clean(nickname))
     keys = names.keys(text)
+    if keys and names.reads_as_anonymous(text):  # the roster's "student 3": no typed name may read so
+        raise NameTaken(text, names.suggestion(text, frozenset(), NICKNAME_CHARS))
     return Name(text, keys) if keys else Name()
 
 
@@ -630,7 +636,9 @@ class ClassroomStore(ABC):
 
     def remove(self, code: str, secret: str, student_id: str) -> int:
         """The student is no longer a member and cannot join again; their given answers stay, later
-        ones raise Removed. Returns the room's version (unchanged: the class sees nothing new)."""
+        ones raise Removed, and so do their reads of the room's questions (check_member, my_answer);
+        their name is free for another student (the roster still shows it, struck through). Returns
+        the room's version (unchanged: the class sees nothing new)."""
         check_text("student id", student_id, empty_ok=False)
         code = self._check_teacher(code, secret)
         return self._remove(code, hash_secret(secret), self._clock(), student_id)
@@ -659,6 +667,16 @@ class ClassroomStore(ABC):
 
     def state(self, code: str) -> RoomState:
         return without_solution(self._state(normalise_code(code), self._cutoff()))
+
+    def check_member(self, code: str, student_id: str) -> None:
+        """Nothing when the student is a member of the live room; else NoSuchRoom, Removed (the teacher
+        removed them) or NotInRoom (never joined). A read: it admits nobody and marks nobody present."""
+        check_text("student id", student_id, empty_ok=False)
+        membership = self._membership(normalise_code(code), student_id, self._cutoff())
+        if membership is None:
+            raise NotInRoom()
+        if membership:
+            raise Removed()
 
     def heartbeat(self, code: str, student_id: str) -> None:
         """Say this member is following now; NotInRoom if they are not a member (never joined, or
@@ -715,10 +733,13 @@ class ClassroomStore(ABC):
         return self._answer(code, Answer(question_id, student_id, value, name.text, self._clock()), name)
 
     def my_answer(self, code: str, question_id: str, student_id: str) -> Answer | None:
-        """This student's counted answer to the question, if any."""
+        """This student's counted answer to the question, if any; Removed for a removed student."""
         check_text("student id", student_id, empty_ok=False)
         code, question_id = normalise_code(code), check_question_id(question_id)
-        return self._my_answer(code, question_id, student_id, self._cutoff())
+        answer = self._my_answer(code, question_id, student_id, self._cutoff())
+        if self._membership(code, student_id, self._cutoff()):
+            raise Removed()
+        return answer
 
     def tally(self, code: str, question_id: str) -> Tally:
         code, question_id = normalise_code(code), check_question_id(question_id)
@@ -822,10 +843,16 @@ class ClassroomStore(ABC):
     def _lock(self, code: str, secret_hash: str, now: float, locked: bool) -> int: ...
 
     @abstractmethod
-    def _remove(self, code: str, secret_hash: str, now: float, student_id: str) -> int: ...
+    def _remove(self, code: str, secret_hash: str, now: float, student_id: str) -> int:
+        """The student marked removed (a row made if they never joined) and their name's keys freed."""
 
     @abstractmethod
     def _roster(self, code: str, cutoff: float) -> list[Student]: ...
+
+    @abstractmethod
+    def _membership(self, code: str, student_id: str, cutoff: float) -> bool | None:
+        """None if the student never joined the live room (NoSuchRoom if it is not live), True if
+        removed, False if a member."""
 
     @abstractmethod
     def _set_state(self, code: str, secret_hash: str, now: float, page: str, step: int, setup_json: str,

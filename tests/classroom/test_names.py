@@ -68,8 +68,50 @@ def test_clean_is_a_fixed_point_without_hidden_characters_or_loose_blanks(text):
     cleaned = names.clean(text)
     assert names.clean(cleaned) == cleaned
     assert not any(unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co") for ch in cleaned)
+    assert not any(names.default_ignorable(ch) for ch in cleaned)
+    decomposed = unicodedata.normalize("NFD", cleaned)
+    assert names.capped_marks(decomposed) == decomposed
     assert cleaned == cleaned.strip() and "  " not in cleaned
     assert unicodedata.normalize("NFKC", cleaned) == cleaned
+
+
+# Default_Ignorable_Code_Point, the whole property as DerivedCoreProperties.txt lists it (Unicode 14.0 to
+# 17.0: unchanged), written out here to check names.default_ignorable's derivation on every code point.
+DEFAULT_IGNORABLE = [(0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
+                     (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F),
+                     (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8),
+                     (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF)]
+THE_ISSUES_FOUR = ["\u17b5", "\u180b", "\ufff0", "\U000e0080"]  # outside Cc/Cf/Cs/Co, drawn as nothing
+
+
+def test_default_ignorable_is_unicodes_property_on_every_code_point():
+    expected = {point for first, last in DEFAULT_IGNORABLE for point in range(first, last + 1)}
+    found = {point for point in range(0x110000) if names.default_ignorable(chr(point))}
+    assert found == expected
+
+
+@pytest.mark.parametrize("ignorable", THE_ISSUES_FOUR)
+def test_the_issues_invisible_characters_outside_the_hidden_categories_are_dropped(ignorable):
+    """Issue 40, 11: "Mara" and one of these after it were two names, pixel-identical on the roster."""
+    assert unicodedata.category(ignorable) not in names.HIDDEN_CATEGORIES  # why they got through before
+    assert names.clean(f"Mara{ignorable}") == MARA == names.clean(f"{ignorable}Ma{ignorable}ra")
+    assert read_the_same(f"Mara{ignorable}", MARA)
+
+
+@pytest.mark.parametrize("ignorable", [chr(first) for first, _ in DEFAULT_IGNORABLE]
+                         + [chr(last) for _, last in DEFAULT_IGNORABLE])
+def test_every_range_of_the_property_is_dropped_from_a_name(ignorable):
+    assert names.clean(f"Bo{ignorable}b") == "Bob"
+
+
+def test_a_stack_of_combining_marks_keeps_two_per_character():
+    """Issue 40, 11: 36 combining marks on one letter overprinted the roster's rows above."""
+    stacked = names.clean("Z" + "\u0301" * 36 + "oe\u0308\u0323\u0330\u0331")
+    assert stacked == unicodedata.normalize("NFKC", "Z\u0301\u0301oe\u0323\u0330")  # in canonical order
+    assert names.clean("\u1e92\u0301\u0301\u0301") == "\u1e92\u0301"  # Ẓ counts as Z and its mark
+    assert names.clean("Nguyễn Thị Ánh") == "Nguyễn Thị Ánh"  # Vietnamese: two marks at most, composed
+    assert names.clean("กิ่ง") == "กิ่ง" and names.clean("क़्") == "क़्"  # Thai and Devanagari: two marks
+    assert names.clean("\u0301" * 5 + "a") == "\u0301\u0301a"  # marks with no character before them too
 
 
 def test_a_suggestion_is_the_first_free_number_and_fits_the_limit():
@@ -163,6 +205,20 @@ def test_no_box_in_the_rooms_pages_writes_its_limit_as_a_number():
     literal = [f"{path.name}: {key}" for path in (ROOT / "app" / "room").glob("*.py")
                for key, limit in text_boxes(path).items() if isinstance(limit, ast.Constant)]
     assert not literal
+
+
+@pytest.mark.parametrize(("typed", "anonymous"), [
+    ("student 1", True), ("Student  12", True), ("élève 3", True), ("学生 4", True), ("student", False),
+    ("student 1 2", False), ("Mara 1", False), ("students 1", False)])
+def test_a_name_reads_as_the_rosters_label_of_a_student_without_one(typed, anonymous):
+    assert names.reads_as_anonymous(names.clean(typed)) is anonymous
+
+
+def test_the_roster_labels_a_student_without_a_name_as_names_does():
+    """The label names.py refuses is the one the roster draws (app/views/classroom.py)."""
+    source = (ROOT / "app" / "views" / "classroom.py").read_text()
+    assert f'i18n.t("{names.ANONYMOUS}")' in source or "names.ANONYMOUS" in source
+    assert names.suggestion("student 1", frozenset(), NICKNAME_CHARS) == "student 1 2"
 
 
 def test_the_pages_words_for_a_refusal_are_the_stores():

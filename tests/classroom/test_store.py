@@ -734,6 +734,28 @@ class TestTheDoor:
         assert [a.student_id for a in answers] == ["s1"]
         assert store.followers(room.code) == 1
 
+    def test_a_removed_student_reads_no_more_of_the_rooms_questions(self, store, room):
+        """Issue 40, 12: a student removed while exploring on their own (no heartbeat) kept receiving
+        every new question, its right answer and the bars: their page asks check_member each run."""
+        question = ask_abc(store, room)
+        enter(store, room, "s1", "s2")
+        assert store.answer(room.code, question.id, "s1", "A")
+        store.check_member(room.code, "s1")
+        assert store.my_answer(room.code, question.id, "s1").value == "A"
+        store.remove(room.code, room.teacher_secret, "s1")
+        with pytest.raises(Removed):
+            store.check_member(room.code, "s1")
+        with pytest.raises(Removed):
+            store.my_answer(room.code, question.id, "s1")
+        with pytest.raises(NotInRoom):
+            store.check_member(room.code, "stranger")
+        store.check_member(room.code, "s2")
+        assert store.my_answer(room.code, question.id, "s2") is None
+        assert [s.removed for s in store.roster(room.code, room.teacher_secret)] == [True, False]  # read only
+        store.end_room(room.code, room.teacher_secret)
+        with pytest.raises(NoSuchRoom):
+            store.check_member(room.code, "s2")
+
     def test_the_roster_lists_who_joined_answered_and_was_removed(self, store, room, clock):
         question = ask_abc(store, room)
         joined_at = {}
@@ -1113,14 +1135,35 @@ class TestOneNamePerStudent:
         assert roster_names(store, room) == [MARA]
         refused_name(lambda: join(store, room, "s2", "mara"))
 
-    def test_a_new_name_frees_the_old_one_but_a_removed_students_name_stays_taken(self, store, room):
+    def test_a_new_name_frees_the_old_one_and_so_does_removing_its_student(self, store, room):
+        """Issue 40, 12: a removed name stayed taken ("try Quinn 2" for the real Quinn)."""
         join(store, room, "s1", MARA)
         join(store, room, "s1", "Ana")
         join(store, room, "s2", "mara")
-        join(store, room, "s3", "Bo")
+        join(store, room, "s3", "Quinn")
+        assert refused_name(lambda: join(store, room, "s4", "QUINN")).suggestion == "QUINN 2"
         store.remove(room.code, room.teacher_secret, "s3")
-        assert refused_name(lambda: join(store, room, "s4", "BO")).suggestion == "BO 2"
-        assert roster_names(store, room) == ["Ana", "mara", "Bo"]
+        join(store, room, "s4", "Quinn")  # the real Quinn
+        assert roster_names(store, room) == ["Ana", "mara", "Quinn", "Quinn"]  # the first one struck through
+        removed = [s.removed for s in store.roster(room.code, room.teacher_secret)]
+        assert removed == [False, False, True, False]
+        assert refused_name(lambda: join(store, room, "s5", "quinn")).suggestion == "quinn 2"
+        with pytest.raises(Removed):
+            join(store, room, "s3", "Quinn")
+
+    @pytest.mark.parametrize("label", ["student 1", "Student 12", "STUDENT 3", "stud\u0435nt 4", "élève 5",
+                                       "学生 6", "aluno 7", "estudiante 8", "Lernende:r 9",
+                                       "ｓｔｕｄｅｎｔ 1"])
+    def test_no_typed_name_reads_as_the_rosters_label_of_a_student_without_one(self, store, room, label):
+        """Issue 40, 11: a student named "student 1" sat beside the anonymous "student 1" (the roster's
+        label in any of the course's languages)."""
+        join(store, room, "s0")  # the anonymous one
+        refusal = refused_name(lambda: join(store, room, "s1", label))
+        assert not names.reads_as_anonymous(refusal.suggestion)
+        join(store, room, "s1", refusal.suggestion)
+        question = ask_abc(store, room)
+        refused_name(lambda: store.answer(room.code, question.id, "s1", "A", label))
+        assert roster_names(store, room) == ["", refusal.suggestion]
 
     def test_no_nickname_is_no_name_and_never_taken(self, store, room):
         for student in ("s1", "s2", "s3"):
