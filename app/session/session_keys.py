@@ -3,10 +3,16 @@ address holds it, and whether a student following a room receives it from the te
 
 A page registers what it adds when it is imported (app/streamlit_app.py imports every page before
 the first run); app/room/following.py reads ``followed()`` and imports no page.
+
+A key's string is written once, as a module-level constant of its owner (the module that registers it,
+``Key(ROOM, __name__)``); every other module names it by that constant (``ss[live.ROOM]``), never by its
+string or as an attribute (``ss.room``): tests/app/test_session_keys.py fails otherwise. A key used by
+modules that its owner imports lives in the lowest of them (the setting keys in app/session/state.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +20,7 @@ from typing import Any
 @dataclass(frozen=True)
 class Key:
     name: str
-    owner: str  # the module that writes it
+    owner: str  # the module that registers it and holds its constant: its __name__
     default: Any = None
     followed: bool = False  # a following student's page takes the teacher's value (app/room/following.py)
     address: str | None = None  # the link parameter that holds it, if any (app/session/state.py)
@@ -37,8 +43,9 @@ def followed() -> tuple[str, ...]:
     return tuple(name for name, key in REGISTRY.items() if key.followed)
 
 
-def defaults(owner: str) -> dict[str, Any]:
-    return {name: key.default for name, key in REGISTRY.items() if key.owner == owner}
+def defaults(keys: Iterable[Key]) -> dict[str, Any]:
+    """Each key's name and default (``keys`` as register() returned them)."""
+    return {key.name: key.default for key in keys}
 
 
 def restore(state, saved: str, defaults: dict[str, Any]) -> None:

@@ -27,11 +27,14 @@ REACH = 10**12  # no lab input goes near this; a kept value past it is not one a
 
 
 # The labs' inputs: a class following the teacher sees them as the teacher set them (app/room/following.py).
-session_keys.register(*(session_keys.Key(name, "labs", default, followed=True) for name, default in {
+LAB_KEYS = session_keys.register(*(session_keys.Key(name, "labs", default, followed=True)
+                                   for name, default in {
+
     **example_texts(SCORE_EXAMPLES[0]), "lab_gap": 20.0,  # example D's gap, the chapter's dot
     "lab_d_k": 64, "lab_seed": 0, "lab_pairs": 2000, "lab_curve_keys": 8, **CHAPTER_SIZES,
     **CACHE_DEFAULTS}.items()))
-DEFAULTS = session_keys.defaults("labs")
+DEFAULTS = session_keys.defaults(LAB_KEYS)
+
 # Which example's numbers the labs show (not an input: never restored as one, never followed).
 session_keys.register(session_keys.Key("lab_loaded", "labs.page"))
 

@@ -30,25 +30,31 @@ PROMPT_CHARS = 96  # 24 letters and their spaces, and some
 # The settings, the checkpoint shown and the letters typed: a class follows its teacher's
 # (app/room/following.py).
 SAVED = "learn_saved"  # the settings, kept while another page is open (widgets forget theirs)
-session_keys.register(*(session_keys.Key(name, "learn", default, followed=True) for name, default in {
-    "learn_task": "induction", "learn_layers": 2, "learn_heads": 2, "learn_width": 32, "learn_steps": 600,
-    "learn_scaling": "sqrt", "learn_mlp": False, "learn_prompt": ""}.items()))
-DEFAULTS = session_keys.defaults("learn")
-ALLOWED = {"learn_task": tuple(TASK_NAMES), "learn_layers": LAYERS, "learn_heads": HEADS,
-           "learn_width": WIDTHS, "learn_steps": STEPS, "learn_scaling": tuple(SCALINGS),
-           "learn_mlp": (False, True)}
+TASK_KEY, LAYERS_KEY, HEADS_KEY, WIDTH_KEY, STEPS_KEY = "learn_task", "learn_layers", "learn_heads", \
+    "learn_width", "learn_steps"
+SCALING_KEY, MLP_KEY, PROMPT_KEY = "learn_scaling", "learn_mlp", "learn_prompt"
+SETTINGS = session_keys.register(*(session_keys.Key(name, __name__, default, followed=True)
+                                   for name, default in {
+
+    TASK_KEY: "induction", LAYERS_KEY: 2, HEADS_KEY: 2, WIDTH_KEY: 32, STEPS_KEY: 600,
+    SCALING_KEY: "sqrt", MLP_KEY: False, PROMPT_KEY: ""}.items()))
+DEFAULTS = session_keys.defaults(SETTINGS)
+ALLOWED = {TASK_KEY: tuple(TASK_NAMES), LAYERS_KEY: LAYERS, HEADS_KEY: HEADS,
+           WIDTH_KEY: WIDTHS, STEPS_KEY: STEPS, SCALING_KEY: tuple(SCALINGS),
+           MLP_KEY: (False, True)}
 RUN = "learn_run"  # this session's last run: (Config, History), finished or stopped
 STOPPED_SCORES = "learn_stopped_scores"  # a stopped run and its checkpoints' head scores
 SHOWN = "learn_shown"  # the Config whose run the page showed last: Train with it unchanged trains again
 # The button's own key: it keeps its identity (and its click) when its label changes to "Train again,
 # live" or into another language.
 TRAIN_KEY = "learn_train"
-session_keys.register(session_keys.Key(SAVED, "learn"), session_keys.Key(RUN, "learn"),
-                      session_keys.Key(STOPPED_SCORES, "learn"), session_keys.Key(SHOWN, "learn"),
-                      session_keys.Key("learn_checkpoint", "learn", followed=True))
+CHECKPOINT_KEY = "learn_checkpoint"  # the checkpoint shown
+session_keys.register(session_keys.Key(SAVED, __name__), session_keys.Key(RUN, __name__),
+                      session_keys.Key(STOPPED_SCORES, __name__), session_keys.Key(SHOWN, __name__),
+                      session_keys.Key(CHECKPOINT_KEY, __name__, followed=True))
 LEARN_SCREEN = "learn"  # where the room's forecast was asked from (app/questions.asked_here)
 REVEALED = "learn_revealed"  # the id of the room's forecast the teacher revealed here
-session_keys.register(session_keys.Key(REVEALED, "learn"))
+session_keys.register(session_keys.Key(REVEALED, __name__))
 PROGRESS_EVERY = 10  # steps between two updates of the bar (each is a message to the browser)
 CURVE_EVERY = 100  # steps between two redraws of the live loss curve
 WATCH_SECONDS = 1.0  # how often a page watching another session's run redraws its curve
@@ -103,16 +109,16 @@ def _save() -> None:
 def settings_ui() -> tuple[Config, bool]:
     with st.form("learn_settings", border=True):
         task, layers, heads = st.columns(3)
-        task.selectbox(i18n.t("task"), list(TASK_NAMES), key="learn_task",
+        task.selectbox(i18n.t("task"), list(TASK_NAMES), key=TASK_KEY,
                        format_func=i18n.labels(TASK_NAMES))
-        layers.selectbox(i18n.t("layers"), LAYERS, key="learn_layers")
-        heads.selectbox(i18n.t("heads per layer"), HEADS, key="learn_heads")
+        layers.selectbox(i18n.t("layers"), LAYERS, key=LAYERS_KEY)
+        heads.selectbox(i18n.t("heads per layer"), HEADS, key=HEADS_KEY)
         width, steps, scaling = st.columns(3)
-        width.selectbox(i18n.t("width d_model"), WIDTHS, key="learn_width")
-        steps.selectbox(i18n.t("training steps"), STEPS, key="learn_steps")
-        scaling.radio(i18n.t("scores"), list(SCALINGS), key="learn_scaling",
+        width.selectbox(i18n.t("width d_model"), WIDTHS, key=WIDTH_KEY)
+        steps.selectbox(i18n.t("training steps"), STEPS, key=STEPS_KEY)
+        scaling.radio(i18n.t("scores"), list(SCALINGS), key=SCALING_KEY,
                       format_func=i18n.labels(SCALINGS), horizontal=True)
-        st.checkbox(i18n.t("an MLP after each attention layer"), key="learn_mlp")
+        st.checkbox(i18n.t("an MLP after each attention layer"), key=MLP_KEY)
         config = chosen()
         # A run from the cache is shown at once: the button then trains the same settings again, live.
         earlier = training.runs().finished(config) is not None and training.runs().earlier(config)
@@ -162,7 +168,7 @@ def train_ui(config: Config, key: str = "learn_stop",
     curve = st.empty()
     history = History()
     st.session_state[RUN] = (config, history)
-    st.session_state.pop("learn_checkpoint", None)
+    st.session_state.pop(CHECKPOINT_KEY, None)
 
     def on_step(step: int, loss: float, model: Model) -> None:
         if step % PROGRESS_EVERY == 0 or step == config.steps:
@@ -201,11 +207,12 @@ def results_ui(config: Config, history: History, scores: np.ndarray, workbench_p
     if history.stopped:
         st.warning(i18n.t("Stopped at step {step} of {steps}.").format(step=f"{len(history.losses):d}",
                                                                      steps=f"{config.steps:d}"))
-    st.session_state.setdefault("learn_checkpoint", steps[-1])
+    st.session_state.setdefault(CHECKPOINT_KEY, steps[-1])
     if st.session_state.learn_checkpoint not in steps:
         st.session_state.learn_checkpoint = steps[-1]
     shown = st.select_slider(i18n.t("checkpoint: the model after this many steps"), steps,
-                             key="learn_checkpoint")
+                             key=CHECKPOINT_KEY)
+
     at = steps.index(shown)
     chart(figure(learn_figures.training_figure, history.losses, steps, scores, shown), key="learn_training")
     roles_ui(scores[at])
@@ -261,7 +268,7 @@ def prompt_ui(config: Config, model: Model) -> np.ndarray:
     names = token_names(config.vocab)
     text = st.text_input(i18n.t("Your own sequence: letters {first} to {last}, separated by spaces (empty: a "
                                 "sequence of the task)").format(first=lit(names[0]), last=lit(names[-1])),
-                         key="learn_prompt", max_chars=PROMPT_CHARS)
+                         key=PROMPT_KEY, max_chars=PROMPT_CHARS)
     words = text.upper().split()
     if not words:
         return probe(config)
