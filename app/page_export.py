@@ -127,7 +127,8 @@ def page_html(setup: Setup, *, title: str, query: int = 0, language: str = ENGLI
     # The course's own sentence (its catalogues' plain text, no markup), as the English literal was.
     no_charts = _("This browser cannot unpack the charts; every chart's numbers are in its table.")
     steps_label = html_text(_("Steps"))
-    skip = " · ".join(f'<a href="#step-{n}">{n}. {html_text(step.title)}</a>' for n, step in steps.items())
+    skip = " · ".join(f'<a href="#step-{number}">{number}. {html_text(step.title)}</a>'
+                      for number, step in enumerate(steps.values(), start=1))
     return (f'<!DOCTYPE html><html lang="{language.replace("_", "-")}"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{page_title}</title>"

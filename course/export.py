@@ -1,4 +1,6 @@
-"""A Setup as a short Python script that needs only NumPy and computes every step in the course's order.
+"""A Setup as a short Python script that needs only NumPy and writes every step of the course's registry
+(course/steps.py) in its order, computing those that compute (STEP_CODE) with the course's one attention
+formula (mha_core.attention.attention, whose source the script carries).
 
     python -m course.export --example ex_a_single_head     # an example
     python -m course.export attention-setup.json          # a file saved from the page
@@ -13,13 +15,16 @@ from __future__ import annotations
 
 import argparse
 import functools
+import inspect
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
 
 from course.i18n import ENGLISH, LANGUAGES, N_, translator
 from course.steps import in_language
+from mha_core.attention import attention, softmax_rows
 from mha_core.codec import ConfigError, setup_from_json
 from mha_core.setup import LIMITS, Setup
 
@@ -41,50 +46,35 @@ NEEDS = N_("Needs only NumPy: python this_file.py")
 SHAPES = N_("Shapes: {n_q} queries x {n_k} keys, d_model = {d_model}, h = {h}, d_k = {d_k}, d_v = {d_v}.")
 TITLE_CHARS = 200  # a title longer than this is cut (with "...") in the script's comment
 
-SCRIPT_STEPS = '''
-# {step_projections}
-# {project}
+# What the script computes at a step, by the step's name (course/steps.py): NumPy lines in the names the
+# lines before them made. A step with none (a new one, or one that only reads the numbers) is still
+# written in its place, with its number, its title and its "what".
+STEP_CODE = {
+    "projections": """\
 q = x @ w_q{b_q}  # [h, n_q, d_k]
 k = x_kv @ w_k{b_k}  # [g, n_k, d_k]  g key/value heads: g = h unless they are grouped
 v = x_kv @ w_v{b_v}  # [g, n_k, d_v]
 k, v = (np.repeat(a, len(w_q) // len(a), axis=0) for a in (k, v))  # [h, n_k, ...]: each query head's
-
-# {step_raw_scores}
-# {dot}
-scores = q @ k.transpose(0, 2, 1)  # [h, n_q, n_k]
-
-# {step_softmax}
-# {softmax}
-scaled = scores * scale
-scaled = np.where(allowed, scaled, -np.inf)
-row_max = scaled.max(axis=-1, keepdims=True)
-row_max[np.isinf(row_max)] = 0.0  # {zeros}
-e = np.exp(scaled - row_max)  # {unchanged}
-total = e.sum(axis=-1, keepdims=True)
-weights = e / np.where(total == 0, 1.0, total)  # [h, n_q, n_k]
-
-# {step_head_outputs}
-# {blend}
-head_outputs = weights @ v  # [h, n_q, d_v]
-
-# {step_concatenation}
-# {concat}
+""",
+    "softmax": """\
+head_outputs, weights = attention(q, k, v, scale, allowed)  # [h, n_q, d_v], [h, n_q, n_k]
+""",
+    "concatenation": """\
 concat = head_outputs.transpose(1, 0, 2).reshape(len(x), -1)  # [n_q, h * d_v]
 output = concat @ w_o{b_o}  # [n_q, d_model]
-
+""",
+}
+FOOTER = """
 print("weights =", weights.tolist())
 print("output =", output.tolist())
-'''
-# The comments of SCRIPT_STEPS, each one line.
-STEP_COMMENTS = {
-    "project": N_("Project every token into each head's query, key and value spaces."),
-    "dot": N_("One dot product per (query, key) pair."),
-    "softmax": N_("Scale, mask (a blocked pair gets -inf, hence weight 0), softmax over the keys."),
-    "zeros": N_("a row that may attend to nothing stays all zeros"),
-    "unchanged": N_("subtracting the row's largest score leaves the softmax unchanged"),
-    "blend": N_("Each head's answer is a blend of the values."),
-    "concat": N_("Concatenate the heads side by side, then one final mix W_O."),
-}
+"""
+FORMULA = N_("The attention formula, as the course computes it everywhere (mha_core/attention.py):")
+COMMENT_CHARS = 98  # a step's "what" is wrapped into comment lines of at most this many characters
+
+
+def formula_source() -> str:
+    """The source of the course's one attention formula (mha_core.attention), as the script defines it."""
+    return "\n\n".join(inspect.getsource(function) for function in (softmax_rows, attention))
 
 
 def setup_to_script(setup: Setup, title: str = "your setup", recipe: str = "",
@@ -120,11 +110,14 @@ def setup_to_script(setup: Setup, title: str = "your setup", recipe: str = "",
     biases = {name: f" + {name}[:, None, :]" if getattr(setup, name) is not None else ""
               for name in ("b_q", "b_k", "b_v")}
     biases["b_o"] = " + b_o" if setup.b_o is not None else ""
-    steps, _screens = in_language(language)  # the course's names
-    titles = {f"step_{name}": _own(_("Step {number} · {title}").format(number=number, title=step.title))
-              for number, (name, step) in enumerate(steps.items(), start=1)}
-    comments = {name: _own(_(comment)) for name, comment in STEP_COMMENTS.items()}
-    parts.append(SCRIPT_STEPS.format(**biases, **titles, **comments))
+    parts.append(f"\n# {_own(_(FORMULA))}\n{formula_source()}\n")
+    steps, _screens = in_language(language)  # the course's steps, in its order, in the reader's words
+    for number, (name, step) in enumerate(steps.items(), start=1):
+        heading = _own(_("Step {number} · {title}").format(number=number, title=step.title))
+        what = textwrap.wrap(_own(step.what), COMMENT_CHARS - 2) or [""]
+        parts.append(f"\n# {heading}\n" + "".join(f"# {line}\n" for line in what)
+                     + STEP_CODE.get(name, "").format(**biases))
+    parts.append(FOOTER)
     return "".join(parts)
 
 

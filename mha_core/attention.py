@@ -92,6 +92,27 @@ def _softmax(z: np.ndarray, axis: int, out: np.ndarray | None = None) -> np.ndar
     return out
 
 
+# The formula, once, as the course writes it (picoGPT-style). The trainer (mha_core/train.py) computes
+# with it, the exported script (course/export.py) carries its source, and multi_head_attention below is
+# the same computation made lean and checked (tests/core/test_attention.py holds the three equal).
+
+
+def softmax_rows(z):  # [..., n] -> [..., n]: each row adds up to 1 (a row of -inf only: all 0)
+    """Softmax over the last axis, shifted by each row's largest entry (the same weights, and exp
+    cannot overflow); a -inf entry gets weight 0."""
+    row_max = z.max(axis=-1, keepdims=True)
+    e = np.exp(z - np.where(np.isneginf(row_max), 0.0, row_max))
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total == 0, 1.0, total)
+
+
+def attention(q, k, v, scale, allowed=True):  # [..., n_q, d_k], [..., n_k, d_k], [..., n_k, d_v]
+    """softmax(scale · Q Kᵀ, a blocked pair -inf) V: each query's blend of the values, [..., n_q, d_v],
+    and the weights, [..., n_q, n_k]. allowed: bool [n_q, n_k], True = may attend (True: every pair)."""
+    weights = softmax_rows(np.where(allowed, q @ k.swapaxes(-1, -2) * scale, -np.inf))  # [..., n_q, n_k]
+    return weights @ v, weights
+
+
 def project(x: np.ndarray, w: np.ndarray) -> np.ndarray:  # [n, d_model], [h, d_model, d] -> [h, n, d]
     """x @ w[i] for every head i (matmul broadcasts x over the heads)."""
     return x @ w
@@ -113,7 +134,8 @@ def multi_head_attention(
     b_o=None,
     max_bytes: int | None = DEFAULT_MAX_BYTES,
 ) -> MHAResult:
-    """Concat(head_1, ..., head_h) W_O with head_i = softmax(scale * Q_i K_i^T) V_i.
+    """Concat(head_1, ..., head_h) W_O with head_i = softmax(scale * Q_i K_i^T) V_i (``attention``, made
+    lean: one buffer for the score grids, no max shift where exp cannot overflow, overflow checked).
 
     x [n_q, d_model]; x_kv [n_k, d_model] (default x); w_q [h, d_model, d_k]; w_k [g, d_model, d_k];
     w_v [g, d_model, d_v]; w_o [h*d_v, d_model]; b_q [h, d_k]; b_k [g, d_k]; b_v [g, d_v];

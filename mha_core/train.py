@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
-from mha_core.attention import MHAResult, multi_head_attention
+from mha_core.attention import MHAResult, attention, multi_head_attention
 from mha_core.setup import Scaling, Setup
 from mha_core.tasks import TASKS, Batch
 
@@ -177,12 +177,9 @@ class Model:
         the core itself on one sequence, and the tests hold the two equal)."""
         p, c = self.params, self.config
         q, k, v = (x[:, None] @ p[f"{layer}.{name}"][None] for name in ("w_q", "w_k", "w_v"))  # [B, h, T, dk]
-        scaled = (q @ k.transpose(0, 1, 3, 2)) * c.scale  # [B, h, T, T]
         length = x.shape[1]
-        scaled[..., np.triu(np.ones((length, length), dtype=bool), 1)] = -np.inf  # no later token
-        weights = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
-        weights /= weights.sum(axis=-1, keepdims=True)
-        heads = weights @ v  # [B, h, T, dk]
+        causal = np.tril(np.ones((length, length), dtype=bool))  # [T, T]: no later token
+        heads, weights = attention(q, k, v, c.scale, causal)  # [B, h, T, dk], [B, h, T, T]
         concat = heads.transpose(0, 2, 1, 3).reshape(x.shape[0], length, -1)  # [B, T, h·dk]
         return {"q": q, "k": k, "v": v, "weights": weights, "concat": concat,
                 "output": concat @ p[f"{layer}.w_o"]}

@@ -153,3 +153,25 @@ def unescaped(text: str) -> str:
 def shown(elements) -> list[str]:
     """What Markdown elements show (their texts unescaped)."""
     return [unescaped(text) for text in texts(elements)]
+
+
+def presenter_screens(at: AppTest, *, reveal: bool = True):
+    """Every presenter screen in turn, from the first (``at`` opened on it): yields each screen's
+    position, its forecast revealed first if ``reveal``, then presses Next (not after the last)."""
+    from course import steps as course_steps  # read when walked: a test may have added a step
+
+    count = len(course_steps.SCREENS)
+    for screen in range(count):
+        if reveal and any(button.key == "present_reveal" for button in at.button):
+            at.button(key="present_reveal").click().run()
+        assert not at.exception, screen
+        yield screen
+        if screen < count - 1:
+            at.button(key="present_next").click().run()
+            assert not at.exception, screen + 1
+
+
+def forecast_prompt(at: AppTest) -> str | None:
+    """The forecast the open presenter screen asks ("**Forecast.** ..."), or None."""
+    return next((text.split("** ", 1)[1] for text in texts(at.markdown) if text.startswith("**Forecast.**")),
+                None)

@@ -41,7 +41,9 @@ def follow_before_build() -> None:
             return  # versions only grow; the state read below may be newer than the watch's version
         room = live.watch().state(ss.room)
     except NoSuchRoom:
+        ended = ss.room
         leave(i18n.t("The room has ended."))
+        ss.room_ended = ended  # said on the page too (app/room/room_box.py's ended_ui)
         return
     except StoreUnavailable:
         ss.live_message = i18n.t("The class connection is lost; this page will follow again when it is back.")

@@ -44,6 +44,7 @@ LIVE_KEYS = session_keys.register(*(session_keys.Key(name, "live") for name in (
     "wrong_codes",  # when this session tried a wrong room code or teacher link
     "joined_from_link", "live_message",
     "door_wait",  # a student the join rate turned away, waiting for their turn: DoorWait
+    "room_ended",  # the code of the room this student was in when it ended (said on the page)
 )))
 
 # Seconds for this session's wrong-code limit (tests/app/test_stateful.py moves its own clock).

@@ -16,21 +16,35 @@ from app.room.door import door_wait_ui, enter_room, waiting_at_the_door
 from app.room.following import leave, room_gone, stop_following
 from app.room.identity import cookie_ui
 from app.room.live import in_room, is_teacher
-from app.safe import lit
-from classroom.store import NameTaken, NoSuchRoom, NotInRoom, NotTheTeacher, StoreError, StoreUnavailable
+from app.safe import lit, md
+from classroom.store import (
+    NameTaken,
+    NoSuchRoom,
+    NotInRoom,
+    NotTheTeacher,
+    Removed,
+    StoreError,
+    StoreUnavailable,
+)
+from course.i18n import N_
 
 POLL_SECONDS = 2.0  # a follower's heartbeat, and its check of the room's version should the server's push
 # (app/room/push.py, a quarter second) be lost; two heartbeats fall in every FOLLOWER_TTL_SECONDS
 TEACHER_BEAT_SECONDS = 5.0  # the teacher's page says it is open this often (the room ends 15 min after)
+ROOM_ENDED = N_("Room {room} has ended: your teacher ended it (or was away for 15 minutes). This page is "
+                "yours to explore now; to follow a class again, join its room on the Class page.")
 
 
 def sidebar_ui(slot, current) -> None:
     """The room's box, in a slot at the top of the sidebar (filled once the page's setup is known)."""
     ss = st.session_state
     message = ss.get("live_message")  # cleared at the end of a run that got to draw the page
+    if in_room() and not is_teacher() and not still_a_member():
+        message = ss.get("live_message")  # why not (removed, the room ended), said below and on the page
     if message:
         slot.warning(lit(message), icon=":material/groups:")
     if not in_room():
+        ended_ui()
         if waiting_at_the_door():
             with slot:
                 door_wait_ui()
@@ -75,6 +89,47 @@ def teacher_box() -> None:
     with st.container(border=True):
         st.markdown(i18n.t("**Room {room}** · you lead it · {count} following").format(room=lit(ss.room),
                                                                                       count=int(count)))
+
+
+def still_a_member() -> bool:
+    """A student's page asks the store on each of its runs whether they are still in the room: one
+    exploring on their own sends no heartbeat, so a removal or the room's end would otherwise reach
+    their page only when the room ends (every new question, its answer and the bars meanwhile). False
+    once the page has left the room (the door's word, or the room's end, in live_message)."""
+    ss = st.session_state
+    ss.pop("room_ended", None)
+    try:
+        live.store().check_member(ss.room, ss.get("student_id", ""))
+    except NoSuchRoom:
+        leave_ended_room()
+    except (Removed, NotInRoom):
+        rejoin()  # the door says which, and lets back in a student whose store forgot them
+    except StoreError:
+        return True  # the poll says the connection is lost; the page keeps what it had
+    return in_room() is not None
+
+
+def leave_ended_room() -> None:
+    """A student's room is not in the store any more: their page says so where they look (the main
+    area: a phone's sidebar is closed), until they are in a room again or dismiss it."""
+    ss = st.session_state
+    code = ss.room
+    leave(i18n.t("The room has ended."))
+    ss.room_ended = code
+
+
+def ended_ui() -> None:
+    """'Room ABCD has ended …' at the top of a former student's page, with OK to dismiss it."""
+    code = st.session_state.get("room_ended")
+    if not code:
+        return
+    with st.container(border=True, key="room_ended_notice"):
+        st.warning(md(i18n.t(ROOM_ENDED), room=code), icon=":material/event_busy:")
+        st.button(i18n.t("OK"), key="room_ended_ok", on_click=dismiss_ended)
+
+
+def dismiss_ended() -> None:
+    st.session_state.pop("room_ended", None)
 
 
 def followers() -> int:

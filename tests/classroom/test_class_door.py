@@ -412,6 +412,49 @@ def test_a_removed_student_is_told_stops_following_and_cannot_come_back():
     assert stays.session_state["room"] == code  # the others carry on
 
 
+def test_a_student_removed_while_exploring_on_their_own_gets_no_more_questions():
+    """Issue 40, 12: removed while 'Explore on my own' (no poll, no heartbeat), a student kept receiving
+    every new question, its right answer and the bars until the room ended."""
+    teacher, code = teacher_with_room()
+    secret = teacher.session_state["teacher_secret"]
+    student = class_page()
+    join_with_the_box(student, code, "Quinn")
+    student.button(key="live_explore").click().run()
+    assert not student.session_state["following"] and student.session_state["room"] == code
+    asked = live.store().ask(code, secret, "Which head attends?", ["A", "B"], correct="A")
+    time.sleep(VERSION_MAX_AGE * 2)  # the server's watch reads the room's version anew
+    student.run()
+    assert "Which head attends?" in shown(student)  # a member exploring still answers
+    live.store().remove(code, secret, student.session_state["student_id"])
+    live.store().ask(code, secret, "And which query?", ["A", "B"], correct="B")
+    live.store().reveal(code, secret, asked.id)
+    time.sleep(VERSION_MAX_AGE * 2)
+    student.run()
+    assert not student.exception and "room" not in student.session_state
+    assert "And which query?" not in shown(student) and "Which head attends?" not in shown(student)
+    assert any("Your teacher removed you from this room." in plain(w) for w in texts(student.sidebar.warning))
+    join_with_the_box(class_page(), code, "Quinn")  # the real Quinn: the removed one's name is free
+
+
+def test_students_are_told_on_their_page_that_the_teacher_ended_the_room():
+    """Issue 40, 7: after End room, students landed on a plain Class page with 'Start a room' and no
+    word that the room had ended (the sidebar, which said it, is closed on a phone)."""
+    teacher, code = teacher_with_room()
+    follower, explorer = open_address({"room": code}), open_address({"room": code})
+    goto(follower, "class")
+    explorer.button(key="live_explore").click().run()
+    live.store().end_room(code, teacher.session_state["teacher_secret"])
+    for student in (follower, explorer):
+        student.run()
+        assert not student.exception and "room" not in student.session_state
+        notice = [plain(w) for w in texts(student.main.warning) if f"Room {code} has ended" in plain(w)]
+        assert notice and "your teacher ended it" in notice[0]
+    follower.button(key="room_ended_ok").click().run()
+    assert not any("has ended" in plain(w) for w in texts(follower.main.warning))
+    join_with_the_box(follower, teacher_with_room()[1])
+    assert not any("has ended" in plain(w) for w in texts(explorer.main.warning) if "room" in explorer.session_state)
+
+
 # --- The teacher's page keeps the room, and says when it is gone (finding 9) -------------------------
 
 

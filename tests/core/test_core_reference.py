@@ -97,3 +97,23 @@ def test_float32_stays_float32(rng):
             for k, v in random_case(rng, 2, 3, 3, 4, 2, 2, cross=False).items()}
     result = multi_head_attention(**case)
     assert result.weights.dtype == np.float32 and result.output.dtype == np.float32
+
+
+@pytest.mark.parametrize("mask", [None, "causal", "blocked row"])
+def test_the_course_s_formula_is_the_core_s_and_the_naive_loop_s(rng, mask):
+    """Issue 40, 9: mha_core.attention.attention is the one written formula (the trainer computes with
+    it, the exported script carries it); the lean core gives its numbers, and so does the naive loop."""
+    from mha_core.attention import attention
+
+    case = random_case(rng, 3, 4, 5, 6, 2, 3, True)
+    allowed = None if mask is None else np.tril(np.ones((4, 5), bool)) if mask == "causal" else (
+        np.ones((4, 5), bool) & (np.arange(4) != 2)[:, None])  # query 3 may attend to nothing
+    result = multi_head_attention(**case, mask=allowed)
+    head_outputs, weights = attention(result.q, result.k, result.v, result.scale,
+                                      True if allowed is None else allowed)
+    expected = naive_mha(**case, allowed=allowed)
+    for name, value in (("weights", weights), ("head_outputs", head_outputs)):
+        np.testing.assert_allclose(value, getattr(result, name), rtol=1e-12, atol=1e-14, err_msg=name)
+        np.testing.assert_allclose(value, expected[name], rtol=1e-10, atol=1e-12, err_msg=name)
+    if mask == "blocked row":
+        assert not weights[:, 2].any() and not head_outputs[:, 2].any()

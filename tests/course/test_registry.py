@@ -34,7 +34,16 @@ from course import steps as course_steps
 from course.examples import all_examples
 from course.steps import SCREENS, STEPS, Screen, Step
 from mha_core.derive import compare_heads, cost_of
-from tests.apptest_util import chart_specs, fresh_app, goto, pick_example, texts
+from tests.apptest_util import (
+    chart_specs,
+    forecast_prompt,
+    fresh_app,
+    goto,
+    open_address,
+    pick_example,
+    presenter_screens,
+    texts,
+)
 
 CHAPTER_EXAMPLES = sorted(all_examples())
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,24 +55,34 @@ def workbench_headings(at) -> list[tuple[int, str]]:
     return [(int(m[1]), m[2]) for m in found if m]
 
 
+def presenter_walk(at) -> list[tuple[str, str | None]]:
+    """Next through every screen (revealing each forecast): each screen's title and the forecast it
+    asks (None if none), in order."""
+    seen = []
+    for _ in presenter_screens(at):
+        title = next(text for text in texts(at.markdown) if text.startswith("### "))
+        seen.append((title.split(" · ", 1)[1], forecast_prompt(at)))
+    assert at.button(key="present_next").disabled  # the walk ended on the last screen
+    return seen
+
+
 def presenter_titles(at) -> list[str]:
     """Next through every screen (revealing each forecast): the screen titles seen, in order."""
-    seen = []
-    while True:
-        title = next(text for text in texts(at.markdown) if text.startswith("### "))
-        seen.append(title.split(" · ", 1)[1])
-        if any(b.key == "present_reveal" for b in at.button):
-            at.button(key="present_reveal").click().run()
-        if at.button(key="present_next").disabled:
-            return seen
-        at.button(key="present_next").click().run()
-        assert not at.exception, seen
+    return [title for title, _ in presenter_walk(at)]
 
 
 def page_sections(page: str) -> list[tuple[int, str]]:
     """The downloadable page's step sections, in its order: (number, title)."""
     found = re.findall(r'<h2 id="step-(\d+)-title">\d+\. ([^<]+)</h2>', page)
     return [(int(n), html.unescape(title)) for n, title in found]
+
+
+def page_skip_links(page: str) -> list[tuple[int, str]]:
+    """The downloadable page's links to its steps, in its order: (the number it links to, its title);
+    each must name the number it links to."""
+    found = re.findall(r'<a href="#step-([^"]+)">([^<.]+)\. ([^<]+)</a>', page)
+    assert all(target == number for target, number, _ in found), found
+    return [(int(number), html.unescape(title)) for _, number, title in found]
 
 
 def registry_order() -> list[tuple[int, str]]:
@@ -77,7 +96,9 @@ def test_every_layout_draws_the_registry_s_steps_in_its_order():
     goto(at, "present")
     assert presenter_titles(at) == [screen.title for screen in SCREENS]
     setup = all_examples()["the_cat_sat_two_heads"].setup()
-    assert page_sections(page_export.page_html(setup, title="t")) == registry_order()
+    page = page_export.page_html(setup, title="t")
+    assert page_sections(page) == registry_order()
+    assert page_skip_links(page) == registry_order()  # each to its section (they named the step once)
 
 
 def test_the_presenter_s_screens_are_the_registry_s_and_each_is_drawn_by_its_step_s_file():
@@ -222,7 +243,51 @@ def test_a_step_added_to_the_registry_is_on_every_layout_and_renumbers_the_ones_
     assert page_sections(page_export.page_html(setup, title="t"))[:3] == registry_order()[:3]
     from course.export import setup_to_script
     named = re.findall(r"^# Step (\d+) · (.+)$", setup_to_script(setup), flags=re.MULTILINE)
-    assert named[0] == ("3", STEPS["projections"].title)  # the script's first step, one later
+    assert [(int(n), title) for n, title in named] == registry_order()  # the new one too, in its place
+
+
+def course_forecasts(names) -> dict[tuple[str, str, int], str | None]:
+    """The forecasts of the steps ``names`` for each chapter example and a few seeds, by (example,
+    step, seed)."""
+    from course.quiz import forecast
+
+    examples = all_examples()
+    asked = {(key, name, seed): forecast(examples[key], examples[key].run(), name, seed)
+             for key in CHAPTER_EXAMPLES for name in names for seed in range(3)}
+    return {where: getattr(question, "prompt", None) for where, question in asked.items()}
+
+
+def test_a_step_added_in_front_changes_no_other_step_s_forecast_link_or_script(monkeypatch):
+    """Issue 40, 9: forecasts were drawn by the step's position (the quiz) and the screen's (the
+    presenter), so a step added in front changed every later one's question. They are drawn by the
+    name now: every screen asks what it asked, every old numbered link (?step=4) opens the screen it
+    opened, and the exported script shows the new step in its place."""
+    walked = open_address({"example": "the_cat_sat_two_heads"}, "present")
+    before = presenter_walk(walked)
+    assert sum(prompt is not None for _, prompt in before) >= 5  # most screens ask something
+    names = list(STEPS)
+    forecasts = course_forecasts(names)
+    old_links = {str(n): course_steps.screen_name(course_steps.screen_position(str(n)))
+                 for n in range(1, len(course_steps.NUMBERED_LINKS) + 1)}
+    past_the_end = str(len(SCREENS) + 1)
+    assert course_steps.screen_position(past_the_end) >= len(SCREENS)
+    add_step(monkeypatch, "positions", ADDED, before="projections")
+
+    walked = open_address({"example": "the_cat_sat_two_heads"}, "present")
+    assert presenter_walk(walked) == [before[0], ("Where each token sits", None), *before[1:]]
+    assert course_forecasts(names) == forecasts
+    assert {n: course_steps.screen_name(course_steps.screen_position(n)) for n in old_links} == old_links
+    assert course_steps.screen_position(past_the_end) >= len(course_steps.SCREENS)  # still no such screen
+    softmax_link = next(n for n, name in old_links.items() if name == "softmax")
+    opened = open_address({"example": "the_cat_sat_two_heads", "step": softmax_link}, "present")
+    assert not opened.exception and opened.query_params["step"] == "softmax"
+    assert any(text.endswith(f" · {STEPS['softmax'].title}") for text in texts(opened.markdown))
+    from course.export import setup_to_script
+    script = setup_to_script(all_examples()["ex_a_single_head"].setup())
+    headings = re.findall(r"^# Step (\d+) · (.+)$", script, flags=re.MULTILINE)
+    assert headings == [(str(number), step.title) for number, step in
+                        enumerate(course_steps.STEPS.values(), start=1)]
+    assert headings[1] == ("2", ADDED.title)
 
 
 def test_a_step_s_own_file_draws_its_charts_section_and_screen_everywhere(monkeypatch):
@@ -356,13 +421,20 @@ def imported_modules(path: Path) -> set[str]:
     return names
 
 
-def test_the_exported_script_names_each_step_as_the_registry_does():
-    from course.export import setup_to_script
+def test_the_exported_script_names_each_step_as_the_registry_does_and_computes_with_the_formula():
+    """Every step of the registry, in its order, numbered as the page numbers it; the steps that
+    compute something are those of the script's STEP_CODE; the attention formula is the core's own
+    source (mha_core/attention.py), and the script's numbers are the core's (tests/course/test_export.py)."""
+    from course.export import STEP_CODE, formula_source, setup_to_script
+    from mha_core import attention
 
     script = setup_to_script(all_examples()["the_cat_sat_two_heads"].setup())
     named = re.findall(r"^# Step (\d+) · (.+)$", script, flags=re.MULTILINE)
-    assert [int(n) for n, _ in named] == [2, 3, 4, 5, 7]  # the steps the script computes, in order
-    assert all(title == STEPS[course_steps.numbered(int(n))].title for n, title in named)
+    assert [(int(n), title) for n, title in named] == registry_order()
+    assert set(STEP_CODE) <= set(STEPS)  # code only for steps of the registry
+    assert formula_source() in script and formula_source().count("def ") == 2
+    assert attention.attention.__code__.co_filename.endswith("mha_core/attention.py")
+    assert script.count("softmax_rows(") == 2 and "np.exp" not in script.replace(formula_source(), "")
 
 
 # --- a screen's name in links and rooms (issue 28) ---------------------------------------------------
