@@ -20,7 +20,10 @@ from course.i18n import N_
 
 IMAGE_FORMATS = ("png", "svg")  # what the camera button of every chart's modebar downloads
 IMAGE_FORMAT = "image_format"  # the format chosen, kept while the radio that chose it is not drawn
-session_keys.register(session_keys.Key(IMAGE_FORMAT, "widgets", "png"))
+# A student shows the teacher's page (app/room/door.py sets it, app/room/following.py drops it); here,
+# below app/room/live.py, because every part of the page asks following().
+FOLLOWING = "following"
+session_keys.register(session_keys.Key(IMAGE_FORMAT, __name__, "png"), session_keys.Key(FOLLOWING, __name__))
 
 
 def image_format() -> str:
@@ -62,7 +65,7 @@ def numbers_ui(about: chart_text.ChartText, key: str) -> None:
 def following() -> bool:
     """This session shows a room's page as its teacher does (app/room/door.py sets the flag on joining a
     room and drops it on leaving, so it implies being in one)."""
-    return bool(st.session_state.get("following"))
+    return bool(st.session_state.get(FOLLOWING))
 
 
 WHOSE_EDIT = {  # (the numbers below?, following a room?) -> whose numbers an edited example shows

@@ -29,22 +29,28 @@ from app.session import session_keys
 from classroom.backends import open_store
 from classroom.watch import RoomWatch
 
-# This module's session keys (its parts' too). A follower receives what pages register as followed,
-# never these.
-LIVE_KEYS = session_keys.register(*(session_keys.Key(name, "live") for name in (
-    "room",  # the room's code
-    "teacher_secret",  # the teacher's session only
-    "student_secret",  # the browser's cookie, or a fresh one this session sets
-    "student_id",  # its hash, the store's id
-    "following",  # a student shows the teacher's page
-    "applied_version",  # the room version shown
-    "room_inputs",  # the sidebar's values while they are not drawn
-    "room_revealed",  # the presenter screen the teacher revealed
-    "published",  # what the teacher last sent
-    "wrong_codes",  # when this session tried a wrong room code or teacher link
-    "joined_from_link", "live_message",
-    "door_wait",  # a student the join rate turned away, waiting for their turn: DoorWait
-    "room_ended",  # the code of the room this student was in when it ended (said on the page)
+# This module's session keys (its parts' too: they name them by these constants). A follower receives
+# what pages register as followed, never these.
+ROOM = "room"  # the room's code
+TEACHER_SECRET = "teacher_secret"  # the teacher's session only
+STUDENT_SECRET = "student_secret"  # the browser's cookie, or a fresh one this session sets
+STUDENT_ID = "student_id"  # its hash, the store's id
+APPLIED_VERSION = "applied_version"  # the room version shown
+ROOM_INPUTS = "room_inputs"  # the sidebar's values while they are not drawn
+ROOM_REVEALED = "room_revealed"  # the presenter screen the teacher revealed
+PUBLISHED = "published"  # what the teacher last sent
+WRONG_CODES = "wrong_codes"  # when this session tried a wrong room code or teacher link
+JOINED_FROM_LINK, LIVE_MESSAGE = "joined_from_link", "live_message"
+DOOR_WAIT = "door_wait"  # a student the join rate turned away, waiting for their turn: DoorWait
+ASKED = "asked"  # the question the teacher asked the room: (id, question); app/room/questions.py asks it
+JOIN_ERROR = "live_join_error"  # why the door refused a join (shown on the Class page)
+CONFIRM_REMOVE = "live_confirm_remove"  # the student the teacher is asked to confirm removing
+NICKNAME, ROOM_PAGE = "nickname", "room_page"
+ROOM_ENDED = "room_ended"  # the code of the room this student was in when it ended (said on the page)
+LIVE_KEYS = session_keys.register(*(session_keys.Key(name, __name__) for name in (
+    ROOM, TEACHER_SECRET, STUDENT_SECRET, STUDENT_ID, APPLIED_VERSION, ROOM_INPUTS, ROOM_REVEALED, PUBLISHED,
+    WRONG_CODES, JOINED_FROM_LINK, LIVE_MESSAGE, DOOR_WAIT, ASKED, JOIN_ERROR, CONFIRM_REMOVE,
+    ROOM_ENDED,
 )))
 
 # Seconds for this session's wrong-code limit (tests/app/test_stateful.py moves its own clock).
@@ -52,7 +58,7 @@ clock = time.monotonic
 
 
 # The session keys this module owns (app/session/session_keys.py).
-session_keys.register(*(session_keys.Key(name, "live") for name in ("nickname", "room_page")))
+session_keys.register(*(session_keys.Key(name, __name__) for name in (NICKNAME, ROOM_PAGE)))
 
 
 @st.cache_resource
@@ -87,9 +93,9 @@ def watch() -> RoomWatch:
 
 
 def is_teacher() -> bool:
-    return bool(st.session_state.get("teacher_secret"))
+    return bool(st.session_state.get(TEACHER_SECRET))
 
 
 def in_room() -> str | None:
-    return st.session_state.get("room")
+    return st.session_state.get(ROOM)
 

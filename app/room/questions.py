@@ -68,9 +68,8 @@ LOST = N_("The class connection is lost: your answer was **not sent yet**. Press
 
 
 # The session keys this module owns (app/session/session_keys.py).
-session_keys.register(*(session_keys.Key(name, "questions") for name in (
-    "answered", "asked", "asked_screen", "pending_answer", "room_question", "sent_answers"
-)))
+ASKED_SCREEN = "asked_screen"  # where the question asked (live.ASKED) was asked from
+session_keys.register(session_keys.Key(ASKED_SCREEN, __name__))
 
 
 def solution_of(question) -> str:

@@ -38,7 +38,12 @@ YOUR_FORECAST = N_("Your forecast")
 NICKNAME = N_("Nickname (optional; only your teacher sees it)")
 NAME_REFUSAL = "live_name_refusal"  # (question id, the store's refusal of the nickname sent with it)
 
-session_keys.register(session_keys.Key(NAME_REFUSAL, "student_answer"))
+ANSWERED = "answered"  # the id of the question this session answered last
+PENDING_ANSWER = "pending_answer"  # an answer not sent yet (the connection was lost): (question id, value)
+ROOM_QUESTION = "room_question"  # the room's question as last read, and its status
+SENT_ANSWERS = "sent_answers"  # question id -> the value this session sent
+session_keys.register(*(session_keys.Key(name, __name__) for name in (
+    NAME_REFUSAL, ANSWERED, PENDING_ANSWER, ROOM_QUESTION, SENT_ANSWERS)))
 
 
 def my_value(question_id: str) -> str | None:

@@ -34,9 +34,8 @@ PROXY_NOTE = N_("Requests reach this server through a proxy (they carry the head
                 "should set `MHA_CLIENT_IP_HEADER={header}` (docs/deploy.md).")
 
 # The session keys this module owns (app/session/session_keys.py).
-session_keys.register(*(session_keys.Key(name, "classroom") for name in (
-    "live_confirm_remove", "live_door_error", "live_join_error", "live_rename_error", "live_start_error"
-)))
+DOOR_ERROR, RENAME_ERROR, START_ERROR = "live_door_error", "live_rename_error", "live_start_error"
+session_keys.register(*(session_keys.Key(name, __name__) for name in (DOOR_ERROR, RENAME_ERROR, START_ERROR)))
 
 
 # --- The door: start a room, or join one -------------------------------------------------------------
