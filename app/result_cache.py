@@ -6,8 +6,8 @@ bytes; a session keeps only their keys.
   ``st.session_state`` it stayed with the session until Streamlit reaped it, minutes after the
   tab closed. Here the least recently used go first once ``RESULTS_BUDGET_BYTES`` is passed, and
   a session that disconnects drops the result only it was using (``hold``).
-* ``LONG_RUNS``: at most ``LONG_RUN_SLOTS`` long sequences are computed at once per process; the
-  others wait their turn behind a spinner that says so.
+* What the runs in flight hold (computing a result and drawing it) is bounded server-wide by
+  ``app/admission.py``; what a session keeps after its run, by ``SESSION_BUDGET_BYTES``.
 
 ``numpy_bytes`` counts the bytes of the NumPy arrays an object holds (tests and the bench use it
 to measure what a session keeps).
@@ -31,12 +31,9 @@ import streamlit as st
 
 from app.adapter import streamlit_door
 from mha_core import MHAResult, Setup
-from mha_core.gate import Gate
 
 SESSION_BUDGET_BYTES = 64 * 2**20  # what one session may keep after its run (docs/performance.md)
 RESULTS_BUDGET_BYTES = 320 * 2**20  # the largest result the page accepts (~180 MiB) fits, with room
-LONG_RUN_SLOTS = 2  # long sequences computed at once (2 cores; each peaks at ~200 MiB)
-LONG_RUNS = Gate(LONG_RUN_SLOTS)
 
 
 class BytesLRU:

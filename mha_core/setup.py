@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
-from mha_core.attention import DEFAULT_MAX_BYTES, MHAResult, multi_head_attention
-from mha_core.typed_number import MINUS, read_number
+from mha_core.attention import DEFAULT_MAX_BYTES, MHAResult, attention_bytes, multi_head_attention
+from mha_core.typed_number import read_cell
 from mha_core.validation import Window
 
 
@@ -221,10 +221,14 @@ class Setup:
         drawn as pictures, and float64 would double the largest arrays of a session."""
         arrays = self.arrays()
         sizes = self.sizes
-        if sizes.n_heads * sizes.n_q * sizes.n_k >= LIMITS.float32_from:
+        if run_itemsize(sizes) == 4:
             arrays = {name: np.asarray(a, dtype=np.float32) for name, a in arrays.items()}
         return multi_head_attention(mask=self.mask, scale=self.scaling.core_argument(), max_bytes=max_bytes,
                                     **arrays)
+
+    def run_bytes(self) -> int:
+        """The most bytes run() allocates, from the shapes alone (nothing is computed): see run_bytes."""
+        return run_bytes(self.sizes, masked=self.mask is not None)
 
     def same_inputs(self, other: Setup) -> bool:
         """Everything that changes a result is equal (tokens, arrays, mask, scaling)."""
@@ -266,6 +270,26 @@ def invisible(character: str) -> bool:
 def without_invisible(text: str) -> str:
     """text with every invisible character removed (what token_problem refuses)."""
     return "".join(c for c in text if not invisible(c))
+
+
+def run_itemsize(sizes: Sizes, limits: Limits = LIMITS) -> int:
+    """Bytes per number of a run at these sizes: float32 from limits.float32_from cells, else float64."""
+    return 4 if sizes.n_heads * sizes.n_q * sizes.n_k >= limits.float32_from else 8
+
+
+def input_numbers(sizes: Sizes) -> int:
+    """Numbers in every input array present at these sizes."""
+    return sum(math.prod(spec.shape(sizes)) for spec in sizes.present())
+
+
+def run_bytes(sizes: Sizes, masked: bool = False, limits: Limits = LIMITS) -> int:
+    """The most bytes Setup.run allocates at these sizes (a server admits a run by it before computing):
+    the core's call (attention_bytes: its arrays and largest temporary) and, in float32, the inputs'
+    copies. 12 heads over 1,024 tokens, d_model 768: about 176 MiB (the result alone is 159 MiB)."""
+    itemsize = run_itemsize(sizes, limits)
+    core = attention_bytes(sizes.n_q, sizes.n_k, sizes.n_heads, sizes.d_k, sizes.d_v, sizes.d_model, itemsize,
+                           masked=masked, kv_heads=sizes.groups)
+    return core + (input_numbers(sizes) * itemsize if itemsize == 4 else 0)
 
 
 def attention_size_problem(n_heads: int, n_q: int, n_k: int, limits: Limits = LIMITS) -> str | None:
@@ -314,26 +338,9 @@ def token_problem(tokens: tuple[str, ...] | list[str], what: str = "tokens") -> 
 
 
 def parse_number(text: str) -> float:
-    """A number typed by a person: decimal or scientific notation, nothing else, within LIMITS.
-
-    Raises ValueError saying what was found: "1,5" (a comma), "0x10", "inf", "1e308" and "1e-400"
-    (which would become 0) are refused rather than silently read as something else.
-    """
-    cleaned = str(text).strip().replace(MINUS, "-")  # a typographic minus is a minus
-    if not cleaned:
-        raise ValueError("the cell is empty")
-    try:
-        value = read_number(cleaned, finite=False)  # the range below says what an overflow is
-    except ValueError:
-        hint = " (use a point for decimals, e.g. 1.5)" if "," in cleaned else ""
-        raise ValueError(f"{str(text)[:30]!r} is not a number{hint}") from None
-    if not abs(value) <= LIMITS.max_abs:
-        raise ValueError(f"{cleaned[:30]} is outside the range this page accepts "
-                         f"(±{LIMITS.max_abs:,.0f})")
-    if value == 0 and any(c in "123456789" for c in cleaned.lower().partition("e")[0]):
-        raise ValueError(f"{cleaned[:30]} is too close to zero to be stored: it would become 0 (the "
-                         "smallest number a cell holds is about 5e-324); type 0 if you mean zero")
-    return value
+    """A number typed by a person into a cell, within LIMITS (mha_core/typed_number.py's ``read_cell``:
+    a decimal point or comma; "0x10", "inf", "1e308" and "1e-400" refused, saying what was found)."""
+    return read_cell(text, limit=LIMITS.max_abs)
 
 
 def resized(old: np.ndarray | None, shape: tuple[int, ...], filler: np.ndarray) -> np.ndarray:

@@ -60,8 +60,8 @@ def _bar_layout(s: Style, top: float = 0) -> dict:
 def query_bars(weights, query: int, k_tokens, *, head_names=None, large: bool = False,
                width: int = FULL_WIDTH, language: str = ENGLISH) -> FigureSpec:
     """Every head's attention row for one query as grouped bars. weights [h, n_q, n_k]."""
-    weights = np.asarray(weights, dtype=float)  # [h, n_q, n_k]
-    h, _, n_k = weights.shape
+    rows = np.asarray(np.asarray(weights)[:, query, :], dtype=float)  # [h, n_k]: the query's rows alone
+    h, n_k = rows.shape  # (all of a long sequence's weights in float64 were 96 MiB for one chart)
     s = style_of(large)
     head_names = position_labels(head_names or head_names_in(language, h))
     _ = translator(language)
@@ -69,11 +69,11 @@ def query_bars(weights, query: int, k_tokens, *, head_names=None, large: bool = 
     cols = position_labels(k_tokens)
     keys = hover_labels(cols)
     positions = np.arange(1, n_k + 1, dtype=np.int32)  # [n_k], 1-based like the heatmaps
-    data = [dict(type="bar", x=positions, y=weights[head, query].astype(np.float32),
+    data = [dict(type="bar", x=positions, y=rows[head].astype(np.float32),
                  name=head_names[head], marker=dict(color=head_colour(head), pattern=head_pattern(head)),
                  hovertext=[hover.format(head=head_names[head], key=key,
                                          value=weight.format(number=hover_number(w, near_one=True)))
-                           for key, w in zip(keys, weights[head, query].tolist(), strict=True)],
+                           for key, w in zip(keys, rows[head].tolist(), strict=True)],
                  hovertemplate="%{hovertext}<extra></extra>")
             for head in range(h)]
     item = max(text_px(name, s.tick_font) for name in head_names) + LEGEND_ITEM

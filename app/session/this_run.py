@@ -1,19 +1,25 @@
 """This run's Setup and result: the sidebar's Inputs and the editors' arrays read into one Setup
-(``build``), checked, and computed once per distinct setup through the server's result cache
-(``shared_run``), which also keeps a result's derivations (``keeper``)."""
+(``build``), checked, admitted by the server's budget for runs in flight (``app/admission.py``: the
+run's estimated working set, held from ``build`` to the end of the run, ``run_scope``), and computed
+once per distinct setup through the server's result cache (``shared_run``), which also keeps a
+result's derivations (``keeper``)."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import streamlit as st
 
-from app import i18n, result_cache
+from app import admission, i18n, result_cache
 from app.charts import figure_cache
 from app.grids import editor_labels
 from app.session import session_keys, state
 from mha_core import MHAResult, Scaling, Setup, Sizes, Window
 from mha_core.codec import setup_to_link
+from mha_core.setup import run_itemsize
 
 # The session keys this module owns (app/session/session_keys.py).
 session_keys.register(session_keys.Key("result_key", "this_run"))
@@ -84,10 +90,82 @@ def build(inputs: Inputs) -> Current:
     setup = Setup(tokens=tuple(tokens), kv_tokens=tuple(kv_tokens) if sizes.cross else None, mask=mask,
                   scaling=scaling, origin=ss.origin, **values)
     try:
+        admitted(setup)
         result = computed(setup)
+    except admission.Refused as refused:
+        return Current(setup, None, problems, error=refusal(refused), base=base, notes=notes)
     except ValueError as error:
         return Current(setup, None, problems, error=str(error), base=base, notes=notes)
     return Current(setup, result, problems, base=base, notes=notes)
+
+
+# --- The server's budget for runs in flight (app/admission.py) -----------------------------------------
+
+# [h, n_q, n_k] grids a page's drawing holds besides the result at its peak (a heatmap's copy, a
+# derivation being made): at 1,024 tokens, d_model 768, 12 heads, tracemalloc's peak of the whole run
+# was 250 MiB, the core's 172 (run_bytes says 177); with these, the estimate is 273.
+DRAWING_GRIDS = 2
+ALSO_COMPUTED: list[Callable[[], Setup | None]] = []  # other setups a run may compute (compare's pinned A)
+_scope = threading.local()  # .tickets: this run's admissions, while run_scope is open on this thread
+
+
+def working_set(setup: Setup) -> int:
+    """The bytes computing and drawing this setup holds at its peak, from its shapes (nothing computed)."""
+    sizes = setup.sizes
+    return setup.run_bytes() + DRAWING_GRIDS * sizes.n_heads * sizes.n_q * sizes.n_k * run_itemsize(sizes)
+
+
+@contextlib.contextmanager
+def run_scope() -> Iterator[None]:
+    """Around a whole run of the page: what build admits is held until the run ends (its figures drawn,
+    its result dropped but for the shared cache's copy), whichever way it ends."""
+    _scope.tickets = []
+    try:
+        yield
+    finally:
+        tickets, _scope.tickets = _scope.tickets, None
+        for ticket in tickets:
+            admission.GATE.leave(ticket)
+
+
+def admitted(setup: Setup) -> None:
+    """Wait until the server's budget for runs in flight has room for this run (and for what else it may
+    compute: a pinned setup), saying so on the page meanwhile; raises admission.Refused. Outside
+    run_scope (a test calling build alone), nothing is held."""
+    tickets = getattr(_scope, "tickets", None)
+    if tickets is None:
+        return
+    for ticket in tickets:  # a second build in one run (none today) replaces the first's admission
+        admission.GATE.leave(ticket)
+    tickets.clear()
+    others = (also() for also in ALSO_COMPUTED)
+    need = working_set(setup) + sum(working_set(other) for other in others if other is not None)
+    slot = []  # the waiting note, made only if this run waits (a page's elements are counted)
+    try:
+        tickets.append(admission.GATE.admit(need, lambda inside, waited: _say_waiting(slot, inside)))
+    finally:
+        for made in slot:
+            made.empty()
+
+
+def _say_waiting(slot: list, inside: int) -> None:
+    """The page's word while it waits in line (rewritten every second: Streamlit may stop the run here)."""
+    if not slot:
+        slot.append(st.empty())
+    slot[0].info(i18n.t("Waiting for the server: {count} heavy pages are being computed; yours starts when "
+                        "there is room…").format(count=i18n.number(inside)), icon=":material/hourglass_top:")
+
+
+def refusal(refused: admission.Refused) -> str:
+    """Why the gate did not let this run in, in the reader's language."""
+    need, budget = i18n.number(refused.need / 2**20), i18n.number(refused.budget / 2**20)
+    if refused.waited is None:
+        return i18n.t("these sizes need about {need} MiB to compute and draw, more than this server allows "
+                      "for all pages computed at once ({budget} MiB, {setting}): use fewer tokens or "
+                      "heads.").format(need=need, budget=budget, setting=admission.BUDGET_ENV)
+    return i18n.t("the server is busy: {count} heavy pages were being computed and yours waited {seconds} s "
+                  "for room. Try again in a moment, or use fewer tokens or heads.").format(
+        count=i18n.number(refused.inside), seconds=i18n.number(refused.waited))
 
 
 SPINNER_FROM = 1 << 20  # h × n_q × n_k from which the page says it is computing
@@ -96,8 +174,8 @@ SPINNER_FROM = 1 << 20  # h × n_q × n_k from which the page says it is computi
 def computed(setup: Setup) -> MHAResult:
     """setup.run(), shared: the result lives in the server's bounded result cache and this session
     keeps only its key (``result_key``), so an unchanged setup (a view option changed) is not
-    computed again and a session keeps no result after its run. A long sequence waits for one of
-    the server's LONG_RUN_SLOTS and shows a spinner while it waits and computes."""
+    computed again and a session keeps no result after its run. A long sequence shows a spinner while
+    it computes (build has admitted it: ``admitted``)."""
     key, result = shared_run(setup)
     result_cache.hold(key)
     st.session_state.result_key = key
@@ -134,13 +212,7 @@ def _run(setup: Setup) -> MHAResult:
     sizes = setup.sizes
     if sizes.n_heads * sizes.n_q * sizes.n_k < SPINNER_FROM:
         return setup.run()
-    slots = result_cache.LONG_RUNS.slots
-    queued = (i18n.t("Queued: the server computes {count} long sequences at a time; yours starts when one is "
-                     "free…") if slots > 1 else
-              i18n.t("Queued: the server computes 1 long sequence at a time; yours starts when one is free…")
-              ).format(count=f"{slots:d}")
     computing = i18n.t("Computing {h} heads over {n_q} × {n_k} tokens…").format(
         h=f"{sizes.n_heads:d}", n_q=f"{sizes.n_q:d}", n_k=f"{sizes.n_k:d}")
-    with result_cache.LONG_RUNS.turn(lambda: st.spinner(queued)):
-        with st.spinner(computing):
-            return setup.run()
+    with st.spinner(computing):
+        return setup.run()
