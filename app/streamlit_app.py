@@ -31,7 +31,9 @@ st.session_state.link_notes += language_notes
 address.follow_history()  # Back or Forward brought an earlier address: open it
 door.join_from_link()  # ?room=CODE
 following.follow_before_build()  # a follower takes the teacher's newest state first
-with live.follower_turn():  # a whole class reruns at once when the teacher changes something
+# A whole class reruns at once when the teacher changes something (follower_turn); what this run
+# computes and draws is held within the server's budget for runs in flight until it ends (run_scope).
+with live.follower_turn(), this_run.run_scope():
     unseen = following.unseen_sidebar()  # a following student's inputs are the teacher's, not drawn
     i18n.language_ui(st.sidebar)  # every reader's own, a following student's too
     room_slot = st.sidebar.container()  # the live class's box, first in the sidebar
