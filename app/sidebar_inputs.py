@@ -8,7 +8,7 @@ import streamlit as st
 
 from app import i18n
 from app.safe import lit
-from app.session import session_keys
+from app.session import state
 from app.session.this_run import Inputs
 from app.setting_fixes import head_split_problem, token_text_problem
 from course.i18n import N_
@@ -27,12 +27,8 @@ MODE_LABELS = {"self-attention": N_("self-attention"), "cross-attention": N_("cr
 MODES = tuple(MODE_LABELS)
 
 
-SIDEBAR_KEYS = ("mode", "tokens_text", "kv_tokens_text", "d_model", "n_heads", "custom_head_width", "d_k",
-                "d_v", "seed", "scale_kind", "scale_sqrt_of", "scale_multiplier", "mask_kind", "use_bias",
-                "large_type", "kv_heads", "window_size")
-session_keys.register(*(session_keys.Key(name, "sidebar") for name in SIDEBAR_KEYS))
-KV_HEADS_FOR = "kv_heads_for"  # the h the key/value heads were chosen for: standard (g = h) follows h
-session_keys.register(session_keys.Key(KV_HEADS_FOR, "sidebar"))
+SIDEBAR_KEYS = state.SIDEBAR_KEYS  # the widgets' keys, registered in app/session/state.py (state.MODE, ...)
+KV_HEADS_FOR = state.KV_HEADS_FOR
 
 
 def sidebar_values() -> dict:

@@ -39,10 +39,27 @@ REVEALED = "present_revealed"  # the presenter's (screen, question prompt) whose
 
 
 # The session keys this module owns (app/session/session_keys.py).
-session_keys.register(*(session_keys.Key(name, "state") for name in (
-    "fill_kind_new", "kept_edits", "reservoir", "versions", "work",
-    "selections", "origin", "origin_seed", "link_notes", REVEALED
+FILL_KIND_NEW, KEPT_EDITS, RESERVOIR = "fill_kind_new", "kept_edits", "reservoir"
+VERSIONS, WORK = "versions", "work"
+SELECTIONS, ORIGIN, ORIGIN_SEED, LINK_NOTES = "selections", "origin", "origin_seed", "link_notes"
+session_keys.register(*(session_keys.Key(name, __name__) for name in (
+    FILL_KIND_NEW, KEPT_EDITS, RESERVOIR, VERSIONS, WORK, SELECTIONS, ORIGIN, ORIGIN_SEED, LINK_NOTES,
+    REVEALED
 )))
+# The settings: the sidebar's widgets (app/sidebar_inputs.py draws them) and load_setup write them,
+# links (app/session/address.py), the fixes (app/setting_fixes.py) and the labs read them: kept here,
+# below them all.
+MODE, TOKENS_TEXT, KV_TOKENS_TEXT = "mode", "tokens_text", "kv_tokens_text"
+D_MODEL, N_HEADS = "d_model", "n_heads"
+CUSTOM_HEAD_WIDTH, D_K, D_V, SEED = "custom_head_width", "d_k", "d_v", "seed"
+SCALE_KIND, SCALE_SQRT_OF, SCALE_MULTIPLIER = "scale_kind", "scale_sqrt_of", "scale_multiplier"
+MASK_KIND, USE_BIAS, LARGE_TYPE, KV_HEADS, WINDOW_SIZE = "mask_kind", "use_bias", "large_type", "kv_heads", \
+    "window_size"
+SIDEBAR_KEYS = (MODE, TOKENS_TEXT, KV_TOKENS_TEXT, D_MODEL, N_HEADS, CUSTOM_HEAD_WIDTH, D_K, D_V, SEED,
+                SCALE_KIND, SCALE_SQRT_OF, SCALE_MULTIPLIER, MASK_KIND, USE_BIAS, LARGE_TYPE, KV_HEADS,
+                WINDOW_SIZE)
+KV_HEADS_FOR = "kv_heads_for"  # the h the key/value heads were chosen for: standard (g = h) follows h
+session_keys.register(*(session_keys.Key(name, __name__) for name in (*SIDEBAR_KEYS, KV_HEADS_FOR)))
 
 
 @st.cache_resource
@@ -92,7 +109,7 @@ def load_setup(setup: Setup, seed: int | None = None) -> None:
     ss.custom_head_width = sizes.d_model % sizes.n_heads != 0 or sizes.d_k * sizes.n_heads != sizes.d_model \
         or sizes.d_v != sizes.d_k
     ss.mask_kind = setup.mask_kind
-    ss.kv_heads, ss.kv_heads_for = sizes.groups, sizes.n_heads  # (app/sidebar_inputs.py: KV_HEADS_FOR)
+    ss.kv_heads, ss.kv_heads_for = sizes.groups, sizes.n_heads  # (app/sidebar_inputs.py reads KV_HEADS_FOR)
     if setup.mask_kind == "window":
         ss.window_size = setup.mask.size
     ss.scale_kind = setup.scaling.kind
