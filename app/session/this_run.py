@@ -19,7 +19,7 @@ from app.grids import editor_labels
 from app.session import session_keys, state
 from mha_core import MHAResult, Scaling, Setup, Sizes, Window
 from mha_core.codec import setup_to_link
-from mha_core.setup import run_itemsize
+from mha_core.setup import run_bytes, run_itemsize
 
 # The session keys this module owns (app/session/session_keys.py).
 session_keys.register(session_keys.Key("result_key", "this_run"))
@@ -111,8 +111,13 @@ _scope = threading.local()  # .tickets: this run's admissions, while run_scope i
 
 def working_set(setup: Setup) -> int:
     """The bytes computing and drawing this setup holds at its peak, from its shapes (nothing computed)."""
-    sizes = setup.sizes
-    return setup.run_bytes() + DRAWING_GRIDS * sizes.n_heads * sizes.n_q * sizes.n_k * run_itemsize(sizes)
+    return working_set_of(setup.sizes, masked=setup.mask is not None)
+
+
+def working_set_of(sizes: Sizes, masked: bool = False) -> int:
+    """working_set at these sizes: the core's run (run_bytes) and DRAWING_GRIDS grids of the page's."""
+    grid = sizes.n_heads * sizes.n_q * sizes.n_k * run_itemsize(sizes)  # bytes of one [h, n_q, n_k] grid
+    return run_bytes(sizes, masked) + DRAWING_GRIDS * grid
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ widgets' callbacks and their arguments) and its fragments (which keep their argu
 from __future__ import annotations
 
 import gc
+import math
 import os
 import subprocess
 import sys
@@ -440,3 +441,70 @@ def test_the_page_tunes_the_collector_on_its_first_run():
     assert not app.exception
     assert result_cache._tuned
     assert gc.get_threshold()[0] == result_cache.YOUNG_OBJECTS_PER_COLLECTION
+
+
+# --- Many heavy sessions at once, on a real server (issue 40, finding 10) ------------------------------
+
+
+def rss_mib(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (its peak) of a process, in MiB, from /proc."""
+    lines = open(f"/proc/{pid}/status").read().splitlines()
+    fields = dict(line.split(":", 1) for line in lines if ":" in line)
+    return {name: int(fields[name].split()[0]) / 1024 for name in ("VmRSS", "VmHWM")}
+
+
+HEAVY_SIZES = dict(tokens=768, d_model=96, heads=12)  # 7 M attention cells: a ~90 MiB result, seconds a run
+HEAVY_AT_ONCE = 6
+SLACK_MIB = 120  # the interpreter's, Streamlit's and the allocator's share beside the bounded parts
+
+
+@pytest.mark.server
+def test_many_heavy_sessions_at_once_keep_the_server_within_its_stated_bound():
+    """Sessions opening heavy links at once, each another seed (the result cache never hits), on a server
+    whose budget for runs in flight holds one such run: they take turns, the waiting ones say so, and
+    the server's peak stays within what docs/deploy.md states: the shared caches (results, figures),
+    the runs' budget, each session's inputs, and slack. Before, each session drew its own result at once
+    (8 at 1,024 tokens: 3 GiB)."""
+    import asyncio
+    from urllib.parse import urlencode
+
+    from app.charts.figure_cache import BUDGET_BYTES as FIGURES_BUDGET_BYTES
+    from app.session.this_run import working_set_of
+    from mha_core import Sizes
+    from mha_core.setup import input_numbers
+    from tests.live_server import streamlit_server
+
+    n, d_model, h = HEAVY_SIZES["tokens"], HEAVY_SIZES["d_model"], HEAVY_SIZES["heads"]
+    tokens = " ".join(f"w{i}" for i in range(n))
+    sizes = Sizes(n_q=n, n_k=n, d_model=d_model, n_heads=h, d_k=d_model // h, d_v=d_model // h)
+    budget_mib = math.ceil(1.2 * working_set_of(sizes) / MiB)  # room for one such run at a time
+    inputs_mib = input_numbers(sizes) * 8 / MiB  # X and the W's each session keeps (float64)
+
+    async def heavy(url: str, seed: int):
+        session = Session(url, timeout=300)
+        try:
+            run = await session.open(urlencode({"seed": str(seed), "d_model": str(d_model), "heads": str(h),
+                                                "tokens": tokens}))
+            return run, session.said
+        finally:
+            await session.close()
+
+    async def attack(url: str, pid: int):
+        warm = Session(url, timeout=120)
+        await warm.open()
+        await warm.close()
+        await asyncio.sleep(0.5)
+        before = rss_mib(pid)["VmRSS"]
+        pages = await asyncio.gather(*(heavy(url, 100 + i) for i in range(HEAVY_AT_ONCE)))
+        return before, rss_mib(pid)["VmHWM"], pages
+
+    with streamlit_server(env={"MHA_RUN_BUDGET_MB": str(budget_mib)}) as (url, process):
+        before, peak, pages = asyncio.run(attack(url, process.pid))
+    for run, _ in pages:
+        assert run.status == "ok" and not run.errors and "chart_weights" in run.charts, run.errors
+    waited = [said for _, said in pages if any("Waiting for the server" in text for text in said)]
+    bound = (RESULTS.budget_bytes + FIGURES_BUDGET_BYTES) / MiB + budget_mib + HEAVY_AT_ONCE * inputs_mib
+    print(f"{HEAVY_AT_ONCE} heavy sessions at once: RSS {before:.0f} -> peak {peak:.0f} MiB "
+          f"(+{peak - before:.0f}); bound +{bound:.0f} + {SLACK_MIB} slack; {len(waited)} waited")
+    assert peak - before <= bound + SLACK_MIB, (before, peak, bound)
+    assert waited, "no session waited its turn"
