@@ -28,7 +28,8 @@ def link_notes() -> None:
 
 HANDED = "frame_current"  # this whole run's Current, handed by the frame to the workbench's steps
 # The session keys this module owns (app/session/session_keys.py); last_page: the page the last run drew.
-session_keys.register(session_keys.Key(HANDED, "frame"), session_keys.Key("last_page", "frame"))
+LAST_PAGE = "last_page"
+session_keys.register(session_keys.Key(HANDED, __name__), session_keys.Key(LAST_PAGE, __name__))
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ from course.steps import Screen, Step
 LANGUAGE = "language"  # session key: the reader's language code
 CHOSEN = "language_chosen"  # session key: True once the picker or a link chose it (the address keeps it)
 PARAM = "lang"
-session_keys.register(session_keys.Key(LANGUAGE, "i18n", ENGLISH, address=PARAM),
-                      session_keys.Key(CHOSEN, "i18n", False))
+session_keys.register(session_keys.Key(LANGUAGE, __name__, ENGLISH, address=PARAM),
+                      session_keys.Key(CHOSEN, __name__, False))
 
 
 def init_language() -> list[str]:

@@ -24,7 +24,7 @@ PHONE_COLUMN_PX = 358  # a 390-px phone's main column (Streamlit pads it 16 px a
 TOUCH_PX = 44  # the least side of a touch target (WCAG 2.5.5; Apple's and Google's guidance)
 PROBE_KEY = "viewport_probe"
 FIRST_GUESS = "phone_first_guess"  # session key: the User-Agent said phone (first_guess)
-session_keys.register(session_keys.Key(FIRST_GUESS, "phone_css"))
+session_keys.register(session_keys.Key(FIRST_GUESS, __name__))
 
 # Streamlit 1.67's dark page (a phone set to dark mode gets it): the formulas' edge covers match it.
 DARK_PAGE, DARK_PAGE_CLEAR = "rgb(23 22 20)", "rgb(23 22 20 / 0)"

@@ -23,7 +23,7 @@ from mha_core import LIMITS, head_width
 from mha_core.setup import attention_size_problem, token_problem, without_invisible
 
 LAST_GOOD = "last_good_setting"  # the sidebar's sizes the last time they were drawable
-session_keys.register(session_keys.Key(LAST_GOOD, "setting_fixes"))
+session_keys.register(session_keys.Key(LAST_GOOD, __name__))
 
 TOKEN_BOXES = {"tokens_text": "query tokens", "kv_tokens_text": "key/value tokens"}
 SIZE_KEYS = ("d_model", "n_heads")

@@ -18,9 +18,10 @@ from mha_core.codec import save_problem, setup_to_json
 IMAGE_FORMAT_CHOICE = "image_format_choice"  # the key of the radio choosing IMAGE_FORMAT (app/widgets.py)
 SAVE_LOAD_OPEN = "save_load_open"  # the sidebar's "Save or load this setup" expander, open or not
 # The session keys this module owns (app/session/session_keys.py).
-session_keys.register(session_keys.Key(IMAGE_FORMAT_CHOICE, "setup_ui"),
-                      session_keys.Key(SAVE_LOAD_OPEN, "setup_ui", False),
-                      session_keys.Key("load_message", "setup_ui"))
+LOAD_MESSAGE = "load_message"
+session_keys.register(session_keys.Key(IMAGE_FORMAT_CHOICE, __name__),
+                      session_keys.Key(SAVE_LOAD_OPEN, __name__, False),
+                      session_keys.Key(LOAD_MESSAGE, __name__))
 
 
 EDITED_NOTE = N_("✎ **Edited**: the numbers on the page differ from the example's.")

@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from course.i18n import N_, translator
+from course.i18n import N_, number, translator
+from mha_core import typed_number
 from mha_core.typed_number import read_number
 
 NUMBER, SHAPE, CHOICE, FORECAST, TEXT = "number", "shape", "choice", "forecast", "text"  # how it is read
@@ -26,6 +27,13 @@ NO_ANSWER = N_("no answer given")
 CHOOSE = N_("choose one of the options")
 SHAPE_HINT = N_("write a shape as rows × columns, e.g. 3 × 5")
 NOT_A_NUMBER = N_("{text} is not a number (type e.g. 0.42, -1.5 or 2e3)")
+NOT_A_WHOLE_NUMBER = N_("{text} is not a whole number (type e.g. 12 or {thousands})")
+REFUSED_CELL = {  # mha_core/typed_number.py's refusals of a cell, worded (NOT_A_NUMBER: not_a_number)
+    typed_number.EMPTY: N_("the cell is empty"),
+    typed_number.OUT_OF_RANGE: N_("{text} is outside the range this page accepts (±{limit})"),
+    typed_number.TOO_SMALL: N_("{text} is too close to zero to be stored: it would become 0; type 0 if "
+                               "you mean zero"),
+}
 RIGHT_SLACK = 1e-12  # added to a number's tolerance when a stored answer is marked (0.1 + 0.2 is 0.3)
 SHAPE_PATTERN = re.compile(r"[(\[]?\s*(\d{1,7})\s*(?:x|×|\*|by|,)\s*(\d{1,7})\s*[)\]]?", re.IGNORECASE)
 
@@ -75,7 +83,8 @@ class AnswerKind:
             try:
                 return repr(self.read_number(text))
             except ValueError:
-                raise Unreadable(not_a_number(text, language)) from None
+                raise Unreadable(not_a_whole_number(text, language) if self.whole
+                                 else not_a_number(text, language)) from None
         return text
 
     def right(self, given: str, correct: str, tolerance: float, choices: tuple[str, ...] = ()) -> bool:
@@ -136,6 +145,20 @@ def drawn(kind: str) -> bool:
 
 def not_a_number(text, language: str = "en") -> str:
     return translator(language)(NOT_A_NUMBER).format(text=repr(str(text).strip()[:30]))
+
+
+def not_a_whole_number(text, language: str = "en") -> str:
+    """A count's refusal, its example written as the reader groups digits: 1,048,576 / 1.048.576."""
+    return translator(language)(NOT_A_WHOLE_NUMBER).format(text=repr(str(text).strip()[:30]),
+                                                           thousands=number(1048576, language, 0))
+
+
+def refusal(error: typed_number.Refused, language: str = "en") -> str:
+    """A refused cell (mha_core/typed_number.py's read_cell) in the reader's language and numbers."""
+    if error.kind == typed_number.NOT_A_NUMBER:
+        return not_a_number(error.typed, language)
+    return translator(language)(REFUSED_CELL[error.kind]).format(
+        text=error.typed, limit=number(error.limit, language, 0))
 
 
 def read_shape(text: str) -> tuple[int, int] | None:

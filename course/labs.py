@@ -15,10 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from course.i18n import N_, localized_number_text, number, translator
+from course.answers import refusal
+from course.i18n import N_, localized_number_text, number, number_marks, translator
 from mha_core.analysis import attention_flops, count_parameters
 from mha_core.attention import softmax
 from mha_core.setup import Setup, parse_number
+from mha_core.typed_number import Refused
 
 # --- Score lab -------------------------------------------------------------------------------
 
@@ -27,18 +29,21 @@ SCORE_EXAMPLES = ("ex_c_equal_scores", "ex_d_one_huge_score", "ex_e_negative_sco
 MAX_KEYS = 24  # keys of one query: a bar chart and its numbers stay readable
 TEMPERATURE = (0.05, 20.0)  # below 0.05 every row is one-hot already; above 20 nearly flat
 SEPARATORS = re.compile(r"[,;\s]+")  # "2, 2, 2", "2;2;2" and "2 2 2" all read as three numbers
+COMMA_LANGUAGE_SEPARATORS = re.compile(r"(?:[;\s]|,(?!\d)|(?<!\d),)+")  # there "0,5" is one number
 LISTS = (N_("scores"), N_("values"))  # what the score lab's boxes hold, as its messages name them
 
 
 def parse_numbers(text: str, what: str = "scores", language: str = "en") -> np.ndarray:  # "2, 2, 2" -> [3]
-    """A typed list of numbers; a ValueError naming the item at fault and how to fix it.
+    """A typed list of numbers; a ValueError naming the item at fault and how to fix it, in ``language``.
 
-    Items are separated by commas, semicolons or spaces (so decimals take a point: 1.5), and
-    each is read by ``parse_number`` (ASCII digits, at most ±1e6).
+    Items are separated by semicolons, spaces or commas; in a language that writes a decimal comma, a
+    comma between two digits is one ("0,5; 1,5" and "0,5 1,5" are 0.5 and 1.5, "2, 2, 2" three 2s). Each
+    item is read by the one reader of a cell (mha_core/typed_number.py's ``read_cell``, at most ±1e6).
     """
     _ = translator(language)
     named = _(what)  # "scores" or "values" (LISTS) in the reader's language
-    items = [item for item in SEPARATORS.split(str(text).strip()) if item]
+    separators = COMMA_LANGUAGE_SEPARATORS if number_marks(language)[0] == "," else SEPARATORS
+    items = [item for item in separators.split(str(text).strip()) if item]
     if not items:
         raise ValueError(_("Type at least one number for the {what}, separated by commas (e.g. 2, 2, 2).")
                          .format(what=named))
@@ -49,9 +54,10 @@ def parse_numbers(text: str, what: str = "scores", language: str = "en") -> np.n
     for position, item in enumerate(items, start=1):
         try:
             numbers.append(parse_number(item))
-        except ValueError as error:
+        except Refused as error:
             raise ValueError(_("{what}, item {position}: {error}.").format(
-                what=named[:1].upper() + named[1:], position=position, error=error)) from None
+                what=named[:1].upper() + named[1:], position=position,
+                error=refusal(error, language))) from None
     return np.array(numbers, dtype=float)
 
 

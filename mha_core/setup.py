@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from mha_core.attention import DEFAULT_MAX_BYTES, MHAResult, attention_bytes, multi_head_attention
-from mha_core.typed_number import MINUS, read_number
+from mha_core.typed_number import read_cell
 from mha_core.validation import Window
 
 
@@ -338,26 +338,9 @@ def token_problem(tokens: tuple[str, ...] | list[str], what: str = "tokens") -> 
 
 
 def parse_number(text: str) -> float:
-    """A number typed by a person: decimal or scientific notation, nothing else, within LIMITS.
-
-    Raises ValueError saying what was found: "1,5" (a comma), "0x10", "inf", "1e308" and "1e-400"
-    (which would become 0) are refused rather than silently read as something else.
-    """
-    cleaned = str(text).strip().replace(MINUS, "-")  # a typographic minus is a minus
-    if not cleaned:
-        raise ValueError("the cell is empty")
-    try:
-        value = read_number(cleaned, finite=False)  # the range below says what an overflow is
-    except ValueError:
-        hint = " (use a point for decimals, e.g. 1.5)" if "," in cleaned else ""
-        raise ValueError(f"{str(text)[:30]!r} is not a number{hint}") from None
-    if not abs(value) <= LIMITS.max_abs:
-        raise ValueError(f"{cleaned[:30]} is outside the range this page accepts "
-                         f"(±{LIMITS.max_abs:,.0f})")
-    if value == 0 and any(c in "123456789" for c in cleaned.lower().partition("e")[0]):
-        raise ValueError(f"{cleaned[:30]} is too close to zero to be stored: it would become 0 (the "
-                         "smallest number a cell holds is about 5e-324); type 0 if you mean zero")
-    return value
+    """A number typed by a person into a cell, within LIMITS (mha_core/typed_number.py's ``read_cell``:
+    a decimal point or comma; "0x10", "inf", "1e308" and "1e-400" refused, saying what was found)."""
+    return read_cell(text, limit=LIMITS.max_abs)
 
 
 def resized(old: np.ndarray | None, shape: tuple[int, ...], filler: np.ndarray) -> np.ndarray:

@@ -64,7 +64,7 @@ _opener = st.components.v2.component("mha_cell_opener", html="<span></span>", js
 
 
 # The session keys this module owns (app/session/session_keys.py).
-session_keys.register(*(session_keys.Key(name, "cell_opener") for name in ("drill_focus",)))
+session_keys.register(session_keys.Key(FOCUS, __name__))
 
 
 def cell_of(value) -> tuple[int, int, int] | None:

@@ -50,7 +50,7 @@ _scroll = st.components.v2.component("mha_scroll_to_top", html="<span></span>", 
 _cookie = st.components.v2.component("mha_keep_cookie", html="<span></span>", js=COOKIE_JS)
 
 # The session keys this module owns (app/session/session_keys.py).
-session_keys.register(session_keys.Key(SCROLLS, "page_scripts"))
+session_keys.register(session_keys.Key(SCROLLS, __name__))
 
 
 def scroll_to_top(key: str, now: bool = True) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from app import i18n
 from app.charts import figure_style
 from app.session import state
+from course.answers import refusal
 from course.i18n import N_
 from mha_core import Sizes
 from mha_core.setup import SPECS
@@ -45,7 +46,8 @@ def cell_message(name: str, current: state.Read, tokens, kv_tokens, sizes: Sizes
     column = columns[cell.col] if cell.col < len(columns) else str(cell.col + 1)
     message = BAD_CELL[head is not None, len(current.bad) > 1]
     return i18n.t(message).format(label=label, head=f"{(head or 0) + 1:d}", row=row, column=column,
-                                  reason=cell.reason, count=f"{len(current.bad):d}")
+                                  reason=refusal(cell.refused, i18n.language()),
+                                  count=f"{len(current.bad):d}")
 
 
 BAD_CELL = {  # (a head's grid?, more than one cell at fault?) -> the message naming the first one

@@ -12,7 +12,7 @@ from app.grids import editors
 from app.safe import lit
 from app.session import session_keys, state
 from app.widgets import choice_ui, following
-from course.i18n import N_
+from course.i18n import N_, number_marks
 from mha_core import LIMITS, Sizes
 from mha_core.init import FILLS
 from mha_core.setup import SPECS
@@ -20,10 +20,11 @@ from mha_core.setup import SPECS
 FILL_LABELS = {"random": N_("random"), "identity": N_("identity"), "zeros": N_("zeros")}  # mha_core's FILLS
 FILL_OPEN = "fill_open"  # the sidebar's "Fill a matrix" expander, open or not
 EDIT_PROJECTIONS, EDIT_OUTPUT_MIX = "edit_projections", "edit_output_mix"  # projections' and concatenation's
-session_keys.register(session_keys.Key(EDIT_PROJECTIONS, "editor_widgets", False),
-                      session_keys.Key(EDIT_OUTPUT_MIX, "editor_widgets", False),
-                      session_keys.Key(FILL_OPEN, "editor_widgets", False),
-                      session_keys.Key("editor_frames", "editor_widgets"))
+EDITOR_FRAMES = "editor_frames"
+session_keys.register(session_keys.Key(EDIT_PROJECTIONS, __name__, False),
+                      session_keys.Key(EDIT_OUTPUT_MIX, __name__, False),
+                      session_keys.Key(FILL_OPEN, __name__, False),
+                      session_keys.Key(EDITOR_FRAMES, __name__))
 
 
 def fill_ui(sizes: Sizes, seed: int) -> None:
@@ -95,8 +96,8 @@ def edit_toggle_ui(key: str, matrices: str) -> bool:
 
 def read_only_grid(grid, rows: list[str], columns: list[str], boolean: bool = False) -> str:
     """An editor's grid [r, c] as a Markdown table: the cells as the editor shows them (shortened to
-    four decimals when longer) but written as the reader's language writes numbers (the editor's
-    cells are typed with a point, mha_core.setup.parse_number), labels literal. Drawn for a following
+    four decimals when longer) written as the reader's language writes numbers, as the editor's are
+    (read back with a point or a comma, mha_core.setup.parse_number), labels literal. Drawn for a following
     student instead of the editors, it took the follower's workbench script from 25.6 to 15.3 ms (a
     whole class reruns at once when the teacher changes something).
     """
@@ -114,12 +115,13 @@ def read_only_grid(grid, rows: list[str], columns: list[str], boolean: bool = Fa
 
 
 def _frame(key: str, grid, rows: list[str], boolean: bool):
-    """The editor's input frame, built once per base version and row labels (a key names a
-    version of the base, so the frame can only change with its row labels)."""
+    """The editor's input frame, built once per base version, row labels and decimal mark (a key names
+    a version of the base, so the frame can only change with its row labels and the reader's language)."""
     cache = st.session_state.setdefault("editor_frames", {})
     cached = cache.get(key)
-    if cached is None or cached[0] != rows:
+    mark = number_marks(i18n.language())[0]
+    if cached is None or cached[0] != (rows, mark):
         if len(cache) > 64:  # old versions' frames
             cache.clear()
-        cached = cache[key] = (list(rows), editors.grid_frame(grid, rows, boolean))
+        cached = cache[key] = ((list(rows), mark), editors.grid_frame(grid, rows, boolean, mark))
     return cached[1]

@@ -3,10 +3,12 @@
 Each editable array has a *base* (what its st.data_editor was given) and a version number
 in its widget key. The value the page uses is the base with the editor's pending
 ``edited_rows`` applied; the editor's returned frame is never fed back in (streamlit issue
-7749). Cells are text columns: what a person typed is parsed here (``parse_number``), so
-"1e308", "1,5" or "0x10" get a message naming the cell instead of being silently read as
-something else. Edits are checked on the server: a browser, or anything speaking its
-websocket protocol, can send any row, column or value.
+7749). Cells are text columns, written with the reader's decimal mark (0,29 in German); what a
+person typed is read here by the one reader (mha_core/typed_number.py's ``read_cell`` through
+``parse_number``: "1,5" and "1.5" are 1.5 in every language), so "1e308" or "0x10" get a message
+naming the cell, in the reader's language, instead of being silently read as something else.
+Edits are checked on the server: a browser, or anything speaking its websocket protocol, can send
+any row, column or value.
 
 Streamlit drops the state of a widget that a run does not draw (another head, another
 page); ``keep_edits`` copies the edits on every change, and ``restore_dropped_edits``
@@ -22,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from mha_core.setup import parse_number
+from mha_core.typed_number import Refused
 
 _COLUMN = re.compile(r"c(\d{1,4})")
 
@@ -41,21 +44,25 @@ def as_grid(array: np.ndarray) -> np.ndarray:  # [d] -> [1, d]; [r, c] unchanged
     return array[None, :] if array.ndim == 1 else array
 
 
-def cell_text(value: float) -> str:
-    """A number as an editor shows it: exact (shortest round-trip), without a trailing '.0'."""
+def cell_text(value: float, decimal_mark: str = ".") -> str:
+    """A number as an editor shows it: exact (shortest round-trip), without a trailing '.0', with the
+    reader's decimal mark (read back by ``parse_number`` either way)."""
     text = repr(float(value))
-    return text[:-2] if text.endswith(".0") else text
+    return (text[:-2] if text.endswith(".0") else text).replace(".", decimal_mark)
 
 
 ROW_LABELS = "row"  # the read-only first column that names the rows
 
 
-def grid_frame(grid: np.ndarray, rows: list[str], boolean: bool = False) -> pd.DataFrame:
+def grid_frame(grid: np.ndarray, rows: list[str], boolean: bool = False,
+               decimal_mark: str = ".") -> pd.DataFrame:
     """The editor's input: the row labels, then one text column per matrix column (check boxes
-    for a mask). The labels are a column rather than the index: Streamlit hashes a non-range
-    index on every run (half of an editor's cost), and a changed index would reset the edits."""
+    for a mask), numbers with the reader's ``decimal_mark``. The labels are a column rather than the
+    index: Streamlit hashes a non-range index on every run (half of an editor's cost), and a changed
+    index would reset the edits."""
     columns = [column_name(j) for j in range(grid.shape[1])]
-    cells = grid.astype(bool) if boolean else [[cell_text(v) for v in row] for row in grid.tolist()]
+    cells = (grid.astype(bool) if boolean
+             else [[cell_text(v, decimal_mark) for v in row] for row in grid.tolist()])
     frame = pd.DataFrame(cells, columns=pd.Index(columns, dtype=object), dtype=None if boolean else object)
     frame.insert(0, ROW_LABELS, pd.Series(rows, dtype=object))
     frame.columns = pd.Index(frame.columns, dtype=object)  # pandas' Arrow strings are slow to check here
@@ -66,7 +73,7 @@ def grid_frame(grid: np.ndarray, rows: list[str], boolean: bool = False) -> pd.D
 class BadCell:
     row: int
     col: int
-    reason: str  # "is empty", "'1,5' is not a number ..."
+    refused: Refused  # why: its kind and what was typed (course/answers.py's refusal words it)
 
 
 def apply_edits(grid: np.ndarray, edited_rows, boolean: bool = False) -> tuple[np.ndarray, list[BadCell],
@@ -96,9 +103,9 @@ def apply_edits(grid: np.ndarray, edited_rows, boolean: bool = False) -> tuple[n
                 continue
             try:
                 out[i, j] = parse_number(_typed(value))
-            except ValueError as error:
+            except Refused as error:
                 out[i, j] = np.nan
-                bad.append(BadCell(i, j, str(error)))
+                bad.append(BadCell(i, j, error))
     return out, bad, ignored
 
 

@@ -13,11 +13,16 @@ from app import i18n
 from app.charts import lab_figures
 from app.labs.score_lab import weight_text
 from app.safe import lit
-from app.session import state
+from app.session import session_keys, state
 from app.widgets import chart
 from course.labs import PAIRS, WIDTHS, dot_products, largest_weights, score_inputs, score_row, top_weight
 
 CURVE_DRAWS = 200  # random queries per d_k behind each point of the largest-weight curve
+# The scaling lab's inputs: a class following the teacher sees them as the teacher set them.
+LAB_D_K, LAB_SEED, LAB_PAIRS, LAB_CURVE_KEYS = "lab_d_k", "lab_seed", "lab_pairs", "lab_curve_keys"
+INPUT_KEYS = session_keys.register(*(session_keys.Key(name, __name__, default, followed=True)
+                                     for name, default in {LAB_D_K: 64, LAB_SEED: 0, LAB_PAIRS: 2000,
+                                                           LAB_CURVE_KEYS: 8}.items()))
 
 
 @st.cache_data(max_entries=32)

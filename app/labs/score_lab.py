@@ -4,6 +4,8 @@ one-hot as the gap between the top score and the others grows (example D)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import streamlit as st
 
@@ -11,7 +13,7 @@ from app import i18n
 from app.charts import lab_figures
 from app.charts.number_text import format_number, hover_number
 from app.safe import lit
-from app.session import state
+from app.session import session_keys, state
 from app.widgets import chart
 from course.i18n import N_, localized_number_text
 from course.labs import (
@@ -44,11 +46,15 @@ def _default_names(n_keys: int) -> list[str]:
     return [f"k{i}" for i in range(1, n_keys + 1)]
 
 
-def example_texts(key: str) -> dict:
-    """The score lab's widget values that load example `key`."""
+def example_texts(key: str, language: str = "en") -> dict:
+    """The score lab's widget values that load example `key`, its numbers written as ``language``
+    writes them (parse_numbers reads them back: "0,5, 1,5" is 0.5 and 1.5 in German)."""
     inputs = score_inputs(state.examples()[key])
-    texts = {"lab_scores": ", ".join(f"{s:.12g}" for s in inputs.scores),
-             "lab_values": ", ".join(f"{v:.12g}" for v in inputs.values),
+
+    def listed(numbers) -> str:
+        return ", ".join(localized_number_text(f"{n:.12g}", language) for n in numbers)
+
+    texts = {"lab_scores": listed(inputs.scores), "lab_values": listed(inputs.values),
              "lab_keys": "" if _numbered(inputs.keys) else " ".join(inputs.keys),
              "lab_temperature": inputs.temperature}
     gap = gap_of(inputs.scores)
@@ -57,8 +63,18 @@ def example_texts(key: str) -> dict:
     return texts
 
 
+# The score lab's inputs (a class following the teacher sees them as the teacher set them) and which
+# example's numbers it shows (not an input: never restored as one, never followed).
+LAB_SCORES, LAB_VALUES, LAB_KEYS, LAB_TEMPERATURE = "lab_scores", "lab_values", "lab_keys", "lab_temperature"
+LAB_GAP, LAB_LOADED = "lab_gap", "lab_loaded"
+INPUT_KEYS = session_keys.register(*(session_keys.Key(name, __name__, default, followed=True)
+                                     for name, default in {**example_texts(SCORE_EXAMPLES[0]),
+                                                           LAB_GAP: 20.0}.items()))  # D's gap, the dot
+session_keys.register(session_keys.Key(LAB_LOADED, __name__))
+
+
 def _load(key: str) -> None:
-    st.session_state.update(example_texts(key))
+    st.session_state.update(example_texts(key, i18n.language()))
     st.session_state.lab_loaded = key
 
 
@@ -108,11 +124,12 @@ def score_lab() -> None:
             values = None
         keys = _keys_ui(scores.size if scores is not None else None)
         low, high = TEMPERATURE
-        temperature = st.slider(i18n.t("temperature T (the scores are divided by T)"), low, high, step=0.05,
-                                key="lab_temperature",
-                                help=i18n.t("T = 1: the scores as typed. Small T sharpens towards one-hot, "
-                                            "large T flattens towards uniform. Dividing by √d_k is T = √d_k "
-                                            "(F · ÷ √64: T = 8)."))
+        steps, written = slider_steps("lab_temperature", low, high, 0.05)
+        temperature = st.select_slider(i18n.t("temperature T (the scores are divided by T)"), steps,
+                                       key="lab_temperature", format_func=written,
+                                          help=i18n.t("T = 1: the scores as typed. Small T sharpens towards "
+                                                   "one-hot, large T flattens towards uniform. Dividing by "
+                                                   "√d_k is T = √d_k (F · ÷ √64: T = 8)."))
     row = score_row(scores, values, temperature) if scores is not None and values is not None else None
     with results:
         if row is None:
@@ -122,6 +139,19 @@ def score_lab() -> None:
     if row is not None:
         _row_table(row, keys)
     _gap_section(row.scores.size if row is not None else None, temperature)
+
+
+def slider_steps(key: str, low: float, high: float, step: float) -> tuple[list[float], Callable]:
+    """A select_slider's options from ``low`` to ``high`` by ``step`` and their labels written the reader's
+    way (1,00 in German: st.slider's printf format has a decimal point in every language). The value
+    kept under ``key`` is snapped to a step first (a room may send any number in range)."""
+    count = round((high - low) / step)
+    options = [round(low + i * step, 10) for i in range(count + 1)]
+    kept = st.session_state.get(key)
+    if isinstance(kept, (int, float)) and not isinstance(kept, bool) and kept not in options:
+        st.session_state[key] = options[min(max(round((kept - low) / step), 0), count)]
+    decimals = len(f"{step:g}".partition(".")[2])
+    return options, lambda value: i18n.number(value, decimals)
 
 
 def _loaded_note() -> None:
@@ -212,9 +242,11 @@ def _gap_section(n_keys: int | None, temperature: float) -> None:
     n_keys = n_keys or 3
     left, right = st.columns([2, 3], gap="large")
     with left:
-        gap = st.slider(i18n.t("gap between the top score and every other score"), *GAP_RANGE, step=0.5,
-                        key="lab_gap",
-                        help=i18n.t("Scores [0, …, 0, gap]: the others all equal, the top one gap higher."))
+        steps, written = slider_steps("lab_gap", *GAP_RANGE, 0.5)
+        gap = st.select_slider(i18n.t("gap between the top score and every other score"), steps,
+                               key="lab_gap", format_func=written,
+                               help=i18n.t("Scores [0, …, 0, gap]: the others all equal, the top one gap "
+                                           "higher."))
         weight = float(top_weight(gap, n_keys, temperature))
         gap_text = lit(_local(f"{gap:g}"))
         t_text = lit(_local(f"{temperature:g}"))

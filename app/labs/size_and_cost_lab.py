@@ -11,6 +11,7 @@ from app import i18n
 from app.charts import lab_figures
 from app.charts.number_text import latex_int
 from app.safe import lit, md
+from app.session import session_keys
 from app.widgets import chart
 from course.i18n import N_
 from course.labs import (
@@ -40,6 +41,15 @@ SIZE_LIMITS = {"lab_d_model": 65_536, "lab_heads": 1_024, "lab_head_d_k": 16_384
                "lab_context": 10_000_000, "lab_window": 10_000_000}  # checked before anything is computed
 CACHE_ROW, CHOSEN_ROW = "| {} | {} | {} | {} |", "| **{}** | {} | {} | {} |"  # the chosen g in bold
 GROUPING = {"mha": N_("multi-head"), "gqa": N_("grouped-query"), "mqa": N_("multi-query")}
+# The lab's inputs (their keys, written out in the tables above): a class following the teacher sees them
+# as the teacher set them.
+LAB_D_MODEL, LAB_HEADS, LAB_EVEN_SPLIT = "lab_d_model", "lab_heads", "lab_even_split"
+LAB_HEAD_D_K = "lab_head_d_k"
+LAB_HEAD_D_V, LAB_BIAS, LAB_N_Q, LAB_N_K = "lab_head_d_v", "lab_bias", "lab_n_q", "lab_n_k"
+LAB_KV_HEADS, LAB_LAYERS, LAB_CONTEXT = "lab_kv_heads", "lab_layers", "lab_context"
+LAB_VALUE_BYTES, LAB_WINDOW = "lab_value_bytes", "lab_window"
+INPUT_KEYS = session_keys.register(*(session_keys.Key(name, __name__, default, followed=True)
+                                     for name, default in {**CHAPTER_SIZES, **CACHE_DEFAULTS}.items()))
 
 
 def _chapter_sizes() -> None:

@@ -37,7 +37,8 @@ SELECTION_PARAMS = {  # link parameter -> the selections it holds, counted from 
 }
 
 # The session keys this module owns (app/session/session_keys.py).
-session_keys.register(session_keys.Key("address", "address"))
+ADDRESS = "address"
+session_keys.register(session_keys.Key(ADDRESS, __name__))
 
 
 def open_session() -> None:

@@ -9,7 +9,8 @@ from app import result_cache
 from app.session import session_keys, state, this_run
 
 # The session keys this module owns (app/session/session_keys.py).
-session_keys.register(*(session_keys.Key(name, "opening") for name in ("shown_edits", "undo")))
+SHOWN_EDITS, UNDO = "shown_edits", "undo"
+session_keys.register(*(session_keys.Key(name, __name__) for name in (SHOWN_EDITS, UNDO)))
 
 
 UNDO_MAX_BYTES = 2 * 2**20  # an edited setup kept for Undo; a bigger one is saved as a file or walked back to

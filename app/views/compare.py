@@ -27,7 +27,7 @@ PIN_REQUESTED = "compare_pin_requested"  # set by the pin button; the next run p
 
 
 # The session keys this module owns (app/session/session_keys.py).
-session_keys.register(*(session_keys.Key(name, "compare") for name in ("compare_pin_requested", "pinned")))
+session_keys.register(*(session_keys.Key(name, __name__) for name in (PIN_REQUESTED, PINNED)))
 # A run may compute the pinned A too: the server admits each run with room for it (app/admission.py).
 this_run.ALSO_COMPUTED.append(lambda: st.session_state.get(PINNED))
 

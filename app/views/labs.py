@@ -16,27 +16,19 @@ import math
 import streamlit as st
 
 from app import i18n
-from app.labs.scaling_lab import scaling_lab
-from app.labs.score_lab import TEXT_CHARS, example_texts, score_lab
-from app.labs.size_and_cost_lab import CACHE_DEFAULTS, CHAPTER_SIZES, size_and_cost
+from app.labs.scaling_lab import INPUT_KEYS as SCALING_KEYS, scaling_lab
+from app.labs.score_lab import INPUT_KEYS as SCORE_KEYS, TEXT_CHARS, score_lab
+from app.labs.size_and_cost_lab import INPUT_KEYS as SIZE_KEYS, LAB_VALUE_BYTES, size_and_cost
 from app.session import session_keys
-from course.labs import SCORE_EXAMPLES, VALUE_BYTES
+from course.labs import VALUE_BYTES
 
 SAVED = "lab_saved"  # a plain session key (no widget): the labs' inputs across pages
 REACH = 10**12  # no lab input goes near this; a kept value past it is not one a person typed
 
 
-# The labs' inputs: a class following the teacher sees them as the teacher set them (app/room/following.py).
-LAB_KEYS = session_keys.register(*(session_keys.Key(name, "labs", default, followed=True)
-                                   for name, default in {
-
-    **example_texts(SCORE_EXAMPLES[0]), "lab_gap": 20.0,  # example D's gap, the chapter's dot
-    "lab_d_k": 64, "lab_seed": 0, "lab_pairs": 2000, "lab_curve_keys": 8, **CHAPTER_SIZES,
-    **CACHE_DEFAULTS}.items()))
-DEFAULTS = session_keys.defaults(LAB_KEYS)
-
-# Which example's numbers the labs show (not an input: never restored as one, never followed).
-session_keys.register(session_keys.Key("lab_loaded", "labs.page"))
+# The labs' inputs, registered by each tab's module: a class following the teacher sees them as the
+# teacher set them (app/room/following.py).
+DEFAULTS = session_keys.defaults(SCORE_KEYS + SCALING_KEYS + SIZE_KEYS)
 
 
 def _restore() -> None:
@@ -46,7 +38,7 @@ def _restore() -> None:
     ss = st.session_state
     session_keys.restore(ss, SAVED, DEFAULTS)
     for key, default in DEFAULTS.items():
-        if not _holdable(ss[key], default) or (key == "lab_value_bytes" and ss[key] not in VALUE_BYTES):
+        if not _holdable(ss[key], default) or (key == LAB_VALUE_BYTES and ss[key] not in VALUE_BYTES):
             ss[key] = default
 
 

@@ -42,15 +42,17 @@ TRACES = result_cache.BytesLRU(TRACES_BUDGET_BYTES)
 TABS = (N_("Model overview"), N_("One layer's heads"), N_("Lines (head view)"), N_("Change a head"))
 TAB_KEY = "model_tab"  # the tabs' own widget key (its value is the open tab's label)
 OPEN_TAB = "model_open_tab"  # the open tab's position, kept across languages and pages
-session_keys.register(session_keys.Key(TAB_KEY, "model"), session_keys.Key(OPEN_TAB, "model", 0))
+session_keys.register(session_keys.Key(TAB_KEY, __name__), session_keys.Key(OPEN_TAB, __name__, 0))
 
 # The text and layer: a following class sees them as the teacher set them (app/room/following.py).
-session_keys.register(session_keys.Key("model_text", "model", followed=True),
-                      session_keys.Key("pick_model_layer", "model", followed=True))
+MODEL_TEXT, PICK_LAYER = "model_text", "pick_model_layer"
+session_keys.register(session_keys.Key(MODEL_TEXT, __name__, followed=True),
+                      session_keys.Key(PICK_LAYER, __name__, followed=True))
 
 
 # The session keys this module owns (app/session/session_keys.py).
-session_keys.register(*(session_keys.Key(name, "model") for name in ("model_example_used",)))
+EXAMPLE_USED = "model_example_used"
+session_keys.register(session_keys.Key(EXAMPLE_USED, __name__))
 
 
 @st.cache_resource(show_spinner=False)  # render() says it is loading, in the reader's language

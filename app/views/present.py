@@ -58,7 +58,8 @@ REVEALED = state.REVEALED  # (screen, question prompt) the room has seen the ans
 
 
 # The session keys this module owns (app/session/session_keys.py).
-session_keys.register(*(session_keys.Key(name, "present") for name in ("present_source", TO_THE_TOP)))
+PRESENT_SOURCE = "present_source"
+session_keys.register(*(session_keys.Key(name, __name__) for name in (PRESENT_SOURCE, TO_THE_TOP)))
 
 
 def screen_number() -> int:

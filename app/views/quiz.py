@@ -36,9 +36,13 @@ RADIO_UP_TO = 6  # more choices than this go in a selectbox
 
 
 # The session keys this module owns (app/session/session_keys.py).
-session_keys.register(*(session_keys.Key(name, "quiz") for name in (
-    "quiz_asked", "quiz_first", "quiz_given", "quiz_index", "quiz_language", "quiz_note",
-    "quiz_recall_given", "quiz_refused", "quiz_right", "quiz_round", "quiz_seen_seed", "quiz_setup"
+QUIZ_ASKED, QUIZ_FIRST, QUIZ_GIVEN, QUIZ_INDEX = "quiz_asked", "quiz_first", "quiz_given", "quiz_index"
+QUIZ_LANGUAGE, QUIZ_NOTE, QUIZ_RECALL_GIVEN = "quiz_language", "quiz_note", "quiz_recall_given"
+QUIZ_REFUSED, QUIZ_RIGHT, QUIZ_ROUND = "quiz_refused", "quiz_right", "quiz_round"
+QUIZ_SEEN_SEED, QUIZ_SETUP = "quiz_seen_seed", "quiz_setup"
+session_keys.register(*(session_keys.Key(name, __name__) for name in (
+    QUIZ_ASKED, QUIZ_FIRST, QUIZ_GIVEN, QUIZ_INDEX, QUIZ_LANGUAGE, QUIZ_NOTE,
+    QUIZ_RECALL_GIVEN, QUIZ_REFUSED, QUIZ_RIGHT, QUIZ_ROUND, QUIZ_SEEN_SEED, QUIZ_SETUP
 )))
 
 

@@ -116,7 +116,7 @@ def test_kept_edits_survive_when_their_editor_is_not_drawn(at):
 @pytest.mark.parametrize("bad, words", [
     (None, "is empty"), ("", "is empty"), ("inf", "'inf' is not a number"),
     ("1e308", "1e308 is outside the range this page accepts"),  # was an overflow far from the cell
-    ("1,5", "use a point for decimals"),  # the number column read this as 15
+    ("1,5,0", "'1,5,0' is not a number"),  # the number column read "1,5" as 15 (now 1.5: issue 40, 5)
     ("0x10", "'0x10' is not a number"),  # the number column read this as 10
     ("1e-400", "it would become 0"),  # read as -1400 by the number column, then silently as 0.0
     ("abc", "'abc' is not a number"), (float("nan"), "'nan' is not a number"), (True, "'True' is not"),
@@ -135,7 +135,7 @@ def test_a_bad_cell_gets_a_message_naming_it_and_nothing_else_is_lost(at, bad, w
 
 
 @pytest.mark.parametrize("typed, value", [("1e-3", 0.001), ("−2", -2.0), (" 2.50 ", 2.5), ("+.5", 0.5),
-                                          (3, 3.0), ("1000000", 1e6)])
+                                          (3, 3.0), ("1000000", 1e6), ("1,5", 1.5), ("−0,25", -0.25)])
 def test_typed_numbers_are_read_exactly(at, typed, value):
     edit_cell(at, "x", row=0, col=1, value=typed)
     assert not at.error, texts(at.error)

@@ -6,7 +6,8 @@ the pages under AppTest, in the states that show the most).
    label carry no emoji; an icon is one of Streamlit's Material icons (":material/casino:").
 8. Numbers are written the reader's way: in a language whose decimal mark is a comma, no decimal point
    between digits (a point between groups of three is German's thousands mark: 1.048.576). The inputs
-   read a decimal point (mha_core.setup.parse_number), so the examples of what to type keep theirs.
+   read a decimal comma too (issue 40, 5: mha_core/typed_number.py), so the examples of what to type
+   are written the reader's way as well.
 
 Issue 40, 4: every bold of a message renders in its language. CommonMark opens ``**`` only when
 the next character is no punctuation or the one before is space or punctuation (and closes it the
@@ -41,8 +42,6 @@ JOINERS = ("\ufe0f", "\u200d")  # emoji presentation selector, zero-width joiner
 
 DECIMAL_POINT = re.compile(r"(?<=\d)\.(?=\d)")
 POINT_GROUPED = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:\.\d{3})+(?!\d)")  # 1.048.576 where "." groups
-# What to type, in the help of an input that reads a decimal point: "(1.5)", "a number like 0.5, -2".
-INPUT_EXAMPLES = re.compile(r"\(1\.5\)|\b0\.5, -2\b")
 # Messages (by their start) that are no label but Markdown text, keeping a sign every text font draws
 # (✓ U+2713, ✎ U+270E): where each is shown.
 # Inputs English on purpose: the Real model page's sample sentences (the model reads English).
@@ -94,7 +93,7 @@ def emoji(text: str) -> list[str]:
 def decimal_points(text: str, language: str) -> list[str]:
     """Numbers in ``text`` written with a decimal point, for a language whose decimal mark is a comma
     (around each: the words next to it, to find it). Markdown's escapes are read as shown: 0\\.5 is 0.5."""
-    text = INPUT_EXAMPLES.sub("", unescaped(text))
+    text = unescaped(text)
     if number_marks(language)[1] == ".":
         text = POINT_GROUPED.sub("#", text)
     return [text[max(0, m.start() - 30):m.end() + 12] for m in DECIMAL_POINT.finditer(text)]
@@ -140,7 +139,7 @@ def test_the_checks_find_what_they_look_for():
     assert decimal_points("0,67 und 1.048.576 und 2,1e-9", "de") == []
     assert decimal_points("| k1 | 0\\.3333 |", "de") != []  # an escaped point shows as a point
     assert decimal_points("1.048.576", "fr") != []  # French groups with a narrow space
-    assert decimal_points("Dezimalzahlen mit Punkt (1.5); Tippe eine Zahl wie 0.5, -2 ein", "de") == []
+    assert len(decimal_points("Dezimalzahlen mit Punkt (1.5); Tippe eine Zahl wie 0.5, -2 ein", "de")) == 2
     assert len(decimal_points("ticks 0.71 and 1.4", "es")) == 2 and decimal_points("0.71", "zh_CN") != []
     assert unrendered_bold("**老师提问：**{}") and unrendered_bold("**为什么用窄切片？**{h} 个")
     assert unrendered_bold("x**: y**z") and unrendered_bold("** bold**")

@@ -97,14 +97,15 @@ def test_the_formula_shows_the_scaling_in_use():
 @pytest.mark.parametrize("text, value", [
     ("1", 1.0), ("-2.5", -2.5), ("−2.5", -2.5), ("1e-3", 1e-3), (".5", 0.5), ("5.", 5.0), (" 3 ", 3.0),
     ("+4", 4.0), ("1E2", 100.0), ("1000000", 1e6), ("0e-400", 0.0),
-    ("-0.000", 0.0), ("1e-310", 1e-310),
+    ("-0.000", 0.0), ("1e-310", 1e-310), ("1,5", 1.5), ("−0,25", -0.25),  # issue 40, 5: a decimal comma
 ])
 def test_a_number_is_read_exactly_as_typed(text, value):
     assert parse_number(text) == value
 
 
 @pytest.mark.parametrize("text, words", [
-    ("", "is empty"), ("1,5", "use a point"), ("0x10", "not a number"), ("inf", "not a number"),
+    ("", "is empty"), ("1,5,0", "not a number"), ("1,5.0", "not a number"), ("0x10", "not a number"),
+    ("inf", "not a number"),
     ("nan", "not a number"), ("1e308", "outside the range"), ("1000001", "outside the range"),
     ("1.2.3", "not a number"), ("1 2", "not a number"), ("٣", "not a number"),
     ("1e-400", "it would become 0"), ("-0.5e-330", "it would become 0"),  # issue 15, finding 10: was 0.0

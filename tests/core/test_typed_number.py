@@ -38,7 +38,7 @@ def test_what_a_caller_may_allow():
 @given(st.text(alphabet="0123456789.,eE+-\u2212 x%_", max_size=8))
 def test_a_grid_cell_is_a_number_exactly_when_the_reader_says_so(text):
     try:
-        read_number(text, finite=False)
+        read_number(text, decimal_comma=True, finite=False)  # a cell reads a decimal comma (issue 40, 5)
         readable = True
     except ValueError:
         readable = False

@@ -501,7 +501,7 @@ def test_each_example_button_loads_its_numbers(labs):
         assert output in text, (key, [m.value for m in at.markdown if "output" in m.value])
         inputs = score_inputs(EXAMPLES[key])
         np.testing.assert_allclose(parse_numbers(at.text_input(key="lab_scores").value), inputs.scores)
-        assert at.slider(key="lab_temperature").value == inputs.temperature
+        assert at.select_slider(key="lab_temperature").value == inputs.temperature
         names = at.text_input(key="lab_keys").value  # empty for k1, k2, ...: the lab's own names
         assert names == ("cat ate the fish because it" if key == "ex_g_coreference" else "")
 
@@ -555,14 +555,14 @@ def test_typing_survives_a_visit_to_another_page(labs):
 
 def test_temperature_and_gap_move_the_curve(labs):
     at = labs
-    at.slider(key="lab_gap").set_value(4.0).run()
-    at.slider(key="lab_temperature").set_value(2.0).run()
+    at.select_slider(key="lab_gap").set_value(4.0).run()
+    at.select_slider(key="lab_temperature").set_value(2.0).run()
     gap = chart_specs(at)["lab_chart_gap"]["data"]
     marker = gap[-1]
     assert marker["x"] == [4.0]
     assert math.isclose(marker["y"][0], float(top_weight(4.0, 3, 2.0)), rel_tol=1e-12)
     assert len(gap) == 3  # the T = 1 reference curve is drawn when T differs
-    at.slider(key="lab_temperature").set_value(1.0).run()
+    at.select_slider(key="lab_temperature").set_value(1.0).run()
 
 
 def test_size_inputs_give_example_i(labs):

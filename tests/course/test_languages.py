@@ -314,3 +314,63 @@ def test_german_says_du_never_sie():
     assert not formal_address("Eine Maske sperrt Keys: Sie bekommen das Gewicht 0. Ihre Ausgabe ist 0.")
     found = [(m.id, m.string) for m in catalogue("de") if m.id and formal_address(m.string)]
     assert not found, found
+
+
+# --- Issue 40, 5: typed numbers are read and written the reader's way, by one reader --------------
+
+
+def _editor_cells(at, name: str) -> list[str]:
+    """The cells of an array's data editor as the browser receives them (text columns)."""
+    from tests.apptest_util import key_of
+
+    node = next(n for n in at.get("dataframe") if getattr(n.proto, "id", "") and
+                key_of(at, name) in n.proto.id)
+    frame = node.value
+    return [str(cell) for column in frame.columns if column != "row" for cell in frame[column]]
+
+
+@pytest.mark.parametrize(("code", "mark"), [("de", ","), ("en", ".")])
+def test_the_x_editor_writes_and_reads_numbers_the_reader_s_way(code, mark):
+    """Its cells carry the reader's decimal mark; "1,5" is 1.5 in every language; a refusal is in the
+    reader's language and shows what to type in the reader's form."""
+    from tests.apptest_util import edit_cell, unescaped
+
+    at = open_address({"lang": code})
+    pick_example(at, "random")  # random X: decimals in every cell
+    decimals = [cell for cell in _editor_cells(at, "x") if re.search(r"\d[.,]\d", cell)]
+    assert decimals and all(mark in cell and ("." if mark == "," else ",") not in cell for cell in decimals)
+    edit_cell(at, "x", 0, 0, "1,5")  # read as 1.5: tests/app/test_app.py checks the weights it gives
+    assert not at.exception and not at.error and "chart_weights" in chart_specs(at)
+    edit_cell(at, "x", 0, 1, "abc")
+    message = unescaped(" ".join(e.value for e in at.error))
+    example = number(0.42, code)
+    assert "'abc'" in message and example in message, message
+    assert ("keine Zahl" in message) == (code == "de") and "use a point" not in message
+
+
+def test_every_route_reads_typed_numbers_with_one_reader():
+    """The grid's cells, a lab's list and a quiz answer read "1,5" alike; a count refuses "0,5" in the
+    reader's form (a whole number with its separators), never with the form it refused."""
+    from course.answers import KINDS
+    from course.labs import parse_numbers
+    from mha_core.setup import parse_number
+
+    assert parse_number("1,5") == 1.5 == float(KINDS["score"].stored("1,5", language="de"))
+    assert list(parse_numbers("0,5; 1,5 2", "scores", "de")) == [0.5, 1.5, 2.0]
+    assert list(parse_numbers("0,5, 1,5", "scores", "de")) == [0.5, 1.5]  # as the lab writes them
+    assert list(parse_numbers("2,2,2", "scores", "en")) == [2.0, 2.0, 2.0]
+    with pytest.raises(ValueError, match="ist keine Zahl .*0,42"):
+        parse_numbers("1, x", "scores", "de")
+    whole = KINDS["parameters"].problem("0,5", language="de")
+    assert "0,42" not in whole and number(1048576, "de", 0) in whole, whole
+
+
+def test_the_labs_sliders_and_lists_write_numbers_the_reader_s_way():
+    at = open_address({"lang": "de"}, "labs")
+    assert not at.exception
+    sliders = {w.key: w for w in at.select_slider if w.key in ("lab_temperature", "lab_gap")}
+    assert set(sliders) == {"lab_temperature", "lab_gap"}
+    shown = [text for slider in sliders.values() for text in slider.options]  # as the slider writes them
+    assert "1,00" in shown and all("," in text and "." not in text for text in shown), shown
+    at.button(key="lab_load_ex_f_scaled").click().run()
+    assert not at.exception and not at.error
