@@ -72,5 +72,6 @@ with live.follower_turn(), this_run.run_scope():
     questions.student_question_ui(current)
     setup_ui.undo_ui(current)
     page.run()
+    questions.student_result_ui(current)  # a past question's result: below the teacher's screen
     frame.finish(current, page.url_path)
     current = None  # the pages keep this run's globals: its result stays only in the shared cache

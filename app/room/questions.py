@@ -60,6 +60,7 @@ BUTTON_CHARS = 22  # a key's label on its button (with its chips it fits a 390-p
 PANEL_SECONDS = 1.0  # the teacher's answer panel reads the tally this often
 SOLUTION_CHARS = MAX_TEXT_CHARS["solution"]  # the store's limit on a question's solution
 LABEL_CHARS = 40  # a label kept in a forecast's solution
+CHAPTER = "chapter"  # the kind of a chapter's own forecast (app/views/present.py): asked as a poll
 LOST = N_("The class connection is lost: your answer was **not sent yet**. Press Send again, or leave "
            "this page open: it is sent by itself when the connection is back.")
 
@@ -74,13 +75,28 @@ session_keys.register(session_keys.Key(ASKED_SCREEN, __name__))
 
 def solution_of(question) -> str:
     """What students see after reveal besides the right answer: the explanation (Markdown written
-    by course.quiz), or a forecast's real rows and labels as JSON."""
+    by course.quiz), a forecast's real rows and labels as JSON, or a poll's answer (a chapter's own
+    forecast: words, so nothing marks it) before its explanation."""
     if isinstance(question, DrawnForecast):
         return json.dumps({"real": json.loads(grid_json(question.weights)),
                            "queries": [label[:LABEL_CHARS] for label in question.query_labels],
                            "keys": [label[:LABEL_CHARS] for label in question.key_labels],
                            "head": question.head}, ensure_ascii=False)
-    return question.explanation if len(question.explanation) <= SOLUTION_CHARS else ""
+    explanation = question.explanation
+    if is_poll(question):
+        explanation = md(i18n.t("**Answer:** {answer}"), answer=question.answer_text) + "\n\n" + explanation
+    return explanation if len(explanation) <= SOLUTION_CHARS else ""
+
+
+def is_poll(question) -> bool:
+    """A question asked with no right answer the store can mark: a chapter's own forecast (its answer
+    is a sentence); the room's answers are a poll, shown without right or wrong."""
+    return getattr(question, "kind", "") == CHAPTER
+
+
+def correct_of(question) -> str:
+    """The right answer as the store marks it; "" for a drawn forecast or a poll (nothing marked)."""
+    return "" if isinstance(question, DrawnForecast) or is_poll(question) else room_correct(question)
 
 
 def ask(question, screen: int | None = None) -> None:
@@ -91,7 +107,7 @@ def ask(question, screen: int | None = None) -> None:
     try:
         asked = live.store().ask(
             ss.room, ss.teacher_secret, question.prompt, question.choices, question.kind,
-            solution=solution_of(question), correct="" if forecast else room_correct(question),
+            solution=solution_of(question), correct=correct_of(question),
             tolerance=question.tolerance, grid=question.grid if forecast else (0, 0))
     except StoreError as error:  # said in the room's box, and here (the presenter hides the sidebar)
         ss.live_message = i18n.t("Could not ask the room: {error}").format(error=error)
@@ -139,10 +155,11 @@ def reveal_asked(screen: int) -> None:
 
 
 @fragment(run_every=PANEL_SECONDS)
-def presenter_panel(on_reveal=None) -> None:
-    """Next to the presenter's question: the live count, the answers on demand, Close and Reveal.
-    on_reveal() also reveals the screen's result (then the whole page reruns)."""
-    answers_view("room", large=True, on_reveal=on_reveal)
+def presenter_panel(on_reveal=None, *, reveal_button: bool = True) -> None:
+    """Next to the presenter's question: the live count, the answers on demand, Close and Reveal
+    (unless the question's own box has one: ``reveal_button`` False). on_reveal() also reveals the
+    screen's result (then the whole page reruns)."""
+    answers_view("room", large=True, on_reveal=on_reveal, reveal_button=reveal_button)
 
 
 @fragment(run_every=PANEL_SECONDS)
@@ -203,7 +220,9 @@ def room_question():
 
 
 def student_question_ui(current=None) -> None:
-    """A student in a room answers the open question here, whatever page the teacher shows."""
+    """A student in a room answers the open question here, above whatever page the teacher shows;
+    once answered, closed or revealed, it is past business: student_result_ui() draws it below the
+    page, so a phone's first screenful is always the teacher's current screen."""
     if not in_room() or is_teacher():
         return
     question, status, stale = room_question()
@@ -215,21 +234,10 @@ def student_question_ui(current=None) -> None:
         st.warning(i18n.t("Your answer to the previous question never reached the room: it was not counted."),
                    icon=":material/wifi_off:")
     send_pending(question.id)
+    if not awaiting(question, status, stale):
+        return
     with st.container(border=True):
         st.markdown(md(i18n.t("**Your teacher asks:** {}"), question.prompt))
-        if status == "revealed" and not stale:
-            revealed_view(question, current)
-            return
-        if ss.get("answered") == question.id or my_value(question.id) is not None:
-            st.info(i18n.t("Your answer is in. The answer appears here when your teacher reveals it."),
-                    icon=":material/how_to_reg:")
-            if answers.drawn(question.kind):
-                sent_forecast_view(question, current)
-            return
-        if status == "closed":
-            st.info(i18n.t("Answers are closed: the answer appears here when your teacher reveals it."),
-                    icon=":material/lock:")
-            return
         if answers.drawn(question.kind):
             forecast_form(question, forecast_labels(question.grid, current))
         else:
@@ -237,6 +245,39 @@ def student_question_ui(current=None) -> None:
         if ss.get("pending_answer", (None,))[0] == question.id:
             st.warning(i18n.t(LOST), icon=":material/wifi_off:")
             resend()
+
+
+def awaiting(question, status: str, stale: bool) -> bool:
+    """Whether the room's question waits for this student's answer (open, or thought open while the
+    store is away, and not answered yet): then it goes above the page."""
+    ss = st.session_state
+    if status == "revealed" and not stale:
+        return False
+    answered = ss.get("answered") == question.id or my_value(question.id) is not None
+    return not answered and status != "closed"
+
+
+def student_result_ui(current=None) -> None:
+    """Below the page: the room's question once it needs nothing from this student: 'your answer is
+    in' (and the forecast sent), 'answers are closed', or after the reveal the answer marked and the
+    room's answers."""
+    if not in_room() or is_teacher():
+        return
+    question, status, stale = room_question()
+    if question is None or awaiting(question, status, stale):
+        return
+    with st.container(border=True):
+        st.markdown(md(i18n.t("**Your teacher asks:** {}"), question.prompt))
+        if status == "revealed" and not stale:
+            revealed_view(question, current)
+        elif st.session_state.get("answered") == question.id or my_value(question.id) is not None:
+            st.info(i18n.t("Your answer is in. The answer appears here when your teacher reveals it."),
+                    icon=":material/how_to_reg:")
+            if answers.drawn(question.kind):
+                sent_forecast_view(question, current)
+        else:
+            st.info(i18n.t("Answers are closed: the answer appears here when your teacher reveals it."),
+                    icon=":material/lock:")
 
 
 # --- Drawing a forecast ----------------------------------------------------------------------------
@@ -250,7 +291,7 @@ def short(label: str) -> str:
 def chip_label(key_label: str, chips: int, share: float) -> str:
     """A key's button: its label, its chips as dots (the bar) and its share of 1.0, e.g.
     '2 · cat · ●●● 0.60'; '○' before the first chip. Markdown-safe."""
-    return f"{lit(short(key_label))} · {'●' * chips or '○'} {share:.2f}"
+    return f"{lit(short(key_label))} · {'●' * chips or '○'} {i18n.number(share, 2)}"  # 0,70 in German
 
 
 def add_chip(key: str, row: int, col: int, step: int) -> None:

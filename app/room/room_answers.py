@@ -15,6 +15,7 @@ import streamlit as st
 from app import i18n
 from app.charts import forecast_figures
 from app.charts.figure_layout import LARGE, tallest_cells_within
+from app.charts.figures import head_grids
 from app.room import live
 from app.safe import lit, md
 from app.widgets import chart
@@ -34,9 +35,10 @@ OWN_FORECAST = N_("Your forecast is **{closeness}**: total variation distance {d
 REAL_SOFTMAX = N_("Head {number}'s softmax")
 
 
-def answers_view(where: str, *, large: bool, on_reveal=None) -> None:
-    """The count ('17 of 23 answered'), Close answers, Reveal, and the answers (on demand, or a
-    forecast's class average once closed). Cheap: one tally and one follower count per second."""
+def answers_view(where: str, *, large: bool, on_reveal=None, reveal_button: bool = True) -> None:
+    """The count ('17 of 23 answered'), Close answers, Reveal (unless the page has its own), and the
+    answers (on demand, or a forecast's class average once closed). Cheap: one tally and one follower
+    count per second."""
     ss = st.session_state
     question_id, question = ss.asked
     try:
@@ -65,8 +67,8 @@ def answers_view(where: str, *, large: bool, on_reveal=None) -> None:
     if status == "open":
         buttons.button(i18n.t("Close answers"), key=f"{where}_close", icon=":material/lock:", on_click=act,
                        args=("close", question_id))
-    if status != "revealed" and buttons.button(i18n.t("Reveal"), key=f"{where}_reveal", type="primary",
-                                               icon=":material/visibility:"):
+    if reveal_button and status != "revealed" and buttons.button(
+            i18n.t("Reveal"), key=f"{where}_reveal", type="primary", icon=":material/visibility:"):
         act("reveal", question_id)
         if on_reveal is not None:
             on_reveal()
@@ -77,7 +79,7 @@ def answers_view(where: str, *, large: bool, on_reveal=None) -> None:
     if not shown:
         return
     if forecast:
-        class_forecast_view(where, question, tally, large=large)
+        class_forecast_view(where, question, tally, large=large, revealed=status == "revealed")
     else:
         distribution(where, tally, large=large, marked=status == "revealed")
 
@@ -111,22 +113,32 @@ def distribution(where: str, tally, *, large: bool, marked: bool) -> None:
 # A grid of 4 to 6 rows needs 300 to 374 px even with 28-px cells: the teacher scrolls.
 FORECAST_CHART_PX = 276
 FORECAST_CELL_HEIGHTS = (72, 60, 52, 46, 40, 34, 28)
+FORECAST_ALONE_PX = 600  # the class's forecast alone (before Reveal): one panel, not two side by side
 
 
-def class_forecast_view(where: str, question: DrawnForecast, tally, *, large: bool) -> None:
-    """The class's average forecast as a heatmap next to the real softmax, how far apart they are,
-    and the key where the class was most wrong."""
+def class_forecast_view(where: str, question: DrawnForecast, tally, *, large: bool,
+                        revealed: bool = True) -> None:
+    """The class's average forecast as a heatmap; once ``revealed``, next to the real softmax, with
+    how far apart they are and the key where the class was most wrong (before Reveal nothing on the
+    page may tell the real row: the class's average alone)."""
     if tally.mean is None:
         st.caption(i18n.t("No forecasts yet."))
         return
     mean = np.asarray(tally.mean, dtype=float)  # [n_rows, n_k]
-    st.markdown(forecast_words(mean, question.weights, question.query_labels, question.key_labels,
-                               CLASS_FORECAST))  # first: on a projector the chart may run below the fold
+    forecast_title = i18n.t("The class's forecast ({count})").format(count=tally.total)
+    if revealed:
+        st.markdown(forecast_words(mean, question.weights, question.query_labels, question.key_labels,
+                                   CLASS_FORECAST))  # first: on a projector the chart may run below the fold
+    else:
+        st.caption(i18n.t("The head's real softmax and how close the class came appear after **Reveal**."))
 
     def figure(style):
+        if not revealed:
+            return head_grids(mean[None], list(question.query_labels), list(question.key_labels),
+                              kind="weights", large=style, width=FORECAST_ALONE_PX,
+                              head_names=[forecast_title], language=i18n.language())
         return forecast_figures.forecast_vs_real(
-            mean, question.weights, question.query_labels, question.key_labels,
-            forecast_title=i18n.t("The class's forecast ({count})").format(count=tally.total),
+            mean, question.weights, question.query_labels, question.key_labels, forecast_title=forecast_title,
             real_title=i18n.t(REAL_SOFTMAX).format(number=question.head + 1), large=style,
             language=i18n.language())
 

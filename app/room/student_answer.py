@@ -67,12 +67,19 @@ def answer_form(question) -> None:
                              format_func=lit)
         else:
             value = st.text_input(i18n.t("Your answer"), key="live_value", max_chars=ANSWER_CHARS)
-        nickname = nickname_ui()
-        refusal = st.empty()  # under the nickname box: the store's refusal of it, if any
+        nickname, refusal = room_nickname(), st  # given at the door: not asked again
+        if not nickname or name_refused(question.id):  # none yet, or the one sent was refused
+            nickname = nickname_ui()
+            refusal = st.empty()  # under the nickname box: the store's refusal of it, if any
         sent = st.form_submit_button(i18n.t("Send"), type="primary")
     if sent:
         send_answer(question, value, nickname)
     name_refusal_ui(question.id, refusal)
+
+
+def room_nickname() -> str:
+    """The nickname this student has in the room (given at the door, or with an earlier answer)."""
+    return st.session_state.get("nickname", "")
 
 
 def nickname_ui() -> str:
@@ -134,6 +141,8 @@ def send_pending(question_id: str) -> bool:
         return False
     ss.pop("pending_answer", None)
     ss.answered = question_id
+    if nickname:  # the room knows the student by it now: the next answer does not ask again
+        ss.nickname = nickname
     ss.setdefault("sent_answers", {})[question_id] = value
     if not counted:  # this student answered before (say, before the server restarted)
         ss.sent_answers.pop(question_id)  # the store's is the one counted: read it when needed
@@ -160,6 +169,9 @@ def revealed_view(question, current) -> None:
     if answers.drawn(question.kind):
         own_forecast_view(question, mine)
         return
+    if not question.correct:  # a poll: no right answer, so no verdict either
+        poll_view(question, mine)
+        return
     correct = shown(question.kind, question.correct)
     if mine is None:
         st.info(md(i18n.t("You did not answer this one. The right answer: **{correct}**"), correct=correct),
@@ -177,6 +189,23 @@ def revealed_view(question, current) -> None:
     except StoreError:
         return
     distribution("student", tally, large=False, marked=True)
+
+
+def poll_view(question, mine: str | None) -> None:
+    """A revealed poll: what this student answered (nothing marks it), the teacher's answer and
+    explanation if any, and the room's answers unmarked."""
+    if mine is None:
+        st.info(i18n.t("You did not answer this one."), icon=":material/info:")
+    else:
+        st.info(md(i18n.t("You answered **{answer}**."), answer=shown(question.kind, mine)),
+                icon=":material/how_to_reg:")
+    if question.solution:
+        st.markdown(question.solution)  # Markdown written by the app (app/room/questions.py, solution_of)
+    try:
+        tally = room_tally(st.session_state.room, question.id)
+    except StoreError:
+        return
+    distribution("student", tally, large=False, marked=False)
 
 
 def shown(kind: str, value: str) -> str:

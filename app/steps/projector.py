@@ -49,6 +49,7 @@ class Projector:
         self.q_tokens, self.k_tokens = inputs.tokens, inputs.kv_tokens
         self.heads = [i18n.t("head {number}").format(number=i + 1) for i in range(self.sizes.n_heads)]
         self.room = CHARTS_PX  # px the charts' column has for this screen's charts (app/views/present.py)
+        self.asked: tuple[int, int, int] | None = None  # (head, query, key) the revealed forecast asked about
         self.view = StepView(self.setup, self.r, self.q_tokens, self.k_tokens, language=i18n.language())
 
     def charts(self, charts: Callable[[StepView], Charts], budget: int, *, width: int = CHART_WIDTH,
@@ -63,6 +64,10 @@ class Projector:
         if head is not None:
             choices.update(head=head, shown=(head,))
         return replace(self.view, build=partial(fit, budget=budget, width=width), **choices)
+
+    def asked_key(self, head: int, query: int) -> int | None:
+        """The key the revealed forecast asked about, when it asked about this head and query."""
+        return self.asked[2] if self.asked is not None and tuple(self.asked[:2]) == (head, query) else None
 
     def pickers(self, query: bool = True) -> tuple[int, int]:
         """The head and (if asked) the query, in one row: (head, query or 0)."""

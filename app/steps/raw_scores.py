@@ -38,10 +38,13 @@ def section(page: Section) -> None:
 
 def dot_product(screen: Projector) -> None:
     head, query = screen.pickers()
-    key = int(np.argmax(screen.r.scores[head, query]))  # the best-aligned key: a bright beam
+    asked = screen.asked_key(head, query)  # the pair the revealed forecast asked about, worked out
+    key = int(np.argmax(screen.r.scores[head, query])) if asked is None else asked  # else a bright beam
     st.latex(i18n.tex(drill_lines(screen.r, head, query, key)[0]))
-    against = i18n.t("Query {query} · {query_token} against key {key} · {key_token}, its highest score "
-                     "in head {head}.")
+    against = (i18n.t("Query {query} · {query_token} against key {key} · {key_token}, its highest score "
+                      "in head {head}.") if asked is None else
+               i18n.t("Query {query} · {query_token} against key {key} · {key_token} in head {head}: the "
+                      "pair the forecast asked about."))
     st.caption(against.format(query=f"{query + 1:d}", query_token=lit(screen.q_tokens[query]),
                               key=f"{key + 1:d}", key_token=lit(screen.k_tokens[key]),
                               head=f"{head + 1:d}"))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from functools import partial
 
 import numpy as np
 import streamlit as st
@@ -122,22 +121,24 @@ def render(current: Current, inputs: Inputs) -> None:
     formula(projector, screen)
     question = forecast_for(lesson, current, screen)
     charts, words = st.columns([3, 2], gap="medium")
+    room = questions.asked_here(screen)  # the room's answers where the result will be
     with words:
         if screen == 0:
             title_card(example, current)
-        revealed = question is None or ask(screen, question, drawings(current, question, screen))
+        revealed = question is None or ask(screen, question, drawings(current, question, screen), asked=room)
         where_the_point_is(lesson, screen, shown=revealed)  # after Reveal: it may answer the forecast
-        if question is None or not revealed:
+        if question is None or (room and not revealed):
             why(screen)  # once revealed, the answer's own explanation takes its room
     with charts:
-        room = questions.asked_here(screen)  # the room's answers where the result will be
         if room and (not revealed or room_view() == ROOM_ANSWERS):
-            questions.presenter_panel(partial(reveal, screen, question) if question is not None else None)
+            questions.presenter_panel(reveal_button=False)  # the forecast box's Reveal reveals both
         elif revealed:
+            projector.asked = question.cell if question is not None else None  # its working shows that pair
             draw_screen(projector, screen, above=SELECTORS_PX if room else 0)
-        else:
+        else:  # the result's room is free until Reveal: the screen's why is read there meanwhile
             st.info(i18n.t("The result appears here after **Reveal**: first, let the room forecast."),
                     icon=":material/psychology_alt:")
+            why(screen)
 
 
 ROOM_ANSWERS, RESULT = "The room's answers", "The result"
@@ -218,8 +219,8 @@ def forecast_for(lesson, current: Current, screen: int) -> Question | None:
     if lesson is not None and lesson.forecast and point_screen(lesson) == screen:
         whose = (i18n.t("The chapter's own forecast.") if lesson.from_chapter
                  else i18n.t("This example's own forecast: it goes beyond the chapters."))
-        return Question(kind="chapter", prompt=i18n.t(lesson.forecast), answer=i18n.t(lesson.forecast_answer),
-                        step=SCREENS[screen].step, explanation=whose)
+        return Question(kind=questions.CHAPTER, prompt=i18n.t(lesson.forecast),
+                        answer=i18n.t(lesson.forecast_answer), step=SCREENS[screen].step, explanation=whose)
     if screen == 0:
         return None
     return forecast(current.setup, current.result, SCREENS[screen].step, seed=screen,
@@ -237,9 +238,11 @@ def drawings(current: Current, question: Question | None, screen: int) -> tuple:
             drawn_forecast(current.setup, current.result, head, language=i18n.language()))
 
 
-def ask(screen: int, question: Question, drawn: tuple[DrawnForecast | None, DrawnForecast | None]) -> bool:
+def ask(screen: int, question: Question, drawn: tuple[DrawnForecast | None, DrawnForecast | None], *,
+        asked: bool = False) -> bool:
     """The forecast box; True once the room has seen the answer (then the result is drawn).
-    The teacher of a room can ask it to the room, or have the room draw a head's row (drawn)."""
+    The teacher of a room can ask it to the room, or have the room draw a head's row (drawn), until
+    the room is asked from here (``asked``: its answers arrive, the one Reveal reveals both)."""
     led = widgets.following()  # the teacher's Reveal reveals it here too (app/room/room_box.py)
     revealed = st.session_state.get(REVEALED) == (screen, question.prompt) or (
         led and st.session_state.get("room_revealed") == screen)
@@ -254,12 +257,14 @@ def ask(screen: int, question: Question, drawn: tuple[DrawnForecast | None, Draw
             st.markdown(f"**{answer_word}** {lit(question.answer_text)}")
             if question.explanation:
                 st.caption(question.explanation)
-        else:
-            st.button(i18n.t("Reveal"), key="present_reveal", on_click=reveal, args=(screen, question),
-                      type="primary", disabled=led)
-            if question.kind != "chapter":  # generated from the live state: it can be marked
-                questions.ask_button(question, key="present_ask", screen=screen)
-            questions.draw_button(*drawn, screen=screen)
+        else:  # one row of buttons (a second row ran German's softmax screen past 720 px)
+            buttons = st.container(horizontal=True, gap="small")
+            buttons.button(i18n.t("Reveal"), key="present_reveal", on_click=reveal, args=(screen, question),
+                           type="primary", disabled=led)
+            if not asked:
+                with buttons:  # a chapter's own forecast is asked as a poll: its answer is words
+                    questions.ask_button(question, key="present_ask", screen=screen)
+                questions.draw_button(*drawn, screen=screen)
     return revealed
 
 
