@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from course.examples import all_examples
+from course.i18n import LANGUAGES
 from course.steps import in_language
 from tests.app.test_browser import ARTIFACTS  # it skips this module too when there is no browser
 from tests.browser_env import IDLE, no_error_on, room_code
@@ -242,3 +243,32 @@ def test_the_class_forecast_of_a_whole_grid_fits_too(live):
     page.context.close()
     assert {name: seen["problems"] for name, seen in views.items() if seen["problems"]} == {}
     assert views["closed"]["cells"] == SMALLEST_PX  # the numbers are there, at the projector's size
+
+
+def test_every_screen_fits_in_every_language_for_the_teacher_of_a_room(live):
+    """Issue 40: the teacher of a room has more in the forecast box (Reveal, Ask the room, the drawing):
+    German's softmax screen ran to 845 px. Every screen, before Reveal, in every language, fits; and
+    every screen with a forecast can be asked to the room (the key screen's chapter forecast had none)."""
+    url, browser = live
+    failures, unasked = [], []
+    for language in LANGUAGES:
+        page = browser.new_context(viewport=PROJECTOR).new_page()
+        page.goto(f"{url}/class?lang={language}")
+        page.wait_for_selector(".st-key-live_start button", timeout=LOADED)
+        page.locator(".st-key-live_start button").click()
+        page.wait_for_selector("[data-testid='stSidebarNav'] a >> nth=1", timeout=LOADED)
+        page.wait_for_selector(IDLE, timeout=LOADED)
+        page.locator("[data-testid='stSidebarNav'] a").nth(1).click()  # Present, in any language
+        page.wait_for_function(SCREEN_SHOWN, arg=f"1 / {SCREENS} · ", timeout=LOADED)
+        for screen in range(1, SCREENS + 1):
+            seen = measured(page, f"room-{language}-{screen}")
+            failures += [(language, screen, p) for p in seen["problems"]]
+            asked = page.locator(".st-key-present_ask").count()
+            if page.locator(".st-key-present_reveal").count() and not asked:
+                unasked.append((language, screen))
+            if screen < SCREENS:
+                next_screen(page, screen + 1)
+        no_error_on(page)
+        page.context.close()
+    assert not failures, failures
+    assert not unasked, unasked
