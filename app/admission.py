@@ -2,9 +2,9 @@
 
 A run is admitted with its estimated working set (``this_run.working_set``: the core's call and the
 page's drawing, from the Setup's shapes, before anything is computed) while the estimates of the runs
-inside stay within ``BUDGET_BYTES``; the others wait in line (first come, first in; a small run may
-pass a waiting one only if it leaves that one's room) and are refused once they have waited
-``WAIT_SECONDS``. A run whose estimate is over the whole budget is refused at once.
+inside stay within ``BUDGET_BYTES``; the others wait in line (first come, first in; a run of at most
+1/16 of the budget, a classroom's page, may pass the ones waiting if it fits) and are refused once
+they have waited ``WAIT_SECONDS``. A run whose estimate is over the whole budget is refused at once.
 
 Without it, 20 sessions opening the heaviest link at once (1,024 tokens, d_model 768, 12 heads, each
 another seed) each held a result and drew it at the same time: past 3 GiB in 14 s (issue 40, 10).
@@ -25,6 +25,7 @@ MiB = 2**20
 BUDGET_ENV, WAIT_ENV = "MHA_RUN_BUDGET_MB", "MHA_RUN_WAIT_S"
 DEFAULT_BUDGET_MB = 640  # two of the heaviest pages at once (about 300 MiB each); 2 cores compute 2 anyway
 DEFAULT_WAIT_S = 60.0
+PASS_SHARE = 16  # a run of at most 1/16 of the budget (40 MiB by default: every classroom size) may pass
 
 
 def _configured(name: str, default: float, low: float) -> float:
@@ -57,6 +58,7 @@ class ByteGate:
 
     def __init__(self, budget_bytes: int, wait_seconds: float):
         self.budget_bytes, self.wait_seconds = int(budget_bytes), float(wait_seconds)
+        self.pass_bytes = self.budget_bytes // PASS_SHARE  # a run this small may pass the line
         self._cond = threading.Condition()
         self._line: list[_Ticket] = []  # waiting, in arrival order
         self.held = 0  # bytes of the runs inside
@@ -64,16 +66,17 @@ class ByteGate:
         self.most_held = 0  # the highest held so far (tests, the bench)
 
     def _fits(self, ticket: _Ticket) -> bool:
-        """ticket may go in now: it fits, and the first in line (if not ticket) still fits after it."""
+        """ticket may go in now: it fits, and it is first in line or small (a classroom's page does not
+        wait behind a long sequence; small runs are quick, so the first in line is not starved)."""
         if self.held + ticket.need > self.budget_bytes:
             return False
-        first = self._line[0] if self._line else ticket
-        return first is ticket or self.held + ticket.need + first.need <= self.budget_bytes
+        return ticket is self._line[0] or ticket.need <= self.pass_bytes
 
-    def admit(self, need: int, while_waiting: Callable[[int, float], None] = lambda inside, waited: None
+    def admit(self, need: int, while_waiting: Callable[[int, float], None] = lambda before, waited: None
               ) -> _Ticket:
-        """Let a run of need bytes in, waiting in line if it does not fit; while_waiting(inside, waited)
-        is called about every second meanwhile (a page says so; Streamlit may stop the run there).
+        """Let a run of need bytes in, waiting in line if it does not fit; while_waiting(before, waited)
+        is called about every second meanwhile, before counting the runs inside and those ahead in line
+        (a page says so; Streamlit may stop the run there).
         Raises Refused (need over the budget, or WAIT_SECONDS waited)."""
         ticket = _Ticket(int(need))
         with self._cond:
@@ -85,10 +88,10 @@ class ByteGate:
                     waited = time.monotonic() - ticket.arrived
                     if waited >= self.wait_seconds:
                         raise Refused(ticket.need, self.budget_bytes, waited, self.inside)
-                    inside = self.inside
+                    before = self.inside + self._line.index(ticket)  # inside, and ahead in line
                     self._cond.release()
                     try:
-                        while_waiting(inside, waited)
+                        while_waiting(before, waited)
                     finally:
                         self._cond.acquire()
                     if not self._fits(ticket):

@@ -22,8 +22,7 @@ from mha_core.codec import setup_to_link
 from mha_core.setup import run_bytes, run_itemsize
 
 # The session keys this module owns (app/session/session_keys.py).
-RESULT_KEY = "result_key"
-session_keys.register(session_keys.Key(RESULT_KEY, __name__))
+session_keys.register(session_keys.Key("result_key", "this_run"))
 
 
 @dataclass(frozen=True)
@@ -148,18 +147,20 @@ def admitted(setup: Setup) -> None:
     need = working_set(setup) + sum(working_set(other) for other in others if other is not None)
     slot = []  # the waiting note, made only if this run waits (a page's elements are counted)
     try:
-        tickets.append(admission.GATE.admit(need, lambda inside, waited: _say_waiting(slot, inside)))
+        tickets.append(admission.GATE.admit(need, lambda before, waited: _say_waiting(slot, before)))
     finally:
         for made in slot:
             made.empty()
 
 
-def _say_waiting(slot: list, inside: int) -> None:
-    """The page's word while it waits in line (rewritten every second: Streamlit may stop the run here)."""
+def _say_waiting(slot: list, before: int) -> None:
+    """The page's word while it waits (rewritten every second: Streamlit may stop the run here); before:
+    the runs inside and those ahead of this one in line."""
     if not slot:
         slot.append(st.empty())
-    slot[0].info(i18n.t("Waiting for the server: {count} heavy pages are being computed; yours starts when "
-                        "there is room…").format(count=i18n.number(inside)), icon=":material/hourglass_top:")
+    slot[0].info(i18n.t("Waiting for the server to have room for this page (heavy pages computed or waiting "
+                        "before it: {count})…").format(count=i18n.number(before)),
+                 icon=":material/hourglass_top:")
 
 
 def refusal(refused: admission.Refused) -> str:
@@ -169,8 +170,8 @@ def refusal(refused: admission.Refused) -> str:
         return i18n.t("these sizes need about {need} MiB to compute and draw, more than this server allows "
                       "for all pages computed at once ({budget} MiB, {setting}): use fewer tokens or "
                       "heads.").format(need=need, budget=budget, setting=admission.BUDGET_ENV)
-    return i18n.t("the server is busy: {count} heavy pages were being computed and yours waited {seconds} s "
-                  "for room. Try again in a moment, or use fewer tokens or heads.").format(
+    return i18n.t("the server is busy: this page waited {seconds} s for room (heavy pages being computed: "
+                  "{count}). Try again in a moment, or use fewer tokens or heads.").format(
         count=i18n.number(refused.inside), seconds=i18n.number(refused.waited))
 
 

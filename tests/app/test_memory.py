@@ -502,9 +502,107 @@ def test_many_heavy_sessions_at_once_keep_the_server_within_its_stated_bound():
         before, peak, pages = asyncio.run(attack(url, process.pid))
     for run, _ in pages:
         assert run.status == "ok" and not run.errors and "chart_weights" in run.charts, run.errors
-    waited = [said for _, said in pages if any("Waiting for the server" in text for text in said)]
+    waited = [said for _, said in pages if any("Waiting for the server to have" in text for text in said)]
     bound = (RESULTS.budget_bytes + FIGURES_BUDGET_BYTES) / MiB + budget_mib + HEAVY_AT_ONCE * inputs_mib
     print(f"{HEAVY_AT_ONCE} heavy sessions at once: RSS {before:.0f} -> peak {peak:.0f} MiB "
           f"(+{peak - before:.0f}); bound +{bound:.0f} + {SLACK_MIB} slack; {len(waited)} waited")
     assert peak - before <= bound + SLACK_MIB, (before, peak, bound)
     assert waited, "no session waited its turn"
+
+
+# --- The server's budget for runs in flight (app/admission.py) -----------------------------------------
+
+
+def test_the_byte_gate_never_holds_more_than_its_budget_and_lets_everyone_through_in_turn():
+    from app.admission import ByteGate
+
+    gate = ByteGate(100, wait_seconds=30)
+    most, lock, told = [0], threading.Lock(), []
+
+    def run(need: int):
+        ticket = gate.admit(need, lambda before, waited: told.append(before))
+        with lock:
+            most[0] = max(most[0], gate.held)
+        time.sleep(0.05)
+        gate.leave(ticket)
+
+    threads = [threading.Thread(target=run, args=(need,)) for need in (60, 60, 30, 90, 10, 60, 40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most[0] <= 100 and gate.most_held <= 100  # never over, and the budget was used
+    assert gate.most_held > 60
+    assert told and all(before >= 1 for before in told)  # who waited was told how many were before it
+    assert gate.held == 0 and gate.inside == 0 and gate.waiting == 0
+
+
+def test_the_byte_gate_refuses_what_is_over_its_budget_at_once_and_a_long_wait_after_its_time():
+    from app.admission import ByteGate, Refused
+
+    gate = ByteGate(100, wait_seconds=0.3)
+    with pytest.raises(Refused) as over:
+        gate.admit(101)
+    assert over.value.waited is None and over.value.need == 101 and over.value.budget == 100
+    inside = gate.admit(80)
+    started = time.monotonic()
+    with pytest.raises(Refused) as waited:
+        gate.admit(30)
+    assert waited.value.waited >= 0.3 and time.monotonic() - started < 2 and waited.value.inside == 1
+    assert gate.waiting == 0 and gate.held == 80  # the refused one left the line and holds nothing
+    small = gate.admit(20)  # what fits still goes in
+    gate.leave(small)
+    gate.leave(inside)
+    gate.leave(inside)  # twice: no effect
+    assert gate.held == 0 and gate.inside == 0
+
+
+def test_a_small_run_passes_the_line_and_a_big_one_waits_its_turn():
+    from app.admission import ByteGate
+
+    gate = ByteGate(160, wait_seconds=5)  # runs of at most 10 may pass the line
+    first = gate.admit(100)
+    order = []
+
+    def later(need: int):
+        ticket = gate.admit(need)
+        order.append(need)
+        gate.leave(ticket)
+
+    waiting = threading.Thread(target=later, args=(70,))  # 100 + 70 > 160: waits
+    waiting.start()
+    time.sleep(0.1)
+    assert gate.waiting == 1
+    later(10)  # small, and it fits: in at once, past the one waiting
+    behind = threading.Thread(target=later, args=(40,))  # fits too, but not small: behind the 70
+    behind.start()
+    time.sleep(0.1)
+    assert order == [10] and gate.waiting == 2
+    gate.leave(first)
+    waiting.join(2)
+    behind.join(2)
+    assert order == [10, 70, 40]
+
+
+def test_a_run_the_servers_budget_cannot_hold_is_refused_on_the_page_with_its_reason(monkeypatch):
+    """Over the whole budget: refused at once; the budget taken by others for longer than the wait:
+    refused after it. Both say why where the charts were, with no exception; the default page runs."""
+    from app import admission
+    from tests.apptest_util import shown
+
+    monkeypatch.setattr(admission, "GATE", admission.ByteGate(2 * MiB, wait_seconds=1.0))
+    at = fresh_app()
+    assert not at.exception and "chart_weights" in chart_specs(at)  # a classroom page: well inside
+    at.text_input(key="tokens_text").set_value(" ".join(f"w{i}" for i in range(300))).run()
+    assert not at.exception and "chart_weights" not in chart_specs(at)
+    refused = [e for e in shown(at.error) if "more than this server allows" in e]
+    assert len(refused) == 1 and "(2 MiB, MHA_RUN_BUDGET_MB)" in refused[0], shown(at.error)
+
+    others = admission.GATE.admit(2 * MiB - 1000)  # other sessions' runs hold the budget
+    at.text_input(key="tokens_text").set_value(" ".join(f"w{i}" for i in range(40))).run()
+    busy = [e for e in shown(at.error) if "the server is busy" in e]
+    assert not at.exception and len(busy) == 1 and "this page waited 1 s for room" in busy[0], shown(at.error)
+    assert not any("Waiting for the server" in note for note in shown(at.info))  # the note is gone
+    admission.GATE.leave(others)
+    at.run()
+    assert not at.exception and not at.error and "chart_weights" in chart_specs(at)
