@@ -16,9 +16,12 @@ import math
 import streamlit as st
 
 from app import i18n
-from app.labs.scaling_lab import INPUT_KEYS as SCALING_KEYS, scaling_lab
-from app.labs.score_lab import INPUT_KEYS as SCORE_KEYS, TEXT_CHARS, score_lab
-from app.labs.size_and_cost_lab import INPUT_KEYS as SIZE_KEYS, LAB_VALUE_BYTES, size_and_cost
+from app.labs.scaling_lab import INPUT_KEYS as SCALING_KEYS
+from app.labs.scaling_lab import scaling_lab
+from app.labs.score_lab import INPUT_KEYS as SCORE_KEYS
+from app.labs.score_lab import TEXT_CHARS, score_lab
+from app.labs.size_and_cost_lab import INPUT_KEYS as SIZE_KEYS
+from app.labs.size_and_cost_lab import LAB_VALUE_BYTES, size_and_cost
 from app.session import session_keys
 from course.labs import VALUE_BYTES
 
