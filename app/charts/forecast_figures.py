@@ -104,6 +104,7 @@ def mine_vs_real_bars(mine, real, key_labels, *, mine_name: str | None = None, r
         data.append(dict(type="bar", orientation="h", name=name, y=positions[drawn], x=values[drawn],
                          marker=dict(color=colour), textposition="outside", cliponaxis=False, textfont=font,
                          text=[format_number(w, near_one=True) for w in values[drawn]],
+                         texttemplate="%{text}",  # i18n.localized_figure writes it the reader's way: 0,10
                          hovertext=[f"{name}, {labels[i]}: {hover_number(values[i], near_one=True)}"
                                     for i in np.flatnonzero(drawn)],
                          hovertemplate="%{hovertext}<extra></extra>"))

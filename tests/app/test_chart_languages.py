@@ -143,3 +143,24 @@ def test_the_numbers_note_follows_the_figure_s_language():
     assert heatmap_panels.numbers_note(fig).startswith("⟨No numbers on these cells")
     assert heatmap_panels.numbers_note(fig, "en").startswith(
         "No numbers on these cells: a grid with more than 12 ")
+
+
+def test_a_german_student_s_bars_and_chips_write_decimal_commas():
+    """Issue 40, 5: the forecast's chips ('○ 0,70') and a student's bars, theirs against the real
+    softmax ('0,10 / 0,09'), written as the reader writes numbers, hover text too."""
+    import streamlit as st
+
+    from app import i18n
+    from app.room.questions import chip_label
+
+    st.session_state[i18n.LANGUAGE] = "de"  # the reader's language, as the picker keeps it
+    try:
+        bars = i18n.localized_figure(forecast_figures.mine_vs_real_bars(
+            [0.1, 0.7, 0.2], [0.09, 0.67, 0.24], ["a", "b", "c"], language="de")).to_dict()
+        assert [trace["text"] for trace in bars["data"]] == [["0,10", "0,70", "0,20"],
+                                                             ["0,09", "0,67", "0,24"]]
+        assert all(text.endswith(("0,09", "0,67", "0,24")) for text in bars["data"][1]["hovertext"])
+        assert chip_label("2 · cat", 0, 0.7).endswith("○ 0,70")
+        assert chip_label("2 · cat", 3, 0.25).endswith("●●● 0,25")
+    finally:
+        del st.session_state[i18n.LANGUAGE]
