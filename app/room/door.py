@@ -1,6 +1,8 @@
 """A live class, the door: join a room by its code (this session's wrong-code limit, a wait for
 its turn when the join rate from its network turns it away), enter it, lead it again from a teacher
-link, and the ``?room=`` link that does either.
+link or the browser's teacher cookie (a reload, a new tab, a server restart), and the ``?room=`` link
+that does either. Whoever leads again starts on the screen the room is on (its page, step, setup and
+selections), so the class is not pulled elsewhere.
 
 The store, the clock and the session keys are the hub's (app/room/live.py); who is asking is
 app/room/identity.py.
@@ -17,7 +19,7 @@ import streamlit as st
 from app import i18n
 from app.adapter.fragments import fragment
 from app.room import identity, live, refusals
-from app.room.following import stop_following
+from app.room.following import take_the_lead
 from app.room.live import in_room, is_teacher
 from app.safe import lit
 from classroom.store import (
@@ -48,13 +50,13 @@ def wrong_code_wait() -> float:
     """Seconds until this session may try another code (0 if it may now): WRONG_CODES_PER_SESSION a
     minute, kept in the session whatever address the store sees."""
     now = live.clock()
-    recent = [t for t in st.session_state.get("wrong_codes", []) if now - t < WRONG_CODES_WINDOW]
-    st.session_state.wrong_codes = recent
+    recent = [t for t in st.session_state.get(live.WRONG_CODES, []) if now - t < WRONG_CODES_WINDOW]
+    st.session_state[live.WRONG_CODES] = recent
     return 0.0 if len(recent) < WRONG_CODES_PER_SESSION else WRONG_CODES_WINDOW - (now - recent[0])
 
 
 def note_wrong_code() -> None:
-    st.session_state.setdefault("wrong_codes", []).append(live.clock())
+    st.session_state.setdefault(live.WRONG_CODES, []).append(live.clock())
 
 
 def session_too_soon() -> str | None:
@@ -77,7 +79,7 @@ def join_room(code: str, nickname: str = "", *, via: str = "link") -> str | None
     refusal = session_too_soon()
     if refusal:
         return refusal
-    st.session_state.pop("door_wait", None)
+    st.session_state.pop(live.DOOR_WAIT, None)
     try:
         enter_room(code, nickname)
     except StoreUnavailable as error:
@@ -108,12 +110,12 @@ def is_join_rate(error: StoreError) -> bool:
 
 
 def start_waiting(wait: DoorWait) -> None:
-    st.session_state.door_wait = wait
+    st.session_state[live.DOOR_WAIT] = wait
 
 
 def waiting_at_the_door(via: str | None = None) -> DoorWait | None:
     """This session's wait at the door (only one asked via there, when via is given)."""
-    wait = st.session_state.get("door_wait")
+    wait = st.session_state.get(live.DOOR_WAIT)
     return wait if isinstance(wait, DoorWait) and via in (None, wait.via) else None
 
 
@@ -133,21 +135,21 @@ def knock(wait: DoorWait) -> bool:
             return stop_waiting(wait, i18n.t(DOOR_WAIT_OVER))
         wait.knock_at = live.clock() + error.retry_after
         return False
-    ss.pop("door_wait", None)
+    ss.pop(live.DOOR_WAIT, None)
     if wait.via == "box":
-        ss.nickname = wait.nickname
-        ss.joined_from_link = (ss.room, None)  # as join_by_code does: the address's ?room= is this room
+        ss[live.NICKNAME] = wait.nickname
+        ss[live.JOINED_FROM_LINK] = (ss[live.ROOM], None)  # as join_by_code does: the address's ?room= is this room
     return True
 
 
 def stop_waiting(wait: DoorWait, message: str) -> bool:
     """The wait is over without the room: the message goes where the student asked."""
     ss = st.session_state
-    ss.pop("door_wait", None)
+    ss.pop(live.DOOR_WAIT, None)
     if wait.via == "box":
-        ss.live_join_error = message
+        ss[live.JOIN_ERROR] = message
     else:
-        ss.live_message = message
+        ss[live.LIVE_MESSAGE] = message
     return True
 
 
@@ -170,24 +172,25 @@ def enter_room(code: str, nickname: str = "") -> None:
     wrong code also counts against this session; a taken or too long nickname in the reader's
     language, for whichever page shows it)."""
     ss = st.session_state
-    ss.student_id = identity.student_id_of(identity.student_secret())
+    ss[live.STUDENT_ID] = identity.student_id_of(identity.student_secret())
     with contextlib.suppress(NoSuchRoom):  # a code that cannot be one: join() says so and counts it
         code = normalise_code(code)
     try:
-        live.watch().join(code, ss.student_id, nickname=nickname, client=identity.client_address())
+        live.watch().join(code, ss[live.STUDENT_ID], nickname=nickname, client=identity.client_address())
     except NoSuchRoom:
         note_wrong_code()
         raise
     except (NameTaken, TooLong) as error:
         raise refusals.in_language(error) from error
-    if ss.get("room") != code or is_teacher():
+    if ss.get(live.ROOM) != code or is_teacher():
         ss.update(room=code, teacher_secret=None, following=True, applied_version=-1)
 
 
-def lead_from_link(code: str, secret: str) -> str | None:
-    """?room=CODE&teacher=SECRET: lead the room again (another device, a reload). A wrong secret
-    counts as a wrong code (here and in the store) and joins as a student instead."""
-    ss = st.session_state
+def lead_from_link(code: str, secret: str, *, kept: bool = False) -> str | None:
+    """?room=CODE&teacher=SECRET (another device), or ?room=CODE with the browser's teacher cookie for
+    CODE (kept: a reload, a new tab, a server restart): lead the room again, on the screen it is on.
+    A wrong secret counts as a wrong code (here and in the store) and joins as a student instead (a
+    kept one that no longer holds, silently: the cookie is dropped)."""
     refusal = session_too_soon()
     if refusal:
         return refusal
@@ -195,35 +198,43 @@ def lead_from_link(code: str, secret: str) -> str | None:
         live.store().check_teacher(code, secret, client=identity.client_address())
     except NotTheTeacher:
         note_wrong_code()
+        if kept:
+            identity.forget_teacher_cookie(code.strip().upper())
+            return join_room(code)
         return join_room(code) or i18n.t("That teacher link is not valid for this room: you joined as a "
                                          "student.")
     except NoSuchRoom as error:
         note_wrong_code()
+        if kept:
+            identity.forget_teacher_cookie(code.strip().upper())
         return str(error)
     except StoreUnavailable as error:
         return i18n.t(CONNECTION_FAILED).format(error=error)
     except StoreError as error:  # TooSoon
         return str(error)
-    stop_following()
-    ss.update(room=normalise_code(code), teacher_secret=secret, following=False)
-    for key in ("published", "asked", "live_confirm_remove"):
-        ss.pop(key, None)
+    take_the_lead(normalise_code(code), secret)
     return None
 
 
 def join_from_link() -> None:
-    """?room=CODE joins as a student; ?room=CODE&teacher=SECRET leads the room. Once per link. A
-    ``me=`` parameter (addresses carried the student's id until issue 15) is ignored and dropped."""
+    """?room=CODE joins as a student, or leads the room when this browser keeps its teacher secret
+    (the teacher's own address carries ?room=CODE: a reload is the teacher again, never a student);
+    ?room=CODE&teacher=SECRET leads the room. Once per link. A ``me=`` parameter (addresses carried
+    the student's id until issue 15) is ignored and dropped."""
     ss = st.session_state
     params = st.query_params
     params.pop("me", None)
     code, secret = params.get("room"), params.get("teacher")
-    if not code or ss.get("joined_from_link") == (code, secret):
+    if not code or ss.get(live.JOINED_FROM_LINK) == (code, secret):
         return
-    ss.joined_from_link = (code, secret)
-    if in_room() and ss.room == code.strip().upper() and not secret:
+    ss[live.JOINED_FROM_LINK] = (code, secret)
+    if in_room() and ss[live.ROOM] == code.strip().upper() and not secret:
         return  # the room's own code in this session's address: already in it
-    message = lead_from_link(code, secret) if secret else join_room(code)
+    kept = None if secret else identity.kept_teacher_secret(code)
+    if kept:
+        message = lead_from_link(code, kept, kept=True)
+    else:
+        message = lead_from_link(code, secret) if secret else join_room(code)
     if message:
-        ss.live_message = message
+        ss[live.LIVE_MESSAGE] = message
     params.pop("teacher", None)  # the secret never stays in a projected address bar

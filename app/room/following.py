@@ -1,6 +1,7 @@
 """A live class, the room's state both ways: the teacher's page, setup and selections published
 to the room; a follower's page taking the room's newest state before it draws, and showing the page
-the teacher shows; leaving the room.
+the teacher shows; a teacher taking the lead again (a reload, another device) on the room's screen;
+leaving the room.
 
 The store, the watch and the session keys are the hub's (app/room/live.py).
 """
@@ -48,6 +49,15 @@ def follow_before_build() -> None:
     except StoreUnavailable:
         ss.live_message = i18n.t("The class connection is lost; this page will follow again when it is back.")
         return
+    take_room_state(room)
+    ss.room_inputs = sidebar_inputs.sidebar_values()
+    push.shown(live.watch, ss.room, room.version)  # the server reruns this page when the room moves past it
+
+
+def take_room_state(room) -> None:
+    """The room's page, setup, selections and page inputs, taken as a fresh page takes a link: by a
+    follower each time the room moves, by a teacher once, on taking the lead again."""
+    ss = st.session_state
     ss.applied_version = room.version
     ss.room_page = room.page  # "" is the default page (the workbench)
     selections = dict(room.selections)
@@ -61,8 +71,24 @@ def follow_before_build() -> None:
         elif refused:
             ss.live_message = i18n.t(ROOM_STATE_REFUSED).format(refused="; ".join(refused))
     take_page_inputs(inputs)
-    ss.room_inputs = sidebar_inputs.sidebar_values()
-    push.shown(live.watch, ss.room, room.version)  # the server reruns this page when the room moves past it
+
+
+def take_the_lead(code: str, secret: str) -> None:
+    """This session leads room code (its secret just checked): it stops following, and starts on the
+    screen the room is on, so that leading again (a reload, the teacher link on another device) does
+    not pull the class to another page or setup. Before any widget is drawn."""
+    ss = st.session_state
+    stop_following()
+    ss.update(room=code, teacher_secret=secret, following=False)
+    for key in (live.PUBLISHED, live.ASKED, live.CONFIRM_REMOVE, live.FORGET_TEACHER_COOKIE):
+        ss.pop(key, None)
+    push.forget(live.watch)
+    try:
+        room = live.store().state(code)
+    except StoreError:
+        return  # the page the address names; the room box says when the store is back
+    take_room_state(room)
+    ss[live.LEAD_PAGE] = room.page  # go_to_room_page opens it once
 
 
 def page_inputs() -> dict:
@@ -97,6 +123,8 @@ def stop_following() -> None:
 
 def leave(message: str) -> None:
     ss = st.session_state
+    if ss.get("teacher_secret") and ss.get("room"):
+        ss[live.FORGET_TEACHER_COOKIE] = ss.room  # the browser's teacher cookie for it (identity.py)
     ss.live_message = message
     stop_following()
     for key in ("room", "teacher_secret", "following", "applied_version", "room_page", "published", "asked"):
@@ -161,7 +189,12 @@ def send(page_path: str, setup_json: str, selections: dict) -> None:
 
 
 def go_to_room_page(pages: dict, shown: str) -> None:
-    """A follower is shown the page the teacher shows (pages by url_path; shown: this run's)."""
-    target = st.session_state.get("room_page")
-    if widgets.following() and target is not None and target in pages and target != shown:
+    """A follower is shown the page the teacher shows, and a teacher who took the lead again the page
+    the room was on, once (pages by url_path; shown: this run's)."""
+    ss = st.session_state
+    if widgets.following():
+        target = ss.get(live.ROOM_PAGE)
+    else:
+        target = ss.pop(live.LEAD_PAGE, None) if is_teacher() else None
+    if target is not None and target in pages and target != shown:
         st.switch_page(pages[target])

@@ -1,6 +1,8 @@
 """A live class, who is asking: the client address the store's per-client limits count, the
-deployer's teacher key, and the student's identity (the ``mha_student`` cookie's secret, whose hash
-is the store's id).
+deployer's teacher key, the student's identity (the ``mha_student`` cookie's secret, whose hash
+is the store's id), and the teacher's (the ``mha_teacher`` cookie: the room's code and its teacher
+secret, so that a reload, a new tab or a server restart of the teacher's browser leads the room again
+instead of joining it as a student).
 
 The store, its limits and the session keys are the hub's (app/room/live.py); the header that names the
 browser's address behind a proxy, app/room/proxy.py.
@@ -22,7 +24,7 @@ import streamlit as st
 from app import i18n
 from app.adapter import page_scripts
 from app.room import live, proxy
-from classroom.store import StoreError
+from classroom.store import CODE_LENGTH, StoreError
 
 TEACHER_KEY_ENV, TEACHER_KEY_FILE_ENV = "MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE"
 MAX_CLIENT_CHARS = 64  # an IPv6 address with a zone fits; a longer header value is cut
@@ -34,6 +36,10 @@ STUDENT_COOKIE = "mha_student"
 STUDENT_COOKIE_MAX_AGE = 365 * 24 * 3600  # a year: the same student all school year on one browser
 STUDENT_SECRET = re.compile(r"[A-Za-z0-9_-]{32}")  # secrets.token_urlsafe(24)
 STUDENT_ID_CHARS = 16
+
+TEACHER_COOKIE = "mha_teacher"  # the room's code, then its teacher secret (36 characters)
+TEACHER_COOKIE_MAX_AGE = 24 * 3600  # a day of lessons; a room ends 15 minutes after its teacher's last act
+FORGOTTEN = "ended"  # the value written with Max-Age 0: the browser drops the cookie
 
 
 def client_address() -> str:
@@ -87,8 +93,8 @@ def text_or_empty(value) -> str:
     return value if isinstance(value, str) else ""
 
 
-def browser_cookie() -> str:
-    return text_or_empty(st.context.cookies.get(STUDENT_COOKIE))
+def browser_cookie(name: str = STUDENT_COOKIE) -> str:
+    return text_or_empty(st.context.cookies.get(name))
 
 
 class TeacherKeyError(StoreError):
@@ -159,3 +165,35 @@ def cookie_ui(slot) -> None:
         return
     with slot:
         page_scripts.keep_cookie(STUDENT_COOKIE, secret, STUDENT_COOKIE_MAX_AGE)
+
+
+def kept_teacher_secret(code: str) -> str | None:
+    """The teacher secret this browser keeps for room code (the ``mha_teacher`` cookie sent with the
+    websocket's handshake), or None: no cookie, or one for another room."""
+    value = browser_cookie(TEACHER_COOKIE)
+    kept_code, secret = value[:CODE_LENGTH], value[CODE_LENGTH:]
+    wanted = code.strip().upper() if isinstance(code, str) else ""
+    return secret if kept_code == wanted and STUDENT_SECRET.fullmatch(secret) else None
+
+
+def forget_teacher_cookie(code: str) -> None:
+    """This browser's teacher cookie for room code is stale (the room ended, or another room took its
+    code): teacher_cookie_ui drops it."""
+    st.session_state[live.FORGET_TEACHER_COOKIE] = code
+
+
+def teacher_cookie_ui(slot) -> None:
+    """Keep the teacher's room and secret in the browser while this session leads (written once per
+    value), and drop a cookie marked stale, unless the browser sent another room's meanwhile."""
+    ss = st.session_state
+    if live.is_teacher():
+        ss.pop(live.FORGET_TEACHER_COOKIE, None)
+        value = f"{ss.room}{ss.teacher_secret}"
+        if browser_cookie(TEACHER_COOKIE) != value:
+            with slot:
+                page_scripts.keep_cookie(TEACHER_COOKIE, value, TEACHER_COOKIE_MAX_AGE)
+        return
+    stale = ss.get(live.FORGET_TEACHER_COOKIE)
+    if stale and browser_cookie(TEACHER_COOKIE)[:CODE_LENGTH] in (stale, ""):
+        with slot:
+            page_scripts.keep_cookie(TEACHER_COOKIE, FORGOTTEN, 0)

@@ -14,7 +14,7 @@ from app.adapter.fragments import fragment
 from app.room import live
 from app.room.door import door_wait_ui, enter_room, waiting_at_the_door
 from app.room.following import leave, room_gone, stop_following
-from app.room.identity import cookie_ui
+from app.room.identity import cookie_ui, teacher_cookie_ui
 from app.room.live import in_room, is_teacher
 from app.safe import lit, md
 from classroom.store import (
@@ -43,6 +43,7 @@ def sidebar_ui(slot, current) -> None:
         message = ss.get("live_message")  # why not (removed, the room ended), said below and on the page
     if message:
         slot.warning(lit(message), icon=":material/groups:")
+    teacher_cookie_ui(slot)
     if not in_room():
         ended_ui()
         if waiting_at_the_door():

@@ -452,7 +452,8 @@ def test_students_are_told_on_their_page_that_the_teacher_ended_the_room():
     follower.button(key="room_ended_ok").click().run()
     assert not any("has ended" in plain(w) for w in texts(follower.main.warning))
     join_with_the_box(follower, teacher_with_room()[1])
-    assert not any("has ended" in plain(w) for w in texts(explorer.main.warning) if "room" in explorer.session_state)
+    explorer.run()
+    assert "room_ended" in explorer.session_state  # not dismissed: still said
 
 
 # --- The teacher's page keeps the room, and says when it is gone (finding 9) -------------------------
@@ -647,6 +648,101 @@ def test_the_browser_keeps_its_student_across_tabs_and_a_server_restart(embedded
                 assert again.locator("[data-testid='stException']").count() == 0
             assert not store.answer(room.code, question.id, student_id, "B")
             assert store.tally(room.code, question.id).counts == {"A": 1, "B": 0}
+        finally:
+            browser.close()
+    store.close()
+
+
+def settle(page, selector: str = "[data-testid='stMain']") -> None:
+    page.wait_for_selector(selector, timeout=90_000)
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=60_000)
+
+
+def teacher_cookie(context) -> dict | None:
+    return next((c for c in context.cookies() if c["name"] == identity.TEACHER_COOKIE), None)
+
+
+def step_in_address(page) -> str | None:
+    return page.evaluate("() => new URL(location.href).searchParams.get('step')")
+
+
+def presenter_buttons_enabled(page) -> dict[str, bool]:
+    """Back, Next and Reveal on the presenter: whether each is there and can be pressed."""
+    return {key: page.locator(f".st-key-{key} button").count() == 1
+            and page.locator(f".st-key-{key} button").is_enabled()
+            for key in ("present_back", "present_next", "present_reveal")}
+
+
+@pytest.mark.browser
+def test_a_teacher_who_reloads_the_presenter_still_leads_and_no_ghost_joins(embedded_store):
+    """Issue 40, 1: F5 on the presenter made the teacher a follower of their own room (the address
+    carries ?room=CODE, and reloading it joined the room as a student): Back, Next and Reveal went
+    grey and the roster gained a "student" that never answered. The browser's teacher cookie makes
+    the reload (and a server restart) the teacher again; the teacher link on another device opens
+    the screen the room is on, not the Workbench."""
+    from tests.browser_env import room_code
+
+    sync_playwright = chromium()
+    store = SqliteStore(embedded_store)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 720})
+            with streamlit_server() as (url, _):
+                teacher = context.new_page()
+                teacher.goto(f"{url}/class", timeout=90_000)
+                settle(teacher, ".st-key-live_start")
+                teacher.locator(".st-key-live_start button").click()
+                code = room_code(teacher)
+                settle(teacher, ".st-key-live_end")
+                link = "/teacher=([A-Za-z0-9_-]{32})/"  # 'Lead from another device', in its expander
+                secret = teacher.evaluate(f"() => document.body.textContent.match({link})[1]")
+                store.check_teacher(code, secret)
+                student = open_room(browser.new_context(viewport={"width": 390, "height": 844}), url, code)
+                teacher.locator("[data-testid='stSidebarNav'] a[href$='/present']").click()
+                settle(teacher, ".st-key-present_next")
+                teacher.locator(".st-key-present_next button").click()
+                settle(teacher, ".st-key-present_next")
+                step = step_in_address(teacher)
+                assert step and all(presenter_buttons_enabled(teacher).values())
+                members = [s.id for s in store.roster(code, secret)]
+                assert len(members) == 1
+
+                teacher.reload()  # F5
+                settle(teacher, ".st-key-present_next")
+                room_code(teacher)  # "Room ABCD · you lead it" again
+                assert presenter_buttons_enabled(teacher) == dict.fromkeys(presenter_buttons_enabled(teacher),
+                                                                          True)
+                assert step_in_address(teacher) == step and "room=" in teacher.url
+                assert [s.id for s in store.roster(code, secret)] == members  # no ghost student
+                assert teacher_cookie(context)["value"] == code + secret  # what made the reload the teacher
+                teacher.locator(".st-key-present_next button").click()  # and leads: the student follows
+                settle(teacher, ".st-key-present_next")
+                moved = step_in_address(teacher)
+                assert moved != step
+                student.wait_for_function("(s) => new URL(location.href).searchParams.get('step') === s",
+                                          arg=moved, timeout=10_000)
+
+                second = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()  # a laptop
+                second.goto(f"{url}/?room={code}&teacher={secret}", timeout=90_000)
+                settle(second, ".st-key-present_next")  # the presenter, where the room is: not the Workbench
+                room_code(second)
+                settle(second, ".st-key-present_next")  # its first run publishes: the room reruns once
+                assert "/present" in second.url and step_in_address(second) == moved
+                assert "teacher=" not in second.url and all(presenter_buttons_enabled(second).values())
+                student.wait_for_timeout(1500)
+                assert "/present" in student.url and step_in_address(student) == moved  # not pulled away
+                assert [s.id for s in store.roster(code, secret)] == members
+            with streamlit_server() as (url, _):  # a server restart: the same browser leads again
+                again = context.new_page()
+                again.goto(f"{url}/present?room={code}", timeout=90_000)
+                settle(again, ".st-key-present_next")
+                room_code(again)
+                assert all(presenter_buttons_enabled(again).values())
+                assert [s.id for s in store.roster(code, secret)] == members
+                for page in (again, second, student):
+                    assert page.locator("[data-testid='stException']").count() == 0
         finally:
             browser.close()
     store.close()
