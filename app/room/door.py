@@ -138,7 +138,7 @@ def knock(wait: DoorWait) -> bool:
     ss.pop(live.DOOR_WAIT, None)
     if wait.via == "box":
         ss[live.NICKNAME] = wait.nickname
-        ss[live.JOINED_FROM_LINK] = (ss[live.ROOM], None)  # as join_by_code does: the address's ?room= is this room
+        ss[live.JOINED_FROM_LINK] = (ss[live.ROOM], None)  # as join_by_code: the address names this room
     return True
 
 
