@@ -37,39 +37,41 @@ def follow_before_build() -> None:
         push.forget(live.watch)
         return
     try:
-        if live.watch().version(ss.room) <= ss.get("applied_version", -1):
-            push.shown(live.watch, ss.room, ss.applied_version)
+        if live.watch().version(ss[live.ROOM]) <= ss.get(live.APPLIED_VERSION, -1):
+            push.shown(live.watch, ss[live.ROOM], ss[live.APPLIED_VERSION])
             return  # versions only grow; the state read below may be newer than the watch's version
-        room = live.watch().state(ss.room)
+        room = live.watch().state(ss[live.ROOM])
     except NoSuchRoom:
-        ended = ss.room
+        ended = ss[live.ROOM]
         leave(i18n.t("The room has ended."))
-        ss.room_ended = ended  # said on the page too (app/room/room_box.py's ended_ui)
+        ss[live.ROOM_ENDED] = ended  # said on the page too (app/room/room_box.py's ended_ui)
         return
     except StoreUnavailable:
-        ss.live_message = i18n.t("The class connection is lost; this page will follow again when it is back.")
+        ss[live.LIVE_MESSAGE] = i18n.t(
+            "The class connection is lost; this page will follow again when it is back.")
         return
     take_room_state(room)
-    ss.room_inputs = sidebar_inputs.sidebar_values()
-    push.shown(live.watch, ss.room, room.version)  # the server reruns this page when the room moves past it
+    ss[live.ROOM_INPUTS] = sidebar_inputs.sidebar_values()
+    # the server reruns this page when the room moves past it
+    push.shown(live.watch, ss[live.ROOM], room.version)
 
 
 def take_room_state(room) -> None:
     """The room's page, setup, selections and page inputs, taken as a fresh page takes a link: by a
     follower each time the room moves, by a teacher once, on taking the lead again."""
     ss = st.session_state
-    ss.applied_version = room.version
-    ss.room_page = room.page  # "" is the default page (the workbench)
+    ss[live.APPLIED_VERSION] = room.version
+    ss[live.ROOM_PAGE] = room.page  # "" is the default page (the workbench)
     selections = dict(room.selections)
-    ss.room_revealed = room.step if selections.pop("revealed", None) else None  # the presenter's Reveal
+    ss[live.ROOM_REVEALED] = room.step if selections.pop("revealed", None) else None  # the presenter's Reveal
     inputs = selections.pop("inputs", {})
     if room.setup_json:
         params = current_names({**json.loads(room.setup_json), **{k: str(v) for k, v in selections.items()}})
         refused = address.apply_room_state(params)  # the whole state, as a fresh page would take it
         if not {"s", "example", "setup"} & set(params):
-            ss.live_message = i18n.t(TOO_LARGE_FOR_THE_ROOM)
+            ss[live.LIVE_MESSAGE] = i18n.t(TOO_LARGE_FOR_THE_ROOM)
         elif refused:
-            ss.live_message = i18n.t(ROOM_STATE_REFUSED).format(refused="; ".join(refused))
+            ss[live.LIVE_MESSAGE] = i18n.t(ROOM_STATE_REFUSED).format(refused="; ".join(refused))
     take_page_inputs(inputs)
 
 
@@ -111,23 +113,24 @@ def unseen_sidebar() -> sidebar_inputs.Unseen | None:
     ss = st.session_state
     if not widgets.following():
         return None
-    return sidebar_inputs.Unseen(ss.setdefault("room_inputs", sidebar_inputs.sidebar_values()))
+    return sidebar_inputs.Unseen(ss.setdefault(live.ROOM_INPUTS, sidebar_inputs.sidebar_values()))
 
 
 def stop_following() -> None:
     """The sidebar's inputs are drawn again, holding what the student was shown."""
     ss = st.session_state
-    sidebar_inputs.restore_sidebar(ss.pop("room_inputs", {}))
-    ss.following = False
+    sidebar_inputs.restore_sidebar(ss.pop(live.ROOM_INPUTS, {}))
+    ss[widgets.FOLLOWING] = False
 
 
 def leave(message: str) -> None:
     ss = st.session_state
-    if ss.get("teacher_secret") and ss.get("room"):
-        ss[live.FORGET_TEACHER_COOKIE] = ss.room  # the browser's teacher cookie for it (identity.py)
-    ss.live_message = message
+    if ss.get(live.TEACHER_SECRET) and ss.get(live.ROOM):
+        ss[live.FORGET_TEACHER_COOKIE] = ss[live.ROOM]  # the browser's teacher cookie for it (identity.py)
+    ss[live.LIVE_MESSAGE] = message
     stop_following()
-    for key in ("room", "teacher_secret", "following", "applied_version", "room_page", "published", "asked"):
+    for key in (live.ROOM, live.TEACHER_SECRET, widgets.FOLLOWING, live.APPLIED_VERSION, live.ROOM_PAGE,
+                live.PUBLISHED, live.ASKED):
         ss.pop(key, None)
 
 
@@ -136,7 +139,7 @@ def room_gone() -> None:
     15 minutes, or a Redis that came back empty): say so instead of 'you lead it'."""
     leave(i18n.t("Room {room} no longer exists (it was ended, its teacher was away for 15 minutes, or the "
                  "class store lost it). Start a new room on the Class page.").format(
-        room=st.session_state.room))
+        room=st.session_state[live.ROOM]))
 
 
 def publish(current, page_path: str) -> None:
@@ -161,9 +164,9 @@ def publish_selections() -> None:
     """From a fragment (a head, query or cell picked without a whole run): the room gets the
     teacher's selections now, with the page and setup last sent."""
     ss = st.session_state
-    if not is_teacher() or "published" not in ss or not streamlit_door.fragments_run():
+    if not is_teacher() or live.PUBLISHED not in ss or not streamlit_door.fragments_run():
         return  # a whole run publishes at its end
-    page_path, setup_json, _ = ss.published
+    page_path, setup_json, _ = ss[live.PUBLISHED]
     send(page_path, setup_json, dict(address.selection_params()))
 
 
@@ -175,12 +178,12 @@ def send(page_path: str, setup_json: str, selections: dict) -> None:
         selections["revealed"] = 1  # the class sees the answer when the teacher does
     selections["inputs"] = page_inputs()
     sent = (page_path, setup_json, json.dumps(selections, sort_keys=True))
-    if ss.get("published") == sent:
+    if ss.get(live.PUBLISHED) == sent:
         return
     try:
-        live.store().set_state(ss.room, ss.teacher_secret, page=page_path, step=max(step, 0),
+        live.store().set_state(ss[live.ROOM], ss[live.TEACHER_SECRET], page=page_path, step=max(step, 0),
                           setup_json=setup_json, selections=selections)
-        ss.published = sent
+        ss[live.PUBLISHED] = sent
     except (NoSuchRoom, NotTheTeacher):  # NotTheTeacher: the code now belongs to another room
         room_gone()
     except StoreError as error:
