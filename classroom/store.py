@@ -61,6 +61,7 @@ import hmac
 import io
 import json
 import math
+import re
 import secrets
 import time
 import unicodedata
@@ -511,10 +512,15 @@ def make_tally(question: Question, status: str, answers: list[Answer]) -> Tally:
     return Tally(question, status, counts, sum(counts.values()), right)
 
 
+PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)  # kept as a number
+
+
 def csv_safe(text: str) -> str:
     """A cell a spreadsheet shows as text (OWASP's CSV injection advice): one leading ' when it starts
     with = + - @, a tab or a carriage return, also when those come after blanks and controls a
     spreadsheet may trim first, and in their full-width or other compatibility forms (＝＋－＠)."""
+    if PLAIN_NUMBER.fullmatch(text):  # -1.5 or +2e3 is a number to a spreadsheet, never a formula
+        return text
     first = next((ch for ch in text if not (ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf"))), "")
     formula = unicodedata.normalize("NFKC", first).startswith(FORMULA_CHARS)
     return "'" + text if formula or text.startswith(FORMULA_STARTS) else text

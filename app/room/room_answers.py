@@ -99,13 +99,37 @@ def distribution(where: str, tally, *, large: bool, marked: bool) -> None:
     if not tally.total:
         st.caption(i18n.t("No answers yet."))
         return
-    labels, counts = list(tally.counts), list(tally.counts.values())
-    right = [is_right(tally.question, value) for value in labels] if marked else None
-    chart(forecast_figures.answer_bars(labels, counts, right=right, large=large, language=i18n.language()),
-          key=f"{where}_answers_chart")
+    values, counts = list(tally.counts), list(tally.counts.values())
+    right = [is_right(tally.question, value) for value in values] if marked else None
+    if right is not None and all(mark is None for mark in right):
+        right = None  # a poll: nothing is right, so nothing is marked wrong either
+    chart(forecast_figures.answer_bars(bar_labels(values), counts, right=right, large=large,
+                                       language=i18n.language()), key=f"{where}_answers_chart")
     if marked and tally.right is not None:
         st.markdown(md(i18n.t("**{right} of {total}** right (first answers count)."), right=tally.right,
                        total=tally.total))
+
+
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+FSI, PDI = "\u2068", "\u2069"  # a label's own isolate: its direction stays inside it
+BAR_LABEL_CHARS = forecast_figures.LABEL_CHARS - 2  # the bars cut a label past this (the isolate's two)
+
+
+def bar_labels(values: list[str]) -> list[str]:
+    """The answers as their bars' labels: bidi controls dropped (a U+202E answer drew reversed), each
+    in its own isolate, and distinct where the bars would cut two alike (a number after the cut)."""
+    labels, seen = [], set()
+    for value in values:
+        text = "".join(ch for ch in value if ch not in BIDI_CONTROLS)
+        short = text if len(text) <= BAR_LABEL_CHARS else text[:BAR_LABEL_CHARS - 1] + "…"
+        number = 1
+        while short in seen:  # two answers alike in the part shown: numbered
+            number += 1
+            tag = f" ({number})" if len(text) + len(f" ({number})") <= BAR_LABEL_CHARS else f"… ({number})"
+            short = text[:BAR_LABEL_CHARS - len(tag)] + tag
+        seen.add(short)
+        labels.append(FSI + short + PDI)
+    return labels
 
 
 # The class's forecast on the presenter, under the count, the buttons and the sentence: the
