@@ -151,16 +151,16 @@ def student_secret() -> str:
     second tab, or the same tab after a server restart, is the same student), else a fresh one that
     cookie_ui() stores in the browser."""
     ss = st.session_state
-    if "student_secret" not in ss:
+    if live.STUDENT_SECRET not in ss:
         kept = browser_cookie()
-        ss.student_secret = kept if STUDENT_SECRET.fullmatch(kept) else new_student_secret()
-    return ss.student_secret
+        ss[live.STUDENT_SECRET] = kept if STUDENT_SECRET.fullmatch(kept) else new_student_secret()
+    return ss[live.STUDENT_SECRET]
 
 
 def cookie_ui(slot) -> None:
     """Store this session's student secret in the browser, unless the browser sent it already
     (app/adapter/page_scripts.py; the secret is [A-Za-z0-9_-] only)."""
-    secret = st.session_state.get("student_secret")
+    secret = st.session_state.get(live.STUDENT_SECRET)
     if not secret or browser_cookie() == secret:
         return
     with slot:
@@ -188,7 +188,7 @@ def teacher_cookie_ui(slot) -> None:
     ss = st.session_state
     if live.is_teacher():
         ss.pop(live.FORGET_TEACHER_COOKIE, None)
-        value = f"{ss.room}{ss.teacher_secret}"
+        value = f"{ss[live.ROOM]}{ss[live.TEACHER_SECRET]}"
         if browser_cookie(TEACHER_COOKIE) != value:
             with slot:
                 page_scripts.keep_cookie(TEACHER_COOKIE, value, TEACHER_COOKIE_MAX_AGE)
