@@ -30,7 +30,7 @@ import streamlit as st
 from app import i18n
 from app.adapter.fragments import fragment
 from app.charts.figures import head_grids
-from app.room import live
+from app.room import live, student_answer
 from app.room.live import in_room, is_teacher
 from app.room.room_answers import answers_view
 from app.room.student_answer import (
@@ -106,14 +106,14 @@ def ask(question, screen: int | None = None) -> None:
     forecast = isinstance(question, DrawnForecast)
     try:
         asked = live.store().ask(
-            ss.room, ss.teacher_secret, question.prompt, question.choices, question.kind,
+            ss[live.ROOM], ss[live.TEACHER_SECRET], question.prompt, question.choices, question.kind,
             solution=solution_of(question), correct=correct_of(question),
             tolerance=question.tolerance, grid=question.grid if forecast else (0, 0))
     except StoreError as error:  # said in the room's box, and here (the presenter hides the sidebar)
-        ss.live_message = i18n.t("Could not ask the room: {error}").format(error=error)
+        ss[live.LIVE_MESSAGE] = i18n.t("Could not ask the room: {error}").format(error=error)
         st.toast(md(i18n.t("Could not ask the room: {error}"), error=error), icon=":material/wifi_off:")
         return
-    ss.asked, ss.asked_screen = (asked.id, question), screen
+    ss[live.ASKED], ss.asked_screen = (asked.id, question), screen
     st.toast(i18n.t("Asked the room: the answers arrive next to the question."), icon=":material/groups:")
 
 
@@ -138,18 +138,19 @@ def draw_button(forecast: DrawnForecast | None, grid: DrawnForecast | None, scre
 def asked_here(screen: int) -> bool:
     """Whether the room's question was asked from this presenter screen (by this teacher)."""
     ss = st.session_state
-    return in_room() and is_teacher() and ss.get("asked") is not None and ss.get("asked_screen") == screen
+    return in_room() and is_teacher() and ss.get(live.ASKED) is not None and ss.get("asked_screen") == screen
 
 
 def reveal_asked(screen: int) -> None:
     """The presenter's Reveal of a screen also reveals the room's question asked from it."""
     ss = st.session_state
-    if not (in_room() and is_teacher()) or ss.get("asked") is None or ss.get("asked_screen") != screen:
+    if not (in_room() and is_teacher()) or ss.get(live.ASKED) is None or ss.get("asked_screen") != screen:
         return
     try:
-        live.store().reveal(ss.room, ss.teacher_secret, ss.asked[0])
+        live.store().reveal(ss[live.ROOM], ss[live.TEACHER_SECRET], ss[live.ASKED][0])
     except StoreError as error:
-        ss.live_message = i18n.t("Could not reveal the answers to the room: {error}").format(error=error)
+        ss[live.LIVE_MESSAGE] = i18n.t("Could not reveal the answers to the room: {error}").format(
+            error=error)
         st.toast(md(i18n.t("Could not reveal the answers to the room: {error}"), error=error),
                  icon=":material/wifi_off:")
 
@@ -166,18 +167,18 @@ def presenter_panel(on_reveal=None, *, reveal_button: bool = True) -> None:
 def answers_panel() -> None:
     """The Class page's panel: the open question's answers as they arrive; Close, Reveal; the CSV."""
     ss = st.session_state
-    if ss.get("asked") is None:
+    if ss.get(live.ASKED) is None:
         st.caption(i18n.t("Ask the room from a forecast on the Present page or from a question on the Quiz "
                           "page."))
     else:
         answers_view("live", large=False)
     try:
-        data = live.store().answers_csv(ss.room, ss.teacher_secret)
+        data = live.store().answers_csv(ss[live.ROOM], ss[live.TEACHER_SECRET])
     except StoreError:
         return
     st.download_button(i18n.t("Download the room's answers (CSV)"), data=data, mime="text/csv",
                        key="live_csv",
-                       file_name=f"room-{ss.room}-answers.csv", on_click="ignore")
+                       file_name=f"room-{ss[live.ROOM]}-answers.csv", on_click="ignore")
 
 
 # --- The student answers ---------------------------------------------------------------------------
@@ -210,12 +211,12 @@ def room_question():
     then whether it is that (stale) one."""
     ss = st.session_state
     try:
-        room = live.watch().state(ss.room)
+        room = live.watch().state(ss[live.ROOM])
     except StoreError:
-        kept = ss.get("room_question")
+        kept = ss.get(student_answer.ROOM_QUESTION)
         return (*kept, True) if kept else (None, "", True)
     status = room.status or ("revealed" if room.revealed else "open")
-    ss.room_question = (room.question, status)
+    ss[student_answer.ROOM_QUESTION] = (room.question, status)
     return room.question, status, False
 
 
@@ -229,8 +230,9 @@ def student_question_ui(current=None) -> None:
     if question is None:
         return
     ss = st.session_state
-    if ss.get("pending_answer", (question.id,))[0] != question.id:  # the teacher moved on meanwhile
-        ss.pop("pending_answer")
+    # the teacher moved on meanwhile
+    if ss.get(student_answer.PENDING_ANSWER, (question.id,))[0] != question.id:
+        ss.pop(student_answer.PENDING_ANSWER)
         st.warning(i18n.t("Your answer to the previous question never reached the room: it was not counted."),
                    icon=":material/wifi_off:")
     send_pending(question.id)
@@ -242,7 +244,7 @@ def student_question_ui(current=None) -> None:
             forecast_form(question, forecast_labels(question.grid, current))
         else:
             answer_form(question)
-        if ss.get("pending_answer", (None,))[0] == question.id:
+        if ss.get(student_answer.PENDING_ANSWER, (None,))[0] == question.id:
             st.warning(i18n.t(LOST), icon=":material/wifi_off:")
             resend()
 
@@ -253,7 +255,7 @@ def awaiting(question, status: str, stale: bool) -> bool:
     ss = st.session_state
     if status == "revealed" and not stale:
         return False
-    answered = ss.get("answered") == question.id or my_value(question.id) is not None
+    answered = ss.get(student_answer.ANSWERED) == question.id or my_value(question.id) is not None
     return not answered and status != "closed"
 
 
@@ -270,7 +272,8 @@ def student_result_ui(current=None) -> None:
         st.markdown(md(i18n.t("**Your teacher asks:** {}"), question.prompt))
         if status == "revealed" and not stale:
             revealed_view(question, current)
-        elif st.session_state.get("answered") == question.id or my_value(question.id) is not None:
+        elif (st.session_state.get(student_answer.ANSWERED) == question.id
+              or my_value(question.id) is not None):
             st.info(i18n.t("Your answer is in. The answer appears here when your teacher reveals it."),
                     icon=":material/how_to_reg:")
             if answers.drawn(question.kind):
@@ -351,7 +354,7 @@ def forecast_form(question, labels: Labels) -> None:
         st.button(i18n.t("Clear this row"), key=f"chip_clear_{question.id}_{row}", on_click=clear_chips,
                   args=(key, row))
     empty = [labels.queries[r] for r in range(rows) if not sum(chips[r])]
-    nickname, refusal = ss.get("nickname", ""), st  # given at the door: not asked again
+    nickname, refusal = ss.get(live.NICKNAME, ""), st  # given at the door: not asked again
     if (not nickname and (len(empty) < rows or ss.get("live_nickname"))  # drawing, or typed (then kept)
             or name_refused(question.id)):  # or the name sent was refused: another one is asked for
         nickname = nickname_ui()
@@ -361,7 +364,7 @@ def forecast_form(question, labels: Labels) -> None:
     if st.button(i18n.t("Send"), key=f"forecast_send_{question.id}", type="primary", disabled=bool(empty)):
         send_answer(question, grid_json(shares), nickname)
     name_refusal_ui(question.id, refusal)
-    if ss.get("pending_answer", (None,))[0] == question.id:
+    if ss.get(student_answer.PENDING_ANSWER, (None,))[0] == question.id:
         st.warning(i18n.t(LOST), icon=":material/wifi_off:")
 
 
