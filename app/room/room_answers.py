@@ -40,10 +40,10 @@ def answers_view(where: str, *, large: bool, on_reveal=None, reveal_button: bool
     answers (on demand, or a forecast's class average once closed). Cheap: one tally and one follower
     count per second."""
     ss = st.session_state
-    question_id, question = ss.asked
+    question_id, question = ss[live.ASKED]
     try:
-        tally = live.store().tally(ss.room, question_id)
-        following = live.store().followers(ss.room)
+        tally = live.store().tally(ss[live.ROOM], question_id)
+        following = live.store().followers(ss[live.ROOM])
     except StoreError as error:
         st.warning(md(i18n.t("The answers cannot be read now: {error}"), error=error),
                    icon=":material/wifi_off:")
@@ -88,9 +88,9 @@ def act(step: str, question_id: str) -> None:
     """store.close or store.reveal for the teacher; a failure is said in the room's box."""
     ss = st.session_state
     try:
-        getattr(live.store(), step)(ss.room, ss.teacher_secret, question_id)
+        getattr(live.store(), step)(ss[live.ROOM], ss[live.TEACHER_SECRET], question_id)
     except StoreError as error:
-        ss.live_message = i18n.t("The room did not take it: {error}").format(error=error)
+        ss[live.LIVE_MESSAGE] = i18n.t("The room did not take it: {error}").format(error=error)
         st.toast(md(i18n.t("The room did not take it: {error}"), error=error), icon=":material/wifi_off:")
 
 
