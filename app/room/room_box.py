@@ -38,9 +38,9 @@ ROOM_ENDED = N_("Room {room} has ended: your teacher ended it (or was away for 1
 def sidebar_ui(slot, current) -> None:
     """The room's box, in a slot at the top of the sidebar (filled once the page's setup is known)."""
     ss = st.session_state
-    message = ss.get("live_message")  # cleared at the end of a run that got to draw the page
+    message = ss.get(live.LIVE_MESSAGE)  # cleared at the end of a run that got to draw the page
     if in_room() and not is_teacher() and not still_a_member():
-        message = ss.get("live_message")  # why not (removed, the room ended), said below and on the page
+        message = ss.get(live.LIVE_MESSAGE)  # why not (removed, the room ended), said below and on the page
     if message:
         slot.warning(lit(message), icon=":material/groups:")
     teacher_cookie_ui(slot)
@@ -58,13 +58,13 @@ def sidebar_ui(slot, current) -> None:
     box = slot.container(border=True)
     if widgets.following():
         shown = lit(setup_ui.shown_label(current))
-        box.markdown(i18n.t("**Room {room}** · following the teacher: {shown}").format(room=lit(ss.room),
-                                                                                      shown=shown))
+        box.markdown(i18n.t("**Room {room}** · following the teacher: {shown}").format(
+            room=lit(ss[live.ROOM]), shown=shown))
         box.caption(i18n.t("To change anything yourself, explore on your own; the teacher's state is kept."))
         box.button(i18n.t("Explore on my own"), key="live_explore", on_click=explore)
         poll()
     else:
-        box.markdown(i18n.t("**Room {room}** · exploring on your own").format(room=lit(ss.room)))
+        box.markdown(i18n.t("**Room {room}** · exploring on your own").format(room=lit(ss[live.ROOM])))
         box.button(i18n.t("Follow again"), key="live_follow", on_click=follow_again)
 
 
@@ -77,19 +77,19 @@ def teacher_box() -> None:
     if not is_teacher():
         return
     try:
-        live.store().teacher_heartbeat(ss.room, ss.teacher_secret)
-        count = live.store().followers(ss.room)
+        live.store().teacher_heartbeat(ss[live.ROOM], ss[live.TEACHER_SECRET])
+        count = live.store().followers(ss[live.ROOM])
     except (NoSuchRoom, NotTheTeacher):
         room_gone()
         st.rerun(scope="app")
     except StoreError:
         with st.container(border=True):
-            st.markdown(i18n.t("**Room {room}** · you lead it").format(room=lit(ss.room)))
+            st.markdown(i18n.t("**Room {room}** · you lead it").format(room=lit(ss[live.ROOM])))
             st.caption(i18n.t("The class connection is lost; the room goes on when it is back."))
         return
     with st.container(border=True):
-        st.markdown(i18n.t("**Room {room}** · you lead it · {count} following").format(room=lit(ss.room),
-                                                                                      count=int(count)))
+        st.markdown(i18n.t("**Room {room}** · you lead it · {count} following").format(
+            room=lit(ss[live.ROOM]), count=int(count)))
 
 
 def still_a_member() -> bool:
@@ -98,9 +98,9 @@ def still_a_member() -> bool:
     their page only when the room ends (every new question, its answer and the bars meanwhile). False
     once the page has left the room (the door's word, or the room's end, in live_message)."""
     ss = st.session_state
-    ss.pop("room_ended", None)
+    ss.pop(live.ROOM_ENDED, None)
     try:
-        live.store().check_member(ss.room, ss.get("student_id", ""))
+        live.store().check_member(ss[live.ROOM], ss.get(live.STUDENT_ID, ""))
     except NoSuchRoom:
         leave_ended_room()
     except (Removed, NotInRoom):
@@ -114,14 +114,14 @@ def leave_ended_room() -> None:
     """A student's room is not in the store any more: their page says so where they look (the main
     area: a phone's sidebar is closed), until they are in a room again or dismiss it."""
     ss = st.session_state
-    code = ss.room
+    code = ss[live.ROOM]
     leave(i18n.t("The room has ended."))
-    ss.room_ended = code
+    ss[live.ROOM_ENDED] = code
 
 
 def ended_ui() -> None:
     """'Room ABCD has ended …' at the top of a former student's page, with OK to dismiss it."""
-    code = st.session_state.get("room_ended")
+    code = st.session_state.get(live.ROOM_ENDED)
     if not code:
         return
     with st.container(border=True, key="room_ended_notice"):
@@ -130,12 +130,12 @@ def ended_ui() -> None:
 
 
 def dismiss_ended() -> None:
-    st.session_state.pop("room_ended", None)
+    st.session_state.pop(live.ROOM_ENDED, None)
 
 
 def followers() -> int:
     try:
-        return live.store().followers(st.session_state.room)
+        return live.store().followers(st.session_state[live.ROOM])
     except StoreError:
         return 0
 
@@ -157,8 +157,8 @@ def poll() -> None:
     if not widgets.following():
         return
     try:
-        live.watch().heartbeat(ss.room, ss.student_id)
-        changed = live.watch().version(ss.room) > ss.get("applied_version", -1)
+        live.watch().heartbeat(ss[live.ROOM], ss[live.STUDENT_ID])
+        changed = live.watch().version(ss[live.ROOM]) > ss.get(live.APPLIED_VERSION, -1)
     except NoSuchRoom:
         changed = True  # the next run says the room has ended
     except NotInRoom:  # removed, or a store that forgot the room's members: the door says which
@@ -178,10 +178,10 @@ def rejoin() -> bool:
     ss = st.session_state
     try:
         try:
-            enter_room(ss.room, ss.get("nickname", ""))
+            enter_room(ss[live.ROOM], ss.get(live.NICKNAME, ""))
         except NameTaken:  # another student took the name meanwhile: back in without one
-            ss.nickname = ""
-            enter_room(ss.room)
+            ss[live.NICKNAME] = ""
+            enter_room(ss[live.ROOM])
     except StoreUnavailable:
         return False
     except StoreError as error:
