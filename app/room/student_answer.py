@@ -53,7 +53,7 @@ def my_value(question_id: str) -> str | None:
     sent = ss.setdefault("sent_answers", {})
     if question_id not in sent:
         try:
-            answer = live.store().my_answer(ss.room, question_id, ss.student_id)
+            answer = live.store().my_answer(ss[live.ROOM], question_id, ss[live.STUDENT_ID])
         except StoreError:
             return None
         sent[question_id] = answer.value if answer is not None else None
@@ -79,7 +79,7 @@ def answer_form(question) -> None:
 
 def room_nickname() -> str:
     """The nickname this student has in the room (given at the door, or with an earlier answer)."""
-    return st.session_state.get("nickname", "")
+    return st.session_state.get(live.NICKNAME, "")
 
 
 def nickname_ui() -> str:
@@ -123,7 +123,7 @@ def send_pending(question_id: str) -> bool:
         return False
     _, value, nickname = pending
     try:
-        counted = live.store().answer(ss.room, question_id, ss.student_id, value, nickname)
+        counted = live.store().answer(ss[live.ROOM], question_id, ss[live.STUDENT_ID], value, nickname)
     except StoreUnavailable:
         return False  # kept: the form says so and sends it again
     except QuestionClosed:  # said here, next to the form: the room's box is drawn before this
@@ -142,11 +142,11 @@ def send_pending(question_id: str) -> bool:
     ss.pop("pending_answer", None)
     ss.answered = question_id
     if nickname:  # the room knows the student by it now: the next answer does not ask again
-        ss.nickname = nickname
+        ss[live.NICKNAME] = nickname
     ss.setdefault("sent_answers", {})[question_id] = value
     if not counted:  # this student answered before (say, before the server restarted)
         ss.sent_answers.pop(question_id)  # the store's is the one counted: read it when needed
-        ss.live_message = i18n.t("You had already answered this question: your first answer is the one "
+        ss[live.LIVE_MESSAGE] = i18n.t("You had already answered this question: your first answer is the one "
                                  "counted.")
     return True
 
@@ -185,7 +185,7 @@ def revealed_view(question, current) -> None:
     if question.solution:
         st.markdown(question.solution)  # course.quiz's Markdown: its tokens are escaped there
     try:
-        tally = room_tally(st.session_state.room, question.id)
+        tally = room_tally(st.session_state[live.ROOM], question.id)
     except StoreError:
         return
     distribution("student", tally, large=False, marked=True)
@@ -202,7 +202,7 @@ def poll_view(question, mine: str | None) -> None:
     if question.solution:
         st.markdown(question.solution)  # Markdown written by the app (app/room/questions.py, solution_of)
     try:
-        tally = room_tally(st.session_state.room, question.id)
+        tally = room_tally(st.session_state[live.ROOM], question.id)
     except StoreError:
         return
     distribution("student", tally, large=False, marked=False)
