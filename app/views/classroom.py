@@ -55,18 +55,18 @@ def start_room() -> None:
         return
     ss.live_teacher_key = ""  # not kept in the session once used
     ss.update(room=room.code, teacher_secret=room.teacher_secret, following=False)
-    for key in ("published", "asked", "live_confirm_remove"):
+    for key in (live.PUBLISHED, live.ASKED, live.CONFIRM_REMOVE):
         ss.pop(key, None)
 
 
 def end_room() -> None:
     ss = st.session_state
     try:
-        live.store().end_room(ss.room, ss.teacher_secret)
+        live.store().end_room(ss[live.ROOM], ss[live.TEACHER_SECRET])
     except (NoSuchRoom, NotTheTeacher):
         pass  # gone already
     except StoreError as error:  # the room is still there: say so, and keep leading it
-        ss.live_message = i18n.t("Could not end the room: {error}").format(error=error)
+        ss[live.LIVE_MESSAGE] = i18n.t("Could not end the room: {error}").format(error=error)
         return
     leave(i18n.t("The room has ended."))
 
@@ -75,18 +75,19 @@ def join_by_code() -> None:
     """The join box: through the store's door only, the refusal shown next to the box."""
     ss = st.session_state
     code, nickname = ss.get("live_join_code", "").strip(), ss.get("live_join_nickname", "").strip()
-    ss.pop("live_join_error", None)
+    ss.pop(live.JOIN_ERROR, None)
     if not code:
-        ss.live_join_error = i18n.t("Type the room's code first.")
+        ss[live.JOIN_ERROR] = i18n.t("Type the room's code first.")
         return
     refusal = door.join_room(code, nickname, via="box")
     if refusal:
-        ss.live_join_error = refusal
+        ss[live.JOIN_ERROR] = refusal
         return
     if not live.in_room():
         return  # waiting for its turn (the join rate from this network): the page lets it in by itself
-    ss.nickname = nickname
-    ss.joined_from_link = (ss.room, None)  # the address gets ?room= from this run on: already in it
+    ss[live.NICKNAME] = nickname
+    # the address gets ?room= from this run on: already in it
+    ss[live.JOINED_FROM_LINK] = (ss[live.ROOM], None)
 
 
 def door_ui() -> None:
@@ -111,8 +112,8 @@ def door_ui() -> None:
         st.text_input(i18n.t("Or join a room with its code"), key="live_join_code", max_chars=12)
         st.text_input(i18n.t(NICKNAME), key="live_join_nickname", max_chars=NICKNAME_CHARS)
         st.form_submit_button(i18n.t("Join"), on_click=join_by_code)
-    if ss.get("live_join_error"):
-        st.warning(lit(ss.live_join_error), icon=":material/door_front:")
+    if ss.get(live.JOIN_ERROR):
+        st.warning(lit(ss[live.JOIN_ERROR]), icon=":material/door_front:")
     elif door.waiting_at_the_door("box"):
         st.info(lit(i18n.t(door.WAITING_AT_THE_DOOR)), icon=":material/hourglass_top:")
 
@@ -138,9 +139,9 @@ def student_panel() -> None:
     ss = st.session_state
     st.markdown(md(i18n.t("You are in room **{room}**. Your screen follows your teacher's; 'Explore on my "
                           "own' in the sidebar lets you try things, 'Follow again' comes back."),
-                   room=ss.room))
+                   room=ss[live.ROOM]))
     st.text_input(i18n.t(NICKNAME), key="live_my_nickname", max_chars=NICKNAME_CHARS,
-                  value=ss.get("nickname", ""),
+                  value=ss.get(live.NICKNAME, ""),
                   on_change=rename)
     if ss.get("live_rename_error"):
         st.warning(lit(ss.live_rename_error))
@@ -152,8 +153,8 @@ def rename() -> None:
     nickname = ss.get("live_my_nickname", "").strip()
     ss.pop("live_rename_error", None)
     try:
-        door.enter_room(ss.room, nickname)
-        ss.nickname = nickname
+        door.enter_room(ss[live.ROOM], nickname)
+        ss[live.NICKNAME] = nickname
     except StoreError as error:
         ss.live_rename_error = str(error)
 
@@ -168,16 +169,16 @@ def join_link(code: str) -> str:
 
 def teacher_panel() -> None:
     ss = st.session_state
-    link = join_link(ss.room)
+    link = join_link(ss[live.ROOM])
     left, right = st.columns([3, 2])
     with left:
         st.markdown(f"<div style='font-size:5rem;font-weight:700;letter-spacing:0.3em'>"
-                    f"{html_text(ss.room)}</div>",
+                    f"{html_text(ss[live.ROOM])}</div>",
                     unsafe_allow_html=True)
         st.markdown(i18n.t("Students open **{link}** (or scan the code).").format(link=lit(link)))
         following()
         with st.expander(i18n.t("Lead from another device (keep this link to yourself)")):
-            st.code(f"{link}&teacher={ss.teacher_secret}", language=None)
+            st.code(f"{link}&teacher={ss[live.TEACHER_SECRET]}", language=None)
         st.button(i18n.t("End the room"), key="live_end", on_click=end_room)
     with right:
         # As wide as its column (320 px at 1280 with the sidebar open), never past it: 400 px ran off
@@ -207,8 +208,8 @@ def roster_ui() -> None:
     if not live.is_teacher():
         return
     try:
-        students = live.store().roster(ss.room, ss.teacher_secret)
-        locked = live.store().state(ss.room).locked
+        students = live.store().roster(ss[live.ROOM], ss[live.TEACHER_SECRET])
+        locked = live.store().state(ss[live.ROOM]).locked
     except (NoSuchRoom, NotTheTeacher):
         room_gone()
         st.rerun(scope="app")
@@ -247,7 +248,7 @@ def roster_row(number: int, student) -> None:
                       else i18n.t("not answered"))
     if student.removed:
         return
-    if ss.get("live_confirm_remove") == student.id:
+    if ss.get(live.CONFIRM_REMOVE) == student.id:
         yes, no = action.columns(2)
         yes.button(i18n.t("Remove"), key=f"live_remove_yes_{student.id}", type="primary", on_click=remove,
                    args=(student.id,), help=i18n.t("They cannot come back into this room."))
@@ -259,7 +260,7 @@ def roster_row(number: int, student) -> None:
 
 def confirm_remove(student_id: str | None) -> None:
     """Ask before removing (None: the teacher kept the student)."""
-    st.session_state.live_confirm_remove = student_id
+    st.session_state[live.CONFIRM_REMOVE] = student_id
 
 
 def clock(epoch: float) -> str:
@@ -275,7 +276,7 @@ def set_locked(locked: bool) -> None:
     ss = st.session_state
     ss.pop("live_door_error", None)
     try:
-        live.store().lock(ss.room, ss.teacher_secret, locked)
+        live.store().lock(ss[live.ROOM], ss[live.TEACHER_SECRET], locked)
     except StoreError as error:
         ss.live_door_error = (i18n.t("Could not lock the room: {error}") if locked
                               else i18n.t("Could not unlock the room: {error}")).format(error=error)
@@ -283,9 +284,9 @@ def set_locked(locked: bool) -> None:
 
 def remove(student_id: str) -> None:
     ss = st.session_state
-    ss.pop("live_confirm_remove", None)
+    ss.pop(live.CONFIRM_REMOVE, None)
     ss.pop("live_door_error", None)
     try:
-        live.store().remove(ss.room, ss.teacher_secret, student_id)
+        live.store().remove(ss[live.ROOM], ss[live.TEACHER_SECRET], student_id)
     except StoreError as error:
         ss.live_door_error = i18n.t("Could not remove the student: {error}").format(error=error)
