@@ -13,7 +13,7 @@ from app import i18n, training
 from app.adapter.fragments import fragment
 from app.charts import figures, learn_figures
 from app.charts.figure_cache import figure
-from app.room import questions
+from app.room import live, questions
 from app.room.live import in_room, is_teacher
 from app.safe import lit
 from app.session import address, opening, session_keys, state
@@ -239,11 +239,11 @@ def forecast_ui(config: Config, history: History, scores: np.ndarray) -> bool:
     if question is None:
         return False
     asked = questions.asked_here(LEARN_SCREEN)
-    if not asked or ss.get(REVEALED) == ss.asked[0]:
+    if not asked or ss.get(REVEALED) == ss[live.ASKED][0]:
         questions.ask_button(question, key="learn_ask", screen=LEARN_SCREEN)
         return False
-    st.markdown(f"**{i18n.t('Forecast.')}** {lit(ss.asked[1].prompt)}")  # as the presenter's box
-    questions.presenter_panel(lambda: ss.__setitem__(REVEALED, ss.asked[0]))
+    st.markdown(f"**{i18n.t('Forecast.')}** {lit(ss[live.ASKED][1].prompt)}")  # as the presenter's box
+    questions.presenter_panel(lambda: ss.__setitem__(REVEALED, ss[live.ASKED][0]))
     st.info(i18n.t("The heads appear here after **Reveal**: first, let the room forecast."),
             icon=":material/psychology_alt:")
     return True
