@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import i18n
+from app.adapter import streamlit_door
 from app.safe import lit
 from app.session import state
 from app.session.this_run import Inputs
@@ -72,7 +73,7 @@ class Unseen:
     def caption(self, *args, **kwargs) -> None:
         """Not drawn."""
 
-    error = button = caption
+    error = button = warning = caption
 
 
 def sidebar_ui(sb=None) -> Inputs:
@@ -80,6 +81,7 @@ def sidebar_ui(sb=None) -> Inputs:
     message per input at fault."""
     sb = st.sidebar if sb is None else sb
     errors: dict[str, str] = {}
+    refused = streamlit_door.refused_values()  # values sent that Streamlit could not read (NaN to d_model)
     mode = sb.radio(i18n.t("Attention"), MODES, key="mode", horizontal=True,
                     format_func=i18n.labels(MODE_LABELS))
     cross = mode == "cross-attention"
@@ -87,7 +89,9 @@ def sidebar_ui(sb=None) -> Inputs:
     kv_tokens = (_tokens_ui(sb, i18n.t("Tokens (keys and values)"), "kv_tokens_text", errors) if cross
                  else tokens)
     d_model = int(sb.number_input("d_model", 1, LIMITS.d_model, key="d_model", step=1))
+    refused_note(sb, state.D_MODEL, refused)
     n_heads = int(sb.number_input(i18n.t("heads h"), 1, LIMITS.n_heads, key="n_heads", step=1))
+    refused_note(sb, state.N_HEADS, refused)
     too_big = attention_size_problem(n_heads, len(tokens), len(kv_tokens)) if tokens and kv_tokens else None
     if too_big:
         errors["attention_size"] = too_big
@@ -95,7 +99,9 @@ def sidebar_ui(sb=None) -> Inputs:
     d_k = d_v = None
     if sb.checkbox(i18n.t("set d_k and d_v myself"), key="custom_head_width"):
         d_k = int(sb.number_input("d_k", 1, LIMITS.d_head, key="d_k", step=1))
+        refused_note(sb, state.D_K, refused)
         d_v = int(sb.number_input("d_v", 1, LIMITS.d_head, key="d_v", step=1))
+        refused_note(sb, state.D_V, refused)
     else:
         problem = head_split_problem(d_model, n_heads)
         if problem:
@@ -105,7 +111,10 @@ def sidebar_ui(sb=None) -> Inputs:
             d_k = d_v = head_width(d_model, n_heads)
             sb.caption(i18n.t("d_k = d_v = d_model / h = {d_k}").format(d_k=f"{d_k:d}"))
     seed = _seed_ui(sb)
+    refused_note(sb, state.SEED, refused)
     scaling = _scaling_ui(sb, errors)
+    refused_note(sb, state.SCALE_SQRT_OF, refused)
+    refused_note(sb, state.SCALE_MULTIPLIER, refused)
     kv_heads = _kv_heads_ui(sb, n_heads)
     mask_kind = sb.selectbox(i18n.t("Mask"), list(MASK_LABELS), key="mask_kind",
                              format_func=i18n.labels(MASK_LABELS))
@@ -114,14 +123,32 @@ def sidebar_ui(sb=None) -> Inputs:
         st.session_state.setdefault("window_size", 2)
         window = int(sb.number_input(i18n.t("window w: tokens each query sees (itself included)"), 1,
                                      LIMITS.tokens, key="window_size", step=1))
+    refused_note(sb, state.WINDOW_SIZE, refused)
     use_bias = sb.checkbox(i18n.t("biases b_Q, b_K, b_V, b_O"), key="use_bias")
     large = sb.toggle(i18n.t("large type (projector)"), key="large_type",
                       help=i18n.t("Bigger numbers, labels and cells, for the back of a room."))
+    for key in list(refused):  # a widget elsewhere on the page (or one no longer drawn)
+        refused_note(sb, key, refused, named=True)
     sizes = None
     if not errors:
         sizes = Sizes(n_q=len(tokens), n_k=len(kv_tokens), d_model=d_model, n_heads=n_heads, d_k=d_k, d_v=d_v,
                       cross=cross, bias=use_bias, kv_heads=kv_heads if kv_heads < n_heads else 0)
     return Inputs(tokens, kv_tokens, sizes, seed, scaling, mask_kind, large, errors, window)
+
+
+def refused_note(sb, key: str, refused: dict[str, str], named: bool = False) -> None:
+    """Under the input keyed key (or, named, anywhere in the sidebar): the value sent for it that Streamlit
+    could not read or that is outside its bounds, refused (the input kept what it held)."""
+    if key not in refused:
+        return
+    sent = refused.pop(key)
+    text = (i18n.t("A value sent for {name} ({sent}) is not one it accepts and was refused; nothing changed.")
+            if named else i18n.t("The value sent for this box ({sent}) is not one it accepts and was "
+                                 "refused; it keeps {kept}."))
+    kept = st.session_state.get(key)
+    if isinstance(kept, (int, float)):
+        kept = i18n.number(kept) if isinstance(kept, int) else i18n.numbers_in(f"{kept:g}")
+    sb.warning(lit(text.format(name=key, sent=sent, kept=kept)), icon=":material/warning:")
 
 
 def _kv_heads_ui(sb, n_heads: int) -> int:

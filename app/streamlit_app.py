@@ -21,6 +21,7 @@ from app.views import classroom, examples, labs, learn, model, present, quiz, wo
 result_cache.tune_collector()  # once: the imports' objects out of every later collection
 streamlit_door.announce_version()  # once, in the log, when Streamlit is not the version read against
 streamlit_door.install_race_fixes()  # a tap or a tick must not lose the run just finished
+streamlit_door.install_widget_guard()  # a value Streamlit cannot read (NaN to d_model) is refused
 streamlit_door.install_event_batching()  # one wake-up of the event loop per batch of messages
 st.set_page_config(page_title="Multi-head attention, step by step", page_icon="🔭", layout="wide")
 language_notes = i18n.init_language()  # the reader's own, whatever a room shares

@@ -10,6 +10,15 @@ tests/test_streamlit_door.py checks that each still exists in the installed Stre
 not the one these were read against (``PINNED``, requirements.txt's pin).
 Nothing outside this module imports from ``streamlit.runtime``.
 
+The widget guard (``install_widget_guard``)
+--------------------------------------------
+A widget's value arrives from the browser serialised and Streamlit reads it back (its deserialiser)
+before the script runs, on the first look at it: an integer number_input sent NaN or infinity
+(``int(nan)``), or a string, raised there, and the sender's page was an exception only; a number
+outside the box's bounds silently became the box's default (d_model 10^18 read as 1). The guard
+refuses such a value (the widget keeps what it held, as if nothing had been sent) and keeps what was
+sent for the page to say (``refused_values``), next to the input at fault.
+
 The races (``install_race_fixes``)
 -----------------------------------
 A race in Streamlit 1.67's sessions that loses a whole run's output, worked around.
@@ -48,10 +57,12 @@ import threading
 
 import streamlit
 from streamlit import runtime
+from streamlit.elements.widgets.number_input import NumberInputSerde
 from streamlit.runtime import Runtime
 from streamlit.runtime.app_session import AppSession, AppSessionState
 from streamlit.runtime.scriptrunner import ScriptRunContext, ScriptRunnerEvent, get_script_run_ctx
-from streamlit.runtime.state.session_state import WStates
+from streamlit.runtime.state.common import unpack_widget_state_value
+from streamlit.runtime.state.session_state import Serialized, WStates
 
 from classroom.push import RERUN_ASKED, SESSION_BUSY, SESSION_GONE
 
@@ -78,6 +89,17 @@ PRIVATE_NAMES = (
     ("streamlit.runtime.app_session.AppSession", "_call_soon_on_event_loop", "one wake-up per batch"),
     ("streamlit.runtime.app_session.AppSession", "_browser_queue", "one wake-up per batch"),
     ("streamlit.runtime.app_session.AppSession", "_message_enqueued_callback", "one wake-up per batch"),
+    ("streamlit.runtime.state.session_state.WStates", "__getitem__", "the widget guard (wrapped)"),
+    ("streamlit.runtime.state.session_state.WStates", "set_widget_from_proto", "the widget guard (wrapped)"),
+    ("streamlit.runtime.state.common", "unpack_widget_state_value", "the widget guard"),
+    ("streamlit.elements.widgets.number_input", "NumberInputSerde", "the widget guard: a box's bounds"),
+    ("streamlit.elements.widgets.number_input.NumberInputSerde", "min_value", "the widget guard"),
+    ("streamlit.elements.widgets.number_input.NumberInputSerde", "max_value", "the widget guard"),
+    ("streamlit.runtime.state.session_state.WidgetMetadata", "deserializer", "the widget guard"),
+    ("streamlit.runtime.state.session_state.WStates", "states", "the widget guard"),
+    ("streamlit.runtime.state.session_state.WStates", "widget_metadata", "the widget guard"),
+    ("streamlit.runtime.state.session_state", "Serialized", "the widget guard"),
+    ("streamlit.runtime.state.session_state.Serialized", "value", "the widget guard"),
 )
 # The frontend's element names (data-testid) the app's stylesheets and page scripts select: Streamlit's
 # own frame and element types, which no key of ours reaches (a keyed container's .st-key-* class does
@@ -268,6 +290,78 @@ def carried_by_another_fragment(value_type: str, fragment_id: str | None) -> boo
         return False
     ran = fragments_run()  # [] for a whole run
     return bool(ran) and fragment_id not in ran
+
+
+# --- the widget guard -------------------------------------------------------------------------------
+
+
+REFUSED_CHARS = 40  # of a refused value, as the page quotes it
+_refused: dict[str | None, dict[str, str]] = {}  # session id -> widget key -> the refused value, as text
+_refused_lock = threading.Lock()
+
+
+def widget_guard_installed() -> bool:
+    return getattr(WStates, "_mha_guarded", False)
+
+
+def install_widget_guard() -> None:
+    """Once per process: a widget value Streamlit cannot read back is refused and noted, not raised.
+
+    Where it arrives (``set_widget_from_proto``, the widget known from an earlier run): not kept, so the
+    widget keeps what it held. Where it is first read (a widget not drawn yet when the value came, as
+    in a new session's first message): read as if nothing had been sent, the widget's default."""
+    if widget_guard_installed():
+        return
+    getitem, set_from_proto = WStates.__getitem__, WStates.set_widget_from_proto
+
+    def unreadable(states: WStates, widget_id: str, state) -> bool:
+        metadata = states.widget_metadata.get(widget_id)
+        if metadata is None:
+            return False
+        sent = unpack_widget_state_value(state)
+        try:
+            metadata.deserializer(sent)
+        except (ValueError, TypeError, OverflowError, ArithmeticError):
+            return True
+        serde = getattr(metadata.deserializer, "__self__", None)  # a number box's bounds: Streamlit would
+        if isinstance(serde, NumberInputSerde) and isinstance(sent, (int, float)):  # reset it to its default
+            return not serde.min_value <= sent <= serde.max_value
+        return False
+
+    def set_unless_unreadable(states: WStates, widget_state) -> None:
+        if unreadable(states, widget_state.id, widget_state):
+            _note_refused(widget_state.id, widget_state)
+            return
+        set_from_proto(states, widget_state)
+
+    def read_or_default(states: WStates, widget_id: str):
+        sent = states.states.get(widget_id)
+        if isinstance(sent, Serialized) and unreadable(states, widget_id, sent.value):
+            _note_refused(widget_id, sent.value)
+            states.states[widget_id] = Serialized(type(sent.value)(id=widget_id))  # nothing sent
+        return getitem(states, widget_id)
+
+    WStates.__getitem__ = read_or_default
+    WStates.set_widget_from_proto = set_unless_unreadable
+    WStates._mha_guarded = True
+
+
+def _note_refused(widget_id: str, state) -> None:
+    """Keep what was sent (its text, cut) under the widget's key for this session's page."""
+    field = state.WhichOneof("value")
+    text = str(getattr(state, field) if field else "")[:REFUSED_CHARS]
+    parts = widget_id.split("-", 2)  # $$ID-<hash>-<user key>
+    key = parts[2] if widget_id.startswith("$$ID-") and len(parts) == 3 else widget_id
+    with _refused_lock:
+        _refused.setdefault(session_id(), {})[key] = text
+        while len(_refused) > 256:  # sessions that never ran to read theirs
+            _refused.pop(next(iter(_refused)))
+
+
+def refused_values() -> dict[str, str]:
+    """The widget values this session sent that Streamlit could not read, by widget key (then forgotten)."""
+    with _refused_lock:
+        return _refused.pop(session_id(), {})
 
 
 # --- one wake-up per batch of a run's messages ----------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import zlib
 
 import numpy as np
@@ -126,3 +127,58 @@ def test_the_sidebar_boxes_refuse_too_much_attention_before_building_anything():
     assert any(over in message for message in shown(at.error))
     assert "chart_weights" not in chart_specs(at)
     assert peak < 30_000_000, f"{peak:,} bytes"
+
+
+# --- Values Streamlit cannot read, over its own protocol (issue 40, finding 13) ------------------------
+
+UNREADABLE = [("d_model", "double_value", math.nan, "nan"), ("seed", "double_value", math.inf, "inf"),
+              ("seed", "double_value", -math.inf, "-inf"), ("n_heads", "double_value", math.nan, "nan"),
+              ("d_model", "string_value", "x", "x"), ("d_model", "int_value", 10**18, "1000000000000000000")]
+
+
+def head_width_caption(said: list[str]) -> str:
+    return next(text for text in reversed(said) if text.startswith("d_k = d_v = d_model / h ="))
+
+
+@pytest.mark.server
+def test_a_number_box_sent_nan_or_infinity_refuses_it_next_to_the_box_and_keeps_its_value():
+    """NaN sent to d_model and inf to the seed raised inside Streamlit's reading of the widgets (int(nan)):
+    the sender's page was an exception only. Now the box keeps its value and says what was refused (10^18,
+    which Streamlit silently read as the box's default, too); a new session whose very first message
+    carries the value draws its page."""
+    import asyncio
+
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    from tests.live_server import streamlit_server
+    from tests.st_protocol import Session
+
+    async def send(url: str, key: str, field: str, value, first_message: bool) -> tuple:
+        tab = Session(url, timeout=120)
+        opened = await tab.open()
+        caption = head_width_caption(tab.said)
+        widget_id = tab.widget_ids[key]
+        if first_message:  # a new tab whose first run already carries the value (the ids are the same)
+            await tab.close()
+            tab = Session(url, timeout=120)
+        tab.widgets[widget_id] = WidgetState(id=widget_id, **{field: value})
+        run = await (tab.open() if first_message else tab.rerun())
+        await tab.close()
+        return opened, run, caption, tab.said
+
+    async def every_case(url: str) -> list:
+        cases = [(*case, False) for case in UNREADABLE] + [(*UNREADABLE[0], True)]
+        return [(case, await send(url, key, field, value, first)) for case in cases
+                for key, field, value, _, first in [case]]
+
+    with streamlit_server() as (url, _):
+        results = asyncio.run(every_case(url))
+    for (key, _, _, shown_as, first), (opened, run, caption, said) in results:
+        assert not opened.errors
+        assert run.status == "ok" and not run.errors, (key, shown_as, run.errors)  # no exception
+        assert "chart_weights" in run.charts  # the page is drawn
+        if first:  # Streamlit reads no value for a widget its session has not drawn yet: nothing to refuse
+            continue
+        refusals = [text for text in said if f"({shown_as}) is not one it accepts and was refused" in text]
+        assert len(refusals) == 1, (key, shown_as, refusals)  # said next to the box
+        assert head_width_caption(said) == caption  # the box kept what it held: the sizes are the same
