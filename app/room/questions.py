@@ -32,7 +32,7 @@ from app.adapter.fragments import fragment
 from app.charts.figures import head_grids
 from app.room import live, student_answer
 from app.room.live import in_room, is_teacher
-from app.room.room_answers import answers_view
+from app.room.room_answers import answers_file, answers_view
 from app.room.student_answer import (
     PHONE_WIDTH,
     YOUR_FORECAST,
@@ -172,13 +172,19 @@ def answers_panel() -> None:
                           "page."))
     else:
         answers_view("live", large=False)
+    answers_download("live_csv")
+
+
+def answers_download(key: str, where=st) -> None:
+    """The room's answers as a CSV file (app/room/room_answers.py, answers_file), for the teacher."""
+    ss = st.session_state
     try:
-        data = live.store().answers_csv(ss[live.ROOM], ss[live.TEACHER_SECRET])
+        data = answers_file(live.store().answers(ss[live.ROOM], ss[live.TEACHER_SECRET]))
     except StoreError:
         return
-    st.download_button(i18n.t("Download the room's answers (CSV)"), data=data, mime="text/csv",
-                       key="live_csv",
-                       file_name=f"room-{ss[live.ROOM]}-answers.csv", on_click="ignore")
+    where.download_button(i18n.t("Download the room's answers (CSV)"), data=data, mime="text/csv",
+                          key=key, file_name=f"room-{ss[live.ROOM]}-answers.csv", on_click="ignore",
+                          icon=":material/download:")
 
 
 # --- The student answers ---------------------------------------------------------------------------

@@ -7,6 +7,9 @@ app/room/student_answer.py's."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -19,9 +22,9 @@ from app.charts.figures import head_grids
 from app.room import live
 from app.safe import lit, md
 from app.widgets import chart
-from classroom.store import StoreError, is_right
+from classroom.store import FORECAST, StoreError, csv_safe, is_right, iso_time
 from course.i18n import N_, localized_number_text
-from course.quiz import DrawnForecast, distance_words, forecast_distance, most_wrong_cell
+from course.quiz import DrawnForecast, distance_words, forecast_distance, most_wrong_cell, read_grid
 
 STATUS_WORDS = {"open": N_("answers open"), "closed": N_("answers closed"),
                 "revealed": N_("answers revealed")}
@@ -172,6 +175,55 @@ def class_forecast_view(where: str, question: DrawnForecast, tally, *, large: bo
     chart(tallest_cells_within(  # a whole grid's rows: the tallest cells that fit FORECAST_CHART_PX
         lambda cell_max: figure(replace(LARGE, cell_min=min(LARGE.cell_min, cell_max), cell_max=cell_max)),
         FORECAST_CELL_HEIGHTS, FORECAST_CHART_PX), key=f"{where}_forecast_chart")
+
+
+# The answers file's columns, in the reader's language (the store's CSV_COLUMNS, in its order).
+FILE_COLUMNS = (N_("question number"), N_("question"), N_("right answer"), N_("student"), N_("nickname"),
+                N_("answer"), N_("right?"), N_("answered at (UTC)"))
+RIGHT, WRONG = N_("right"), N_("wrong")
+FORECAST_VERDICT = N_("{closeness}: total variation distance {distance}")
+
+
+def answers_file(transcript) -> bytes:
+    """The room's answers as a spreadsheet opens them: UTF-8 with a byte-order mark (else "für" and
+    Chinese come out garbled), headers and verdicts in the reader's language, a drawn forecast with
+    the real rows as its right answer and how close it came as its verdict. Every cell through the
+    store's csv_safe. transcript: store.answers() (question, answers), in the order asked."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow([i18n.t(column) for column in FILE_COLUMNS])
+    for number, (question, given) in enumerate(transcript, start=1):
+        real = real_rows(question)
+        correct = json.dumps(real.round(4).tolist()) if real is not None else question.correct
+        for answer in sorted(given, key=lambda a: (a.at, a.student_id)):
+            cells = (question.prompt, correct, answer.student_id, answer.nickname, answer.value,
+                     verdict(question, answer.value, real), iso_time(answer.at))
+            writer.writerow([number, *(csv_safe(cell) for cell in cells)])
+    return out.getvalue().encode("utf-8-sig")
+
+
+def real_rows(question):
+    """A drawn forecast's real rows, from its solution ([rows, cols]); None for any other question."""
+    if question.kind != FORECAST:
+        return None
+    try:
+        return np.asarray(json.loads(question.solution)["real"], dtype=float)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def verdict(question, value: str, real) -> str:
+    """An answer's verdict in the reader's language: right or wrong, how close a forecast came, or ""."""
+    if real is not None:
+        drawn = read_grid(value, question.grid)
+        if drawn is None or drawn.shape != real.shape:
+            return ""
+        distance = forecast_distance(drawn, real)
+        closeness = distance_words(distance)
+        return i18n.t(FORECAST_VERDICT).format(closeness=i18n.t(CLOSENESS.get(closeness, closeness)),
+                                               distance=decimals(distance))
+    mark = is_right(question, value)
+    return "" if mark is None else i18n.t(RIGHT) if mark else i18n.t(WRONG)
 
 
 def forecast_words(forecast, real, query_labels, key_labels, sentence: str) -> str:

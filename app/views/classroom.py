@@ -35,7 +35,9 @@ PROXY_NOTE = N_("Requests reach this server through a proxy (they carry the head
 
 # The session keys this module owns (app/session/session_keys.py).
 DOOR_ERROR, RENAME_ERROR, START_ERROR = "live_door_error", "live_rename_error", "live_start_error"
-session_keys.register(*(session_keys.Key(name, __name__) for name in (DOOR_ERROR, RENAME_ERROR, START_ERROR)))
+CONFIRM_END = "live_confirm_end"  # True: the teacher pressed 'End the room…' and is asked to confirm
+session_keys.register(*(session_keys.Key(name, __name__) for name in (DOOR_ERROR, RENAME_ERROR, START_ERROR,
+                                                                      CONFIRM_END)))
 
 
 # --- The door: start a room, or join one -------------------------------------------------------------
@@ -68,7 +70,24 @@ def end_room() -> None:
     except StoreError as error:  # the room is still there: say so, and keep leading it
         ss[live.LIVE_MESSAGE] = i18n.t("Could not end the room: {error}").format(error=error)
         return
+    st.session_state.pop(CONFIRM_END, None)
     leave(i18n.t("The room has ended."))
+
+
+def end_room_ui() -> None:
+    """'End the room…' asks first, and offers the answers file before they go with the room."""
+    ss = st.session_state
+    if not ss.get(CONFIRM_END):
+        st.button(i18n.t("End the room…"), key="live_end_ask", on_click=ss.__setitem__,
+                  args=(CONFIRM_END, True))
+        return
+    with st.container(border=True):
+        st.warning(i18n.t("Ending the room ends it for every student, and its answers go with it. Download "
+                          "them first if you want to keep them."), icon=":material/warning:")
+        questions.answers_download("live_csv_before_end")
+        yes, no = st.columns(2)
+        yes.button(i18n.t("End the room"), key="live_end", on_click=end_room, type="primary")
+        no.button(i18n.t("Keep the room"), key="live_end_keep", on_click=ss.pop, args=(CONFIRM_END, None))
 
 
 def join_by_code() -> None:
@@ -179,7 +198,7 @@ def teacher_panel() -> None:
         following()
         with st.expander(i18n.t("Lead from another device (keep this link to yourself)")):
             st.code(f"{link}&teacher={ss[live.TEACHER_SECRET]}", language=None)
-        st.button(i18n.t("End the room"), key="live_end", on_click=end_room)
+        end_room_ui()
     with right:
         # As wide as its column (320 px at 1280 with the sidebar open), never past it: 400 px ran off
         # the right edge of a 1280 x 720 projector.

@@ -615,3 +615,38 @@ def test_a_csv_cell_keeps_a_number_a_number_and_still_guards_formulas(number, ta
     assert csv_safe(repr(number)) == repr(number)
     for formula in (f"=cmd|{tail}", f"-1+{tail}", f"+1+{tail}", f"@SUM({tail})", f"-{number}+1"):
         assert csv_safe(formula) == "'" + formula
+
+
+def test_ending_the_room_asks_first_and_offers_an_answers_file_a_spreadsheet_reads():
+    """Issue 40, finding 7: 'End the room' acted at once and took the answers with it; the file had no
+    byte-order mark, English headers, and a drawn forecast with no right answer nor verdict."""
+    import csv
+    import io
+
+    from app.room import live
+    from app.room.room_answers import FILE_COLUMNS, answers_file
+    teacher, code = teacher_with_room()
+    goto(teacher, "present")
+    for _ in range(3):
+        teacher.button(key="present_next").click().run()
+    teacher.button(key="present_draw").click().run()
+    question_id, question = teacher.session_state["asked"]
+    student = open_address({"room": code})
+    rerun_after_a_poll(student)
+    tap(student, question_id, 0, 10)
+    student.button(key=f"forecast_send_{question_id}").click().run()
+    goto(teacher, "class")
+    teacher.button(key="live_end_ask").click().run()
+    assert teacher.session_state["room"] == code  # not ended yet: asked first
+    assert [w for w in teacher.warning if "answers go with it" in w.value]
+    assert [b for b in teacher.button if b.key == "live_end_keep"]
+    data = answers_file(live.store().answers(code, teacher.session_state["teacher_secret"]))
+    assert data.startswith(b"\xef\xbb\xbf")  # UTF-8's byte-order mark: a spreadsheet reads für and 中文
+    header, row = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
+    assert header == list(FILE_COLUMNS)  # English here: i18n.t of each, in the reader's language
+    real = json.loads(row[2])
+    np.testing.assert_allclose(real, np.round(question.weights, 4), atol=1e-9)
+    distance = 0.5 * np.abs(np.eye(len(real[0]))[0] - np.asarray(real[0])).sum()
+    assert row[6].endswith(f"{distance:.2f}"), row
+    teacher.button(key="live_end").click().run()
+    assert not teacher.exception and "room" not in teacher.session_state or not teacher.session_state["room"]
