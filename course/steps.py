@@ -12,6 +12,7 @@ its presenter screens); tests/course/test_registry.py adds one and finds it on e
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -141,6 +142,13 @@ def number_of(name: str) -> int:
     return list(STEPS).index(name) + 1
 
 
+def seed_of(name: str) -> int:
+    """A step's or a screen's own number for drawing its questions: a stable hash of its name (CRC-32,
+    the same in every process, unlike hash()), so that a step added in front changes no other step's
+    forecast."""
+    return zlib.crc32(name.encode())
+
+
 def numbered(number: int) -> str:
     """The name of the step a page shows as ``number`` (from 1)."""
     return list(STEPS)[number - 1]
@@ -153,7 +161,8 @@ def screen_name(position: int) -> str:
 
 def screen_position(text: str) -> int | None:
     """The position in SCREENS of a link's ``step``: a screen's name, or a number as old links wrote it
-    (counted from 1; a number past the last is kept, for the presenter to say it has no such screen).
+    (counted from 1, meaning the screen NUMBERED_LINKS names; a number past those stays as far past the
+    last screen, for the presenter to say it has no such screen).
     None when it is neither."""
     names = [screen.key for screen in SCREENS]
     if text in names:
@@ -163,7 +172,7 @@ def screen_position(text: str) -> int | None:
     number = int(text)
     if number <= len(NUMBERED_LINKS) and NUMBERED_LINKS[number - 1] in names:
         return names.index(NUMBERED_LINKS[number - 1])
-    return number - 1
+    return len(names) + number - len(NUMBERED_LINKS) - 1  # past the last then: past the last now too
 
 
 def in_language(language: str) -> tuple[Mapping[str, Step], tuple[Screen, ...]]:
