@@ -14,7 +14,7 @@ import json
 
 import streamlit as st
 
-from app.session import session_keys
+from app.session import session_keys, state
 
 OPENABLE = ("chart_scores", "chart_scaled", "chart_weights")  # head grids: table = head, row = query
 KEY = "mha_cell_opener"
@@ -84,7 +84,7 @@ def open_cell() -> None:
         return
     ss = st.session_state
     for name, position in zip(("drill_head", "drill_query", "drill_key"), cell, strict=True):
-        ss.selections[name] = position
+        ss[state.SELECTIONS][name] = position
         ss.pop(f"pick_{name}", None)  # the picker shows the selection, not its last value
     ss.drill_open = True
     ss[FOCUS] = True
