@@ -14,14 +14,14 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app import i18n, setup_ui, sidebar_inputs, widgets
-from app.room import following
+from app.room import following, live
 from app.safe import lit
-from app.session import address, opening, session_keys, this_run
+from app.session import address, opening, session_keys, state, this_run
 
 
 def link_notes() -> None:
     """What a link asked for that the page could not take, said once at the top of the page."""
-    for message in st.session_state.get("link_notes", []):
+    for message in st.session_state.get(state.LINK_NOTES, []):
         st.warning(i18n.t("Ignored from the link: {what}").format(what=lit(message)),
                    icon=":material/warning:")
 
@@ -49,7 +49,7 @@ class Mark:
 def mark(current: this_run.Current) -> Mark:
     ss = st.session_state
     inputs = tuple(sorted(sidebar_inputs.sidebar_values().items()))
-    sidebar = (inputs, ss.get("origin"), ss.get("origin_seed"), ss.get(sidebar_inputs.KV_HEADS_FOR))
+    sidebar = (inputs, ss.get(state.ORIGIN), ss.get(state.ORIGIN_SEED), ss.get(sidebar_inputs.KV_HEADS_FOR))
     whole = current.result is None or address.link_params(current)[1]
     return Mark(repr(sidebar), current.edited, current.result is not None, whole, widgets.following())
 
@@ -71,5 +71,5 @@ def finish(current: this_run.Current, page_path: str, *, whole: bool = True) -> 
     address.sync_url(current, sidebar_drawn=whole)  # after the page: its pickers may have settled a selection
     opening.remember_shown(current, setup_ui.shown_label(current))  # what a deliberate opening would replace
     following.publish(current, page_path)  # the room gets what the address says
-    st.session_state.link_notes = []  # shown once; gone after the next change
-    st.session_state.pop("live_message", None)
+    st.session_state[state.LINK_NOTES] = []  # shown once; gone after the next change
+    st.session_state.pop(live.LIVE_MESSAGE, None)
