@@ -53,7 +53,7 @@ def editor_ui(name: str, rows: list[str], columns: list[str], *, head: int | Non
     """An st.data_editor on the array's base (one head of it for per-head arrays); its edits are
     read back through session state (state.read), never from its return value. Not ``editable``
     (or for a student following a room): the same numbers as a table."""
-    base = st.session_state.work[name]
+    base = st.session_state[state.WORK][name]
     grid = editors.as_grid(base[head] if head is not None else base)
     n_rows, n_cols = grid.shape
     if max(n_rows, n_cols) > LIMITS.editable:
