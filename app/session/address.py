@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import i18n
+from app import i18n, widgets
 from app.adapter import streamlit_door
-from app.session import session_keys
+from app.room import live
+from app.session import opening, session_keys, state
 from app.session.state import (
     examples,
     init_state,
@@ -44,14 +45,14 @@ session_keys.register(session_keys.Key(ADDRESS, __name__))
 def open_session() -> None:
     """Once per session: state's defaults, then whatever the link says (said at the top of the page)."""
     if init_state():
-        st.session_state.link_notes = apply_link_afresh(st.query_params.to_dict())
+        st.session_state[state.LINK_NOTES] = apply_link_afresh(st.query_params.to_dict())
 
 
 def apply_link_afresh(params: dict) -> list[str]:
     """Open what a link says as a fresh session does: from the default example, so that nothing shown
     before survives that the link does not say (a follower takes every room state this way). The seed
     too: a follower's sidebar is not drawn, so Streamlit has dropped the seed input's own state."""
-    st.session_state.seed = 0
+    st.session_state[state.SEED] = 0
     load_setup(examples()[DEFAULT_EXAMPLE])
     return apply_link(params)
 
@@ -89,7 +90,7 @@ def apply_link(params: dict) -> list[str]:
     refused: list[str] = []
     seed = _last(params.get("seed", ""))
     if isinstance(seed, str) and seed.isascii() and seed.isdigit() and len(seed) <= 7:
-        st.session_state.seed = int(seed)  # before any example: a random one is drawn with it
+        st.session_state[state.SEED] = int(seed)  # before any example: a random one is drawn with it
     if "s" in params:
         try:
             setup = setup_from_link(_last(params["s"]), examples())
@@ -120,16 +121,16 @@ def _apply_legacy_link(params: dict) -> list[str]:
     ss = st.session_state
     settings, refused = settings_from_link(params, LIMITS, tuple(examples()))
     if "seed" in settings:
-        ss.seed = settings["seed"]
+        ss[state.SEED] = settings["seed"]
     if "example" in settings:
         load_example(settings["example"])
     if "tokens" in settings:
-        ss.tokens_text = " ".join(settings["tokens"])
+        ss[state.TOKENS_TEXT] = " ".join(settings["tokens"])
     for name, key in (("d_model", "d_model"), ("heads", "n_heads")):
         if name in settings:
             ss[key] = settings[name]
     if {"tokens", "d_model", "heads"} & set(settings):
-        ss.origin = "link"
+        ss[state.ORIGIN] = "link"
     return refused
 
 
@@ -144,7 +145,7 @@ def _apply_selections(params: dict) -> list[str]:
                 refused.append(i18n.t("link parameter step: expected a screen's name ({names}) or number")
                                .format(names=", ".join(screen.key for screen in course_steps.SCREENS)))
             else:
-                st.session_state.selections[keys[0]] = position
+                st.session_state[state.SELECTIONS][keys[0]] = position
                 st.session_state.pop(f"pick_{keys[0]}", None)
             continue
         parts = str(_last(params[param])).split(".")
@@ -153,7 +154,7 @@ def _apply_selections(params: dict) -> list[str]:
                 param=param, count=f"{len(keys):d}"))
             continue
         for key, part in zip(keys, parts, strict=True):
-            st.session_state.selections[key] = int(part) - 1  # the link counts from 1
+            st.session_state[state.SELECTIONS][key] = int(part) - 1  # the link counts from 1
             st.session_state.pop(f"pick_{key}", None)  # a picker's own earlier value would win (choice_ui)
     st.session_state.drill_open = "drill" in params  # a link to a cell opens the drill-down on it
     return refused
@@ -162,14 +163,15 @@ def _apply_selections(params: dict) -> list[str]:
 def link_params(current: Current) -> tuple[dict[str, str], bool]:
     """The query parameters that reopen this page exactly, and whether the state fits in them."""
     ss = st.session_state
-    base = current.base if ss.origin in examples() else None  # generated examples travel in full
+    base = current.base if ss[state.ORIGIN] in examples() else None  # generated examples travel in full
     params, complete = ({}, True) if current.setup is None else current.setup_link(base)
-    if ss.origin in GENERATED:
-        params["seed"] = str(ss.origin_seed)  # so that the reopened page knows its example unchanged
+    if ss[state.ORIGIN] in GENERATED:
+        params["seed"] = str(ss[state.ORIGIN_SEED])  # so that the reopened page knows its example unchanged
     params.update(selection_params())
     params.update(i18n.address_params())  # the reader's chosen language, never a room's
-    if ss.get("room"):
-        params["room"] = ss.room  # a live class's code stays in the address (never the teacher's secret,
+    if ss.get(live.ROOM):
+        # a live class's code stays in the address (never the teacher's secret,
+        params["room"] = ss[live.ROOM]
         # never the student's identity: that is a cookie, app/room/identity.py student_secret)
     return params, complete
 
@@ -177,7 +179,7 @@ def link_params(current: Current) -> tuple[dict[str, str], bool]:
 def selection_params() -> dict[str, str]:
     """The selections as link parameters, counting from 1 (the drill-down's only while it is open); the
     presenter's screen by its name."""
-    sel, params = st.session_state.selections, {}
+    sel, params = st.session_state[state.SELECTIONS], {}
     for param, keys in SELECTION_PARAMS.items():
         drill_closed = param == "drill" and not st.session_state.get("drill_open")
         if drill_closed or not all(key in sel for key in keys):
@@ -239,9 +241,9 @@ def follow_history() -> None:
     room's, whatever its address."""
     ss = st.session_state
     now = st.query_params.to_dict()
-    if not streamlit_door.history_navigation() or ss.get("following") or "address" not in ss:
+    if not streamlit_door.history_navigation() or ss.get(widgets.FOLLOWING) or "address" not in ss:
         return
     if now != ss.address:
-        ss.link_notes = apply_link_afresh(now)
+        ss[state.LINK_NOTES] = apply_link_afresh(now)
         ss.address = now
-        ss.pop("undo", None)  # the history holds the edits now
+        ss.pop(opening.UNDO, None)  # the history holds the edits now
