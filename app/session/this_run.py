@@ -71,7 +71,7 @@ def build(inputs: Inputs) -> Current:
     tokens, kv_tokens, sizes, scaling = inputs.tokens, inputs.kv_tokens, inputs.sizes, inputs.scaling
     mask_kind, seed, errors = inputs.mask_kind, inputs.seed, inputs.errors
     ss = st.session_state
-    base = state.base_setup(ss.origin, ss.get("origin_seed", 0))
+    base = state.base_setup(ss[state.ORIGIN], ss.get(state.ORIGIN_SEED, 0))
     if sizes is None or scaling is None:
         return Current(None, None, dict(errors), base=base)
     state.restore_dropped_edits()
@@ -88,7 +88,7 @@ def build(inputs: Inputs) -> Current:
     if problems:
         return Current(None, None, problems, base=base, notes=notes)
     setup = Setup(tokens=tuple(tokens), kv_tokens=tuple(kv_tokens) if sizes.cross else None, mask=mask,
-                  scaling=scaling, origin=ss.origin, **values)
+                  scaling=scaling, origin=ss[state.ORIGIN], **values)
     try:
         admitted(setup)
         result = computed(setup)
