@@ -34,7 +34,7 @@ def picker_ui(slot, current: this_run.Current) -> None:
     same while the page differs from its example.
     """
     ss = st.session_state
-    origin = ss.origin
+    origin = ss[state.ORIGIN]
     titles = example_titles()  # the options are the English titles, each shown in the reader's language
     shown = _shown_option(current)
     options = ([shown] if shown not in titles.values() else []) + list(titles.values())
@@ -54,7 +54,7 @@ def picker_ui(slot, current: this_run.Current) -> None:
 
 def reset_button(where, key: str) -> None:
     """Back to the example as the chapter gives it (an opening: Undo brings the edits back)."""
-    origin = st.session_state.origin
+    origin = st.session_state[state.ORIGIN]
     where.button(i18n.t("Reset to {title}").format(title=lit(i18n.t(example_titles()[origin]))), key=key,
                  icon=":material/restart_alt:", on_click=opening.open_over_edits,
                  args=(state.load_example, origin),
@@ -70,7 +70,7 @@ def example_titles() -> dict[str, str]:
 
 def _shown_option(current: this_run.Current) -> str:
     """The picker's option for what the page shows, in English: a title, 'A: ... (edited)', 'your setup'."""
-    title = example_titles().get(st.session_state.origin)
+    title = example_titles().get(st.session_state[state.ORIGIN])
     if not current.edited:
         return title or state.YOUR_SETUP
     return f"{title} (edited)" if title else state.YOUR_SETUP
@@ -79,7 +79,7 @@ def _shown_option(current: this_run.Current) -> str:
 def shown_label(current: this_run.Current) -> str:
     """What the page shows, in the reader's language: 'A: single head', 'A: single head (edited)' or
     'your setup'."""
-    origin = st.session_state.origin
+    origin = st.session_state[state.ORIGIN]
     if not current.edited:
         return state.label_of(origin)
     title = example_titles().get(origin)
@@ -95,9 +95,10 @@ def _picked(titles: dict) -> None:
 
 def undo_ui(current: this_run.Current) -> None:
     """After a deliberate opening over edits: what replaced what, and Undo to bring the edits back."""
-    undo = st.session_state.get("undo")
+    undo = st.session_state.get(opening.UNDO)
     if undo is not None and current.edited:
-        del st.session_state.undo  # the opened setup is being edited now: Undo would lose those edits
+        # the opened setup is being edited now: Undo would lose those edits
+        del st.session_state[opening.UNDO]
     if undo is None or current.edited or following():
         return
     _, replaced = undo
@@ -117,7 +118,7 @@ def save_load_ui(current: this_run.Current) -> None:
 def _save_load_contents(current: this_run.Current) -> None:
     setup = current.setup  # the downloads' callables keep this, never the result (app/result_cache.py)
     problem = save_problem(setup)
-    title = state.label_of(st.session_state.origin)
+    title = state.label_of(st.session_state[state.ORIGIN])
     title = i18n.t("{title} (edited)").format(title=title) if current.edited else title
     language = i18n.language()  # the button's data is built later, outside this run
     st.download_button(i18n.t("Download this page (HTML, opens offline)"), icon=":material/download:",
