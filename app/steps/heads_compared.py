@@ -51,7 +51,8 @@ def section(page: Section) -> None:
     step_header(NAME)
     if page.result is None:
         return waiting()
-    compared_alone(st.session_state.result_key, page.q_tokens, page.k_tokens, page.heads, page.large)
+    compared_alone(st.session_state[this_run.RESULT_KEY], page.q_tokens, page.k_tokens, page.heads,
+                   page.large)
 
 
 @fragment
