@@ -74,7 +74,7 @@ class Section:
         self.large = inputs.large
         self.view = (StepView(self.setup, self.result, self.q_tokens, self.k_tokens, large=self.large,
                               language=i18n.language(), build=figure,
-                              keep=this_run.keeper(st.session_state.result_key))
+                              keep=this_run.keeper(st.session_state[this_run.RESULT_KEY]))
                      if self.result is not None else None)
 
     def viewed(self, **choices) -> StepView:
