@@ -15,7 +15,7 @@ import streamlit as st
 
 from app import frame, i18n, setting_fixes, widgets
 from app.adapter import page_scripts
-from app.room import questions
+from app.room import live, questions
 from app.safe import lit
 from app.session import session_keys, state
 from app.session.this_run import Current, Inputs
@@ -63,7 +63,7 @@ session_keys.register(*(session_keys.Key(name, __name__) for name in (PRESENT_SO
 
 def screen_number() -> int:
     """The screen shown, from 0; a link's out-of-range step is clamped to the nearest screen."""
-    selections = st.session_state.selections
+    selections = st.session_state[state.SELECTIONS]
     position = int(np.clip(selections.get(STEP_KEY, 0), 0, len(SCREENS) - 1))
     if position != selections.get(STEP_KEY, 0):
         st.caption(i18n.t("The link asked for a step this lesson does not have; showing step {step}.")
@@ -75,15 +75,15 @@ def screen_number() -> int:
 def start_again_on_a_new_example() -> None:
     """A new example, or a new draw of "random", starts its lesson on screen 1 (edits do not)."""
     ss = st.session_state
-    source = (ss.get("origin"), ss.get("origin_seed"))
+    source = (ss.get(state.ORIGIN), ss.get(state.ORIGIN_SEED))
     if ss.get("present_source") not in (None, source):
-        ss.selections[STEP_KEY] = 0
+        ss[state.SELECTIONS][STEP_KEY] = 0
         ss.pop(REVEALED, None)
     ss.present_source = source
 
 
 def go(delta: int) -> None:
-    selections = st.session_state.selections
+    selections = st.session_state[state.SELECTIONS]
     selections[STEP_KEY] = int(np.clip(selections.get(STEP_KEY, 0) + delta, 0, len(SCREENS) - 1))
     st.session_state.pop(REVEALED, None)  # a screen met again asks its question again
     st.session_state[TO_THE_TOP] = True  # a new screen starts at its top
@@ -95,7 +95,7 @@ def reveal(screen: int, question: Question) -> None:
     questions.reveal_asked(screen)  # the room's question asked from this screen is revealed with it
     if question.cell is not None:
         head, query, _ = question.cell
-        st.session_state.selections.update(shown_head=head, focus_query=query)
+        st.session_state[state.SELECTIONS].update(shown_head=head, focus_query=query)
 
 
 def render(current: Current, inputs: Inputs) -> None:
@@ -231,7 +231,7 @@ def drawings(current: Current, question: Question | None, screen: int) -> tuple:
     """The forecasts the room can draw on this screen: (one head's row, its whole grid or None)."""
     if SCREENS[screen].key != "softmax":  # the screen of the weights: the room can draw a row first
         return None, None
-    selections = st.session_state.selections
+    selections = st.session_state[state.SELECTIONS]
     head, query = (question.cell[:2] if question is not None and question.cell is not None
                    else (selections.get("shown_head", 0), selections.get("focus_query", 0)))
     return (drawn_forecast(current.setup, current.result, head, query, language=i18n.language()),
@@ -245,7 +245,7 @@ def ask(screen: int, question: Question, drawn: tuple[DrawnForecast | None, Draw
     the room is asked from here (``asked``: its answers arrive, the one Reveal reveals both)."""
     led = widgets.following()  # the teacher's Reveal reveals it here too (app/room/room_box.py)
     revealed = st.session_state.get(REVEALED) == (screen, question.prompt) or (
-        led and st.session_state.get("room_revealed") == screen)
+        led and st.session_state.get(live.ROOM_REVEALED) == screen)
     forecast_word = i18n.t("Forecast.")
     answer_word = i18n.t("Answer:")
     with st.container(border=True):
