@@ -73,7 +73,7 @@ def render(current: Current, workbench_page) -> None:
 
 def _seed() -> int:
     """The quiz's seed from the selections (a link may have set it), kept in the address bar."""
-    selections = st.session_state.selections
+    selections = st.session_state[state.SELECTIONS]
     seed = selections.get("quiz_seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEEDS:
         seed = 0
@@ -83,7 +83,7 @@ def _seed() -> int:
 
 
 def _new_quiz() -> None:
-    selections = st.session_state.selections
+    selections = st.session_state[state.SELECTIONS]
     old = selections.get("quiz_seed", 0)
     selections["quiz_seed"] = (old + 1 + secrets.randbelow(SEEDS - 1)) % SEEDS  # never the same one
 
