@@ -86,7 +86,7 @@ def still_drawn(inputs: Inputs) -> None:
     if "tokens_text" in inputs.errors:
         return
     x = state.read("x")
-    if x.bad or x.value.shape != (len(inputs.tokens), st.session_state.d_model):
+    if x.bad or x.value.shape != (len(inputs.tokens), st.session_state[state.D_MODEL]):
         return
     embeddings.alone(inputs.tokens, x.value, inputs.large)
 
@@ -135,7 +135,7 @@ def drill_down_toggle(page: Section) -> None:
     # A toggle rather than an expander: a collapsed expander still builds its contents every run.
     if st.toggle(i18n.t("Drill down: one (query, key) cell of one head, with the live numbers"),
                  key="drill_open"):
-        drill_down(st.session_state.result_key, page.q_tokens, page.k_tokens, page.heads)
+        drill_down(st.session_state[this_run.RESULT_KEY], page.q_tokens, page.k_tokens, page.heads)
 
 
 @fragment
