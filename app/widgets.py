@@ -15,7 +15,7 @@ import streamlit as st
 from app import i18n
 from app.charts import chart_tables, chart_text
 from app.safe import lit
-from app.session import session_keys
+from app.session import session_keys, state
 from course.i18n import N_
 
 IMAGE_FORMATS = ("png", "svg")  # what the camera button of every chart's modebar downloads
@@ -92,15 +92,15 @@ def choice_ui(where, label: str, labels: list[str], name: str, *, default: int =
     ss = st.session_state
     key = f"pick_{name}"
     chosen = ss.get(key)
-    position = ss.selections.get(name, default)
+    position = ss[state.SELECTIONS].get(name, default)
     if chosen in labels:
         position = labels.index(chosen)
     elif not 0 <= position < len(labels):
-        if name in ss.selections:
+        if name in ss[state.SELECTIONS]:
             where.caption(i18n.t("{label}: the earlier choice is gone with the new inputs; showing {shown}.")
                           .format(label=lit(label), shown=lit(labels[default])))
         position = default
-    ss.selections[name] = position
+    ss[state.SELECTIONS][name] = position
     ss[key] = labels[position]
     if segmented:
         where.segmented_control(label, labels, key=key, required=True, format_func=lit, **kwargs)
