@@ -15,7 +15,7 @@ from app import frame, i18n, phone_css, result_cache, setup_ui, sidebar_inputs, 
 from app.adapter import page_scripts, streamlit_door
 from app.grids import editor_widgets
 from app.room import door, following, live, questions, room_box
-from app.session import address, this_run
+from app.session import address, state, this_run
 from app.views import classroom, examples, labs, learn, model, present, quiz, workbench
 
 result_cache.tune_collector()  # once: the imports' objects out of every later collection
@@ -28,7 +28,7 @@ language_notes = i18n.init_language()  # the reader's own, whatever a room share
 style.apply(i18n.language())  # contrast, focus ring, reduced motion, skip links, lang (app/style.py)
 phone_css.phone_ui()  # a phone's stylesheet, and figures planned for its column (app/phone_css.py)
 address.open_session()  # once: the default example, then what the link says
-st.session_state.link_notes += language_notes
+st.session_state[state.LINK_NOTES] += language_notes
 address.follow_history()  # Back or Forward brought an earlier address: open it
 door.join_from_link()  # ?room=CODE
 following.follow_before_build()  # a follower takes the teacher's newest state first
@@ -67,9 +67,9 @@ with live.follower_turn(), this_run.run_scope():
              examples_page]
     page = st.navigation(pages)
     following.go_to_room_page({p.url_path: p for p in pages}, page.url_path)
-    if st.session_state.get("last_page") not in (None, page.url_path):
+    if st.session_state.get(frame.LAST_PAGE) not in (None, page.url_path):
         page_scripts.scroll_to_top("page_to_the_top")
-    st.session_state.last_page = page.url_path
+    st.session_state[frame.LAST_PAGE] = page.url_path
     questions.student_question_ui(current)
     setup_ui.undo_ui(current)
     page.run()
