@@ -82,25 +82,25 @@ def sidebar_ui(sb=None) -> Inputs:
     sb = st.sidebar if sb is None else sb
     errors: dict[str, str] = {}
     refused = streamlit_door.refused_values()  # values sent that Streamlit could not read (NaN to d_model)
-    mode = sb.radio(i18n.t("Attention"), MODES, key="mode", horizontal=True,
+    mode = sb.radio(i18n.t("Attention"), MODES, key=state.MODE, horizontal=True,
                     format_func=i18n.labels(MODE_LABELS))
     cross = mode == "cross-attention"
     tokens = _tokens_ui(sb, i18n.t("Tokens (queries)"), "tokens_text", errors)
     kv_tokens = (_tokens_ui(sb, i18n.t("Tokens (keys and values)"), "kv_tokens_text", errors) if cross
                  else tokens)
-    d_model = int(sb.number_input("d_model", 1, LIMITS.d_model, key="d_model", step=1))
+    d_model = int(sb.number_input("d_model", 1, LIMITS.d_model, key=state.D_MODEL, step=1))
     refused_note(sb, state.D_MODEL, refused)
-    n_heads = int(sb.number_input(i18n.t("heads h"), 1, LIMITS.n_heads, key="n_heads", step=1))
+    n_heads = int(sb.number_input(i18n.t("heads h"), 1, LIMITS.n_heads, key=state.N_HEADS, step=1))
     refused_note(sb, state.N_HEADS, refused)
     too_big = attention_size_problem(n_heads, len(tokens), len(kv_tokens)) if tokens and kv_tokens else None
     if too_big:
         errors["attention_size"] = too_big
         sb.error(lit(too_big), icon=":material/warning:")
     d_k = d_v = None
-    if sb.checkbox(i18n.t("set d_k and d_v myself"), key="custom_head_width"):
-        d_k = int(sb.number_input("d_k", 1, LIMITS.d_head, key="d_k", step=1))
+    if sb.checkbox(i18n.t("set d_k and d_v myself"), key=state.CUSTOM_HEAD_WIDTH):
+        d_k = int(sb.number_input("d_k", 1, LIMITS.d_head, key=state.D_K, step=1))
         refused_note(sb, state.D_K, refused)
-        d_v = int(sb.number_input("d_v", 1, LIMITS.d_head, key="d_v", step=1))
+        d_v = int(sb.number_input("d_v", 1, LIMITS.d_head, key=state.D_V, step=1))
         refused_note(sb, state.D_V, refused)
     else:
         problem = head_split_problem(d_model, n_heads)
@@ -116,16 +116,16 @@ def sidebar_ui(sb=None) -> Inputs:
     refused_note(sb, state.SCALE_SQRT_OF, refused)
     refused_note(sb, state.SCALE_MULTIPLIER, refused)
     kv_heads = _kv_heads_ui(sb, n_heads)
-    mask_kind = sb.selectbox(i18n.t("Mask"), list(MASK_LABELS), key="mask_kind",
+    mask_kind = sb.selectbox(i18n.t("Mask"), list(MASK_LABELS), key=state.MASK_KIND,
                              format_func=i18n.labels(MASK_LABELS))
     window = 2
     if mask_kind == "window":
-        st.session_state.setdefault("window_size", 2)
+        st.session_state.setdefault(state.WINDOW_SIZE, 2)
         window = int(sb.number_input(i18n.t("window w: tokens each query sees (itself included)"), 1,
-                                     LIMITS.tokens, key="window_size", step=1))
+                                     LIMITS.tokens, key=state.WINDOW_SIZE, step=1))
     refused_note(sb, state.WINDOW_SIZE, refused)
-    use_bias = sb.checkbox(i18n.t("biases b_Q, b_K, b_V, b_O"), key="use_bias")
-    large = sb.toggle(i18n.t("large type (projector)"), key="large_type",
+    use_bias = sb.checkbox(i18n.t("biases b_Q, b_K, b_V, b_O"), key=state.USE_BIAS)
+    large = sb.toggle(i18n.t("large type (projector)"), key=state.LARGE_TYPE,
                       help=i18n.t("Bigger numbers, labels and cells, for the back of a room."))
     for key in list(refused):  # a widget elsewhere on the page (or one no longer drawn)
         refused_note(sb, key, refused, named=True)
@@ -155,9 +155,10 @@ def _kv_heads_ui(sb, n_heads: int) -> int:
     """Key/value heads g, a divisor of h (h: standard multi-head attention, 1: multi-query attention)."""
     choices = [g for g in range(n_heads, 0, -1) if n_heads % g == 0]  # h first: the standard
     ss = st.session_state
-    standard_before = ss.get("kv_heads") == ss.get(KV_HEADS_FOR, n_heads)  # g was h before h changed
-    if ss.get("kv_heads") not in choices or standard_before:  # standard stays standard; else it must divide
-        ss.kv_heads = n_heads
+    standard_before = ss.get(state.KV_HEADS) == ss.get(KV_HEADS_FOR, n_heads)  # g was h before h changed
+    # standard stays standard; else it must divide
+    if ss.get(state.KV_HEADS) not in choices or standard_before:
+        ss[state.KV_HEADS] = n_heads
     ss[KV_HEADS_FOR] = n_heads
 
     words = {kind: i18n.t(text) for kind, text in KV_HEAD_LABELS.items()}  # this run's language, kept
@@ -166,7 +167,7 @@ def _kv_heads_ui(sb, n_heads: int) -> int:
         kind = "all" if g == n_heads else "one" if g == 1 else "some"
         return words[kind].format(g=f"{g:d}")
 
-    g = sb.selectbox(i18n.t("key/value heads g"), choices, key="kv_heads", format_func=label,
+    g = sb.selectbox(i18n.t("key/value heads g"), choices, key=state.KV_HEADS, format_func=label,
                      help=i18n.t("Grouped-query attention, as in today's language models: g key/value heads, "
                                  "each shared by h/g query heads, make the KV cache h/g times smaller."))
     return g if g in choices else n_heads
@@ -191,10 +192,10 @@ def _seed_ui(sb) -> int:
     def reroll():
         import secrets
 
-        st.session_state.seed = secrets.randbelow(10_000)
+        st.session_state[state.SEED] = secrets.randbelow(10_000)
 
     left, right = sb.columns([3, 2], vertical_alignment="bottom")
-    seed = left.number_input(i18n.t("random seed"), 0, 1_000_000, key="seed", step=1,
+    seed = left.number_input(i18n.t("random seed"), 0, 1_000_000, key=state.SEED, step=1,
                              help=i18n.t("Fills new cells and the 'fill a matrix' helper; the same seed "
                                          "gives the same numbers."))
     right.button(i18n.t("re-roll"), icon=":material/casino:", on_click=reroll,
@@ -203,19 +204,19 @@ def _seed_ui(sb) -> int:
 
 
 def _scaling_ui(sb, errors: dict) -> Scaling | None:
-    kind = sb.selectbox(i18n.t("Scaling"), list(SCALE_KINDS), key="scale_kind",
+    kind = sb.selectbox(i18n.t("Scaling"), list(SCALE_KINDS), key=state.SCALE_KIND,
                         format_func=i18n.labels(SCALE_KINDS),
                         help=i18n.t("Chapter 001, example F: without 1/√d_k large scores make softmax nearly "
                                     "one-hot."))
     value = None
     if kind == "sqrt_of":
         low, high = LIMITS.sqrt_of
-        st.session_state.setdefault("scale_sqrt_of", 64)
-        value = int(sb.number_input(i18n.t("d in 1/√d"), low, high, key="scale_sqrt_of", step=1))
+        st.session_state.setdefault(state.SCALE_SQRT_OF, 64)
+        value = int(sb.number_input(i18n.t("d in 1/√d"), low, high, key=state.SCALE_SQRT_OF, step=1))
     elif kind == "multiply":
         low, high = LIMITS.multiplier
-        st.session_state.setdefault("scale_multiplier", 1.0)
-        value = float(sb.number_input(i18n.t("multiply the scores by"), low, high, key="scale_multiplier",
+        st.session_state.setdefault(state.SCALE_MULTIPLIER, 1.0)
+        value = float(sb.number_input(i18n.t("multiply the scores by"), low, high, key=state.SCALE_MULTIPLIER,
                                       step=0.1, format="%g"))
     try:
         return Scaling(kind, value)
