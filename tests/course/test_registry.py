@@ -400,7 +400,9 @@ def test_the_live_class_imports_no_page_and_sends_what_pages_register_as_followe
     followed = set(session_keys.followed())
     assert {"model_text", "pick_model_layer", "lab_gap", "lab_d_k", "learn_task",
             "learn_checkpoint"} <= followed
-    assert {key.owner for key in session_keys.REGISTRY.values() if key.followed} == {"labs", "learn", "model"}
+    assert {key.owner for key in session_keys.REGISTRY.values() if key.followed} == {
+        "app.labs.score_lab", "app.labs.scaling_lab", "app.labs.size_and_cost_lab", "app.views.learn",
+        "app.views.model"}  # the Labs' tabs, Learn and the Real model page
     assert not followed & {"room", "teacher_secret", "student_secret", "language"}  # never a follower's
 
 
