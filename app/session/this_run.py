@@ -22,7 +22,8 @@ from mha_core.codec import setup_to_link
 from mha_core.setup import run_bytes, run_itemsize
 
 # The session keys this module owns (app/session/session_keys.py).
-session_keys.register(session_keys.Key("result_key", "this_run"))
+RESULT_KEY = "result_key"
+session_keys.register(session_keys.Key(RESULT_KEY, __name__))
 
 
 @dataclass(frozen=True)

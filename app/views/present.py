@@ -25,7 +25,7 @@ from app.style import LARGE_TYPE_CSS
 from app.widgets import chart
 from course.i18n import N_
 from course.quiz import DrawnForecast, Question, drawn_forecast, forecast
-from course.steps import SCREENS, STEPS, screen_position
+from course.steps import SCREENS, STEPS, screen_position, seed_of
 
 # Everything on a screen fits a projector's 1280 x 720 without scrolling (tests/app/test_present_fit.py):
 # text of 20 px with tight lines, formulas of 24 px, little padding and small gaps between elements.
@@ -223,7 +223,8 @@ def forecast_for(lesson, current: Current, screen: int) -> Question | None:
                         answer=i18n.t(lesson.forecast_answer), step=SCREENS[screen].step, explanation=whose)
     if screen == 0:
         return None
-    return forecast(current.setup, current.result, SCREENS[screen].step, seed=screen,
+    return forecast(current.setup, current.result, SCREENS[screen].step,
+                    seed=seed_of(SCREENS[screen].key),  # by its name: a step added in front moves none
                     idea=SCREENS[screen].idea, language=i18n.language())
 
 
