@@ -127,7 +127,8 @@ async def heavy_at_once(url: str, seed: int, started: float) -> dict:
         run = await long_session_run(session, seed)
         drawn = "chart_weights" in run.charts
         return {"seconds": time.monotonic() - started, "drawn": drawn, "status": run.status,
-                "errors": run.errors[:2], "said": [s for s in session.said if "heavy" in s or "server" in s][:2]}
+                "errors": run.errors[:2],
+                "said": [s for s in session.said if "heavy" in s or "server" in s][:2]}
     except Exception as error:  # noqa: BLE001 - a bench reports what broke and goes on
         return {"seconds": time.monotonic() - started, "drawn": False, "status": "failed",
                 "errors": [f"{type(error).__name__}: {error}"[:200]], "said": []}
@@ -166,7 +167,8 @@ async def attack(count: int, extra_args: tuple[str, ...] = (), env: dict | None 
                 "peak_sampled_mb": round(peak_sampled), "drawn": len(drawn), "refused": len(refused),
                 "failed": len(failed), "failures": [p["errors"] for p in failed][:3],
                 "refused_said": [p["said"] for p in refused][:2],
-                "first_drawn_s": drawn[0] if drawn else None, "median_drawn_s": drawn[len(drawn) // 2] if drawn else None,
+                "first_drawn_s": drawn[0] if drawn else None,
+                "median_drawn_s": drawn[len(drawn) // 2] if drawn else None,
                 "last_drawn_s": drawn[-1] if drawn else None,
                 "rss_every_2_s": [mb for t, mb in samples[::20]]}
 
@@ -212,7 +214,8 @@ async def model_page(n_texts: int) -> dict:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--attack", default="8,20", help="sessions opening the heaviest link at once, per server")
+    parser.add_argument("--attack", default="8,20",
+                        help="sessions opening the heaviest link at once, per server")
     parser.add_argument("--sessions", default="1,6,12", help="long sessions open at each reading")
     parser.add_argument("--texts", type=int, default=4, help="512-piece texts traced at once")
     parser.add_argument("--watch", type=float, default=35.0,
