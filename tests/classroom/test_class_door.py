@@ -172,7 +172,7 @@ def test_one_session_leads_one_room_and_one_address_starts_a_few_a_minute():
         press_start(at)
         codes.append(at.session_state["room"])
         assert not [b for b in at.button if b.key == "live_start"]  # the room's panel instead
-        at.button(key="live_end").click().run()
+        at.button(key="live_end_ask").click().run().button(key="live_end").click().run()
     press_start(at)  # one more from the same address within the minute
     assert "room" not in at.session_state and len(set(codes)) == ROOMS_PER_CLIENT
     assert any(re.search(r"Too many rooms started from your address: try again in \d+ s", e)
@@ -208,7 +208,7 @@ def test_a_link_counts_as_a_try_too():
 
 def test_an_ended_room_and_a_code_that_never_existed_look_the_same():
     teacher, code = teacher_with_room()
-    teacher.button(key="live_end").click().run()
+    teacher.button(key="live_end_ask").click().run().button(key="live_end").click().run()
     ended, never = class_page(), class_page()
     join_with_the_box(ended, code)
     join_with_the_box(never, other_code(code))
@@ -695,7 +695,7 @@ def test_a_teacher_who_reloads_the_presenter_still_leads_and_no_ghost_joins(embe
                 settle(teacher, ".st-key-live_start")
                 teacher.locator(".st-key-live_start button").click()
                 code = room_code(teacher)
-                settle(teacher, ".st-key-live_end")
+                settle(teacher, ".st-key-live_end_ask")
                 link = "/teacher=([A-Za-z0-9_-]{32})/"  # 'Lead from another device', in its expander
                 secret = teacher.evaluate(f"() => document.body.textContent.match({link})[1]")
                 store.check_teacher(code, secret)

@@ -323,7 +323,7 @@ def test_redis_going_away_and_back_leaves_every_page_working(redis_store):
     assert not teacher.exception
     assert any("Could not update the room" in w for w in texts(teacher.sidebar.warning))
     goto(teacher, "class")
-    teacher.button(key="live_end").click().run()
+    teacher.button(key="live_end_ask").click().run().button(key="live_end").click().run()
     assert not teacher.exception and teacher.session_state["room"] == code  # not ended, still led
     redis_store.start()  # appendonly: the room comes back with it
     goto(teacher, "present")
