@@ -77,8 +77,9 @@ def default_ignorable(ch: str) -> bool:
 
 
 def hidden(ch: str) -> bool:
-    """A character a nickname loses: a control, format, surrogate or private-use one, or an ignorable."""
-    return unicodedata.category(ch) in HIDDEN_CATEGORIES or default_ignorable(ch)
+    """A character a nickname loses: a control, format, surrogate or private-use one, or an ignorable.
+    Not a blank: a tab or a line break is a control too, but it parts two words (clean makes it a space)."""
+    return not ch.isspace() and (unicodedata.category(ch) in HIDDEN_CATEGORIES or default_ignorable(ch))
 
 
 def capped_marks(text: str) -> str:

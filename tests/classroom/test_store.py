@@ -49,6 +49,7 @@ from classroom.store import (
     MAX_TEXT_CHARS,
     NAME_TAKEN,
     NICKNAME_CHARS,
+    PLAIN_NUMBER,
     ROOM_IDLE_SECONDS,
     ROOMS_PER_CLIENT,
     TEACHER_GONE_SECONDS,
@@ -564,7 +565,7 @@ class TestAsking:
         assert [row[3:6] for row in rows[1:]] == [
             ["s1", 'Zoë "the, best" line two', "0.5"],  # names.clean: one line, no blanks around
             ["s2", "'+49 @home", "'=HYPERLINK(\"x\")"],
-            ["s3", "'-", "'-1"],
+            ["s3", "'-", "-1"],  # a plain number stays a number (issue 40, 13)
             ["s4", "plain", "'@SUM(A1)"]]
         assert {row[1] for row in rows[1:]} == {"'=1+1 or \"quoted\", really?"}
         assert all(row[0] == "1" and row[7].endswith("+00:00") for row in rows[1:])
@@ -1057,11 +1058,12 @@ class TestTheCsv:
         rows = list(csv.reader(io.StringIO(store.answers_csv(room.code, room.teacher_secret))))
         assert rows[0] == list(CSV_COLUMNS)
         assert rows[1:] == [
-            ["1", "'-1 or +1?", "'-1", "'-A1-A1-B22", "'=cmd|' /C calc'!A0", "'-1", "right", rows[1][7]],
-            ["1", "'-1 or +1?", "'-1", "'+33612", "'@me", "'+1", "wrong", rows[2][7]],
-            ["1", "'-1 or +1?", "'-1", "'=s3", "plain", "'=0", "wrong", rows[3][7]],
+            ["1", "'-1 or +1?", "-1", "'-A1-A1-B22", "'=cmd|' /C calc'!A0", "-1", "right", rows[1][7]],
+            ["1", "'-1 or +1?", "-1", "+33612", "'@me", "+1", "wrong", rows[2][7]],  # numbers stay numbers
+            ["1", "'-1 or +1?", "-1", "'=s3", "plain", "'=0", "wrong", rows[3][7]],
             ["2", "d_k?", "64", "'-A1-A1-B22", "'=cmd|' /C calc'!A0", "'@64", "wrong", rows[4][7]]]
-        assert not any(cell.startswith(FORMULA_STARTS) for row in rows for cell in row)
+        assert not any(cell.startswith(FORMULA_STARTS) and not PLAIN_NUMBER.fullmatch(cell)
+                       for row in rows for cell in row)
 
 
 # --- Issue 29: one name per student in a room, CSV cells, one limit per field -------------------------
@@ -1106,6 +1108,13 @@ def as_a_spreadsheet_reads(cell: str) -> str:
     kept = cell.lstrip("".join(ch for ch in set(cell) if ch.isspace()
                                or unicodedata.category(ch) in ("Cc", "Cf")))
     return unicodedata.normalize("NFKC", kept)
+
+
+def a_formula_to_a_spreadsheet(cell: str) -> bool:
+    """Whether a spreadsheet would run the cell: it starts with = + - @ as read, and is not a number
+    (-1.5 and +2 are numbers to it, kept as numbers since issue 40, 13)."""
+    read = as_a_spreadsheet_reads(cell)
+    return read.startswith(FORMULA_CHARS) and not PLAIN_NUMBER.fullmatch(read)
 
 
 class TestOneNamePerStudent:
@@ -1272,9 +1281,9 @@ def test_the_issues_payloads_go_out_as_text_in_the_csv(store, room, clock):
         assert store.answer(room.code, question.id, f"s{number}", payload)
     rows = csv_rows(store, room)
     assert [row[4] for row in rows] == ["'=HYPERLINK(\"http://example.test\",\"hi\")", "'@SUM(1)", "'=1+1",
-                                        "'-1"]  # nicknames as kept (names.clean), then guarded
+                                        "-1"]  # nicknames as kept (names.clean), then guarded; -1 a number
     assert [row[5] for row in rows] == ["'" + payload for payload in payloads]  # answers as typed, guarded
-    assert not any(as_a_spreadsheet_reads(cell).startswith(FORMULA_CHARS) for row in rows for cell in row)
+    assert not any(a_formula_to_a_spreadsheet(cell) for row in rows for cell in row)
 
 
 
