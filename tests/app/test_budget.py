@@ -34,7 +34,7 @@ BUDGET = {
     "workbench, rerun": (68, 43, 1, 12, 12, 119, 27),
     "workbench, edit": (70, 43, 1, 12, 12, 121, 74),
     "workbench, next edit": (49, 33, 1, 12, 2, 88, 68),
-    "presenter, first run": (31, 17, 0, 0, 10, 55, 28),
+    "presenter, first run": (31, 18, 0, 0, 10, 56, 28),  # issue 40: Reveal and Ask in one row (a container)
     "presenter, revealed": (34, 25, 0, 2, 11, 67, 20),
     "presenter, rerun": (34, 25, 0, 2, 11, 67, 14),
 }

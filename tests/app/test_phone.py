@@ -372,7 +372,7 @@ def test_a_phone_follows_a_room_and_draws_its_forecast_with_a_thumb(live):
     screen_shown(phone, "Your answer is in")
     teacher.locator(".st-key-room_close button").click()
     teacher.wait_for_selector(".st-key-room_forecast_chart .js-plotly-plot", timeout=LOADED)
-    teacher.locator(".st-key-room_reveal button").click()
+    teacher.locator(".st-key-present_reveal button").click()
     phone.wait_for_selector(".st-key-own_forecast .js-plotly-plot", timeout=LOADED)
     settle(phone, ".st-key-own_forecast .js-plotly-plot")
     phone.locator(".st-key-own_forecast").scroll_into_view_if_needed()

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.charts import forecast_figures
+from app.views.present import ROOM_ANSWERS
 from classroom.store import Question as RoomQuestion
 from classroom.store import is_right
 from course.examples import all_examples
@@ -331,6 +332,15 @@ def bar_x(trace) -> np.ndarray:
     return decode(trace["x"]) if isinstance(trace["x"], dict) else np.array(trace["x"], dtype=float)
 
 
+PRESENT_ROOM_VIEW = "present_room_view"  # the presenter's widget: its result or the room's answers
+
+
+def show_the_rooms_answers(teacher) -> None:
+    """Once revealed, the presenter shows the screen's result or the room's answers: pick the answers."""
+    teacher.session_state[PRESENT_ROOM_VIEW] = ROOM_ANSWERS
+    teacher.run()
+
+
 def test_the_class_draws_a_forecast_and_sees_its_average_next_to_the_real_softmax():
     teacher, code = teacher_with_room()
     goto(teacher, "present")
@@ -365,13 +375,14 @@ def test_the_class_draws_a_forecast_and_sees_its_average_next_to_the_real_softma
     teacher.run()
     assert "3 of 3 answered" in the_answer_text(teacher)
     teacher.button(key="room_close").click().run()
+    teacher.button(key="present_reveal").click().run()  # the real row only after Reveal (issue 40, 3)
+    assert "present_weights" in chart_specs(teacher)  # the screen's result, revealed with the answers
+    show_the_rooms_answers(teacher)
     mean, real = heatmap_values(chart_specs(teacher)["room_forecast_chart"])
     np.testing.assert_allclose(mean[0], np.mean(drawn, axis=0), atol=1e-5)
     np.testing.assert_allclose(real[0], question.weights[0], atol=1e-6)
     words = the_answer_text(teacher)
     assert "total variation distance" in words and "Most wrong: key" in words
-    teacher.button(key="room_reveal").click().run()
-    assert "present_weights" in chart_specs(teacher)  # the screen's result, revealed with the answers
     rerun_after_a_poll(students[1])
     mine, real = (bar_x(trace) for trace in chart_specs(students[1])["own_forecast"]["data"])
     np.testing.assert_allclose(mine, drawn[1], atol=1e-5)
@@ -545,6 +556,8 @@ def test_a_small_setup_can_have_the_heads_whole_grid_drawn():
     student.button(key=send).click().run()
     assert not student.exception and "Your answer is in" in the_answer_text(student)
     teacher.button(key="room_close").click().run()
+    teacher.button(key="present_reveal").click().run()  # the real rows only after Reveal (issue 40, 3)
+    show_the_rooms_answers(teacher)
     mean, real = heatmap_values(chart_specs(teacher)["room_forecast_chart"])
     expected = np.zeros((n_q, n_k))
     expected[np.arange(n_q), np.arange(n_q) % n_k] = 1.0  # one chip per row: all of its weight
