@@ -6,7 +6,8 @@ alone, docs/performance.md), and only then reran. With a hundred followers a thi
 to asking, and a change reached the class a poll's wait later. ``Pusher`` keeps, per server process,
 which session follows which room and which version its page shows; one thread reads each followed
 room's version every ``PUSH_SECONDS`` (through ``RoomWatch``, one store read per room) and asks the
-page of every follower behind it to rerun. The follower's own poll stays, slower, for heartbeats and
+page of every follower behind it to rerun; a teacher's page on the same server wakes it at once
+(``nudge``) when it sends the room a change. The follower's own poll stays, slower, for heartbeats and
 as the safety net.
 
 Streamlit-free: the caller gives it ``version_of(code)`` and ``rerun(session_id)``; the app's side
@@ -41,11 +42,12 @@ class Pusher:
     """Thread-safe; one per server process."""
 
     def __init__(self, version_of: Callable[[str], int], rerun: Callable[[str], str], *,
-                 clock: Callable[[], float] = time.monotonic):
-        self._version_of, self._rerun, self._clock = version_of, rerun, clock
+                 clock: Callable[[], float] = time.monotonic, every: float = PUSH_SECONDS):
+        self._version_of, self._rerun, self._clock, self._every = version_of, rerun, clock, every
         self._lock = threading.Lock()
         self._followers: dict[str, Follower] = {}  # session id -> what its page follows and shows
         self._thread: threading.Thread | None = None
+        self._woken = threading.Event()  # set by nudge: tick now, not at the end of the wait
 
     def shown(self, session_id: str, code: str, version: int) -> None:
         """A follower's page run ended showing this version of the room."""
@@ -56,6 +58,10 @@ class Pusher:
         """The page follows no room now (explores on its own, left, was removed)."""
         with self._lock:
             self._followers.pop(session_id, None)
+
+    def nudge(self) -> None:
+        """A room followed here has moved (its teacher's page is on this server): tick now."""
+        self._woken.set()
 
     def following(self) -> dict[str, Follower]:
         with self._lock:
@@ -97,7 +103,8 @@ class Pusher:
             return None
 
     def start(self) -> None:
-        """Run tick() every PUSH_SECONDS on a daemon thread, once per Pusher."""
+        """Run tick() every ``every`` seconds (PUSH_SECONDS) and when nudged, on a daemon thread, once
+        per Pusher."""
         with self._lock:
             if self._thread is not None:
                 return
@@ -106,7 +113,8 @@ class Pusher:
 
     def _loop(self) -> None:
         while True:
-            time.sleep(PUSH_SECONDS)
+            self._woken.wait(self._every)
+            self._woken.clear()
             try:
                 self.tick()
             except Exception:  # noqa: BLE001 - the thread must outlive one bad tick; the polls remain

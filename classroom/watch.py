@@ -57,6 +57,14 @@ class RoomWatch:
             raise value
         return value
 
+    def moved(self, code: str, version: int) -> None:
+        """This process just wrote the room's new version (its teacher's page): the polls and the
+        push see it now, not up to max_age later."""
+        with self._lock:
+            _, kept = self._versions.get(code, (float("-inf"), 0))
+            if isinstance(kept, StoreError) or kept < version:
+                self._versions[code] = (self._clock(), version)
+
     def state(self, code: str) -> RoomState:
         """The room's state, read once per version for every follower of this process (a change
         makes them all ask at once); at least as new as version(code) says."""

@@ -181,8 +181,9 @@ def send(page_path: str, setup_json: str, selections: dict) -> None:
     if ss.get(live.PUBLISHED) == sent:
         return
     try:
-        live.store().set_state(ss[live.ROOM], ss[live.TEACHER_SECRET], page=page_path, step=max(step, 0),
-                          setup_json=setup_json, selections=selections)
+        version = live.store().set_state(ss[live.ROOM], ss[live.TEACHER_SECRET], page=page_path,
+                                         step=max(step, 0), setup_json=setup_json, selections=selections)
+        push.moved(live.watch, ss[live.ROOM], version)
         ss[live.PUBLISHED] = sent
     except (NoSuchRoom, NotTheTeacher):  # NotTheTeacher: the code now belongs to another room
         room_gone()

@@ -38,6 +38,14 @@ def shown(watch: Callable[[], RoomWatch], code: str, version: int) -> None:
         pusher(watch).shown(session_id, code, version)
 
 
+def moved(watch: Callable[[], RoomWatch], code: str, version: int) -> None:
+    """The teacher's page on this server just sent the room its new version: this server's
+    followers are asked to rerun now, not at the push's next look (up to a quarter second later)."""
+    watch().moved(code, version)
+    if this_server_session() is not None:
+        pusher(watch).nudge()
+
+
 def forget(watch: Callable[[], RoomWatch]) -> None:
     session_id = this_server_session()
     if session_id is not None:

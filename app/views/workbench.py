@@ -53,6 +53,7 @@ def steps(inputs: Inputs, mark: frame.Mark) -> None:
         i18n.language.start()  # read once for this run, as the frame does for a whole one
         phone_css.column_width.start()
         current = this_run.build(inputs)
+        following.publish(current, PATH)  # the class's pages run while this one draws (issue 40, 8)
         if frame.mark(current) != mark:
             st.rerun(scope="app")
     draw(current, inputs)

@@ -74,6 +74,24 @@ def test_only_the_followers_behind_their_room_are_asked_and_once():
     assert sessions.asked == ["b", "a", "b"]
 
 
+def test_a_nudge_asks_the_followers_at_once_not_at_the_next_look():
+    """Issue 40, 8: the teacher's page on this server wakes the push when it sends a change (a tick
+    every quarter second added up to half a second, with the watch's reuse age, to every change)."""
+    versions = {"ROOM": 1}
+    sessions = Sessions()
+    pusher = Pusher(lambda code: versions[code], sessions, every=3600)  # no look of its own in this test
+    pusher.shown("a", "ROOM", 1)
+    pusher.start()
+    versions["ROOM"] = 2
+    time.sleep(0.3)
+    assert sessions.asked == []  # nothing looked yet
+    pusher.nudge()
+    deadline = time.monotonic() + 5
+    while not sessions.asked and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sessions.asked == ["a"]
+
+
 def test_a_busy_session_is_asked_on_a_later_tick_and_a_gone_one_is_forgotten():
     pusher, sessions, clock = pusher_with({"ROOM": 5})
     pusher.shown("busy", "ROOM", 4)

@@ -1575,6 +1575,19 @@ class TestRoomWatch:
         assert watch.version(room.code) == 1
         assert counting.calls["version"] == 2
 
+    def test_a_version_this_process_wrote_is_seen_at_once_and_never_goes_back(self, watched, room, clock):
+        """Issue 40, 8: the teacher's page tells its server's watch the version it wrote (moved), so
+        the push does not wait out the reuse age; an older version told late changes nothing."""
+        counting, watch = watched
+        assert watch.version(room.code) == 0
+        watch.moved(room.code, publish(counting.store, room, 1))
+        assert watch.version(room.code) == 1
+        second = publish(counting.store, room, 2)
+        watch.moved(room.code, second)
+        watch.moved(room.code, second - 1)
+        assert watch.version(room.code) == second
+        assert counting.calls["version"] == 1  # no read of the store after the first
+
     def test_polls_at_once_wait_for_one_read(self, watched, room):
         counting, watch = watched
         seen, start = [], threading.Barrier(40)
