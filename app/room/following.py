@@ -82,7 +82,7 @@ def take_the_lead(code: str, secret: str) -> None:
     ss = st.session_state
     stop_following()
     ss.update(room=code, teacher_secret=secret, following=False)
-    for key in (live.PUBLISHED, live.ASKED, live.CONFIRM_REMOVE, live.FORGET_TEACHER_COOKIE):
+    for key in (live.PUBLISHED, live.ASKED, live.CONFIRM_REMOVE, live.FORGET_TEACHER_COOKIE, live.RESUMED):
         ss.pop(key, None)
     push.forget(live.watch)
     try:
@@ -91,6 +91,7 @@ def take_the_lead(code: str, secret: str) -> None:
         return  # the page the address names; the room box says when the store is back
     take_room_state(room)
     ss[live.LEAD_PAGE] = room.page  # go_to_room_page opens it once
+    ss[live.RESUMED] = room.question  # its screen takes it back (questions.resume)
 
 
 def page_inputs() -> dict:

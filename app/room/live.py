@@ -49,10 +49,11 @@ NICKNAME, ROOM_PAGE = "nickname", "room_page"
 ROOM_ENDED = "room_ended"  # the code of the room this student was in when it ended (said on the page)
 LEAD_PAGE = "lead_page"  # the room's page, opened once by a teacher who took the lead again
 FORGET_TEACHER_COOKIE = "forget_teacher_cookie"  # the room whose teacher cookie this browser should drop
+RESUMED = "resumed_question"  # the room's last question (the store's), for a teacher who took the lead again
 LIVE_KEYS = session_keys.register(*(session_keys.Key(name, __name__) for name in (
     ROOM, TEACHER_SECRET, STUDENT_SECRET, STUDENT_ID, APPLIED_VERSION, ROOM_INPUTS, ROOM_REVEALED, PUBLISHED,
     WRONG_CODES, JOINED_FROM_LINK, LIVE_MESSAGE, DOOR_WAIT, ASKED, JOIN_ERROR, CONFIRM_REMOVE,
-    ROOM_ENDED, LEAD_PAGE, FORGET_TEACHER_COOKIE,
+    ROOM_ENDED, LEAD_PAGE, FORGET_TEACHER_COOKIE, RESUMED,
 )))
 
 # Seconds for this session's wrong-code limit (tests/app/test_stateful.py moves its own clock).

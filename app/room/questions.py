@@ -117,6 +117,22 @@ def ask(question, screen: int | None = None) -> None:
     st.toast(i18n.t("Asked the room: the answers arrive next to the question."), icon=":material/groups:")
 
 
+def resume(screen, *candidates) -> bool:
+    """A teacher who took the lead again (a reload, another device) gets back the question the room
+    was asked from this screen: the one of ``candidates`` (the screen's question, its drawn
+    forecasts) with the store's prompt and kind. True when one was taken back."""
+    ss = st.session_state
+    asked = ss.get(live.RESUMED)
+    if asked is None or not (in_room() and is_teacher()):
+        return False
+    for question in candidates:
+        if question is not None and question.prompt == asked.prompt and question.kind == asked.kind:
+            ss[live.ASKED], ss[ASKED_SCREEN] = (asked.id, question), screen
+            ss.pop(live.RESUMED)
+            return True
+    return False
+
+
 def ask_button(question, key: str, screen: int | None = None) -> None:
     """'Ask the room', drawn for the teacher of a room only."""
     if in_room() and is_teacher():

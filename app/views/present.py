@@ -89,6 +89,16 @@ def go(delta: int) -> None:
     st.session_state[TO_THE_TOP] = True  # a new screen starts at its top
 
 
+def as_the_room_left_it(screen: int, question: Question | None, drawn: tuple) -> None:
+    """A teacher who took the lead again (a reload, another device) finds the screen as the room
+    left it: the question asked from it, with its answers, and its Reveal (issue 40, 1)."""
+    if not live.is_teacher() or question is None:
+        return
+    questions.resume(screen, question, *drawn)
+    if st.session_state.pop(live.ROOM_REVEALED, None) == screen:
+        st.session_state[REVEALED] = (screen, question.prompt)
+
+
 def reveal(screen: int, question: Question) -> None:
     """Show the answer, and the result drawn for the head and query the question was about."""
     st.session_state[REVEALED] = (screen, question.prompt)
@@ -120,12 +130,14 @@ def render(current: Current, inputs: Inputs) -> None:
     projector = Projector(current, inputs)
     formula(projector, screen)
     question = forecast_for(lesson, current, screen)
+    drawn = drawings(current, question, screen) if question is not None else (None, None)
+    as_the_room_left_it(screen, question, drawn)
     charts, words = st.columns([3, 2], gap="medium")
     room = questions.asked_here(screen)  # the room's answers where the result will be
     with words:
         if screen == 0:
             title_card(example, current)
-        revealed = question is None or ask(screen, question, drawings(current, question, screen), asked=room)
+        revealed = question is None or ask(screen, question, drawn, asked=room)
         where_the_point_is(lesson, screen, shown=revealed)  # after Reveal: it may answer the forecast
         if question is None or (room and not revealed):
             why(screen)  # once revealed, the answer's own explanation takes its room

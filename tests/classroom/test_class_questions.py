@@ -663,3 +663,32 @@ def test_ending_the_room_asks_first_and_offers_an_answers_file_a_spreadsheet_rea
     assert row[6].endswith(f"{distance:.2f}"), row
     teacher.button(key="live_end").click().run()
     assert not teacher.exception and "room" not in teacher.session_state or not teacher.session_state["room"]
+
+
+def test_a_teacher_who_leads_again_finds_the_question_asked_and_its_reveal():
+    """Issue 40, 1: a teacher's reload (or the teacher link on another device) lost the question asked
+    from the screen: its count and answers were gone and Reveal revealed nothing to the room. The
+    screen takes back the room's question (the store's) and, once revealed, its Reveal."""
+    teacher, code = teacher_with_room()
+    goto(teacher, "present")
+    teacher.button(key="present_next").click().run()  # screen 2: a shape to forecast
+    student = open_address({"room": code})
+    teacher.button(key="present_ask").click().run()
+    question_id, question = teacher.session_state["asked"]
+    lead = {"room": code, "teacher": teacher.session_state["teacher_secret"]}
+    rerun_after_a_poll(student)
+    student.text_input(key="live_value").input(question.answer_text.replace(" × ", "x"))
+    student.button(key=f"FormSubmitter:live_answer_{question_id}-Send").click().run()
+
+    again = open_address(lead)
+    assert not again.exception and again.session_state["last_page"] == "present"
+    assert again.session_state["asked"][0] == question_id
+    assert "1 of 1 answered" in the_answer_text(again)
+    again.button(key="present_reveal").click().run()
+    assert live_store_status(code, question_id) == "revealed"  # the room's question, revealed with it
+
+    third = open_address(lead)
+    assert not third.exception and "Answer:" in the_answer_text(third)
+    assert not [b for b in third.button if b.key in ("present_reveal", "present_ask")]
+    rerun_after_a_poll(student)
+    assert "right" in the_answer_text(student)
