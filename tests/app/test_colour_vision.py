@@ -9,7 +9,6 @@ are stated, with today's smallest values beside them.
 from __future__ import annotations
 
 import itertools
-import re
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from app.charts import forecast_figures, lab_figures
 from app.charts.figure_spec import INK
 from app.charts.figure_style import HEAD_COLOURS, SIGNED_SCALE, WEIGHT_SCALE
+from tests.wcag import BLACK, contrast_on_white, contrast_ratio, srgb
 
 colorspacious = pytest.importorskip("colorspacious")  # requirements-dev.txt
 from plotly.colors import sample_colorscale  # noqa: E402
@@ -28,13 +28,6 @@ WEIGHTS_APART = 7.0  # ΔE between weights 0.25 and 0.33 (smallest today 7.2, de
 TENTH_APART = 4.0  # ΔE between any two values a tenth of a scale apart (smallest 4.6: protanopia, 0.88/0.98)
 SIGNED_APART = 5.0  # ΔE between scores 0.25 and 0.33 (or negatives) of a scale bounded at 1 (smallest 5.1)
 SIGN_APART = 20.0  # ΔE between -0.5 and +0.5 on the signed scale: the sign of a score is never a guess
-
-
-def rgb(colour: str) -> np.ndarray:
-    """'#0072B2' or 'rgb(33, 145, 140)' as sRGB in [0, 1]."""
-    if colour.startswith("#"):
-        return np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)]) / 255
-    return np.array([float(x) for x in re.findall(r"[\d.]+", colour)[:3]]) / 255
 
 
 def seen(colour: np.ndarray, deficiency: str | None) -> np.ndarray:
@@ -49,7 +42,7 @@ def delta_e(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def on_scale(scale, position: float) -> np.ndarray:
-    return rgb(sample_colorscale(scale, [position])[0])
+    return srgb(sample_colorscale(scale, [position])[0])
 
 
 def apart(scale, a: float, b: float, deficiency: str | None) -> float:
@@ -93,19 +86,9 @@ PALETTES = {  # name: colours, smallest ΔE between any two of them (today's sma
 @pytest.mark.parametrize("deficiency", SEEN_BY)
 def test_every_two_colours_of_a_palette_stay_apart(palette, deficiency):
     colours, least = PALETTES[palette]
-    closest = min((delta_e(seen(rgb(a), deficiency), seen(rgb(b), deficiency)), a, b)
+    closest = min((delta_e(seen(srgb(a), deficiency), seen(srgb(b), deficiency)), a, b)
                   for a, b in itertools.combinations(colours, 2))
     assert closest[0] >= least, (palette, closest)
-
-
-def _luminance(colour: np.ndarray) -> float:
-    linear = np.where(colour <= 0.04045, colour / 12.92, ((colour + 0.055) / 1.055) ** 2.4)
-    return float(linear @ [0.2126, 0.7152, 0.0722])
-
-
-def contrast_on_white(colour: str) -> float:
-    """WCAG contrast ratio of a colour against white."""
-    return 1.05 / (_luminance(rgb(colour)) + 0.05)
 
 
 def test_chart_text_is_dark_enough_on_white():
@@ -133,7 +116,7 @@ def test_black_numbers_stand_out_on_every_cell_plotly_writes_dark(scale_name):
     for position in np.linspace(0, 1, 201):
         cell = on_scale(scale, position)
         if cell @ [299, 587, 114] * 255 / 1000 >= PLOTLY_DARK_TEXT_FROM:
-            worst.append(((_luminance(cell) + 0.05) / 0.05, round(position, 3)))
+            worst.append((contrast_ratio(cell, BLACK), round(position, 3)))
     assert worst and min(worst)[0] >= 4.5, min(worst)
 
 

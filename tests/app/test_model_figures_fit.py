@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from app.charts import figure_layout, figure_style, figures, model_figures, number_text
+from tests.wcag import contrast_on_white
 
 PHONE_WIDTH = 358  # px: a 390-px phone's column (Streamlit pads it 16 px a side)
 WIDTHS = [figure_layout.FULL_WIDTH, figure_layout.HALF_WIDTH, PHONE_WIDTH]
@@ -132,19 +133,6 @@ def test_the_model_overview_says_where_its_labels_are(rng, width):
     assert min((d[1] - d[0]) * plot_w for d in thumbs) >= model_figures.THUMB_MIN_PX - 8  # never slivers
 
 
-def luminance(hex_colour: str) -> float:
-    rgb = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
-    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
-    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-
-
-def contrast(hex_colour: str, opacity: float = 1.0) -> float:
-    """Against white, as a stroke of `opacity` shows on it."""
-    rgb = [int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]
-    blended = "#" + "".join(f"{round(opacity * c + (1 - opacity) * 255):02x}" for c in rgb)
-    return 1.05 / (luminance(blended) + 0.05)
-
-
 @pytest.mark.parametrize("heads", [[0, 6], [0, 1, 2, 3, 4, 5, 6, 7], [6]])
 def test_the_head_view_gives_every_selected_heads_numbers_in_colours_that_show(rng, heads):
     """Finding 7: with heads 1 and 7 the keys carried head 1's numbers only, and head 7's #F0E442 was
@@ -157,13 +145,13 @@ def test_the_head_view_gives_every_selected_heads_numbers_in_colours_that_show(r
         expected = [number_text.format_number(float(weights[h, 3, k])) for h in heads]
         assert [n["text"] for n in after_key] == expected
         for note in after_key:
-            assert contrast(note["font"]["color"]) >= 4.5, note
+            assert contrast_on_white(note["font"]["color"]) >= 4.5, note
     shifts = sorted({n["xshift"] for n in notes})
     gaps = np.diff(shifts)
     assert all(g >= 4 * 0.6 * model_figures.LINE_FONT for g in gaps)  # "0.67" never runs into the next
     for trace in fig["data"]:
         if trace.get("mode") == "lines":
-            assert contrast(trace["line"]["color"], trace.get("opacity", 1.0)) >= 3.0, trace["name"]
+            assert contrast_on_white(trace["line"]["color"], trace.get("opacity", 1.0)) >= 3.0, trace["name"]
         if trace.get("mode") == "text":
             assert all("<" not in t for t in trace["text"])  # no markup: numbers are annotations of their own
 
