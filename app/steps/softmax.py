@@ -18,11 +18,15 @@ from app.steps.section import Section, grid, step_header, waiting
 from app.steps.step_text import drill_lines
 from app.steps.view import Charts, StepView, grid_of_heads, sub
 from app.widgets import chart
+from course.i18n import N_, translator
 from course.worksheet import scaling_words
 from mha_core import row_sum_deviation
 
 NAME = "softmax"
 ZOOM = 12  # positions a side of the zoomed window of a long sequence's weights
+# The scaled scores' panel titles ('scaled₁ [3 × 3]'): a word, so in the reader's language (S and A
+# are symbols, the same in every language).
+SCALED = N_("scaled")
 
 
 def _scaling(setup, d_k: int) -> str:
@@ -32,7 +36,8 @@ def _scaling(setup, d_k: int) -> str:
 
 def charts(view: StepView) -> Charts:
     r = view.result
-    return Charts({"chart_scaled": grid_of_heads(view, "scaled", r.scaled, kind="scores", mask=r.mask),
+    scaled = translator(view.language)(SCALED)
+    return Charts({"chart_scaled": grid_of_heads(view, scaled, r.scaled, kind="scores", mask=r.mask),
                    "chart_weights": grid_of_heads(view, "A", r.weights, kind="weights", mask=r.mask)})
 
 

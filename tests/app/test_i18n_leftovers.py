@@ -1,0 +1,37 @@
+"""English left on pages in other languages (issue 40, finding 6): a chart title, the skip links, the
+Real model page's note when its package is missing, the sidebar's multiplier box.
+
+The catalogues are translated after the code: these tests put a translator of their own in place of
+the reader's language (every message comes back marked), so they say that a text goes through the
+translation, whatever the catalogues hold today.
+"""
+
+from __future__ import annotations
+
+from course.examples import all_examples
+
+
+def marked(message: str) -> str:
+    return f"«{message}»"
+
+
+def test_the_scaled_scores_titles_are_in_the_readers_language(monkeypatch):
+    """The softmax step's panels of scaled scores were titled 'scaled₁ [3 × 3]' in every language."""
+    from app.steps import softmax
+    from app.steps.view import StepView
+
+    monkeypatch.setattr(softmax, "translator", lambda language: marked, raising=False)
+    example = all_examples()["the_cat_sat_two_heads"]
+    result = example.run()
+    kept = {}
+
+    def build(builder, *args, **kwargs):
+        kept.update(kwargs)
+        return kwargs
+
+    view = StepView(example, result, list(example.tokens), list(example.key_tokens or example.tokens),
+                    language="de", build=build)
+    softmax.charts(view)["chart_scaled"]
+    titles = kept["head_names"]
+    assert len(titles) == result.n_heads == 2
+    assert titles[0].startswith("«scaled»₁ [") and titles[1].startswith("«scaled»₂ ["), titles
