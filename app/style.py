@@ -17,6 +17,8 @@ import json
 
 import streamlit as st
 
+from course.i18n import N_, translator
+
 FOCUS = "#1A56DB"  # the focus ring: 6.1:1 on white, 3:1 or more against every panel colour it meets
 CAPTION = "#5C5B58"  # faded text, 6.8:1 on white, 6.4:1 on the sidebar (Streamlit's #828180 is 3.9:1)
 CHOSEN = "#A3202F"  # a chosen segment's text: 6.5:1 on its pink (Streamlit's #C53948 is 4.47:1)
@@ -108,7 +110,6 @@ SCRIPT = """
   let toolbarsInTabOrder = false;
   const nav = doc.createElement("nav");
   nav.id = "mha-skip";
-  nav.setAttribute("aria-label", "Skip links");
   doc.body.insertBefore(nav, doc.body.firstChild);
 
   const link = (text, href, onClick) => {
@@ -130,12 +131,14 @@ SCRIPT = """
   let drawn = "";
   const update = () => {
     const found = steps();
-    const key = found.map(h => h.id).join("|") + toolbarsInTabOrder;
-    if (key !== drawn) {
+    const words = window.mhaSkipWords;  // the reader's language, written by apply()'s second script
+    const key = found.map(h => h.id).join("|") + toolbarsInTabOrder + JSON.stringify(words);
+    if (words && key !== drawn) {
       drawn = key;
-      nav.replaceChildren(...found.map(h => link("Skip to step " + h.textContent.trim(), "#" + h.id)),
-        link(toolbarsInTabOrder ? "Take chart toolbars out of the Tab order"
-                                : "Chart toolbars in the Tab order", "#", toggleToolbars));
+      nav.setAttribute("aria-label", words.nav);
+      const toStep = (h) => words.step.split("{step}").join(h.textContent.trim());
+      nav.replaceChildren(...found.map(h => link(toStep(h), "#" + h.id)),
+        link(toolbarsInTabOrder ? words.toolbars_out : words.toolbars_in, "#", toggleToolbars));
     }
     for (const el of doc.querySelectorAll(TOOLBAR)) {
       if (toolbarsInTabOrder) { el.removeAttribute("tabindex"); }
@@ -211,10 +214,17 @@ SCRIPT = """
       requestAnimationFrame(() => { queued = false; update(); });
     }
   }).observe(doc.body, {childList: true, subtree: true, characterData: true});
+  window.mhaSkipUpdate = update;  // the words' script calls it when the language changes
   update();
 })();
 </script>
 """
+
+# The skip links' words (SCRIPT draws them), in the reader's language: a German page's links were
+# English. "{step}" is the step's heading ("1. Embeddings").
+SKIP_WORDS = {"nav": N_("Skip links"), "step": N_("Skip to step {step}"),
+              "toolbars_in": N_("Chart toolbars in the Tab order"),
+              "toolbars_out": N_("Take chart toolbars out of the Tab order")}
 
 
 # Large type: the page's own text grows with the charts' (the grids' canvas keeps its size).
@@ -233,5 +243,15 @@ def apply(language: str) -> None:
     and hyphenation (WCAG 3.1.1): ``language`` is one of course.i18n.LANGUAGES, never outside text."""
     with st.container(key="mha_style"):
         st.html(CSS + SCRIPT, unsafe_allow_javascript=True)
-        st.html(f"<script>document.documentElement.lang = {json.dumps(language.replace('_', '-'))};</script>",
-                unsafe_allow_javascript=True)
+        st.html(language_script(language), unsafe_allow_javascript=True)
+
+
+def language_script(language: str) -> str:
+    """The page's language and the skip links' words in it; a new language's script runs again and
+    redraws the links (SCRIPT itself runs once per tab)."""
+    translate = translator(language)
+    words = json.dumps({name: translate(message) for name, message in SKIP_WORDS.items()}, ensure_ascii=False)
+    words = words.replace("<", "\\u003c")  # no "</script>" inside the script, whatever a translation says
+    return (f"<script>document.documentElement.lang = {json.dumps(language.replace('_', '-'))};\n"
+            f"window.mhaSkipWords = {words};\n"
+            "if (window.mhaSkipUpdate) { window.mhaSkipUpdate(); }</script>")

@@ -35,3 +35,38 @@ def test_the_scaled_scores_titles_are_in_the_readers_language(monkeypatch):
     titles = kept["head_names"]
     assert len(titles) == result.n_heads == 2
     assert titles[0].startswith("«scaled»₁ [") and titles[1].startswith("«scaled»₂ ["), titles
+
+
+def skip_words_sent(script: str) -> dict:
+    """The skip links' words a page's language script gives the page (window.mhaSkipWords)."""
+    import json
+    import re
+
+    found = re.search(r"window\.mhaSkipWords = (\{.*?\});", script)
+    assert found, script
+    return json.loads(found[1])
+
+
+def test_the_skip_links_words_are_the_readers_language(monkeypatch):
+    """The skip links ('Skip to step 1. …', 'Chart toolbars in the Tab order') were English in the
+    page's script, whatever the language: now each page is sent its words in its language, and the
+    script has none of its own."""
+    from app import style
+
+    monkeypatch.setattr(style, "translator", lambda language: marked, raising=False)
+    script = getattr(style, "language_script", lambda language: "")("de")
+    assert skip_words_sent(script) == {"nav": "«Skip links»", "step": "«Skip to step {step}»",
+                                       "toolbars_in": "«Chart toolbars in the Tab order»",
+                                       "toolbars_out": "«Take chart toolbars out of the Tab order»"}
+    assert 'document.documentElement.lang = "de"' in script
+    for english in ("Skip to step", "Chart toolbars in the Tab order", "Skip links"):
+        assert english not in style.SCRIPT
+
+
+def test_a_translation_cannot_end_the_skip_links_script(monkeypatch):
+    from app import style
+
+    monkeypatch.setattr(style, "translator", lambda language: lambda message: "</script><b>", raising=False)
+    script = style.language_script("de")
+    assert script.count("</script>") == 1 and script.endswith("</script>")
+    assert skip_words_sent(script)["nav"] == "</script><b>"
