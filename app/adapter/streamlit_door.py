@@ -15,9 +15,12 @@ The widget guard (``install_widget_guard``)
 A widget's value arrives from the browser serialised and Streamlit reads it back (its deserialiser)
 before the script runs, on the first look at it: an integer number_input sent NaN or infinity
 (``int(nan)``), or a string, raised there, and the sender's page was an exception only; a number
-outside the box's bounds silently became the box's default (d_model 10^18 read as 1). The guard
-refuses such a value (the widget keeps what it held, as if nothing had been sent) and keeps what was
-sent for the page to say (``refused_values``), next to the input at fault.
+outside the box's bounds silently became the box's default (d_model 10^18 read as 1); a value in
+another field than the widget's own raised too (NaN or a number sent to a select box or a radio:
+its options are looked up as text) or was read as something else (``true`` sent to d_model read as
+1: a bool is no number). The guard refuses such a value (the widget keeps what it held, as if
+nothing had been sent) and keeps what was sent for the page to say (``refused_values``), next to
+the input at fault.
 
 The races (``install_race_fixes``)
 -----------------------------------
@@ -83,7 +86,8 @@ PRIVATE_NAMES = (
      "the runner race (wrapped)"),
     ("streamlit.runtime.state.session_state.WStates", "call_callback", "the double click (wrapped)"),
     ("streamlit.runtime.state.session_state.WidgetMetadata", "fragment_id", "the double click"),
-    ("streamlit.runtime.state.session_state.WidgetMetadata", "value_type", "the double click"),
+    ("streamlit.runtime.state.session_state.WidgetMetadata", "value_type",
+     "the double click; the widget guard: the field a widget's value comes in"),
     ("streamlit.runtime.Runtime", "media_file_mgr", "clear_session_media"),
     ("streamlit.runtime.app_session.AppSession", "_on_scriptrunner_event", "one wake-up per batch (wrapped)"),
     ("streamlit.runtime.app_session.AppSession", "_call_soon_on_event_loop", "one wake-up per batch"),
@@ -304,6 +308,21 @@ def widget_guard_installed() -> bool:
     return getattr(WStates, "_mha_guarded", False)
 
 
+# The fields a plain widget's value comes in (WidgetMetadata.value_type, and for a number box the
+# integer field too: an integer box's value comes as int_value). A component's JSON, a file, a button's
+# trigger and a chat message are left to their own readers.
+PLAIN_FIELDS = {"string_value": ("string_value",), "bool_value": ("bool_value",),
+                "double_value": ("double_value", "int_value"), "int_value": ("int_value",),
+                "string_array_value": ("string_array_value",), "double_array_value": ("double_array_value",)}
+
+
+def wrong_field(expected: str, sent: str | None) -> bool:
+    """A value sent in another field than the widget's own: a number (NaN) to a select box or a radio,
+    whose options are text; ``true`` to a number box (a bool is no number, though Python reads it as 1).
+    Nothing sent (None: a cleared value) is no value of the wrong kind."""
+    return sent is not None and expected in PLAIN_FIELDS and sent not in PLAIN_FIELDS[expected]
+
+
 def install_widget_guard() -> None:
     """Once per process: a widget value Streamlit cannot read back is refused and noted, not raised.
 
@@ -318,6 +337,8 @@ def install_widget_guard() -> None:
         metadata = states.widget_metadata.get(widget_id)
         if metadata is None:
             return False
+        if wrong_field(metadata.value_type, state.WhichOneof("value")):
+            return True
         sent = unpack_widget_state_value(state)
         try:
             metadata.deserializer(sent)
