@@ -27,7 +27,7 @@ from app.room import live, proxy
 from classroom.store import CODE_LENGTH, StoreError
 
 TEACHER_KEY_ENV, TEACHER_KEY_FILE_ENV = "MHA_TEACHER_KEY", "MHA_TEACHER_KEY_FILE"
-MAX_CLIENT_CHARS = 64  # an IPv6 address with a zone fits; a longer header value is cut
+MAX_CLIENT_CHARS = proxy.MAX_ADDRESS_CHARS  # an IPv6 address with a zone fits; a longer header value is cut
 # The one client of every request whose address the server cannot tell: its buckets are the store's
 # per-address ones, sized for a school behind one address.
 NO_ADDRESS = "(no address)"
@@ -58,14 +58,7 @@ def named_address() -> str:
     return first_address(values[0]) if values else ""
 
 
-def first_address(value: str) -> str:
-    """The browser's address in a proxy header: "a, b" gives a; Forwarded's "for=a;proto=https", a."""
-    first = value.split(",")[0].strip()
-    for part in first.split(";"):
-        name, _, address = part.partition("=")
-        if name.strip().lower() == "for":
-            first = address.strip().strip('"')
-    return first[:MAX_CLIENT_CHARS]
+first_address = proxy.first_address  # the browser's address in a proxy header (the first)
 
 
 def peer_address() -> str:

@@ -32,6 +32,13 @@ PROXY_NOTE = N_("Requests reach this server through a proxy (they carry the head
                 "students joining count everyone coming through it as one address. If the proxy writes the "
                 "browser's address into {header}, replacing what the browser sent, whoever runs the server "
                 "should set `MHA_CLIENT_IP_HEADER={header}` (docs/deploy.md).")
+DIRECT_NOTE = N_("This server counts each browser by the header {header} "
+                 "(`MHA_CLIENT_IP_HEADER={header}`), but requests carrying that header reach it straight "
+                 "from the internet, not through a proxy on this machine or a private network: anyone can "
+                 "write the header, and a script that writes a new address into it every time is never held "
+                 "by the limits on rooms started, room codes tried and students joining. Unless your proxy "
+                 "has a public address, whoever runs the server should let browsers reach it only through "
+                 "the proxy (docs/deploy.md).")
 
 # The session keys this module owns (app/session/session_keys.py).
 DOOR_ERROR, RENAME_ERROR, START_ERROR = "live_door_error", "live_rename_error", "live_start_error"
@@ -145,6 +152,9 @@ def render() -> None:
     proxy_header = proxy.unconfigured()
     if proxy_header is not None and (live.is_teacher() or not live.in_room()):
         st.warning(i18n.t(PROXY_NOTE).format(header=lit(proxy_header)), icon=":material/router:")
+    direct_header = proxy.direct()  # the header trusted, but written by clients reaching the server straight
+    if direct_header is not None and (live.is_teacher() or not live.in_room()):
+        st.warning(i18n.t(DIRECT_NOTE).format(header=lit(direct_header)), icon=":material/gpp_maybe:")
     if not live.in_room():
         door_ui()
         return
