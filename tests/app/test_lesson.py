@@ -15,6 +15,7 @@ from hypothesis.extra.numpy import arrays
 from app.charts import number_text
 from app.views.present import SCREENS
 from course.examples import all_examples
+from course.steps import screen_position
 from mha_core import count_parameters, largest_change
 from tests.apptest_util import (
     address,
@@ -26,8 +27,10 @@ from tests.apptest_util import (
     open_address,
     pick,
     pick_example,
+    presenter_screens,
     shown,
     texts,
+    to_screen,
 )
 
 pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
@@ -114,14 +117,7 @@ def heading(screen: int) -> str:
 
 def walk(at) -> list[str]:
     """Next through every screen, revealing each forecast; the titles seen, in order."""
-    seen = [screen_title(at)]
-    for _ in range(len(SCREENS) - 1):
-        reveal_if_asked(at)
-        assert not at.exception, seen
-        at.button(key="present_next").click().run()
-        assert not at.exception, seen
-        seen.append(screen_title(at))
-    return seen
+    return [screen_title(at) for _ in presenter_screens(at)]
 
 
 def reveal_if_asked(at) -> bool:
@@ -156,7 +152,7 @@ def test_the_first_screen_tells_the_story_and_where_to_look():
     goto(at, "present")
     page = " ".join(texts(at.markdown))
     assert "Exponentials magnify gaps" in page
-    assert "What to look for:** on screen 4" in page
+    assert f"What to look for:** on screen {screen_position('softmax') + 1}" in page
     assert "0.99999999588" not in page.replace("\\", "")
 
 
@@ -164,9 +160,7 @@ def test_the_point_is_flagged_on_its_screen_after_the_chapters_forecast():
     at = fresh_app()
     pick_example(at, "ex_d_one_huge_score")
     goto(at, "present")
-    for _ in range(3):  # to screen 4, where example D's point is
-        reveal_if_asked(at)
-        at.button(key="present_next").click().run()
+    to_screen(at, "softmax")  # where example D's point is
     forecast = " ".join(texts(at.markdown))
     assert "Scores 0, 0 and 20" in forecast.replace("\\", "")
     assert "present_weights" not in chart_specs(at)  # the result waits for Reveal
@@ -180,9 +174,7 @@ def test_the_point_is_flagged_on_its_screen_after_the_chapters_forecast():
 def test_back_hides_the_answer_again_and_a_new_example_asks_its_own_question():
     at = fresh_app()
     goto(at, "present")
-    for _ in range(3):
-        reveal_if_asked(at)
-        at.button(key="present_next").click().run()
+    to_screen(at, "softmax")
     assert reveal_if_asked(at)
     at.button(key="present_back").click().run()
     at.button(key="present_next").click().run()
@@ -191,9 +183,7 @@ def test_back_hides_the_answer_again_and_a_new_example_asks_its_own_question():
     pick_example(at, "ex_e_negative_score")  # a new example starts its lesson on screen 1
     assert not at.exception
     assert screen_title(at) == heading(0)
-    for _ in range(3):
-        reveal_if_asked(at)
-        at.button(key="present_next").click().run()
+    to_screen(at, "softmax")
     after = [t for t in texts(at.markdown) if "Forecast" in t]
     assert after and after != before
     assert "Scores \\-3 and 1" in after[0]
@@ -206,21 +196,19 @@ def test_a_bookmark_opens_the_example_at_its_step():
     at = fresh_app()
     pick_example(at, "ex_f_scaled")
     goto(at, "present")
-    for _ in range(3):
-        reveal_if_asked(at)
-        at.button(key="present_next").click().run()
+    to_screen(at, "softmax")
     params = address(at)
-    assert params["step"] == "softmax"  # screen 4, by its name
+    assert params["step"] == "softmax"  # the screen, by its name
     student = open_address(params, "present")
     assert not student.exception
-    assert screen_title(student) == heading(3)
+    assert screen_title(student) == heading(screen_position("softmax"))
     assert student.session_state["origin"] == "ex_f_scaled"
 
 
 def test_a_link_to_a_step_that_does_not_exist_lands_on_the_last_one():
     at = open_address({"example": "ex_c_equal_scores", "step": "99"}, "present")
     assert not at.exception
-    assert screen_title(at) == heading(8)
+    assert screen_title(at) == heading(len(SCREENS) - 1)
     assert any("does not have" in text for text in texts(at.caption))
 
 
@@ -238,7 +226,7 @@ def test_the_presenter_waits_for_valid_input_without_a_traceback():
 
 
 def test_the_cost_screen_substitutes_example_is_numbers():
-    at = open_address({"example": "ex_i_parameter_count", "step": "9"}, "present")
+    at = open_address({"example": "ex_i_parameter_count", "step": "cost"}, "present")
     assert not at.exception
     assert "About how many parameters" in " ".join(texts(at.markdown))  # the chapter's forecast first
     assert reveal_if_asked(at)
@@ -302,8 +290,8 @@ def test_pinned_setups_of_other_sizes_say_so():
 
 
 def test_a_generated_example_also_starts_its_lesson_on_screen_one():
-    at = open_address({"example": "ex_g_coreference", "step": "5"}, "present")
-    assert screen_title(at) == heading(4)
+    at = open_address({"example": "ex_g_coreference", "step": "weighted_sum"}, "present")
+    assert screen_title(at) == heading(screen_position("weighted_sum"))
     pick_example(at, "random")
     assert not at.exception
     assert screen_title(at) == heading(0)
@@ -313,14 +301,11 @@ def test_a_generated_example_also_starts_its_lesson_on_screen_one():
 def test_every_small_grid_on_the_presenter_carries_its_numbers(key):
     """The room reads the numbers off the cells: every heatmap of a small example prints them."""
     at = open_address({"example": key}, "present")
-    for screen in range(len(SCREENS)):
-        reveal_if_asked(at)
+    for screen in presenter_screens(at):
         for name, spec in chart_specs(at).items():
             for trace in spec["data"]:
                 if trace["type"] == "heatmap" and trace.get("x0", 1) > 0:
                     assert "texttemplate" in trace, (key, screen + 1, name)
-        if screen < len(SCREENS) - 1:
-            at.button(key="present_next").click().run()
 
 
 def page_text(at) -> str:

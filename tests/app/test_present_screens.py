@@ -13,14 +13,13 @@ from app.views.present import SCREENS
 from course.examples import all_examples
 from course.quiz import forecast
 from course.steps import screen_position
-from tests.apptest_util import chart_specs, open_address, shown
+from tests.apptest_util import chart_specs, open_address, presenter_screens, shown
 
 pytestmark = pytest.mark.slow  # seconds of AppTest runs or sweeps: make test-fast leaves it out
 
 EXAMPLES = all_examples()
-SPLIT = next(i for i, screen in enumerate(SCREENS) if screen.title.startswith("Split into h heads"))
-CONCATENATE = next(i for i, screen in enumerate(SCREENS) if screen.title.startswith("Concatenate"))
-COST = len(SCREENS) - 1
+SPLIT = screen_position("split")
+CONCATENATE = screen_position("concatenate")
 WEIGHTS = [list(stop) for stop in figure_style.WEIGHT_SCALE]  # the weights' one colour scale
 
 
@@ -41,7 +40,7 @@ def reveal_button(at):
 def walk_before_reveal(key: str):
     """(screen, the page before Reveal, the page after Reveal or None) for every screen of an example."""
     at = open_address({"example": key}, "present")
-    for screen in range(len(SCREENS)):
+    for screen in presenter_screens(at, reveal=False):
         before = on_screen(at)
         button = reveal_button(at)
         after = None
@@ -50,9 +49,6 @@ def walk_before_reveal(key: str):
             assert not at.exception
             after = on_screen(at)
         yield screen, before, after
-        if screen < len(SCREENS) - 1:
-            at.button(key="present_next").click().run()
-            assert not at.exception
 
 
 @pytest.mark.parametrize("key", [k for k, s in EXAMPLES.items() if s.lesson is not None])
@@ -74,9 +70,9 @@ def test_the_lessons_point_is_never_on_screen_before_the_reveal_of_its_forecast(
                 assert answer in after
 
 
-def test_the_cat_sat_screen_7_shows_its_point_only_after_reveal():
-    """The teacher's finding, as seen: screen 7 of 'the cat sat' before and after Reveal."""
-    at = open_address({"example": "the_cat_sat_two_heads", "step": "7"}, "present")
+def test_the_cat_sat_disagreement_screen_shows_its_point_only_after_reveal():
+    """The teacher's finding, as seen: the disagreement screen of 'the cat sat' before and after Reveal."""
+    at = open_address({"example": "the_cat_sat_two_heads", "step": "disagreement"}, "present")
     assert "Where will 'sat' look in each head?" in forecast_prompt(at)
     assert "head 1 puts 0.67" not in on_screen(at)
     assert not at.success
@@ -89,10 +85,10 @@ MANY_HEADS = [k for k, s in EXAMPLES.items() if s.w_q.shape[0] > 1 and len(s.key
 
 
 @pytest.mark.parametrize("key", MANY_HEADS)
-def test_screen_6_asks_about_the_heads_and_its_answer_is_the_cores(key):
+def test_the_split_screen_asks_about_the_heads_and_its_answer_is_the_cores(key):
     """Split into h heads: the forecast compares the heads (which gives a key the most weight from a
     query), not a dot product; the revealed answer is the head the weights say."""
-    at = open_address({"example": key, "step": str(SPLIT + 1)}, "present")
+    at = open_address({"example": key, "step": "split"}, "present")
     prompt = forecast_prompt(at)
     assert prompt is not None, key
     asked = re.search(r"Which head gives key “(\d+) · [^”]*” the most weight from query “(\d+) · ", prompt)
@@ -107,15 +103,17 @@ def test_screen_6_asks_about_the_heads_and_its_answer_is_the_cores(key):
 
 @pytest.mark.parametrize("key", list(EXAMPLES))
 def test_each_screens_generated_forecast_is_about_that_screens_idea(key):
-    """The forecast generated for a screen asks what that screen shows: shapes of Q, K, V on screen 2,
-    a score on 3, weights on 4, a blend on 5, the heads on 6, disagreement on 7, the concatenation's
-    shapes on 8, the parameter count on 9 (never the cost on the concatenation's screen)."""
+    """The forecast generated for a screen asks what that screen shows: shapes of Q, K, V on qkv,
+    a score on dot_product, weights on softmax, a blend on weighted_sum, the heads on split,
+    disagreement on disagreement, the concatenation's shapes on concatenate, the parameter count on
+    cost (never the cost on the concatenation's screen)."""
     setup = EXAMPLES[key]
     result = setup.run()
-    kinds = {1: {"shape"}, 2: {"top_key", "score"}, 3: {"top_key", "flat_head"},
-             4: {"head_output", "top_key"},
-             SPLIT: {"strongest_head"}, 6: {"disagreeing_pair", "flat_head"}, CONCATENATE: {"shape"},
-             COST: {"parameters"}}
+    kinds = {screen_position(name): kind for name, kind in {
+        "qkv": {"shape"}, "dot_product": {"top_key", "score"}, "softmax": {"top_key", "flat_head"},
+        "weighted_sum": {"head_output", "top_key"}, "split": {"strongest_head"},
+        "disagreement": {"disagreeing_pair", "flat_head"}, "concatenate": {"shape"},
+        "cost": {"parameters"}}.items()}
     for screen in range(1, len(SCREENS)):
         for seed in range(3):
             question = forecast(setup, result, SCREENS[screen].step, seed=screen + 10 * seed,
@@ -142,18 +140,13 @@ def test_every_weight_on_the_presenter_is_drawn_in_one_colour_scale(key):
     heatmaps' own, figure_style.WEIGHT_SCALE): no screen draws them as bars in the heads' colours."""
     at = open_address({"example": key}, "present")
     weights_seen = 0
-    for screen in range(len(SCREENS)):
-        button = reveal_button(at)
-        if button is not None:
-            button.click().run()
+    for screen in presenter_screens(at):
         for name, spec in chart_specs(at).items():
             for trace in spec["data"]:
                 assert trace["type"] != "bar", (key, screen + 1, name)
                 if trace["type"] == "heatmap" and (trace.get("zmin"), trace.get("zmax")) == (0.0, 1.0):
                     assert [list(stop) for stop in trace["colorscale"]] == WEIGHTS, (key, screen + 1, name)
                     weights_seen += 1
-        if screen < len(SCREENS) - 1:
-            at.button(key="present_next").click().run()
     assert weights_seen >= 4  # softmax, the heads side by side, the heads' rows for a query, ...
 
 
@@ -170,7 +163,7 @@ def test_the_cost_screen_counts_every_examples_parameters(key):
     to the core's count (mha_core.derive.count_parameters), as the workbench's sizes line says."""
     from mha_core.derive import cost_of
 
-    at = open_address({"example": key, "step": str(COST + 1)}, "present")
+    at = open_address({"example": key, "step": "cost"}, "present")
     if reveal_button(at) is not None:  # the count answers the screen's forecast
         reveal_button(at).click().run()
     assert not at.exception

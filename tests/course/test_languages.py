@@ -21,8 +21,18 @@ from course.i18n import (
     number,
     translator,
 )
-from course.steps import SCREENS, STEPS, in_language
-from tests.apptest_util import address, chart_specs, fresh_app, goto, open_address, pick_example, texts
+from course.steps import SCREENS, STEPS, in_language, screen_position
+from tests.apptest_util import (
+    address,
+    chart_specs,
+    fresh_app,
+    goto,
+    open_address,
+    pick_example,
+    presenter_screens,
+    texts,
+    to_screen,
+)
 
 TRANSLATED = [code for code in LANGUAGES if code != "en"]
 # What a translation keeps exactly as the English has it: symbols, formulas' names, Markdown.
@@ -159,23 +169,28 @@ def test_a_student_reads_the_english_speaking_teacher_s_lesson_in_german(embedde
     teacher.button(key="live_start").click().run()
     code = teacher.session_state["room"]
     goto(teacher, "present")
-    teacher.button(key="present_next").click().run()
+    teacher.button(key="present_next").click().run()  # the second screen, whatever it is
     student = open_address({"room": code, "lang": "de"})
     assert not student.exception
     german = in_language("de")[1]
-    heading = next(text for text in texts(student.markdown) if text.startswith("### "))
-    assert heading == f"### 2 / {len(SCREENS)} · {german[1].title}"
-    teacher.button(key="present_next").click().run()
+
+    def heading(screens, position: int) -> str:
+        return f"### {position + 1} / {len(SCREENS)} · {screens[position].title}"
+
+    assert next(text for text in texts(student.markdown) if text.startswith("### ")) == heading(german, 1)
+    asked = screen_position("dot_product")  # a screen with a forecast, after the second
+    for _ in range(asked - 1):
+        teacher.button(key="present_next").click().run()
     time.sleep(VERSION_MAX_AGE)  # the server's watch reads the room again
     student.run()
-    heading = next(text for text in texts(student.markdown) if text.startswith("### "))
-    assert heading == f"### 3 / {len(SCREENS)} · {german[2].title}"  # the teacher's step, in German
+    shown = next(text for text in texts(student.markdown) if text.startswith("### "))
+    assert shown == heading(german, asked)  # the teacher's step, in German
     teacher_heading = next(text for text in texts(teacher.markdown) if text.startswith("### "))
-    assert teacher_heading == f"### 3 / {len(SCREENS)} · {SCREENS[2].title}"  # the teacher's stays English
+    assert teacher_heading == heading(SCREENS, asked)  # the teacher's stays English
     assert teacher.session_state["language"] == "en" and student.session_state["language"] == "de"
     assert any(text.startswith(f"**Raum {code}** · du folgst der Lehrkraft: ")
                for text in texts(student.sidebar.markdown))
-    teacher.button(key="present_ask").click().run()  # the teacher asks the room screen 3's forecast
+    teacher.button(key="present_ask").click().run()  # the teacher asks the room that screen's forecast
     question_id, _ = teacher.session_state["asked"]
     time.sleep(VERSION_MAX_AGE)
     student.run()
@@ -224,15 +239,11 @@ def test_the_presenter_speaks_german_with_german_numbers_on_every_screen():
     at = open_address({"lang": "de", "example": "ex_i_parameter_count"})
     goto(at, "present")
     seen = []
-    while True:
-        assert not at.exception
+    for _ in presenter_screens(at, reveal=False):
         seen += texts(at.markdown) + texts(at.caption) + texts(at.info)
         if any(b.key == "present_reveal" for b in at.button):
             at.button(key="present_reveal").click().run()
             seen += texts(at.markdown) + texts(at.caption)
-        if at.button(key="present_next").disabled:
-            break
-        at.button(key="present_next").click().run()
     assert any("**4 · 512² = 1.048.576**" in text for text in seen)
     assert any(text.startswith("**Rechenarbeit der Aufmerksamkeit** für") for text in seen)
     english = ("Work of attention", "Why narrow slices", "Most apart for this query", "blends the value rows",
@@ -242,17 +253,17 @@ def test_the_presenter_speaks_german_with_german_numbers_on_every_screen():
 
 def test_the_pickers_and_chart_titles_name_heads_queries_and_keys_in_the_reader_s_language():
     """Single words escape the sentence check of the page walk: the presenter's head picker (and its
-    label, which a screen reader reads), step 6's heads-by-keys grid, the workbench's drill-down
-    pickers and the step-7 chart title were English on a German page."""
-    at = open_address({"lang": "de", "example": "the_cat_sat_two_heads", "step": "7"}, "present")
+    label, which a screen reader reads), the heads_compared step's heads-by-keys grid, the workbench's
+    drill-down pickers and the disagreement screen's chart title were English on a German page."""
+    at = open_address({"lang": "de", "example": "the_cat_sat_two_heads", "step": "disagreement"}, "present")
     assert not at.exception
     if any(b.key == "present_reveal" for b in at.button):
         at.button(key="present_reveal").click().run()
     grid = json.dumps(chart_specs(at)["present_heads_row"], ensure_ascii=False)
     assert "Kopf 1" in grid and "head 1" not in grid
     assert at.selectbox(key="pick_focus_query").label == "Query-Token"
-    at.button(key="present_back").click().run()  # screen 6 (split into heads): no picker; screen 5 has one
-    at.button(key="present_back").click().run()
+    for _ in range(screen_position("disagreement") - screen_position("weighted_sum")):
+        at.button(key="present_back").click().run()  # past split into heads (no picker) to the weighted sum
     at.button(key="present_reveal").click().run()
     picker = at.button_group(key="pick_shown_head")
     assert picker.label == "Kopf" and list(picker.options)[:2] == ["Kopf 1", "Kopf 2"]
@@ -277,8 +288,7 @@ def test_the_drill_down_and_the_presenter_s_formulas_write_numbers_as_the_langua
     english_decimal = re.compile(r"\d\.\d")
     assert code == "zh_CN" or not any(english_decimal.search(line) for line in lines), lines
     goto(at, "present")
-    for _ in range(3):  # screen 4: the softmax of one cell, written out with its weight 0.6652
-        at.button(key="present_next").click().run()
+    to_screen(at, "softmax", reveal=False)  # the softmax of one cell, written out with its weight 0.6652
     if any(b.key == "present_reveal" for b in at.button):
         at.button(key="present_reveal").click().run()
     worked = [line.strip("$\n") for line in texts(at.latex)]
