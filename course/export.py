@@ -1,6 +1,7 @@
 """A Setup as a short Python script that needs only NumPy and writes every step of the course's registry
-(course/steps.py) in its order, computing those that compute (STEP_CODE) with the course's one attention
-formula (mha_core.attention.attention, whose source the script carries).
+(course/steps.py) in its order, each with its number, title, formula and "what", computing those that
+compute (STEP_CODE) with the course's one attention formula (mha_core.attention.attention, whose source
+the script carries). The CSV archive names its files by the steps' numbers in the same registry.
 
     python -m course.export --example ex_a_single_head     # an example
     python -m course.export attention-setup.json          # a file saved from the page
@@ -23,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from course.i18n import ENGLISH, LANGUAGES, N_, translator
-from course.steps import in_language
+from course.steps import in_language, number_of
 from mha_core.attention import attention, softmax_rows
 from mha_core.codec import ConfigError, setup_from_json
 from mha_core.setup import LIMITS, Setup
@@ -48,13 +49,13 @@ TITLE_CHARS = 200  # a title longer than this is cut (with "...") in the script'
 
 # What the script computes at a step, by the step's name (course/steps.py): NumPy lines in the names the
 # lines before them made. A step with none (a new one, or one that only reads the numbers) is still
-# written in its place, with its number, its title and its "what".
+# written in its place, with its number, its title, its formula and its "what".
 STEP_CODE = {
     "projections": """\
 q = x @ w_q{b_q}  # [h, n_q, d_k]
 k = x_kv @ w_k{b_k}  # [g, n_k, d_k]  g key/value heads: g = h unless they are grouped
 v = x_kv @ w_v{b_v}  # [g, n_k, d_v]
-k, v = (np.repeat(a, len(w_q) // len(a), axis=0) for a in (k, v))  # [h, n_k, ...]: each query head's
+k, v = (np.repeat(a, len(w_q) // len(a), axis=0) for a in (k, v))  # [h, n_k, ...]: each query head's own
 """,
     "softmax": """\
 head_outputs, weights = attention(q, k, v, scale, allowed)  # [h, n_q, d_v], [h, n_q, n_k]
@@ -115,8 +116,8 @@ def setup_to_script(setup: Setup, title: str = "your setup", recipe: str = "",
     for number, (name, step) in enumerate(steps.items(), start=1):
         heading = _own(_("Step {number} · {title}").format(number=number, title=step.title))
         what = textwrap.wrap(_own(step.what), COMMENT_CHARS - 2) or [""]
-        parts.append(f"\n# {heading}\n" + "".join(f"# {line}\n" for line in what)
-                     + STEP_CODE.get(name, "").format(**biases))
+        parts.append(f"\n# {heading}\n#   ${_latex(step.formula)}$\n"
+                     + "".join(f"# {line}\n" for line in what) + STEP_CODE.get(name, "").format(**biases))
     parts.append(FOOTER)
     return "".join(parts)
 
@@ -126,6 +127,12 @@ def _own(text: str) -> str:
     header's docstring: printable characters of any language kept, any other character (a line
     break, a control), a backslash and a double quote written as their escapes."""
     return "".join(c if c.isprintable() and c not in '\\"' else ascii(c)[1:-1] for c in text)
+
+
+def _latex(formula: str) -> str:
+    """A step's formula (the course's own LaTeX) as it may stand in a comment: its backslashes kept (a
+    comment ends only at its line's end), any character that is not printable (a line break) escaped."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in formula)
 
 
 def _inert(text) -> str:
@@ -222,7 +229,8 @@ if __name__ == "__main__":
 
 
 def setup_to_csv_zip(setup: Setup) -> bytes:
-    """Every input and intermediate as CSV files in one ZIP, named by step, tokens as labels.
+    """Every input and intermediate as CSV files in one ZIP, named by its step's number in the course's
+    registry ("4_weights_head1.csv" while softmax is step 4), tokens as labels.
 
     Per-head arrays get one file per head ("2_w_q_head1.csv"); rows and columns are labelled by
     the tokens where an axis is tokens (queries down, keys across), d1, q1, ... otherwise.
@@ -238,28 +246,30 @@ def setup_to_csv_zip(setup: Setup) -> bytes:
         return [f"{prefix}{j + 1}" for j in range(n)]
 
     d = dims("d", sizes.d_model)
-    tables = {"1_x": (setup.x, q_rows, d)}
+    at = {name: f"{number_of(name):d}_" for name in ("embeddings", "projections", "raw_scores", "softmax",
+                                                      "head_outputs", "concatenation", "output")}
+    tables = {f"{at['embeddings']}x": (setup.x, q_rows, d)}
     if setup.x_kv is not None:
-        tables["1_x_kv"] = (setup.x_kv, k_rows, d)
+        tables[f"{at['embeddings']}x_kv"] = (setup.x_kv, k_rows, d)
     for head in range(sizes.n_heads):
         n = f"head{head + 1}"
         group = head // (sizes.n_heads // sizes.groups)  # the key/value head this query head reads
         tables.update({
-            f"2_w_q_{n}": (setup.w_q[head], d, dims("q", sizes.d_k)),
-            f"2_w_k_{n}": (setup.w_k[group], d, dims("k", sizes.d_k)),
-            f"2_w_v_{n}": (setup.w_v[group], d, dims("v", sizes.d_v)),
-            f"2_q_{n}": (r.q[head], q_rows, dims("q", sizes.d_k)),
-            f"2_k_{n}": (r.k[head], k_rows, dims("k", sizes.d_k)),
-            f"2_v_{n}": (r.v[head], k_rows, dims("v", sizes.d_v)),
-            f"3_scores_{n}": (r.scores[head], q_rows, k_rows),
-            f"4_scaled_{n}": (r.scaled[head], q_rows, k_rows),  # -inf where masked
-            f"4_weights_{n}": (r.weights[head], q_rows, k_rows),
-            f"5_head_output_{n}": (r.head_outputs[head], q_rows, dims("v", sizes.d_v)),
+            f"{at['projections']}w_q_{n}": (setup.w_q[head], d, dims("q", sizes.d_k)),
+            f"{at['projections']}w_k_{n}": (setup.w_k[group], d, dims("k", sizes.d_k)),
+            f"{at['projections']}w_v_{n}": (setup.w_v[group], d, dims("v", sizes.d_v)),
+            f"{at['projections']}q_{n}": (r.q[head], q_rows, dims("q", sizes.d_k)),
+            f"{at['projections']}k_{n}": (r.k[head], k_rows, dims("k", sizes.d_k)),
+            f"{at['projections']}v_{n}": (r.v[head], k_rows, dims("v", sizes.d_v)),
+            f"{at['raw_scores']}scores_{n}": (r.scores[head], q_rows, k_rows),
+            f"{at['softmax']}scaled_{n}": (r.scaled[head], q_rows, k_rows),  # -inf where masked
+            f"{at['softmax']}weights_{n}": (r.weights[head], q_rows, k_rows),
+            f"{at['head_outputs']}head_output_{n}": (r.head_outputs[head], q_rows, dims("v", sizes.d_v)),
         })
     heads = [f"h{i + 1}.{j + 1}" for i in range(sizes.n_heads) for j in range(sizes.d_v)]
-    tables["7_concat"] = (r.concat, q_rows, heads)
-    tables["7_w_o"] = (setup.w_o, heads, d)
-    tables["8_output"] = (r.output, q_rows, d)
+    tables[f"{at['concatenation']}concat"] = (r.concat, q_rows, heads)
+    tables[f"{at['concatenation']}w_o"] = (setup.w_o, heads, d)
+    tables[f"{at['output']}output"] = (r.output, q_rows, d)
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, (values, rows, columns) in tables.items():

@@ -39,7 +39,6 @@ from tests.apptest_util import (
     forecast_prompt,
     fresh_app,
     goto,
-    open_address,
     pick_example,
     presenter_screens,
     texts,
@@ -227,12 +226,15 @@ def test_a_step_added_to_the_registry_is_on_every_layout_and_renumbers_the_ones_
     at = fresh_app()
     assert not at.exception
     headings = workbench_headings(at)
-    assert headings[:3] == [(1, STEPS["embeddings"].title), (2, ADDED.title), (3, STEPS["projections"].title)]
+    added = course_steps.number_of("positions")
+    assert course_steps.number_of("embeddings") + 1 == added == course_steps.number_of("projections") - 1
+    assert headings[added - 1] == (added, ADDED.title)
     assert headings == registry_order() and len(headings) == steps + 1
     pick_example(at, "the_cat_sat_two_heads")
     goto(at, "present")
     titles = presenter_titles(at)
-    assert titles == [screens[0], "Where each token sits", *screens[1:]]
+    at_screen = course_steps.screen_position("positions")
+    assert titles == [*screens[:at_screen], "Where each token sits", *screens[at_screen:]]
     goto(at, "quiz")
     after = quiz_step_reference(at)
     number, title = re.search(r"about step (\d+): (.+)$", before).groups()
@@ -240,54 +242,10 @@ def test_a_step_added_to_the_registry_is_on_every_layout_and_renumbers_the_ones_
     assert title != ADDED.title
 
     setup = all_examples()["the_cat_sat_two_heads"].setup()
-    assert page_sections(page_export.page_html(setup, title="t"))[:3] == registry_order()[:3]
+    assert page_sections(page_export.page_html(setup, title="t")) == registry_order()
     from course.export import setup_to_script
     named = re.findall(r"^# Step (\d+) · (.+)$", setup_to_script(setup), flags=re.MULTILINE)
     assert [(int(n), title) for n, title in named] == registry_order()  # the new one too, in its place
-
-
-def course_forecasts(names) -> dict[tuple[str, str, int], str | None]:
-    """The forecasts of the steps ``names`` for each chapter example and a few seeds, by (example,
-    step, seed)."""
-    from course.quiz import forecast
-
-    examples = all_examples()
-    asked = {(key, name, seed): forecast(examples[key], examples[key].run(), name, seed)
-             for key in CHAPTER_EXAMPLES for name in names for seed in range(3)}
-    return {where: getattr(question, "prompt", None) for where, question in asked.items()}
-
-
-def test_a_step_added_in_front_changes_no_other_step_s_forecast_link_or_script(monkeypatch):
-    """Issue 40, 9: forecasts were drawn by the step's position (the quiz) and the screen's (the
-    presenter), so a step added in front changed every later one's question. They are drawn by the
-    name now: every screen asks what it asked, every old numbered link (?step=4) opens the screen it
-    opened, and the exported script shows the new step in its place."""
-    walked = open_address({"example": "the_cat_sat_two_heads"}, "present")
-    before = presenter_walk(walked)
-    assert sum(prompt is not None for _, prompt in before) >= 5  # most screens ask something
-    names = list(STEPS)
-    forecasts = course_forecasts(names)
-    old_links = {str(n): course_steps.screen_name(course_steps.screen_position(str(n)))
-                 for n in range(1, len(course_steps.NUMBERED_LINKS) + 1)}
-    past_the_end = str(len(SCREENS) + 1)
-    assert course_steps.screen_position(past_the_end) >= len(SCREENS)
-    add_step(monkeypatch, "positions", ADDED, before="projections")
-
-    walked = open_address({"example": "the_cat_sat_two_heads"}, "present")
-    assert presenter_walk(walked) == [before[0], ("Where each token sits", None), *before[1:]]
-    assert course_forecasts(names) == forecasts
-    assert {n: course_steps.screen_name(course_steps.screen_position(n)) for n in old_links} == old_links
-    assert course_steps.screen_position(past_the_end) >= len(course_steps.SCREENS)  # still no such screen
-    softmax_link = next(n for n, name in old_links.items() if name == "softmax")
-    opened = open_address({"example": "the_cat_sat_two_heads", "step": softmax_link}, "present")
-    assert not opened.exception and opened.query_params["step"] == "softmax"
-    assert any(text.endswith(f" · {STEPS['softmax'].title}") for text in texts(opened.markdown))
-    from course.export import setup_to_script
-    script = setup_to_script(all_examples()["ex_a_single_head"].setup())
-    headings = re.findall(r"^# Step (\d+) · (.+)$", script, flags=re.MULTILINE)
-    assert headings == [(str(number), step.title) for number, step in
-                        enumerate(course_steps.STEPS.values(), start=1)]
-    assert headings[1] == ("2", ADDED.title)
 
 
 def test_a_step_s_own_file_draws_its_charts_section_and_screen_everywhere(monkeypatch):
@@ -313,9 +271,11 @@ def test_a_step_s_own_file_draws_its_charts_section_and_screen_everywhere(monkey
     assert ADDED_TITLE in json.dumps(chart_specs(at)["chart_positions"]["layout"])
     pick_example(at, "the_cat_sat_two_heads")
     goto(at, "present")
-    assert presenter_titles(at)[1] == "Where each token sits"
-    for _ in SCREENS:  # Back from the last screen to the added one, the second (a bounded walk)
-        if next(text for text in texts(at.markdown) if text.startswith("### ")).startswith("### 2 / "):
+    at_screen = course_steps.screen_position("positions")
+    assert presenter_titles(at)[at_screen] == "Where each token sits"
+    for _ in SCREENS:  # Back from the last screen to the added one (a bounded walk)
+        if next(text for text in texts(at.markdown) if text.startswith("### ")).startswith(
+                f"### {at_screen + 1} / "):
             break
         at.button(key="present_back").click().run()
     assert "drawn by the added screen" in texts(at.caption)
@@ -431,8 +391,9 @@ def test_the_exported_script_names_each_step_as_the_registry_does_and_computes_w
     from mha_core import attention
 
     script = setup_to_script(all_examples()["the_cat_sat_two_heads"].setup())
-    named = re.findall(r"^# Step (\d+) · (.+)$", script, flags=re.MULTILINE)
-    assert [(int(n), title) for n, title in named] == registry_order()
+    named = re.findall(r"^# Step (\d+) · (.+)\n#   \$(.+)\$$", script, flags=re.MULTILINE)
+    assert [(int(n), title) for n, title, _ in named] == registry_order()
+    assert [formula for _, _, formula in named] == [step.formula for step in STEPS.values()]  # each its own
     assert set(STEP_CODE) <= set(STEPS)  # code only for steps of the registry
     assert formula_source() in script and formula_source().count("def ") == 2
     assert attention.attention.__code__.co_filename.endswith("mha_core/attention.py")
@@ -446,18 +407,22 @@ def test_a_link_names_its_screen_and_an_old_number_opens_the_same_screen_after_a
     """?step=softmax names the screen; ?step=4, as links wrote it before, opens softmax too, and still
     does when a new step's screen comes first (the number means the screen it meant then)."""
     assert [course_steps.screen_position(screen.key) for screen in SCREENS] == list(range(len(SCREENS)))
+    numbered = course_steps.NUMBERED_LINKS
     assert [course_steps.screen_name(course_steps.screen_position(str(n)))
-            for n in range(1, 10)] == list(course_steps.NUMBERED_LINKS)
-    assert course_steps.screen_position("99") == 98  # past the last: the presenter says so and clamps
+            for n in range(1, len(numbered) + 1)] == list(numbered)
+    far = len(numbered) + 90  # past the last: the presenter says so and clamps
+    assert course_steps.screen_position(str(far)) == len(SCREENS) + far - len(numbered) - 1 >= len(SCREENS)
     for bad in ("", "0", "softmax2", "-1", "１", "4.0", "1000"):
         assert course_steps.screen_position(bad) is None, bad
+    softmax_link = str(numbered.index("softmax") + 1)  # ?step=4 as links wrote it
     first = Screen("added_first", "A screen added first", step="embeddings")
     monkeypatch.setattr(course_steps, "SCREENS", (first, *SCREENS))
-    assert course_steps.screen_position("4") == course_steps.screen_position("softmax") == 4
-    assert course_steps.screen_position("added_first") == 0
+    assert course_steps.screen_position(softmax_link) == course_steps.screen_position("softmax")
+    assert course_steps.SCREENS[course_steps.screen_position(softmax_link)].key == "softmax"
+    assert course_steps.screen_position("added_first") == course_steps.SCREENS.index(first)
 
 
-@pytest.mark.parametrize("step", ["softmax", "4"])
+@pytest.mark.parametrize("step", ["softmax", str(course_steps.NUMBERED_LINKS.index("softmax") + 1)])
 def test_the_presenter_opens_on_a_named_screen_and_writes_its_name(step):
     from tests.apptest_util import open_address, shown
 
@@ -489,8 +454,12 @@ def output_title_on_the_concatenate_screen() -> str:
 def test_the_output_s_title_names_x_s_screen_by_its_place(monkeypatch):
     """The presenter's output shown alone says where X was (its screen's number): counted, so a step
     added in front moves it."""
-    assert "(X: screen 1)" in output_title_on_the_concatenate_screen()
+    def x_screen() -> str:
+        return f"(X: screen {course_steps.screen_position('arrows') + 1})"
+
+    before = x_screen()
+    assert before in output_title_on_the_concatenate_screen()
     first = Step("Tokens: words become ids", r"t", "Each word gets an id.", "A grid needs numbers.",
                  screens=(Screen("tokens", "Words become ids"),))
     add_step(monkeypatch, "tokens", first, before="embeddings")
-    assert "(X: screen 2)" in output_title_on_the_concatenate_screen()
+    assert x_screen() != before and x_screen() in output_title_on_the_concatenate_screen()
