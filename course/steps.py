@@ -5,9 +5,12 @@ This registry is the only list of steps, and its order is the course's. A step i
 (``softmax``); its number is its position (``number_of``), counted when it is shown and never stored,
 so a step added in front renumbers every page at once. The workbench draws one section per Step, the
 presenter one screen per Screen (SCREENS, in this order), the downloadable page and the exported
-script one section per Step, and the Quiz names a question's step by it. Adding a step: one Step here
-(its screens with it) and its drawing in app/steps/<its name>.py (its charts, its workbench section,
-its presenter screens); tests/course/test_registry.py adds one and finds it on every layout.
+script one section per Step (the script with its title and formula), and the Quiz names a question's
+step by it. Nothing else follows a position: a forecast is drawn by its step's or screen's name
+(seed_of), and an old numbered link (?step=4) opens the screen NUMBERED_LINKS recorded for it. Adding
+a step: one Step here (its screens with it) and its drawing in app/steps/<its name>.py (its charts,
+its workbench section, its presenter screens); tests/course/test_registry.py adds one and finds it on
+every layout, and tests/course/test_step_in_front.py finds nothing after it changed but its number.
 """
 
 from __future__ import annotations
