@@ -13,6 +13,7 @@ between); each read of several keys is one MULTI/EXEC. Keys, with the room code 
     mha:{CODE}:namekeys        hash: member id -> the keys of their name (JSON list)
     mha:{CODE}:joined          sorted set: student id -> when they joined
     mha:{CODE}:presence        sorted set: member -> last heartbeat (or join)
+    mha:{CODE}:networks        hash: student id -> the network of their first join (store.network_of)
     mha:{CODE}:questions       list of question ids, in order asked
     mha:{CODE}:qdata           hash: question id -> question JSON
     mha:{CODE}:qstatus         hash: question id -> open | closed | revealed
@@ -178,10 +179,11 @@ local function take_name(names, namekeys, nicknames, sid, nickname, keys_json)
 end
 """
 
-# KEYS[3..10]: members, removed, nicknames, joined, presence, the join bucket, names, namekeys.
-# ARGV[5] student id, ARGV[6] nickname, ARGV[7] the students limit, ARGV[8..9] the bucket's capacity
-# and rate, ARGV[10] the nickname's keys (JSON). Returns {'ok', seconds the join rate asks to wait
-# ('0': joined)}, or {'name_taken', the keys other students hold (JSON)}.
+# KEYS[3..11]: members, removed, nicknames, joined, presence, the join bucket, names, namekeys,
+# networks. ARGV[5] student id, ARGV[6] nickname, ARGV[7] the students limit, ARGV[8..9] the bucket's
+# capacity and rate, ARGV[10] the nickname's keys (JSON), ARGV[11] the network ('' for none). Returns
+# {'ok', seconds the join rate asks to wait ('0': joined)}, or {'name_taken', the keys other students
+# hold (JSON)}.
 JOIN = ROOM_CHECK + BUCKET + NAMES + """
 local now, capacity, rate = tonumber(ARGV[2]), tonumber(ARGV[8]), tonumber(ARGV[9])
 if redis.call('SISMEMBER', KEYS[3], ARGV[5]) == 1 then  -- a member: an empty nickname keeps theirs
@@ -203,6 +205,7 @@ redis.call('HSET', KEYS[5], ARGV[5], '')
 take_name(KEYS[9], KEYS[10], KEYS[5], ARGV[5], ARGV[6], ARGV[10])
 redis.call('ZADD', KEYS[6], ARGV[2], ARGV[5])
 redis.call('ZADD', KEYS[7], ARGV[2], ARGV[5])
+if ARGV[11] ~= '' then redis.call('HSET', KEYS[11], ARGV[5], ARGV[11]) end
 return {'ok', '0'}
 """
 
@@ -356,7 +359,7 @@ class RedisStore(ClassroomStore):
     def _purge_keys(self, code: str) -> list[str]:
         """For PURGE: mha:rooms, the room's hash, its questions list (KEYS[3]), then every other key
         ("students" is what versions before join() kept)."""
-        parts = ("room", "questions", "qdata", "qstatus", *ROOM_PARTS, *NAME_PARTS, "students")
+        parts = ("room", "questions", "qdata", "qstatus", *ROOM_PARTS, *NAME_PARTS, "networks", "students")
         return [self._rooms_key(), *self._keys(code, *parts)]
 
     # Running scripts and transactions
@@ -444,11 +447,17 @@ class RedisStore(ClassroomStore):
     # The door
 
     def _join(self, code: str, student_id: str, name: Name, now: float, bucket: str, capacity: float,
-              per_second: float) -> float:
-        keys = [*self._keys(code, *ROOM_PARTS), self._bucket_key(bucket), *self._keys(code, *NAME_PARTS)]
+              per_second: float, *, network: str = "") -> float:
+        keys = [*self._keys(code, *ROOM_PARTS), self._bucket_key(bucket), *self._keys(code, *NAME_PARTS),
+                self._key(code, "networks")]
         result = self._run("join", code, keys, now, "", student_id, name.text, MAX_STUDENTS_PER_ROOM,
-                           repr(float(capacity)), repr(float(per_second)), _keys_json(name), name=name)
+                           repr(float(capacity)), repr(float(per_second)), _keys_json(name), network,
+                           name=name)
         return float(result[1])
+
+    def _networks(self, code: str, cutoff: float) -> dict[str, str]:
+        (networks,) = self._snapshot(code, cutoff, ("hgetall", self._key(code, "networks")))
+        return networks
 
     def _lock(self, code: str, secret_hash: str, now: float, locked: bool) -> int:
         return self._run("lock", code, [], now, secret_hash, int(locked))[1]

@@ -78,6 +78,7 @@ CREATE TABLE IF NOT EXISTS students (
     nickname TEXT NOT NULL DEFAULT '',
     joined REAL NOT NULL DEFAULT 0,
     removed INTEGER NOT NULL DEFAULT 0,
+    network TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (code, student_id)
 );
 CREATE TABLE IF NOT EXISTS names (
@@ -117,6 +118,7 @@ ADDED_COLUMNS = {  # columns a file made by an older version lacks: (table, colu
     ("students", "nickname"): "TEXT NOT NULL DEFAULT ''",
     ("students", "joined"): "REAL NOT NULL DEFAULT 0",
     ("students", "removed"): "INTEGER NOT NULL DEFAULT 0",
+    ("students", "network"): "TEXT NOT NULL DEFAULT ''",
 }
 
 
@@ -249,7 +251,7 @@ class SqliteStore(ClassroomStore):
     # The door
 
     def _join(self, code: str, student_id: str, name: Name, now: float, bucket: str, capacity: float,
-              per_second: float) -> float:
+              per_second: float, *, network: str = "") -> float:
         with self._write() as db:
             (locked,) = _live_room(db, code, now - TEACHER_GONE_SECONDS, "locked")
             removed = _membership(db, code, student_id)
@@ -271,8 +273,8 @@ class SqliteStore(ClassroomStore):
                 raise LimitReached(ROOM_FULL)
             _refuse_taken_name(db, code, student_id, name)
             _take_token(db, bucket, now, capacity, per_second)
-            db.execute("INSERT INTO students (code, student_id, last_seen, joined) VALUES (?, ?, ?, ?)",
-                       (code, student_id, now, now))
+            db.execute("INSERT INTO students (code, student_id, last_seen, joined, network) "
+                       "VALUES (?, ?, ?, ?, ?)", (code, student_id, now, now, network))
             _take_name(db, code, student_id, name)
             return 0.0
 
@@ -296,6 +298,13 @@ class SqliteStore(ClassroomStore):
         with self._read() as db:
             _live_room(db, code, cutoff, "1")
             return _membership(db, code, student_id)
+
+    def _networks(self, code: str, cutoff: float) -> dict[str, str]:
+        with self._read() as db:
+            _live_room(db, code, cutoff, "1")
+            rows = db.execute("SELECT student_id, network FROM students WHERE code = ? AND network != ''",
+                              (code,))
+            return dict(rows.fetchall())
 
     def _roster(self, code: str, cutoff: float) -> list[Student]:
         with self._read() as db:

@@ -38,6 +38,9 @@ The rules every backend keeps (``tests/classroom/test_store.py`` checks them on 
   new one renames them, or is refused), and the roster, the answers and the CSV show each student's
   name as the room has it now.
   Heartbeats mark members present and name the ids that are not members; they admit nobody.
+* A member's network is a hash of the room's code and the client address of their first join
+  (``network_of``; the member's record keeps no address): ``answer_networks`` gives the teacher one
+  per answer, so the page can say when many answers come from one address (one machine, or one school).
   Removing a student keeps their given answers but refuses their later ones, and what a member
   reads of the room's questions: ``check_member`` and ``my_answer`` say ``Removed`` (a page that is
   not following sends no heartbeat, and asks ``check_member`` on each of its runs instead).
@@ -347,6 +350,18 @@ def secret_matches(secret: str, stored_hash: str) -> bool:
     return isinstance(secret, str) and hmac.compare_digest(hash_secret(secret), stored_hash)
 
 
+NETWORK_CHARS = 16  # of network_of's hash: enough to tell a room's addresses apart
+
+
+def network_of(code: str, client: str) -> str:
+    """The name a room keeps for a client address ("" for none): a hash with the room's code, so
+    equal addresses read equal inside one room, and no member's record, answer or CSV holds the
+    address (the rate limits' buckets are named by it, and expire)."""
+    if not client:
+        return ""
+    return hashlib.sha256(f"mha-network:{code}:{client}".encode()).hexdigest()[:NETWORK_CHARS]
+
+
 def normalise_code(code: str) -> str:
     """The code as stored: upper case, spaces and dashes dropped; NoSuchRoom if it cannot be one."""
     cleaned = code.strip().upper().replace(" ", "").replace("-", "") if isinstance(code, str) else ""
@@ -631,7 +646,8 @@ class ClassroomStore(ABC):
         client, now = check_client(client), self._clock()
         with self.guessing(client=client):
             code = normalise_code(code)
-            wait = self._join(code, student_id, name, now, f"join:{code}:{client}", *JOIN_BUCKET)
+            wait = self._join(code, student_id, name, now, f"join:{code}:{client}", *JOIN_BUCKET,
+                              network=network_of(code, client))
         if wait > 0:
             raise TooSoon(TOO_MANY_JOINS, wait)
 
@@ -767,6 +783,15 @@ class ClassroomStore(ABC):
         code, question_id = self._check_teacher(code, secret), check_question_id(question_id)
         return self._reveal(code, hash_secret(secret), self._clock(), question_id)
 
+    def answer_networks(self, code: str, secret: str, question_id: str) -> list[str]:
+        """For the teacher: the network (network_of) each answer to the question came from, the
+        network its student first joined from ("" when unknown), one per answer."""
+        code, question_id = self._check_teacher(code, secret), check_question_id(question_id)
+        cutoff = self._cutoff()
+        _, _, answers = self._question_answers(code, question_id, cutoff)
+        networks = self._networks(code, cutoff)
+        return [networks.get(answer.student_id, "") for answer in answers]
+
     def answers(self, code: str, secret: str) -> list[tuple[Question, list[Answer]]]:
         """Every question asked in this room, in order, with its answers (for the teacher only)."""
         code = self._check_teacher(code, secret)
@@ -839,11 +864,16 @@ class ClassroomStore(ABC):
 
     @abstractmethod
     def _join(self, code: str, student_id: str, name: Name, now: float, bucket: str, capacity: float,
-              per_second: float) -> float:
+              per_second: float, *, network: str = "") -> float:
         """join's checks from the room on and the write, in one atomic step: NoSuchRoom, Removed,
         RoomLocked, LimitReached(ROOM_FULL), NameTaken (name.taken_message); returns 0.0 when
         joined (or re-joined), else the seconds the join rate's bucket needs (nothing written). A
-        name (not "") replaces the student's keys; another student's keys are never touched."""
+        name (not "") replaces the student's keys; another student's keys are never touched. A new
+        member's network is kept (a member's re-join keeps the first)."""
+
+    @abstractmethod
+    def _networks(self, code: str, cutoff: float) -> dict[str, str]:
+        """Student id -> the network they first joined from, for the students with one."""
 
     @abstractmethod
     def _lock(self, code: str, secret_hash: str, now: float, locked: bool) -> int: ...

@@ -36,12 +36,18 @@ CLASS_FORECAST = N_("The class is **{closeness}**: total variation distance {dis
 OWN_FORECAST = N_("Your forecast is **{closeness}**: total variation distance {distance} (0 is the same, 1 "
                   "nothing in common).")
 REAL_SOFTMAX = N_("Head {number}'s softmax")
+SHARED_ADDRESS_ANSWERS = 5  # answers from one address before the teacher's panel says so (and over half)
+SHARED_ADDRESS = N_("**{shared} of the {total}** answers come from students who joined from one address. "
+                    "That may be one school's network (a class behind one router shares an address), or "
+                    "one machine answering again and again with fresh cookies: more answers than students "
+                    "in the room would be the second.")
 
 
 def answers_view(where: str, *, large: bool, on_reveal=None, reveal_button: bool = True) -> None:
     """The count ('17 of 23 answered'), Close answers, Reveal (unless the page has its own), and the
-    answers (on demand, or a forecast's class average once closed). Cheap: one tally and one follower
-    count per second."""
+    answers (on demand, or a forecast's class average once closed); on the Class page (not large:
+    not the projector) a note when many answers share one address (shared_address_note). Cheap: one
+    tally and one follower count per second (and the answers' networks once there are five)."""
     ss = st.session_state
     question_id, question = ss[live.ASKED]
     try:
@@ -66,6 +72,7 @@ def answers_view(where: str, *, large: bool, on_reveal=None, reveal_button: bool
             count = i18n.t("**{total}** answers ({following} following) · {status}").format(
                 total=f"{tally.total:d}", following=f"{following:d}", status=lit(status_words))
         st.markdown(md(i18n.t("**Asked:** {prompt}"), prompt=question.prompt) + "  \n" + count)
+        shared_address_note(question_id, tally.total)
     buttons = st.container(horizontal=True)
     if status == "open":
         buttons.button(i18n.t("Close answers"), key=f"{where}_close", icon=":material/lock:", on_click=act,
@@ -85,6 +92,33 @@ def answers_view(where: str, *, large: bool, on_reveal=None, reveal_button: bool
         class_forecast_view(where, question, tally, large=large, revealed=status == "revealed")
     else:
         distribution(where, tally, large=large, marked=status == "revealed")
+
+
+def shared_from_one_address(networks: list[str]) -> int:
+    """The answers from the one network most of them came from (store.answer_networks: one per answer,
+    "" unknown), when they are at least SHARED_ADDRESS_ANSWERS and more than half of all; else 0."""
+    known = [network for network in networks if network]
+    if len(known) < SHARED_ADDRESS_ANSWERS:
+        return 0
+    shared = max(known.count(network) for network in set(known))
+    return shared if shared >= SHARED_ADDRESS_ANSWERS and 2 * shared > len(networks) else 0
+
+
+def shared_address_note(question_id: str, total: int) -> None:
+    """On the teacher's Class page (not the projector): when many answers share one address (
+    shared_from_one_address), say so, without blaming anyone: a school behind one address is as
+    likely as one machine voting with fresh cookies (the store's join limits let 45 in at once from
+    one address, docs/deploy.md). Read only once there are enough answers to say it."""
+    if total < SHARED_ADDRESS_ANSWERS:
+        return
+    ss = st.session_state
+    try:
+        networks = live.store().answer_networks(ss[live.ROOM], ss[live.TEACHER_SECRET], question_id)
+    except StoreError:
+        return  # the count above says the answers cannot be read when that is so
+    shared = shared_from_one_address(networks)
+    if shared:
+        st.info(md(i18n.t(SHARED_ADDRESS), shared=shared, total=len(networks)), icon=":material/lan:")
 
 
 def act(step: str, question_id: str) -> None:
