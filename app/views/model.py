@@ -146,9 +146,8 @@ def render(workbench_page) -> None:
 
 def missing_ui(error: ModelNotInstalled) -> None:
     """Why the model cannot be read, in the reader's language, and the command that installs it."""
-    words = MISSING.get(getattr(error, "reason", None), MISSING_UNKNOWN)
-    names = {name: lit(value) for name, value in getattr(error, "details", {}).items()}
-    st.error(i18n.t(words).format_map({"model": lit(MODEL_NAME), **names}), icon=":material/warning:")
+    words = i18n.t(MISSING.get(getattr(error, "reason", None), MISSING_UNKNOWN))
+    st.error(lit(words.format(model=MODEL_NAME, **getattr(error, "details", {}))), icon=":material/warning:")
     st.code(getattr(error, "command", pretrained.PIP_LINE), language="bash")
 
 

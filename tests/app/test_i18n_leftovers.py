@@ -105,9 +105,9 @@ def test_the_missing_model_note_is_all_in_the_readers_language(monkeypatch, reas
         assert not at.exception
         errors = [error.value for error in at.error]
         words = model_page.MISSING.get(reason, model_page.MISSING_UNKNOWN)
-        names = {name: lit(value) for name, value in {"model": pretrained.MODEL_NAME, **details}.items()}
-        assert errors == [marked(words).format_map(names)], errors
+        assert errors == [lit(marked(words).format(model=pretrained.MODEL_NAME, **details))], errors
         assert "English" not in errors[0]
         assert [code.value for code in at.code] == [command]
     finally:
         model_page.model.clear()
+
