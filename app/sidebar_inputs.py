@@ -9,12 +9,13 @@ import streamlit as st
 from app import i18n
 from app.adapter import streamlit_door
 from app.safe import lit
-from app.session import state
+from app.session import session_keys, state
 from app.session.this_run import Inputs
 from app.setting_fixes import head_split_problem, token_text_problem
-from course.i18n import N_
+from course.i18n import N_, number_marks
 from mha_core import LIMITS, Scaling, Sizes, head_width
 from mha_core.setup import attention_size_problem
+from mha_core.typed_number import Refused, read_cell
 
 SCALE_KINDS = {"sqrt": N_("1/√d_k (standard)"), "none": N_("none (raw scores)"),
                "sqrt_of": N_("1/√d for a d you choose"), "multiply": N_("multiply by a number")}
@@ -30,6 +31,14 @@ MODES = tuple(MODE_LABELS)
 
 SIDEBAR_KEYS = state.SIDEBAR_KEYS  # the widgets' keys, registered in app/session/state.py (state.MODE, ...)
 KV_HEADS_FOR = state.KV_HEADS_FOR
+# The multiplier as a reader with a decimal comma types it ("0,5"): Streamlit's number box writes a point
+# in every language. The number itself stays under state.SCALE_MULTIPLIER, as every language keeps it.
+MULTIPLIER_TEXT = "scale_multiplier_text"
+MULTIPLIER_SHOWN = "scale_multiplier_shown"  # the number the text box was last written with or read as
+session_keys.register(session_keys.Key(MULTIPLIER_TEXT, __name__),
+                      session_keys.Key(MULTIPLIER_SHOWN, __name__))
+MULTIPLIER_REFUSED = N_("{typed} is not a number this box takes: type one from {low} to {high}, e.g. "
+                        "{example}. It keeps {kept}.")
 
 
 def sidebar_values() -> dict:
@@ -214,13 +223,56 @@ def _scaling_ui(sb, errors: dict) -> Scaling | None:
         st.session_state.setdefault(state.SCALE_SQRT_OF, 64)
         value = int(sb.number_input(i18n.t("d in 1/√d"), low, high, key=state.SCALE_SQRT_OF, step=1))
     elif kind == "multiply":
-        low, high = LIMITS.multiplier
-        st.session_state.setdefault(state.SCALE_MULTIPLIER, 1.0)
-        value = float(sb.number_input(i18n.t("multiply the scores by"), low, high, key=state.SCALE_MULTIPLIER,
-                                      step=0.1, format="%g"))
+        value = _multiplier_ui(sb)
     try:
         return Scaling(kind, value)
     except ValueError as error:
         errors["scale_kind"] = str(error)
         sb.error(lit(error), icon=":material/warning:")
         return None
+
+
+def _multiplier_ui(sb) -> float:
+    """The number the scores are multiplied by, written and read the reader's way: Streamlit's number box
+    where the language writes a decimal point, else a text box read by the one reader of typed numbers
+    (mha_core/typed_number.py: "0,5" and "0.5" are both 0.5)."""
+    low, high = LIMITS.multiplier
+    ss = st.session_state
+    ss.setdefault(state.SCALE_MULTIPLIER, 1.0)
+    label = i18n.t("multiply the scores by")
+    if isinstance(sb, Unseen) or number_marks(i18n.language())[0] == ".":
+        return float(sb.number_input(label, low, high, key=state.SCALE_MULTIPLIER, step=0.1, format="%g"))
+    kept = float(ss[state.SCALE_MULTIPLIER])
+    ss[state.SCALE_MULTIPLIER] = kept  # a value of its own while no number box holds it: it outlives the run
+    if MULTIPLIER_TEXT not in ss or ss.get(MULTIPLIER_SHOWN) != kept:
+        ss[MULTIPLIER_TEXT] = _written(kept)  # new, or changed elsewhere (a link, Undo, a room, a fix)
+        ss[MULTIPLIER_SHOWN] = kept
+    sb.text_input(label, key=MULTIPLIER_TEXT, on_change=_take_typed_multiplier)
+    typed = ss[MULTIPLIER_TEXT]
+    if _typed_multiplier(typed) is None:
+        sb.error(lit(i18n.t(MULTIPLIER_REFUSED).format(
+            typed=str(typed).strip()[:30], low=_written(low), high=_written(high), example=_written(0.5),
+            kept=_written(kept))), icon=":material/warning:")
+    return kept
+
+
+def _take_typed_multiplier() -> None:
+    """The text box's change: a number it takes becomes the multiplier (before the run that follows)."""
+    value = _typed_multiplier(st.session_state.get(MULTIPLIER_TEXT))
+    if value is not None:
+        st.session_state[state.SCALE_MULTIPLIER] = st.session_state[MULTIPLIER_SHOWN] = value
+
+
+def _typed_multiplier(text) -> float | None:
+    """A typed multiplier, or None where it is not a number within LIMITS.multiplier."""
+    low, high = LIMITS.multiplier
+    try:
+        value = read_cell(str(text), limit=high)
+    except Refused:
+        return None
+    return value if value >= low else None
+
+
+def _written(value: float) -> str:
+    """A multiplier as the reader writes it and the text box reads it back ('0,5'; never grouped: '1000')."""
+    return i18n.numbers_in(f"{value:g}")

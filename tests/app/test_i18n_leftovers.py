@@ -8,11 +8,12 @@ translation, whatever the catalogues hold today.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from course.examples import all_examples
 from mha_core import pretrained
-from tests.apptest_util import open_address
+from tests.apptest_util import chart_specs, heatmap_values, open_address
 
 
 def marked(message: str) -> str:
@@ -111,3 +112,44 @@ def test_the_missing_model_note_is_all_in_the_readers_language(monkeypatch, reas
     finally:
         model_page.model.clear()
 
+
+def weights_drawn(at) -> np.ndarray:  # [h, n_q, n_k] as the weights heatmap carries them
+    return np.stack(heatmap_values(chart_specs(at)["chart_weights"]))
+
+
+def test_the_multiplier_is_written_and_read_with_the_readers_decimal_mark():
+    """German: the sidebar's 'multiply the scores by' box wrote 1.5 (Streamlit's number box has a decimal
+    point in every language); now it writes 1,5 and reads what a German reader types, and the number
+    stays under state.SCALE_MULTIPLIER for everything else that reads it (links, Undo, a room)."""
+    from app.session import state
+    from app.sidebar_inputs import MULTIPLIER_TEXT
+
+    at = open_address({"lang": "de", "example": "ex_f_scaled"})
+    at.selectbox(key=state.SCALE_KIND).set_value("multiply").run()
+    assert not at.exception
+    assert not [box for box in at.number_input if box.key == state.SCALE_MULTIPLIER]
+    box = at.text_input(key=MULTIPLIER_TEXT)
+    assert box.value == "1"
+    box.set_value("0,3").run()
+    assert not at.exception and not at.error
+    assert at.session_state[state.SCALE_MULTIPLIER] == 0.3
+    np.testing.assert_allclose(weights_drawn(at)[0, 0, 0], 1 / (1 + np.exp(-0.3 * 32)), rtol=1e-6)
+    at.text_input(key=MULTIPLIER_TEXT).set_value("2.5").run()  # a point is read too, as in a grid's cell
+    assert at.session_state[state.SCALE_MULTIPLIER] == 2.5
+    at.text_input(key=MULTIPLIER_TEXT).set_value("zwei").run()  # refused: the box keeps its number
+    assert at.session_state[state.SCALE_MULTIPLIER] == 2.5
+    refused = [error.value.replace("\\", "") for error in at.error]  # as shown: no Markdown escapes
+    assert [text for text in refused if "zwei" in text and "2,5" in text and "0,001" in text], refused
+    at.session_state[state.SCALE_MULTIPLIER] = 0.25  # changed elsewhere (a link, Undo): the box follows
+    at.run()
+    assert at.text_input(key=MULTIPLIER_TEXT).value == "0,25" and not at.error
+    np.testing.assert_allclose(weights_drawn(at)[0, 0, 0], 1 / (1 + np.exp(-0.25 * 32)), rtol=1e-6)
+
+
+def test_a_decimal_point_language_keeps_the_number_box():
+    from app.session import state
+
+    at = open_address({"lang": "en", "example": "ex_f_scaled"})
+    at.selectbox(key=state.SCALE_KIND).set_value("multiply").run()
+    at.number_input(key=state.SCALE_MULTIPLIER).set_value(0.3).run()
+    assert not at.exception and at.session_state[state.SCALE_MULTIPLIER] == 0.3
