@@ -16,7 +16,7 @@ from streamlit.util import calc_hash
 from app.grids.editors import editor_key
 from tests.st_protocol import SAT, Run, Session
 
-SOFTMAX_SCREEN = 4  # the presenter's screen of step 4 (softmax), counted from 1 as in its links
+SOFTMAX_SCREEN = "softmax"  # the presenter's screen of the softmax step, by its name in links
 
 
 # The elements that cost most per run, by kind: an editor converts its frame to Arrow every run (about a

@@ -22,8 +22,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Widget
 
 from course.i18n import translator
-from course.steps import SCREENS
-from tests.apptest_util import chart_specs, edit_cell, open_address, unescaped
+from tests.apptest_util import chart_specs, edit_cell, open_address, presenter_screens, unescaped
 
 # A small training run for the Learn page (well under a second), as tests/app/test_learn.py sets one.
 LEARN_SETTINGS = {"learn_task": "copy", "learn_layers": 1, "learn_heads": 1, "learn_width": 16,
@@ -160,11 +159,9 @@ def _workbench(language: str) -> Iterator[tuple[str, AppTest]]:
 
 def _present(language: str) -> Iterator[tuple[str, AppTest]]:
     at = open_address({"lang": language}, "present")
-    for screen in range(len(SCREENS)):
+    for screen in presenter_screens(at, reveal=False):
         _open_tables(at)
         yield f"present · screen {screen + 1}", at
-        if screen < len(SCREENS) - 1:
-            at.button(key="present_next").click().run()
 
 
 def _labs(language: str) -> Iterator[tuple[str, AppTest]]:

@@ -66,7 +66,7 @@ async def tab_through(url: str) -> list[list[tuple]]:
     presenter = RecordingSession(url)
     presenter.page_hash = calc_hash("present")
     try:
-        for act in (lambda: presenter.open("step=4"), lambda: presenter.press("present_reveal")):
+        for act in (lambda: presenter.open("step=softmax"), lambda: presenter.press("present_reveal")):
             presenter.sequence = []
             await act()
             runs.append(presenter.sequence)

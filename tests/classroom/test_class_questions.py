@@ -31,7 +31,7 @@ from course.quiz import (
     room_correct,
 )
 from mha_core.setup import Setup
-from tests.apptest_util import chart_specs, decode, goto, heatmap_values, open_address, texts
+from tests.apptest_util import chart_specs, decode, goto, heatmap_values, open_address, texts, to_screen
 from tests.classroom.test_live import rerun_after_a_poll, teacher_with_room
 from tests.strategies import random_setups
 
@@ -267,7 +267,7 @@ def wrong_shape(answer: str) -> str:
 def test_the_presenter_asks_counts_closes_and_reveals_without_leaving_the_screen():
     teacher, code = teacher_with_room()
     goto(teacher, "present")
-    teacher.button(key="present_next").click().run()  # screen 2: a shape to forecast
+    to_screen(teacher, "qkv", reveal=False)  # a shape to forecast
     students = [open_address({"room": code}) for _ in range(3)]
     teacher.button(key="present_ask").click().run()
     assert not teacher.exception and [t.value for t in teacher.toast]  # a confirmation
@@ -344,8 +344,7 @@ def show_the_rooms_answers(teacher) -> None:
 def test_the_class_draws_a_forecast_and_sees_its_average_next_to_the_real_softmax():
     teacher, code = teacher_with_room()
     goto(teacher, "present")
-    for _ in range(3):
-        teacher.button(key="present_next").click().run()  # screen 4: scale, then softmax
+    to_screen(teacher, "softmax", reveal=False)  # scale, then softmax
     students = [open_address({"room": code}) for _ in range(3)]
     teacher.button(key="present_draw").click().run()
     assert not teacher.exception
@@ -448,8 +447,7 @@ def test_a_forecast_sent_with_another_students_name_is_refused_next_to_the_nickn
     from app.room import live
     teacher, code = teacher_with_room()
     goto(teacher, "present")
-    for _ in range(3):
-        teacher.button(key="present_next").click().run()
+    to_screen(teacher, "softmax", reveal=False)
     live.store().join(code, "someone-else", nickname="Mara", client="elsewhere")
     student = open_address({"room": code})
     teacher.button(key="present_draw").click().run()
@@ -476,8 +474,7 @@ def test_a_followers_forecast_form_is_one_element_per_key_and_asks_no_nickname_g
     from app.room import live
     teacher, code = teacher_with_room()
     goto(teacher, "present")
-    for _ in range(3):
-        teacher.button(key="present_next").click().run()
+    to_screen(teacher, "softmax", reveal=False)
     student = open_address({})
     goto(student, "class")
     student.text_input(key="live_join_code").input(code)
@@ -516,8 +513,7 @@ def test_a_take_the_browser_sends_again_with_a_quick_send_takes_no_second_chip()
     take's run, as that browser still had it."""
     teacher, code = teacher_with_room()
     goto(teacher, "present")
-    for _ in range(3):
-        teacher.button(key="present_next").click().run()
+    to_screen(teacher, "softmax", reveal=False)
     student = open_address({"room": code})
     teacher.button(key="present_draw").click().run()
     question_id, question = teacher.session_state["asked"]
@@ -539,8 +535,7 @@ def test_a_take_the_browser_sends_again_with_a_quick_send_takes_no_second_chip()
 def test_a_small_setup_can_have_the_heads_whole_grid_drawn():
     teacher, code = teacher_with_room()
     goto(teacher, "present")
-    for _ in range(3):
-        teacher.button(key="present_next").click().run()
+    to_screen(teacher, "softmax", reveal=False)
     student = open_address({"room": code})
     teacher.checkbox(key="present_draw_grid").check().run()
     teacher.button(key="present_draw").click().run()
@@ -577,9 +572,7 @@ def test_a_chapters_forecast_is_asked_as_a_poll_with_no_verdict_and_labels_drawn
     from app.room.room_answers import BIDI_CONTROLS, FSI, PDI
     teacher, code = teacher_with_room()
     goto(teacher, "present")
-    while not [b for b in teacher.button if b.key == "present_reveal"] or teacher.session_state[
-            "selections"]["present_step"] < 6:  # the key screen: the example's own forecast
-        teacher.button(key="present_next").click().run()
+    to_screen(teacher, "disagreement", reveal=False)  # the key screen: the example's own forecast
     teacher.button(key="present_ask").click().run()
     assert not teacher.exception
     question_id, question = teacher.session_state["asked"]
@@ -640,8 +633,7 @@ def test_ending_the_room_asks_first_and_offers_an_answers_file_a_spreadsheet_rea
     from app.room.room_answers import FILE_COLUMNS, answers_file
     teacher, code = teacher_with_room()
     goto(teacher, "present")
-    for _ in range(3):
-        teacher.button(key="present_next").click().run()
+    to_screen(teacher, "softmax", reveal=False)
     teacher.button(key="present_draw").click().run()
     question_id, question = teacher.session_state["asked"]
     student = open_address({"room": code})
@@ -671,7 +663,7 @@ def test_a_teacher_who_leads_again_finds_the_question_asked_and_its_reveal():
     screen takes back the room's question (the store's) and, once revealed, its Reveal."""
     teacher, code = teacher_with_room()
     goto(teacher, "present")
-    teacher.button(key="present_next").click().run()  # screen 2: a shape to forecast
+    to_screen(teacher, "qkv", reveal=False)  # a shape to forecast
     student = open_address({"room": code})
     teacher.button(key="present_ask").click().run()
     question_id, question = teacher.session_state["asked"]

@@ -31,6 +31,7 @@ from tests.apptest_util import (
     pick_example,
     shown,
     texts,
+    to_screen,
     work,
 )
 from tests.live_server import streamlit_server
@@ -65,11 +66,10 @@ def test_a_student_follows_the_teachers_setup_page_and_step():
     assert not student.exception
     assert student.session_state["origin"] == "ex_e_negative_score"
     goto(teacher, "present")
-    for _ in range(3):
-        teacher.button(key="present_next").click().run()
+    softmax = to_screen(teacher, "softmax", reveal=False)
     rerun_after_a_poll(student)  # what the poll's rerun does
     assert student.session_state["last_page"] == "present"
-    assert student.session_state["selections"]["present_step"] == 3
+    assert student.session_state["selections"]["present_step"] == softmax
     assert teacher.session_state["room"] == code and live.store().followers(code) == 1
 
 
@@ -209,7 +209,7 @@ def test_a_following_student_is_led_and_exploring_gives_the_presenter_back():
     assert student.button(key="present_next").disabled  # the teacher leads
     student.button(key="live_explore").click().run()
     student.button(key="present_next").click().run()
-    assert not student.exception and student.session_state["selections"]["present_step"] == 1
+    assert not student.exception and student.session_state["selections"]["present_step"] == 1  # one on
 
 
 def teachers_edited_setup(teacher) -> None:
@@ -297,7 +297,7 @@ def test_a_student_reconnecting_after_a_restart_is_the_same_student():
 def test_the_teachers_reveal_reveals_on_every_following_screen():
     teacher, code = teacher_with_room()
     goto(teacher, "present")
-    teacher.button(key="present_next").click().run()  # screen 2: a forecast generated from the setup
+    qkv = to_screen(teacher, "qkv", reveal=False)  # a forecast generated from the setup
     student = open_address({"room": code})
     assert student.button(key="present_reveal").disabled  # the teacher leads the reveal too
     assert not any(m.startswith("**Answer:**") for m in texts(student.markdown))
@@ -307,7 +307,7 @@ def test_the_teachers_reveal_reveals_on_every_following_screen():
     assert answer in texts(student.markdown) and chart_specs(student)
     teacher.button(key="present_next").click().run()
     rerun_after_a_poll(student)
-    assert student.session_state["selections"]["present_step"] == 2
+    assert student.session_state["selections"]["present_step"] == qkv + 1
     assert not any(m.startswith("**Answer:**") for m in texts(student.markdown))
 
 
@@ -331,7 +331,7 @@ def test_redis_going_away_and_back_leaves_every_page_working(redis_store):
     rerun_after_a_poll(student)
     assert not student.exception
     step = teacher.session_state["selections"]["present_step"]
-    assert step == 2 and student.session_state["selections"]["present_step"] == step
+    assert step == 2 and student.session_state["selections"]["present_step"] == step  # two Nexts on
 
 
 def test_a_follower_sees_the_labs_and_the_model_text_as_the_teacher_set_them():
