@@ -33,6 +33,18 @@ The cases (issue 15, "What a hostile student did"; the figures before are the is
   and from 127.0.0.1 with a fresh X-Forwarded-For per session (uvicorn copies that header into the
   peer address when the peer is 127.0.0.1 or ::1: a script on the host, or a proxy there passing the
   browser's own header on). Each source must keep to one address's limits.
+- wrong_kind (issue 40, 13): a value in another field than the widget's own over the protocol: NaN,
+  a number or true to a select box (mask_kind, the example picker) and a radio (mode), true or false
+  to d_model and the heads. Each must end in a page with no exception, the box's sizes unchanged and
+  the refusal said.
+- shared_address (issue 40, 13): 8 fresh browsers from one address answer a question. The store's
+  answer_networks must give them one network, and the teacher's panel's rule
+  (room_answers.shared_from_one_address, whose note tests/classroom/test_answer_networks.py checks on
+  the page) must count all 8 (and nothing before they came).
+- direct_header (issue 40, 13, last: its note stays for the server's life): a request whose
+  X-Forwarded-For ends in a global address (uvicorn takes it for the peer from 127.0.0.1) and names
+  another first, as a client reaching the server without the proxy would. The teacher's Class page
+  must warn, and must not before.
 
 Each case ends with "held: yes" or the rules it broke (failures()); the bench exits non-zero if any broke.
 """
@@ -65,7 +77,15 @@ from tests.st_protocol import many as at_once  # noqa: E402
 
 ATTACKER, TEACHER, STUDENT, CLASSMATE = "127.0.0.66", "127.0.0.10", "127.0.0.20", "127.0.0.21"
 AT_ONCE = 8  # sessions the bench keeps open at the same time in a flood
-CASES = ("flood", "fill", "impersonation", "guessing", "ballot", "export", "markup", "no_address")
+CASES = ("flood", "fill", "impersonation", "guessing", "ballot", "export", "markup", "no_address",
+         "wrong_kind", "shared_address", "direct_header")
+NAN = float("nan")
+WRONG_KIND = [("mask_kind", "double_value", NAN, "nan"), ("example_picker", "double_value", NAN, "nan"),
+              ("mask_kind", "int_value", 3, "3"), ("mask_kind", "bool_value", True, "True"),
+              ("mode", "double_value", float("nan"), "nan"), ("d_model", "bool_value", True, "True"),
+              ("n_heads", "bool_value", False, "False")]
+DIRECT_NOTE = "reach it straight from the internet"  # app/views/classroom.py, DIRECT_NOTE
+GLOBAL_PEER = "93.184.216.34"  # a global address (uvicorn's peer: X-Forwarded-For's last from 127.0.0.1)
 SOURCES = {"127.0.0.1": ("127.0.0.1", False), "127.0.0.2": ("127.0.0.2", False),  # name: (bound to,
            "127.0.0.1 forging X-Forwarded-For": ("127.0.0.1", True)}  # a fresh X-Forwarded-For a session)
 GUESS_SECONDS = 20.0  # the no_address case's guessing, fresh sessions one wrong code each
@@ -278,6 +298,53 @@ async def ballot_stuffing(url: str, store) -> dict:
             "fresh_sessions": len(fresh), "fresh_seconds": seconds, "fresh_counted": counted,
             "join_bound": JOIN_BURST + JOIN_PER_SECOND * (time.monotonic() - started),
             "after_lock_counted": after_lock, "exceptions": exceptions([*tabs, *fresh, *locked])}
+
+
+async def wrong_kind(url: str, store) -> dict:
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    def caption(said: list[str]) -> str:
+        return next((t for t in reversed(said) if t.startswith("d_k = d_v = d_model / h =")), "")
+
+    results = {}
+    for key, field, value, shown_as in WRONG_KIND:
+        tab = Tab(url, "127.0.0.50")
+        try:
+            await tab.open("")
+            before, said_before = caption(tab.said), len(tab.said)
+            widget_id = tab.widget_ids[key]
+            tab.widgets[widget_id] = WidgetState(id=widget_id, **{field: value})
+            run = await tab.rerun()
+        finally:
+            with contextlib.suppress(Exception):
+                await tab.close()
+        said = tab.said[said_before:]
+        results[f"{key} {field} {shown_as}"] = {
+            "exception": any(e.startswith(("exception", "compilation")) for e in run.errors),
+            "sizes_kept": caption(said) == before,
+            "refusal_said": any(f"({shown_as}) is not one it accepts and was refused" in t for t in said)}
+    return results
+
+
+async def shared_address(url: str, store) -> dict:
+    from app.room.room_answers import shared_from_one_address
+
+    room = store.create_room(client=TEACHER)
+    question = store.ask(room.code, room.teacher_secret, "Which head?", CHOICES)
+    before = shared_from_one_address(store.answer_networks(room.code, room.teacher_secret, question.id))
+    tabs, seconds = await many(8, lambda i: answer_from(url, room.code, question.id, "127.0.0.42", None, "C"))
+    networks = store.answer_networks(room.code, room.teacher_secret, question.id)
+    return {"answers": store.tally(room.code, question.id).total, "answers_seconds": seconds,
+            "shared_before_answers": before, "shared": shared_from_one_address(networks),
+            "exceptions": exceptions(tabs)}
+
+
+async def direct_header(url: str, store) -> dict:
+    before = await visit(url, "", TEACHER, page="class")
+    await visit(url, "", f"10.0.0.8, {GLOBAL_PEER}")  # the workbench: the request is what counts
+    after = await visit(url, "", TEACHER, page="class")
+    return {"note_before": before.saw(DIRECT_NOTE), "note_after": after.saw(DIRECT_NOTE),
+            "exceptions": exceptions([before, after])}
 
 
 def export_file_name() -> dict:
@@ -539,6 +606,17 @@ def failures(name: str, r: dict) -> list[str]:
                    (r.get("exceptions") == 0, "an exception on a page")],
         "export": [(not r.get("pwned_created"), "the script ran the file name's code"),
                    (r.get("export_exit") == 0 and r.get("script_exit") == 0, "export or script failed")],
+        "wrong_kind": [(held, f"{case}: {why}") for case, measured in r.items() if isinstance(measured, dict)
+                       for held, why in ((not measured["exception"], "an exception on the page"),
+                                         (measured["sizes_kept"], "the sizes changed"),
+                                         (measured["refusal_said"], "no refusal said"))],
+        "shared_address": [(r.get("answers", 0) >= 5, "fewer than 5 answers counted"),
+                           (not r.get("shared_before_answers"), "shared before any answer"),
+                           (r.get("shared") == r.get("answers"), "the panel's rule missed the one address"),
+                           (r.get("exceptions") == 0, "an exception on a page")],
+        "direct_header": [(not r.get("note_before"), "the note showed before the request"),
+                          (r.get("note_after"), "the teacher's Class page did not warn"),
+                          (r.get("exceptions") == 0, "an exception on a page")],
         "markup": [(r.get("requests") == 0, "the browser fetched from the listener"),
                    (r.get("control_fetch_counted") == 1, "the listener did not count the control fetch"),
                    (r.get("student_told_right_or_wrong"), "the student's reveal did not show"),
@@ -560,7 +638,8 @@ def run_case(name: str, url: str, store) -> dict:
         result = no_address(url, store)
     else:
         case = {"flood": room_flood, "fill": class_fill, "impersonation": impersonation,
-                "guessing": code_guessing, "ballot": ballot_stuffing}[name]
+                "guessing": code_guessing, "ballot": ballot_stuffing, "wrong_kind": wrong_kind,
+                "shared_address": shared_address, "direct_header": direct_header}[name]
         result = asyncio.run(case(url, store))
     result["case_seconds"] = time.monotonic() - started
     return result
