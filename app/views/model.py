@@ -26,7 +26,7 @@ from course.i18n import N_, number, translator
 from mha_core import LIMITS, normalised_entropy, pretrained
 from mha_core.analysis import FLAT_AT, attention_change, head_pattern, sentence_cosine
 from mha_core.derive import compare_heads, contributions_of
-from mha_core.pretrained import MODEL_NAME, TRACE_SLOTS, ModelNotInstalled, Trace, load_minilm
+from mha_core.pretrained import MODEL_NAME, TRACE_SLOTS, BertConfig, ModelNotInstalled, Trace, load_minilm
 
 SENTENCES = {  # sentences that show known head behaviour (English: the model reads English)
     "the cat sat on the mat because it was tired": N_("coreference: which heads send 'it' to 'cat'?"),
@@ -70,6 +70,12 @@ EXAMPLE_USED = "model_example_used"
 session_keys.register(session_keys.Key(EXAMPLE_USED, __name__))
 
 
+def shape() -> BertConfig:
+    """The model's layers, heads, widths and longest text, from its package's config.json (read without
+    its weights, so that the page can say them before loading and when the package is missing)."""
+    return pretrained.model_config()
+
+
 @st.cache_resource(show_spinner=False)  # render() says it is loading, in the reader's language
 def model():
     return load_minilm()
@@ -84,7 +90,7 @@ def traced(text: str, zero_heads: tuple[tuple[int, int], ...] = ()) -> Trace:
 
 def _named(trace: Trace) -> Trace:
     """A new shared trace's arrays, named (figure_cache.name_arrays): its figures are keyed without
-    reading its 6 × 12 heads' weights (75 MB at 512 word pieces) on every run."""
+    reading its heads' weights (6 × 12 heads: 75 MB at 512 word pieces) on every run."""
     owner = hashlib.blake2b(repr((trace.tokens, sorted(trace.zero_heads))).encode(), digest_size=16).digest()
     for layer, result in enumerate(trace.attentions):
         figure_cache.name_fields(owner + f":{layer}".encode(), result)
@@ -102,9 +108,12 @@ def _trace(text: str, zero_heads: tuple[tuple[int, int], ...]) -> Trace:
 
 def render(workbench_page) -> None:
     st.title(i18n.t("Real heads: all-MiniLM-L6-v2"))
-    st.caption(i18n.t("A BERT encoder (6 layers × 12 heads, d_model 384, 22.7 M parameters) run by this "
-                      "app's own NumPy core: every head below is a multi_head_attention result, as on the "
-                      "workbench."))
+    config = shape()
+    st.caption(i18n.t("A BERT encoder ({layers} layers × {heads} heads, d_model {d_model}, {parameters} M "
+                      "parameters) run by this app's own NumPy core: every head below is a "
+                      "multi_head_attention result, as on the workbench.").format(
+        layers=f"{config.n_layers:d}", heads=f"{config.n_heads:d}", d_model=f"{config.d_model:d}",
+        parameters=i18n.number(config.parameters / 1e6, 1)))
     try:
         with st.spinner(i18n.t("Loading all-MiniLM-L6-v2 (once per server)…")):
             loaded = model()
@@ -163,7 +172,8 @@ def sentence_ui() -> str:
     if pick in SENTENCES and st.session_state.get("model_example_used") != pick:
         st.session_state.model_text = pick  # before the text box is drawn
         st.session_state.model_example_used = pick
-    text = st.text_area(i18n.t("Text (up to 512 word pieces)"), key="model_text", height=80)
+    text = st.text_area(i18n.t("Text (up to {n} word pieces)").format(n=f"{shape().max_positions:d}"),
+                        key="model_text", height=80)
     st.caption(i18n.t("[CLS], [SEP] or [MASK] typed here are read as plain text, like any word; the model "
                       "adds its own [CLS] and [SEP] around the text."))
     return text
@@ -182,8 +192,8 @@ def sentence_option(translate):
 
 def layer_ui() -> int:
     # The options stay "layer 1" ...: a following class shares the chosen option's text (pick_model_layer)
-    return widgets.choice_ui(st, i18n.t("layer"), [f"layer {i + 1}" for i in range(6)], "model_layer",
-                             segmented=True)
+    return widgets.choice_ui(st, i18n.t("layer"), [f"layer {i + 1}" for i in range(shape().n_layers)],
+                             "model_layer", segmented=True)
 
 
 def head_labels(weights: np.ndarray, language: str) -> list[str]:
@@ -198,7 +208,7 @@ def overview_tab(trace: Trace, layer: int, key: tuple) -> None:
         return TRACES.get_or_make_derived(key, name, make, lambda _: 0)  # a few kB of words
 
     st.caption(lit(i18n.t(model_figures.OVERVIEW_CAPTION)))
-    weights = [result.weights for result in trace.attentions]  # 6 x [12, n, n]
+    weights = [result.weights for result in trace.attentions]  # layers x [heads, n, n]
     width = phone_css.column_width() or figure_layout.FULL_WIDTH
     language = i18n.language()
     labels = kept(f"head labels {language}", lambda: [head_labels(w, language) for w in weights])
@@ -206,7 +216,7 @@ def overview_tab(trace: Trace, layer: int, key: tuple) -> None:
           key="model_overview",
           text=kept(f"overview text {language}", lambda: of_model(weights, language=language)))
     head = widgets.choice_ui(st, i18n.t("open a head of layer {layer} (the layer is chosen above)").format(
-        layer=f"{layer + 1:d}"), _head_names(12), "model_head", segmented=True)
+        layer=f"{layer + 1:d}"), _head_names(shape().n_heads), "model_head", segmented=True)
     w = weights[layer][head]
     st.markdown(i18n.t("**Layer {layer}, head {head}**: {pattern}, entropy {entropy}.").format(
         layer=f"{layer + 1:d}", head=f"{head + 1:d}", pattern=lit(head_pattern(w)),
@@ -232,7 +242,7 @@ def layer_tab(trace: Trace, layer: int) -> None:
           key="model_weights")
     query = widgets.choice_ui(st, i18n.t("query word piece"), editor_labels.row_labels(trace.tokens),
                               "model_query")
-    compared = compare_heads(r.weights, query, "l2")  # 12 heads, many keys: always comparable
+    compared = compare_heads(r.weights, query, "l2")  # every head, many keys: always comparable
     a, b, value = compared.pair
     flat = [heads[i] for i in compared.flat]
     disagree = i18n.t("For '{token}': **{a}** and **{b}** disagree most (L2 {value}).").format(
@@ -246,7 +256,9 @@ def layer_tab(trace: Trace, layer: int) -> None:
     with right:
         chart(figure(bar_figures.entropy_bars, compared.entropy, head_names=heads, flat_at=FLAT_AT),
               key="model_entropy")
-    st.caption(i18n.t("The concatenation: one band per head, 12 × 32 = 384 columns"))
+    config = shape()
+    st.caption(i18n.t("The concatenation: one band per head, {heads} × {d_head} = {d_model} columns").format(
+        heads=f"{config.n_heads:d}", d_head=f"{config.d_head:d}", d_model=f"{config.d_model:d}"))
     shown, note = picture_colours(r.concat, r.concat)
     chart(figure(figures.concat_bands, shown, trace.tokens, r.n_heads, r.head_outputs.shape[2]),
           key="model_concat", text=of_concat(r.concat, trace.tokens, r.n_heads, r.head_outputs.shape[2],
@@ -254,13 +266,14 @@ def layer_tab(trace: Trace, layer: int) -> None:
     if note:
         st.caption(lit(note))
     setup = model().layer_setup(trace, layer)
-    contributions = contributions_of(setup, r).per_head  # [h, n, 384]
+    contributions = contributions_of(setup, r).per_head  # [h, n, d_model]
     st.caption(i18n.t("Each head's contribution head_i · W_O[rows of head i]; with b_O they add up to the "
                       "output"))
     shown, note = picture_colours(contributions[0], contributions)
-    chart(figure(figures.head_grids, shown, trace.tokens, figure_style.dims("d", 384), kind="signed",
+    columns = figure_style.dims("d", config.d_model)
+    chart(figure(figures.head_grids, shown, trace.tokens, columns, kind="signed",
                  head_names=heads, cols_are_tokens=False), key="model_contributions",
-          text=of_grids(contributions, trace.tokens, figure_style.dims("d", 384), heads,
+          text=of_grids(contributions, trace.tokens, columns, heads,
                         language=i18n.language()))
     if note:
         st.caption(lit(note))
@@ -277,7 +290,8 @@ def picture_colours(panel: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, 
 def lines_tab(trace: Trace, layer: int) -> None:
     weights = trace.attentions[layer].weights  # [h, n, n]
     translate = translator(i18n.language())  # format_funcs are also called outside the run (AppTest)
-    chosen = st.multiselect(i18n.t("heads"), list(range(12)), default=[0], key="model_line_heads",
+    heads = list(range(shape().n_heads))
+    chosen = st.multiselect(i18n.t("heads"), heads, default=[0], key="model_line_heads",
                             format_func=lambda h: translate("head {n}").format(n=h + 1))
     n = len(trace.tokens)
     first = 0
@@ -319,7 +333,8 @@ def change_tab(loaded, trace: Trace, text: str, layer: int, workbench_page) -> N
     st.divider()
     st.markdown(i18n.t("**Zero heads inside the model** and see how every later layer's attention and the "
                        "sentence embedding change (the change no other viewer shows)."))
-    options = [(layer_, head) for layer_ in range(6) for head in range(12)]
+    config = shape()
+    options = [(layer_, head) for layer_ in range(config.n_layers) for head in range(config.n_heads)]
     translate = translator(i18n.language())  # format_funcs are also called outside the run (AppTest)
     zeroed = st.multiselect(i18n.t("heads to zero"), options, key="model_zero",
                             format_func=lambda pair: _layer_head(pair, translate))
@@ -335,8 +350,9 @@ def change_tab(loaded, trace: Trace, text: str, layer: int, workbench_page) -> N
         cosine=i18n.number(cosine, 4)))
     st.caption(i18n.t("Largest change of each head's weights (any cell), layer by layer: layers before the "
                       "first zeroed head do not change."))
-    chart(figure(figures.matrix_heatmap, change, [i18n.t("layer {n}").format(n=i + 1) for i in range(6)],
-                 [f"h{i + 1}" for i in range(12)], title=i18n.t("max |Δ weight|"),
+    chart(figure(figures.matrix_heatmap, change,
+                 [i18n.t("layer {n}").format(n=i + 1) for i in range(config.n_layers)],
+                 [f"h{i + 1}" for i in range(config.n_heads)], title=i18n.t("max |Δ weight|"),
                  width=figure_layout.FULL_WIDTH),
           key="model_change")
     last = np.asarray(after.hidden_states[-1], dtype=float) - np.asarray(trace.hidden_states[-1], dtype=float)
