@@ -32,9 +32,12 @@ from course.steps import Screen, Step
 
 LANGUAGE = "language"  # session key: the reader's language code
 CHOSEN = "language_chosen"  # session key: True once the picker or a link chose it (the address keeps it)
+# The language again, in a key no widget owns: st.switch_page (a follower sent to the teacher's page)
+# drops every widget's state, the picker's too, and the reader then got the header's language or English.
+KEPT = "language_kept"
 PARAM = "lang"
 session_keys.register(session_keys.Key(LANGUAGE, __name__, ENGLISH, address=PARAM),
-                      session_keys.Key(CHOSEN, __name__, False))
+                      session_keys.Key(CHOSEN, __name__, False), session_keys.Key(KEPT, __name__))
 
 
 def init_language() -> list[str]:
@@ -48,12 +51,16 @@ def init_language() -> list[str]:
 def _choose_language() -> list[str]:
     ss = st.session_state
     if LANGUAGE in ss:
+        ss[KEPT] = ss[LANGUAGE]
+        return []
+    if KEPT in ss:  # a page switch dropped the picker's state: the reader's language is still theirs
+        ss[LANGUAGE] = ss[KEPT]
         return []
     asked = st.query_params.get(PARAM)
     from_link = known(asked)
     ss[CHOSEN] = from_link is not None
-    ss[LANGUAGE] = (from_link or browser_language(st.context.headers.get("Accept-Language"))
-                    or known(os.environ.get("MHA_LANGUAGE")) or ENGLISH)
+    ss[LANGUAGE] = ss[KEPT] = (from_link or browser_language(st.context.headers.get("Accept-Language"))
+                               or known(os.environ.get("MHA_LANGUAGE")) or ENGLISH)
     if asked and from_link is None:
         return [f"the language {asked[:20]!r} (this course is written in {', '.join(LANGUAGES.values())})"]
     return []
