@@ -208,7 +208,42 @@ SCRIPT = """
   // text Plotly rewrites on every hover.
   const matters = (m) => m.type === "childList"
     || (m.target.parentElement && m.target.parentElement.closest("table.chart-numbers"));
+  // What the reader edits stays where they see it (issue 40, 8): a run that grows the page above an
+  // editor (an example's card saying it is edited, a note) pushed the X grid down while they typed.
+  // The element touched last (a grid, an input) is held at its place on the screen for 5 s after
+  // the last key or tap; the reader's own scrolling lets it go. The browser's scroll anchoring
+  // does not do it: it anchors to the card that grows.
+  const EDITORS = "[data-testid='stDataFrame'], input, textarea";
+  let held = null;
+  const mainOf = () => doc.querySelector("[data-testid='stMain']");
+  const hold = (event) => {
+    const main = mainOf(), target = event.target;
+    const box = target && target.closest && target.closest("[data-testid='stElementContainer']");
+    if (main && box && main.contains(box) && target.closest(EDITORS)) {
+      held = {box, top: box.getBoundingClientRect().top, until: Date.now() + 5000};
+    } else if (held && event.type === "keydown") {
+      held.until = Date.now() + 5000;  // typing in the grid's editor, drawn outside the page's main
+    } else if (event.type === "pointerdown") {
+      held = null;
+    }
+  };
+  doc.addEventListener("pointerdown", hold, true);
+  doc.addEventListener("keydown", hold, true);
+  for (const name of ["wheel", "touchmove"]) {
+    doc.addEventListener(name, () => { held = null; }, {capture: true, passive: true});
+  }
+  const keepHeld = () => {
+    if (!held) { return; }
+    if (Date.now() > held.until || !held.box.isConnected) { held = null; return; }
+    const main = mainOf(), shift = held.box.getBoundingClientRect().top - held.top;
+    if (main && Math.abs(shift) >= 1) { main.scrollTop += shift; }
+  };
+  let holding = false;
   new MutationObserver((mutations) => {
+    if (held && !holding) {
+      holding = true;
+      requestAnimationFrame(() => { holding = false; keepHeld(); });
+    }
     if (!queued && mutations.some(matters)) {
       queued = true;
       requestAnimationFrame(() => { queued = false; update(); });
