@@ -57,6 +57,26 @@ def server_and_browser():
 # --- what the browser tests share ------------------------------------------------------------------
 
 
+# Nothing on the page is stale (faded while a run redraws it) and plotly has drawn every chart it holds.
+DRAWN = """() => !document.querySelector("[data-stale='true']") &&
+    Array.from(document.querySelectorAll('.js-plotly-plot')).every(p => p._fullLayout)"""
+
+
+def settle(page, selector: str | None = None, *, timeout: float = LOADED, attached: bool = False,
+           runs: int = 1) -> None:
+    """Until the page has drawn and is idle: ``selector`` on it (visible, or only ``attached``), then
+    ``runs`` times a debounce of 400 ms and the script idle (a phone's first run reports its width and
+    reruns: 2), then nothing stale and every chart drawn. The one wait of every browser test (issue
+    40, 9: it was copied six times, with debounces of 300 or 400 ms and some without the last check;
+    this keeps the strictest of each)."""
+    if selector:
+        page.wait_for_selector(selector, timeout=timeout, state="attached" if attached else "visible")
+    for _ in range(runs):
+        page.wait_for_timeout(400)  # Streamlit's own e2e tests wait 300 ms
+        page.wait_for_selector(IDLE, timeout=timeout)
+    page.wait_for_function(DRAWN, timeout=timeout)
+
+
 def projector_page(browser, url: str):
     """A new 1280 x 720 context opened at url."""
     page = browser.new_context(viewport=PROJECTOR).new_page()
@@ -88,3 +108,46 @@ def no_error_on(page) -> None:
     """No exception box and no error box (st.error) on the page."""
     no_exception_on(page)
     assert page.locator("[data-testid='stAlertContentError']").count() == 0
+
+
+# --- the presenter ----------------------------------------------------------------------------------
+
+# Whether the presenter's heading (its first h3) starts with a text: screen_heading's.
+SCREEN_SHOWN = "(start) => (document.querySelector('h3') || {}).innerText?.startsWith(start)"
+
+
+def screen_heading(position: int) -> str:
+    """How the heading of the presenter's screen at ``position`` (in course.steps.SCREENS) starts:
+    '4 / 9 · '. Counted from the registry when called: a test may have added a step."""
+    from course import steps
+
+    return f"{position + 1} / {len(steps.SCREENS)} · "
+
+
+def screen_shown(page, position: int, timeout: float = LOADED) -> None:
+    """Until the page's presenter heading is the screen at ``position``'s."""
+    page.wait_for_function(SCREEN_SHOWN, arg=screen_heading(position), timeout=timeout)
+
+
+def press_next(page) -> None:
+    page.locator(".st-key-present_next button").click()
+
+
+def presenter_screens(page, *, until: str | None = None, press=press_next, timeout: float = LOADED):
+    """The presenter's screens in turn, from the first (``page`` opened on it): yields each screen's
+    position once its heading shows and the page has settled, then moves on (``press``: Next) up to
+    the last screen, or to the screen named ``until``. The one walk of the browser tests (issue 40, 9)."""
+    from course import steps
+
+    last = len(steps.SCREENS) - 1 if until is None else steps.screen_position(until)
+    for position in range(last + 1):
+        screen_shown(page, position, timeout)
+        settle(page, timeout=timeout)
+        yield position
+        if position < last:
+            press(page)
+
+
+def present_screen(page, name: str, timeout: float = LOADED) -> int:
+    """From the presenter's first screen, Next up to the screen named ``name``; its position."""
+    return list(presenter_screens(page, until=name, timeout=timeout))[-1]

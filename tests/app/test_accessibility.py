@@ -10,12 +10,16 @@ Skips when Chromium, Playwright or node_modules/axe-core is missing, unless REQU
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pytest
 
+from course.steps import number_of
 from tests.a11y import AXE, assert_no_violations
-from tests.browser_env import ARTIFACTS, IDLE, require_browser, room_code
+from tests.browser_env import ARTIFACTS, present_screen, require_browser, room_code, screen_shown
+from tests.browser_env import settle as settle_page
+from tests.wcag import contrast_on_white
 
 LOADED = 90_000  # ms: how long a page may take on a loaded machine before the test gives up
 WIDTH, HEIGHT = 1280, 720
@@ -33,15 +37,7 @@ def new_page(browser, **options):
 
 
 DRAWN = "[data-testid='stMain'] h1, [data-testid='stMain'] h3, .js-plotly-plot"  # some page has drawn
-
-
-def settle(page, selector: str = DRAWN) -> None:
-    """Until the page has drawn: its selector, the script idle, nothing stale (faded), every chart drawn."""
-    page.wait_for_selector(selector, timeout=LOADED, state="attached")
-    page.wait_for_timeout(300)  # the debounce of Streamlit's own e2e tests
-    page.wait_for_selector(IDLE, timeout=LOADED)
-    page.wait_for_function("""() => !document.querySelector("[data-stale='true']") &&
-        Array.from(document.querySelectorAll('.js-plotly-plot')).every(p => p._fullLayout)""", timeout=LOADED)
+settle = functools.partial(settle_page, timeout=LOADED, attached=True)  # tests.browser_env's, attached
 
 
 def as_tall_as_the_page(page) -> None:
@@ -60,19 +56,6 @@ CHART_TEXT = """() => {
         Array.from(plot.querySelectorAll(seen)).filter(t => t.textContent.trim() && t.getBBox().width > 0)
             .map(t => [t.textContent.trim().slice(0, 30), getComputedStyle(t).fill]));
 }"""
-
-
-def _luminance(rgb) -> float:
-    linear = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
-    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
-
-
-def contrast_on_white(css_colour: str) -> float:
-    """WCAG contrast of an 'rgb(r, g, b)' (or rgba, blended on white) against white."""
-    parts = [float(x) for x in re.findall(r"[\d.]+", css_colour)]
-    alpha = parts[3] if len(parts) > 3 else 1.0
-    rgb = [alpha * c + (1 - alpha) * 255 for c in parts[:3]]
-    return 1.05 / (_luminance(rgb) + 0.05)
 
 
 CELL_TEXT = """() => Array.from(document.querySelectorAll('.js-plotly-plot .heatmap-label text'), t => {
@@ -113,10 +96,10 @@ def test_every_page_of_the_navigation_has_no_violation(live, name):
     url, browser = live
     page = new_page(browser)
     page.goto(f"{url}/{'' if name == 'workbench' else name}")
-    settle(page)
+    settle(page, DRAWN)
     if name in ("workbench", "labs", "model"):
         page.wait_for_selector(".js-plotly-plot", timeout=LOADED)
-        settle(page)
+        settle(page, DRAWN)
     assert_accessible(page, name)
     page.context.close()
 
@@ -155,13 +138,12 @@ def test_a_long_sequence_has_no_violation(live):
     page.context.close()
 
 
-SCREEN_SHOWN = "(start) => (document.querySelector('h3') || {}).innerText?.startsWith(start)"
 CHIP_BUTTONS = "[class*='st-key-chip_add_'] button"
 
 
 def test_a_room_as_teacher_and_student_and_the_forecast_question(live):
-    """The Class page starts a room; a second browser joins by its link; the teacher presents screen 4
-    and asks the room to draw a forecast: teacher, student and the student's question, each checked."""
+    """The Class page starts a room; a second browser joins by its link; the teacher presents the softmax
+    screen and asks the room to draw a forecast: teacher, student and the student's question, each checked."""
     url, browser = live
     teacher = new_page(browser)
     teacher.goto(f"{url}/class")
@@ -174,15 +156,12 @@ def test_a_room_as_teacher_and_student_and_the_forecast_question(live):
     student.goto(f"{url}/?room={code}")
     student.wait_for_function("(c) => document.body.innerText.includes('Room ' + c)", arg=code,
                               timeout=LOADED)
-    settle(student)
+    settle(student, DRAWN)
     assert_accessible(student, "a room, the student's page")
     teacher.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()
     settle(teacher, ".st-key-present_next")
-    for screen in (2, 3, 4):
-        teacher.locator(".st-key-present_next button").click()
-        teacher.wait_for_function(SCREEN_SHOWN, arg=f"{screen} / 9 · ", timeout=LOADED)
-        teacher.wait_for_selector(IDLE, timeout=LOADED)
-    student.wait_for_function(SCREEN_SHOWN, arg="4 / 9 · ", timeout=LOADED)
+    softmax = present_screen(teacher, "softmax", timeout=LOADED)
+    screen_shown(student, softmax, timeout=LOADED)
     teacher.locator(".st-key-present_draw button").click()
     student.wait_for_selector(CHIP_BUTTONS, timeout=LOADED)
     settle(student, CHIP_BUTTONS)
@@ -203,15 +182,16 @@ FOCUSED = """() => {
             toolbar: !!e.closest("[data-testid='stElementToolbar'], .modebar"),
             step: step ? step.innerText.trim() : ''};
 }"""
+HEADS = number_of("heads_compared")  # the workbench's step of the heads side by side, as it is numbered
 TOOLBAR_STOPS = """() => Array.from(document.querySelectorAll(
     "[data-testid='stMain'] [data-testid='stElementToolbar'] button, [data-testid='stMain'] .modebar-btn"))
     .filter(b => b.tabIndex >= 0).length"""
 
 
 def test_skip_links_reach_every_step_and_toolbars_wait_until_asked_for(live):
-    """The first Tab stops are one skip link per step; Enter on step 6's, then Tab, is inside step 6.
-    No chart or grid toolbar button is a Tab stop (today 8 per chart, 6 per grid: about 116 presses from
-    the top to step 6) until the last skip link asks for them."""
+    """The first Tab stops are one skip link per step; Enter on the heads step's (heads_compared),
+    then Tab, is inside it. No chart or grid toolbar button is a Tab stop (today 8 per chart, 6 per
+    grid: about 116 presses from the top to that step) until the last skip link asks for them."""
     url, browser = live
     page = new_page(browser)
     page.goto(f"{url}/")
@@ -220,13 +200,13 @@ def test_skip_links_reach_every_step_and_toolbars_wait_until_asked_for(live):
     for _ in range(12):
         page.keyboard.press("Tab")
         seen.append(page.evaluate(FOCUSED)["text"])
-        if seen[-1].startswith("Skip to step 6"):
+        if seen[-1].startswith(f"Skip to step {HEADS}"):
             break
-    assert seen[-1].startswith("Skip to step 6. "), seen
-    assert [s.split(".")[0] for s in seen[:6]] == [f"Skip to step {i}" for i in range(1, 7)]
+    assert seen[-1].startswith(f"Skip to step {HEADS}. "), seen
+    assert [s.split(".")[0] for s in seen[:HEADS]] == [f"Skip to step {i}" for i in range(1, HEADS + 1)]
     page.keyboard.press("Enter")
     page.keyboard.press("Tab")
-    assert page.evaluate(FOCUSED)["step"].startswith("6. "), page.evaluate(FOCUSED)
+    assert page.evaluate(FOCUSED)["step"].startswith(f"{HEADS}. "), page.evaluate(FOCUSED)
     assert page.evaluate(TOOLBAR_STOPS) == 0
     asked = page.get_by_role("link", name="Chart toolbars in the Tab order")
     asked.focus()
@@ -240,8 +220,8 @@ def test_skip_links_reach_every_step_and_toolbars_wait_until_asked_for(live):
 
 
 def test_a_keyboard_walk_through_the_workbench_meets_no_toolbar(live):
-    """Tab from the top of the main area to step 6: no stop is a toolbar button, and it takes fewer
-    than 70 presses (116 before)."""
+    """Tab from the top of the main area to the heads step (heads_compared): no stop is a toolbar
+    button, and it takes fewer than 70 presses (116 before)."""
     url, browser = live
     page = new_page(browser)
     page.goto(f"{url}/")
@@ -251,9 +231,9 @@ def test_a_keyboard_walk_through_the_workbench_meets_no_toolbar(live):
     while len(walked) < 120:
         page.keyboard.press("Tab")
         walked.append(page.evaluate(FOCUSED))
-        if walked[-1]["step"].startswith("6. "):
+        if walked[-1]["step"].startswith(f"{HEADS}. "):
             break
-    assert walked[-1]["step"].startswith("6. "), walked[-5:]
+    assert walked[-1]["step"].startswith(f"{HEADS}. "), walked[-5:]
     assert not [f for f in walked if f["toolbar"]]
     assert len(walked) < 70, len(walked)
     (ARTIFACTS / "a11y-tabs-to-step-6.txt").write_text(f"{len(walked)}\n")
@@ -360,7 +340,7 @@ def test_the_states_a_page_reaches_only_by_a_click_have_no_violation(live):
     page.locator("[class*='st-key-quiz_check_'] button:visible").first.click()
     page.wait_for_function("() => /Score this session: [01] right of 1 asked/.test(document.body.innerText)",
                            timeout=LOADED)
-    settle(page)
+    settle(page, DRAWN)
     assert_accessible(page, "quiz answered")
     page.goto(f"{url}/")  # issue 29: a refused setting draws its reason, its fixes and step 1
     settle(page, ".st-key-chart_weights .js-plotly-plot")

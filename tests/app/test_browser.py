@@ -11,14 +11,19 @@ from pathlib import Path
 
 import pytest
 
+from course.steps import SCREENS
 from tests.browser_env import (  # noqa: F401 (bench/ and other tests import some from here)
     ARTIFACTS,
     CHROMIUM,
     FLAGS,
     IDLE,
     no_error_on,
+    present_screen,
+    presenter_screens,
     require_browser,
     room_code,
+    screen_shown,
+    settle,
     type_tokens,
 )
 from tests.ws_log import MessageLog
@@ -42,12 +47,6 @@ def open_page(browser, url: str, viewport=(1400, 5000)):
     page.goto(url)
     settle(page, WEIGHTS)
     return page
-
-
-def settle(page, selector: str = WEIGHTS, timeout: float = 60_000) -> None:
-    page.wait_for_selector(selector, timeout=timeout)
-    page.wait_for_timeout(300)  # the debounce of Streamlit's own e2e tests
-    page.wait_for_selector(IDLE, timeout=timeout)
 
 
 def choose(page, label, tries: int = 3) -> None:
@@ -262,7 +261,7 @@ def test_open_in_the_workbench_lands_at_the_top(live):
     buttons = page.get_by_role("button", name="Open in the workbench")
     buttons.nth(4).scroll_into_view_if_needed()  # example B, well down the page
     buttons.nth(4).click()
-    settle(page)
+    settle(page, WEIGHTS)
     top = """() => { const m = document.querySelector("[data-testid='stMain']");
                      return (m ? m.scrollTop : 0) + window.scrollY; }"""
     try:  # the page scrolls itself up while it is drawn (without the fix it stays where B was)
@@ -331,7 +330,6 @@ SMALLEST_TEXT = """() => {
     const cells = sizes(document.querySelectorAll(drawn));
     return {cells: cells.length ? Math.min(...cells) : null, count: cells.length};
 }"""
-SCREEN_SHOWN = "(start) => (document.querySelector('h3') || {}).innerText?.startsWith(start)"
 OVERFLOW = """() => {
     // What the room sees crossing the viewport's left or right edge: charts, text, buttons, formulas;
     // and whether the page scrolls sideways at all.
@@ -359,9 +357,13 @@ def test_the_presenter_walks_all_steps_readably_at_projector_size(live):
     page.goto(f"{url}/present?example=the_cat_sat_two_heads")
     settle(page, ".st-key-present_next")
     seen = []
-    for screen in range(1, 10):
-        title = page.locator("h3").first.inner_text()
-        assert title.startswith(f"{screen} / 9 · "), title
+
+    def arrow_right(page) -> None:
+        page.mouse.click(5, 300)  # focus the page, not a field
+        page.keyboard.press("ArrowRight")
+
+    for position in presenter_screens(page, press=arrow_right, timeout=20_000):
+        screen = position + 1
         reveal = page.locator(".st-key-present_reveal button")
         if reveal.count():
             reveal.click()
@@ -375,15 +377,10 @@ def test_the_presenter_walks_all_steps_readably_at_projector_size(live):
         page.screenshot(path=str(ARTIFACTS / f"present-{screen}.png"))
         assert page.evaluate(OVERFLOW) == [], screen
         no_error_on(page)
-        if screen < 9:
-            page.mouse.click(5, 300)  # focus the page, not a field
-            page.keyboard.press("ArrowRight")
-            page.wait_for_function(SCREEN_SHOWN, arg=f"{screen + 1} / 9 · ", timeout=20_000)
-            page.wait_for_selector(IDLE, timeout=20_000)
     assert len(seen) >= 6  # the screens with numbered grids were measured, not skipped
-    assert "step=cost" in page.url  # the address names the screen
+    assert f"step={SCREENS[-1].key}" in page.url  # the address names the screen
     page.keyboard.press("ArrowLeft")
-    page.wait_for_function(SCREEN_SHOWN, arg="8 / 9 · ", timeout=20_000)
+    screen_shown(page, len(SCREENS) - 2, timeout=20_000)
     context.close()
 
 
@@ -473,7 +470,7 @@ def test_a_student_browser_follows_the_teacher_within_three_seconds(live, tmp_pa
     settle(teacher, ".st-key-present_next")
     started = time.perf_counter()
     teacher.locator(".st-key-present_next button").click()
-    student.wait_for_function(SCREEN_SHOWN, arg="2 / 9 · ", timeout=10_000)
+    screen_shown(student, 1, timeout=10_000)
     step_seconds = time.perf_counter() - started
     assert edit_seconds < 3 and step_seconds < 3, (edit_seconds, step_seconds)
     no_error_on(student)
@@ -571,10 +568,7 @@ def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
     settle(teacher, WEIGHTS)
     teacher.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()
     settle(teacher, ".st-key-present_next")
-    for screen in (2, 3, 4):
-        teacher.locator(".st-key-present_next button").click()
-        teacher.wait_for_function(SCREEN_SHOWN, arg=f"{screen} / 9 · ", timeout=20_000)
-        teacher.wait_for_selector(IDLE, timeout=20_000)
+    softmax = present_screen(teacher, "softmax", timeout=20_000)
     students, logs = [], []
     for viewport, phone in (((1280, 720), False), ((1280, 720), False), ((390, 844), True)):
         context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, is_mobile=phone,
@@ -584,7 +578,7 @@ def test_a_class_draws_a_forecast_on_laptops_and_a_phone(live):
         logs.append(MessageLog(student))
         student.goto(f"{url}/?room={code}")
         try:
-            student.wait_for_function(SCREEN_SHOWN, arg="4 / 9 · ", timeout=30_000)
+            screen_shown(student, softmax, timeout=30_000)
         except PlaywrightTimeout:
             student.screenshot(path=str(ARTIFACTS / "forecast-join-failed.png"))
             raise
@@ -709,12 +703,12 @@ def test_back_after_open_in_the_workbench_brings_the_edited_setup_back(live):
     url, browser = live
     page = open_page(browser, f"{url}/?example=the_cat_sat_two_heads", viewport=(1280, 720))
     type_tokens(page, "my own words")
-    settle(page)
+    settle(page, WEIGHTS)
     assert picker(page).endswith("(edited)")
     page.locator("[data-testid='stSidebarNav'] a:has-text('Worked examples')").click()
     settle(page, ".st-key-open_ex_d_one_huge_score")
     page.locator(".st-key-open_ex_d_one_huge_score button").click()
-    settle(page)
+    settle(page, WEIGHTS)
     assert picker(page).startswith("D: one huge score")
     visible_text(page, "over your edited setup")
     # Streamlit records the new address and the new page as one or two entries, in either order

@@ -11,7 +11,7 @@ import pytest
 from app.charts import grid_text, number_text
 from course.examples import all_examples
 from tests.a11y import assert_no_violations
-from tests.browser_env import ARTIFACTS, IDLE, require_browser, type_tokens
+from tests.browser_env import ARTIFACTS, IDLE, require_browser, settle, type_tokens
 
 pytestmark = pytest.mark.browser  # tests/conftest.py: make test-fast leaves these out
 
@@ -31,15 +31,9 @@ def page(live):
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     tab = context.new_page()
     tab.goto(url)
-    settle(tab)
+    settle(tab, f"{WEIGHTS} .js-plotly-plot", timeout=TIMEOUT)
     yield tab
     context.close()
-
-
-def settle(tab) -> None:
-    tab.wait_for_selector(f"{WEIGHTS} .js-plotly-plot", timeout=TIMEOUT)
-    tab.wait_for_timeout(300)  # the debounce of Streamlit's own e2e tests
-    tab.wait_for_selector(IDLE, timeout=TIMEOUT)
 
 
 def head_summary(head: int) -> str:
@@ -134,7 +128,7 @@ def test_enter_on_a_table_cell_opens_the_drill_down_there_and_gives_it_the_focus
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     tab = context.new_page()
     tab.goto(url)
-    settle(tab)
+    settle(tab, f"{WEIGHTS} .js-plotly-plot", timeout=TIMEOUT)
     box = tab.locator(NUMBERS)
     box.locator("summary").click()
     tab.wait_for_selector(f"{NUMBERS} table[data-mha-keys]", timeout=TIMEOUT)

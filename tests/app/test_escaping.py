@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser_env import settle
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app"
 
@@ -764,12 +766,6 @@ def _browser():
     return chromium, sync_api
 
 
-def _settle(page, timeout: float = 60_000) -> None:
-    page.wait_for_selector("[data-testid='stSidebarNav']", state="attached", timeout=timeout)
-    page.wait_for_timeout(400)
-    page.wait_for_selector(IDLE, timeout=timeout)
-
-
 def _nothing_rendered(page, where: str) -> dict:
     seen = page.evaluate(RENDERED)
     assert not [src for src in seen["images"] if "127.0.0.1:9/" in src], where
@@ -804,7 +800,7 @@ def test_hostile_tokens_in_chromium_from_a_link_and_a_file_fetch_and_render_noth
         page = context.new_page()
         for name in PAGES:
             page.goto(f"{url}/{'' if name == 'workbench' else name}?{query}")
-            _settle(page)
+            settle(page, "[data-testid='stSidebarNav']", attached=True)
             if name == "quiz":
                 for _ in range(4):
                     page.locator(".st-key-quiz_next button").click()
@@ -815,7 +811,7 @@ def test_hostile_tokens_in_chromium_from_a_link_and_a_file_fetch_and_render_noth
             if name == "quiz":
                 assert "**BOLD**" in seen["text"] or "![i](" in seen["text"], "a token shown as text"
         page.goto(url)
-        _settle(page)
+        settle(page, "[data-testid='stSidebarNav']", attached=True)
         page.get_by_text("Save or load this setup").click()
         bad = {**json.loads(setup_to_json(hostile_setup())), "tokens": ["w"] * 30}
         for file_name, text in (("**BOLD** <b>x</b> $x$ :red[x] ![i](p.png).json", json.dumps(bad)),

@@ -11,9 +11,21 @@ One server and one Chromium for the module. Skips without Chromium unless REQUIR
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
-from tests.browser_env import ARTIFACTS, IDLE, PHONE_AGENT, no_exception_on, require_browser, room_code
+from tests.browser_env import (
+    ARTIFACTS,
+    IDLE,
+    PHONE_AGENT,
+    no_exception_on,
+    present_screen,
+    require_browser,
+    room_code,
+    screen_heading,
+)
+from tests.browser_env import settle as settle_page
 
 pytestmark = pytest.mark.browser  # tests/conftest.py: make test-fast leaves these out
 
@@ -28,14 +40,9 @@ CHIP_BUTTONS = "[class*='st-key-chip_add_'] button"
 
 require_browser()
 
-
-def settle(page, selector: str = "[data-testid='stMain'] [data-testid='stMarkdownContainer']") -> None:
-    """The page has drawn and its script is idle (twice: a phone's first run reports its width and
-    reruns once)."""
-    page.wait_for_selector(selector, timeout=LOADED)
-    for _ in range(2):
-        page.wait_for_timeout(400)  # the debounce of Streamlit's own e2e tests
-        page.wait_for_selector(IDLE, timeout=LOADED)
+TEXT = "[data-testid='stMain'] [data-testid='stMarkdownContainer']"  # the page has drawn some text
+# tests.browser_env's, twice idle: a phone's first run reports its width and reruns once
+settle = functools.partial(settle_page, timeout=LOADED, runs=2)
 
 
 # Elements past the right edge that no box with its own horizontal overflow clips (a wide formula or
@@ -104,13 +111,13 @@ def test_every_page_fits_a_phone_with_targets_for_a_thumb(live):
     page = context.new_page()
     for path in PAGES:
         page.goto(url + path)
-        settle(page)
+        settle(page, TEXT)
         no_exception_on(page)
         assert_fits_a_phone(page, path)
         name = path.strip("/").replace("?example=", "") or "workbench"
         page.screenshot(path=str(ARTIFACTS / f"phone-{name}.png"))
     page.goto(url + "/")
-    settle(page)
+    settle(page, TEXT)
     page.locator("[data-testid='stExpandSidebarButton']").tap()
     page.wait_for_function("""() => {
         const link = document.querySelector("[data-testid='stSidebarNavLink']");
@@ -130,7 +137,7 @@ def test_a_page_in_german_or_french_still_fits_a_phone(live, path):
     context = browser.new_context(**PHONE)
     page = context.new_page()
     page.goto(url + path)
-    settle(page)
+    settle(page, TEXT)
     no_exception_on(page)
     page.wait_for_function("(code) => document.documentElement.lang === code",  # set once the page runs
                            arg="fr" if "lang=fr" in path else "de", timeout=LOADED)
@@ -145,11 +152,11 @@ RADICALS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"]
 
 def test_a_formula_keeps_its_square_roots_on_a_phone(live):
     """The phone's rule that shrinks pictures to the column squashed KaTeX's radical signs to nothing:
-    step 4's formula read softmax(QK/d_k), the scale the chapters say is 1/sqrt(d_k)."""
+    the softmax step's formula read softmax(QK/d_k), the scale the chapters say is 1/sqrt(d_k)."""
     url, browser = live
     context = browser.new_context(**PHONE)
     page = context.new_page()
-    page.goto(url + "/present?step=4")
+    page.goto(url + "/present?step=softmax")
     settle(page, ".katex .sqrt")
     heights = page.evaluate(RADICALS)  # px: one per square root on the screen
     assert len(heights) == 2 and min(heights) > 10, heights
@@ -182,12 +189,12 @@ def test_a_table_s_toolbar_leaves_its_caption_readable_and_a_long_formula_shows_
     settle(page, "[data-testid='stElementToolbar']")
     overlaps = page.evaluate(TOOLBARS_OVER_TEXT)
     assert overlaps and max(overlaps) <= 0, overlaps
-    page.goto(url + "/present?step=8")
+    page.goto(url + "/present?step=concatenate")
     settle(page, ".katex-display")
     assert page.evaluate(CUT_FORMULAS) == [True]  # the one formula too wide shows its shadow
     context.close()
     dark = browser.new_context(**PHONE, color_scheme="dark").new_page()  # the covers are the page's colour
-    dark.goto(url + "/present?step=8")
+    dark.goto(url + "/present?step=concatenate")
     settle(dark, ".katex-display")
     style_of = "([selector, name]) => getComputedStyle(document.querySelector(selector))[name]"
     page_colour = dark.evaluate(style_of, ["[data-testid=stApp]", "backgroundColor"])
@@ -206,12 +213,12 @@ CELL_HEIGHTS = """() => Array.from(document.querySelectorAll('[data-testid="stMa
 
 def test_a_phone_following_the_presenter_gets_cells_large_enough_for_their_numbers(live):
     """The presenter fits its charts into the projector's 720 px; a phone following it got the same
-    fit in its narrow column: screen 8's Concat [3 x 2] had 12-px rows and no numbers. A phone scrolls,
-    so its charts are planned for its column instead."""
+    fit in its narrow column: the concatenate screen's Concat [3 x 2] had 12-px rows and no numbers. A
+    phone scrolls, so its charts are planned for its column instead."""
     url, browser = live
     context = browser.new_context(**PHONE)
     page = context.new_page()
-    page.goto(url + "/present?step=8")
+    page.goto(url + "/present?step=concatenate")
     # This phone's User-Agent does not say so: its probe reports the narrow width and asks for a rerun.
     # A Reveal pressed before that report and its run was once lost under a loaded suite.
     page.wait_for_function("() => window.mhaNarrowSent === true", timeout=LOADED)
@@ -330,8 +337,8 @@ def test_open_layer_3_in_the_workbench_shows_x_as_a_readable_picture(live):
     context.close()
 
 
-def screen_shown(page, screen: str) -> None:
-    page.wait_for_function("(s) => document.body.innerText.includes(s)", arg=screen, timeout=LOADED)
+def screen_shown(page, text: str) -> None:
+    page.wait_for_function("(s) => document.body.innerText.includes(s)", arg=text, timeout=LOADED)
 
 
 def test_a_phone_follows_a_room_and_draws_its_forecast_with_a_thumb(live):
@@ -345,13 +352,10 @@ def test_a_phone_follows_a_room_and_draws_its_forecast_with_a_thumb(live):
     code = room_code(teacher)
     teacher.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()
     settle(teacher, ".st-key-present_next")
-    for screen in (2, 3, 4):
-        teacher.locator(".st-key-present_next button").click()
-        screen_shown(teacher, f"{screen} / 9 · ")
-        teacher.wait_for_selector(IDLE, timeout=LOADED)
+    softmax = present_screen(teacher, "softmax", timeout=LOADED)
     phone = browser.new_context(**PHONE).new_page()
     phone.goto(f"{url}/?room={code}")
-    screen_shown(phone, "4 / 9 · ")
+    screen_shown(phone, screen_heading(softmax))
     settle(phone, "[data-testid='stMain']")
     assert_fits_a_phone(phone, "following the presenter")
     teacher.locator(".st-key-present_draw button").click()

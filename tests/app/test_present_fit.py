@@ -11,14 +11,13 @@ import pytest
 
 from course.examples import all_examples
 from course.i18n import LANGUAGES
-from course.steps import in_language
+from course.steps import SCREENS, in_language
 from tests.app.test_browser import ARTIFACTS  # it skips this module too when there is no browser
-from tests.browser_env import IDLE, no_error_on, room_code
+from tests.browser_env import IDLE, no_error_on, present_screen, presenter_screens, room_code, screen_heading
 
 pytestmark = pytest.mark.browser  # tests/conftest.py: make test-fast leaves these out
 
 PROJECTOR = {"width": 1280, "height": 720}
-SCREENS = 9
 LOADED = 60_000  # ms a step may take on a loaded machine before the test gives up
 SMALLEST_PX = 20
 MEASURE = """() => {
@@ -44,7 +43,6 @@ DRAWN = """() => {
     const charts = document.querySelectorAll("[data-testid='stMain'] [data-testid='stPlotlyChart']");
     return Array.from(charts).every(c => c.querySelector('.main-svg'));
 }"""
-SCREEN_SHOWN = "(start) => (document.querySelector('h3') || {}).innerText?.startsWith(start)"
 
 
 def settled(page) -> None:
@@ -77,14 +75,6 @@ def reveal(page) -> bool:
     return True
 
 
-def next_screen(page, screen: int) -> None:
-    """Next, then the new screen drawn to its end: while a run draws, the old screen's header can still
-    be on the page beside the new one (CI once found two Next buttons)."""
-    page.locator(".st-key-present_next button").click()
-    page.wait_for_function(SCREEN_SHOWN, arg=f"{screen} / {SCREENS} · ", timeout=LOADED)
-    settled(page)
-
-
 @pytest.fixture(scope="module")
 def projector(live):  # the fixture of tests/conftest.py
     url, browser = live
@@ -100,11 +90,13 @@ def walk(page, url: str, examples, language: str | None = None) -> tuple[list, i
     for example in examples:
         page.goto(f"{url}/present?example={example}{lang}")
         page.wait_for_selector(".st-key-present_next button", timeout=LOADED)
-        page.wait_for_function(SCREEN_SHOWN, arg=f"1 / {SCREENS} · ", timeout=LOADED)
-        for screen in range(1, SCREENS + 1):
+        # Next, then the new screen drawn to its end: while a run draws, the old screen's header can
+        # still be on the page beside the new one (CI once found two Next buttons).
+        for position in presenter_screens(page, timeout=LOADED):
+            screen = position + 1
             where = f"{example}-{screen}" + (f"-{language}" if language else "")
             seen = measured(page, where)
-            assert seen["title"].startswith(f"{screen} / {SCREENS} · "), seen["title"]
+            assert seen["title"].startswith(screen_heading(position)), seen["title"]
             failures += [(example, screen, "before Reveal", p) for p in seen["problems"]]
             views += 1
             if reveal(page):
@@ -115,15 +107,13 @@ def walk(page, url: str, examples, language: str | None = None) -> tuple[list, i
                 suffix = f"-{language}" if language else ""
                 page.screenshot(path=str(ARTIFACTS / f"present-{screen}{suffix}.png"))
             no_error_on(page)
-            if screen < SCREENS:
-                next_screen(page, screen + 1)
     return failures, views
 
 
 def test_every_screen_of_every_example_fits_the_projector(projector):
     url, page = projector
     failures, views = walk(page, url, all_examples())
-    assert views >= len(all_examples()) * SCREENS
+    assert views >= len(all_examples()) * len(SCREENS)
     assert not failures, failures
 
 
@@ -134,20 +124,18 @@ def test_the_screens_fit_in_german_the_longest_language(projector):
     failures, views = walk(page, url, ["the_cat_sat_two_heads", "ex_i_parameter_count"], language="de")
     title = page.evaluate("() => document.querySelector('h3').innerText")
     assert title.endswith(in_language("de")[1][-1].title)  # the screens were German
-    assert views >= 2 * SCREENS
+    assert views >= 2 * len(SCREENS)
     assert not failures, failures
 
 
 def present_softmax_in_a_room(page, url: str) -> str:
-    """The page starts a room on the Class page and presents screen 4 (the softmax); the room's code."""
+    """The page starts a room on the Class page and presents the softmax screen; the room's code."""
     page.goto(f"{url}/class")
     page.wait_for_selector(".st-key-live_start button", timeout=LOADED)
     page.locator(".st-key-live_start button").click()
     code = room_code(page)
     page.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()
-    page.wait_for_function(SCREEN_SHOWN, arg=f"1 / {SCREENS} · ", timeout=LOADED)
-    for screen in (2, 3, 4):
-        next_screen(page, screen)
+    present_screen(page, "softmax", timeout=LOADED)
     settled(page)
     return code
 
@@ -259,15 +247,13 @@ def test_every_screen_fits_in_every_language_for_the_teacher_of_a_room(live):
         page.wait_for_selector("[data-testid='stSidebarNav'] a >> nth=1", timeout=LOADED)
         page.wait_for_selector(IDLE, timeout=LOADED)
         page.locator("[data-testid='stSidebarNav'] a").nth(1).click()  # Present, in any language
-        page.wait_for_function(SCREEN_SHOWN, arg=f"1 / {SCREENS} · ", timeout=LOADED)
-        for screen in range(1, SCREENS + 1):
+        for position in presenter_screens(page, timeout=LOADED):
+            screen = position + 1
             seen = measured(page, f"room-{language}-{screen}")
             failures += [(language, screen, p) for p in seen["problems"]]
             asked = page.locator(".st-key-present_ask").count()
             if page.locator(".st-key-present_reveal").count() and not asked:
                 unasked.append((language, screen))
-            if screen < SCREENS:
-                next_screen(page, screen + 1)
         no_error_on(page)
         page.context.close()
     assert not failures, failures

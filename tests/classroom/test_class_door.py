@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -40,6 +41,7 @@ from classroom.store import (
 from classroom.watch import VERSION_MAX_AGE
 from course.i18n import translator
 from tests.apptest_util import ENTRY, fresh_app, goto, open_address, texts, unescaped
+from tests.browser_env import settle as settle_page
 from tests.live_server import streamlit_server
 from tests.st_protocol import FollowerSession, Session
 
@@ -653,10 +655,7 @@ def test_the_browser_keeps_its_student_across_tabs_and_a_server_restart(embedded
     store.close()
 
 
-def settle(page, selector: str = "[data-testid='stMain']") -> None:
-    page.wait_for_selector(selector, timeout=90_000)
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=60_000)
+settle = functools.partial(settle_page, timeout=90_000)  # tests.browser_env's, on a slow store
 
 
 def teacher_cookie(context) -> dict | None:

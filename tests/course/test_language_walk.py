@@ -20,7 +20,7 @@ import re
 import pytest
 
 from course.steps import SCREENS
-from tests.browser_env import IDLE, PROJECTOR, require_browser
+from tests.browser_env import PROJECTOR, presenter_screens, require_browser, settle
 from tests.page_walk import english_sentences
 
 require_browser()
@@ -73,16 +73,10 @@ def test_the_checks_find_english_and_marks_and_pass_the_rest():
     assert literal_marks("老师提问：谁最大？ · 2 × 3 = 6 · a/b · C:\\ · 5 * 4") == []
 
 
-def settle(page) -> None:
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=LOADED)
-    page.wait_for_function("() => !document.querySelector(\"[data-stale='true']\")", timeout=LOADED)
-
-
 def open_page(page, url: str) -> None:
     page.goto(url)
     page.wait_for_selector("[data-testid='stMain'] h1, [data-testid='stMain'] h3", timeout=LOADED)
-    settle(page)
+    settle(page, timeout=LOADED)
 
 
 def walk(browser, url: str, language: str):
@@ -93,11 +87,8 @@ def walk(browser, url: str, language: str):
             open_page(page, f"{url}/{'' if name == 'workbench' else name}?lang={language}")
             yield name, page.evaluate(READ), page.evaluate(SEEN)
         open_page(page, f"{url}/present?lang={language}")
-        for screen in range(1, len(SCREENS) + 1):
-            yield f"present · screen {screen}", page.evaluate(READ), page.evaluate(SEEN)
-            if screen < len(SCREENS):
-                page.locator(".st-key-present_next button").click()
-                settle(page)
+        for position in presenter_screens(page, timeout=LOADED):
+            yield f"present · screen {position + 1}", page.evaluate(READ), page.evaluate(SEEN)
     finally:
         page.context.close()
 

@@ -26,6 +26,7 @@ from browser_check import CHROMIUM, EXCEPTION, FLAGS, IDLE
 from playwright.sync_api import sync_playwright
 
 from course.steps import screen_position  # make container-test puts the repository on PYTHONPATH
+from tests import browser_env
 
 SCREEN = """(label) => Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
     .some(el => el.innerText.includes(label))"""
@@ -34,18 +35,8 @@ FOLLOW_SECONDS = 3.0  # the issue's browser budget
 REDIS_DOWN_SECONDS = 10.0
 
 
-def settle(page, selector: str, timeout: float = 90_000) -> None:
-    page.wait_for_selector(selector, timeout=timeout)
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=timeout)
-
-
-def room_code(page) -> str:
-    """The room's code as the teacher's sidebar says it ("Room ABCD · you lead it"): the door keeps
-    it out of the teacher's address."""
-    pattern = "/Room ([A-Z0-9]{4}) · you lead it/"
-    page.wait_for_function(f"() => {pattern}.test(document.body.innerText)", timeout=30_000)
-    return page.evaluate(f"() => document.body.innerText.match({pattern})[1]")
+def settle(page, selector: str) -> None:
+    browser_env.settle(page, selector, timeout=90_000)
 
 
 def shown_within(page, label: str, seconds: float) -> float:
@@ -88,7 +79,7 @@ def check(url_a: str, url_b: str, redis_container: str, artifacts: Path) -> dict
             teacher.goto(f"{url_a}/class", timeout=90_000)
             settle(teacher, ".st-key-live_start")
             key_refused = start_with_the_key(teacher, os.environ.get("MHA_TEACHER_KEY", ""))
-            code = room_code(teacher)
+            code = browser_env.room_code(teacher, timeout=30_000)  # the door keeps it out of the address
             teacher.locator("[data-testid='stSidebarNav'] a:has-text('Present')").click()
             settle(teacher, ".st-key-present_next")
 
@@ -98,7 +89,7 @@ def check(url_a: str, url_b: str, redis_container: str, artifacts: Path) -> dict
                                       timeout=60_000)
             settle(student, ".st-key-present_next")
             next_step(teacher)
-            across = shown_within(student, "2 / 9 · ", FOLLOW_SECONDS)
+            across = shown_within(student, browser_env.screen_heading(1), FOLLOW_SECONDS)  # the second screen
             student.screenshot(path=str(artifacts / "container-class-student.png"))
 
             podman("stop", "--time", "1", redis_container)
@@ -120,8 +111,9 @@ def check(url_a: str, url_b: str, redis_container: str, artifacts: Path) -> dict
                     break
                 teacher.wait_for_timeout(1000)
             name = teacher.evaluate("() => new URL(location.href).searchParams.get('step')")
-            step = screen_position(name) + 1  # the address names the screen (?step=softmax)
-            recovered = shown_within(student, f"{step} / 9 · ", 15)
+            position = screen_position(name)  # the address names the screen (?step=softmax)
+            step = position + 1
+            recovered = shown_within(student, browser_env.screen_heading(position), 15)
             settle(student, ".st-key-present_next")
             lost_still_shown = student.evaluate(f"() => document.body.innerText.includes('{LOST}')")
             student.screenshot(path=str(artifacts / "container-class-recovered.png"))
