@@ -22,9 +22,10 @@ LAYER_LABEL_PX = 60  # px left of each row of thumbnails for "layer 3"
 LAYER_GAP = 14  # px between layers whose heads wrap, for the rule
 LAYER_RULE = "#767676"  # the line between layers whose heads wrap (4.5:1 on white)
 LABELS_WHERE = "above"  # the model view writes each head's label above its thumbnail
-OVERVIEW_CAPTION = N_("Every head of every layer, layer 1 at the top (heads 1 to 12 in reading order). Above "
-                    "each head: its entropy (1 = uniform) and a guess at its pattern (previous or next word "
-                    "piece, itself, the [CLS] or [SEP] sink, broad, mixed). Pick a head below to open it.")
+OVERVIEW_CAPTION = N_("Every head of every layer, layer 1 at the top (heads 1 to {heads} in reading order). "
+                    "Above each head: its entropy (1 = uniform) and a guess at its pattern (previous or next "
+                    "word piece, itself, the [CLS] or [SEP] sink, broad, mixed). Pick a head below to open "
+                    "it.")
 LINE_ROW_PX = 22  # px per word piece in the head view
 LINE_FONT = 14
 LINE_WIDTHS = (1, 2, 4, 7)  # px: lines of weights in [0.05, .2), [.2, .4), [.4, .7), [.7, 1]

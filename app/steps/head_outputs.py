@@ -15,15 +15,18 @@ from app.steps.projector import CAPTION_PX, SELECTORS_PX, TABLE_PX, WORKED_LINE_
 from app.steps.section import Section, grid, step_header, waiting
 from app.steps.view import Charts, StepView, grid_of_heads
 from app.widgets import chart
+from course.i18n import N_, translator
 from mha_core.derive import cost_of
 
 NAME = "head_outputs"
 SHOWN_TERMS = 3  # the largest terms of a weighted sum written out
+HEAD = N_("head")  # the panels' titles ('head₁ [3 × 1]'): a word, in the reader's language
 
 
 def charts(view: StepView) -> Charts:
     d_v = figure_style.dims("v", view.result.head_outputs.shape[2])
-    return Charts({"chart_heads": grid_of_heads(view, "head", view.result.head_outputs, d_v, kind="signed")})
+    head = translator(view.language)(HEAD)
+    return Charts({"chart_heads": grid_of_heads(view, head, view.result.head_outputs, d_v, kind="signed")})
 
 
 def section(page: Section) -> None:

@@ -207,7 +207,7 @@ def overview_tab(trace: Trace, layer: int, key: tuple) -> None:
     def kept(name: str, make):
         return TRACES.get_or_make_derived(key, name, make, lambda _: 0)  # a few kB of words
 
-    st.caption(lit(i18n.t(model_figures.OVERVIEW_CAPTION)))
+    st.caption(lit(i18n.t(model_figures.OVERVIEW_CAPTION).format(heads=f"{shape().n_heads:d}")))
     weights = [result.weights for result in trace.attentions]  # layers x [heads, n, n]
     width = phone_css.column_width() or figure_layout.FULL_WIDTH
     language = i18n.language()

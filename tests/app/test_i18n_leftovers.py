@@ -42,6 +42,25 @@ def test_the_scaled_scores_titles_are_in_the_readers_language(monkeypatch):
     assert titles[0].startswith("«scaled»₁ [") and titles[1].startswith("«scaled»₂ ["), titles
 
 
+def test_the_head_outputs_titles_are_in_the_readers_language(monkeypatch):
+    """The head outputs' panels were titled 'head₁ [3 × 1]' in every language."""
+    from app.steps import head_outputs
+    from app.steps.view import StepView
+
+    monkeypatch.setattr(head_outputs, "translator", lambda language: marked, raising=False)
+    example = all_examples()["the_cat_sat_two_heads"]
+    kept = {}
+
+    def build(builder, *args, **kwargs):
+        kept.update(kwargs)
+        return kwargs
+
+    view = StepView(example, example.run(), list(example.tokens), list(example.tokens), language="de",
+                    build=build)
+    head_outputs.charts(view)["chart_heads"]
+    assert [title.split("[")[0] for title in kept["head_names"]] == ["«head»₁ ", "«head»₂ "]
+
+
 def skip_words_sent(script: str) -> dict:
     """The skip links' words a page's language script gives the page (window.mhaSkipWords)."""
     import json

@@ -57,3 +57,4 @@ def test_the_pages_widgets_have_the_models_layers_heads_and_length():
     assert len(layers.options) == raw["num_hidden_layers"]
     heads = at.button_group(key="pick_model_head")
     assert len(heads.options) == raw["num_attention_heads"]
+    assert f"heads 1 to {raw['num_attention_heads']} in reading order" in said  # the overview's caption
