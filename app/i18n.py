@@ -30,10 +30,12 @@ from course.i18n import from_accept_language as browser_language
 from course.i18n import number as language_number
 from course.steps import Screen, Step
 
-LANGUAGE = "language"  # session key: the reader's language code
+LANGUAGE = "language"  # the picker's key: the language the reader picks
 CHOSEN = "language_chosen"  # session key: True once the picker or a link chose it (the address keeps it)
-# The language again, in a key no widget owns: st.switch_page (a follower sent to the teacher's page)
-# drops every widget's state, the picker's too, and the reader then got the header's language or English.
+# The reader's language, in a key no widget owns; the picker only changes it (its on_change). A widget's
+# state does not hold it: st.switch_page (a follower sent to the teacher's page) drops every widget's
+# state, and a browser whose picker lost its value (a phone's sidebar drawn again) sends the picker's
+# default back; both turned a German student's page English in the middle of a lesson.
 KEPT = "language_kept"
 PARAM = "lang"
 session_keys.register(session_keys.Key(LANGUAGE, __name__, ENGLISH, address=PARAM),
@@ -50,24 +52,21 @@ def init_language() -> list[str]:
 
 def _choose_language() -> list[str]:
     ss = st.session_state
-    if LANGUAGE in ss:
-        ss[KEPT] = ss[LANGUAGE]
-        return []
-    if KEPT in ss:  # a page switch dropped the picker's state: the reader's language is still theirs
-        ss[LANGUAGE] = ss[KEPT]
+    if KEPT in ss:
         return []
     asked = st.query_params.get(PARAM)
     from_link = known(asked)
     ss[CHOSEN] = from_link is not None
-    ss[LANGUAGE] = ss[KEPT] = (from_link or browser_language(st.context.headers.get("Accept-Language"))
-                               or known(os.environ.get("MHA_LANGUAGE")) or ENGLISH)
+    ss[KEPT] = (from_link or browser_language(st.context.headers.get("Accept-Language"))
+                or known(os.environ.get("MHA_LANGUAGE")) or ENGLISH)
     if asked and from_link is None:
         return [f"the language {asked[:20]!r} (this course is written in {', '.join(LANGUAGES.values())})"]
     return []
 
 
 def _session_language() -> str:
-    return st.session_state.get(LANGUAGE, ENGLISH)
+    ss = st.session_state
+    return ss.get(KEPT, ss.get(LANGUAGE, ENGLISH))
 
 
 language = PerRun(_session_language)  # language(): the reader's language, read once per run
@@ -123,11 +122,14 @@ def language_ui(where) -> None:
     """The picker: every language named in itself; the label also says "Language" for a lost reader."""
     word = t("Language")
     label = word if word == "Language" else f"{word} · Language"
-    where.selectbox(label, list(LANGUAGES), key=LANGUAGE, format_func=LANGUAGES.get, on_change=_chosen)
+    # index: what the browser falls back to when its picker lost its value is the reader's language
+    where.selectbox(label, list(LANGUAGES), index=list(LANGUAGES).index(language()), key=LANGUAGE,
+                    format_func=LANGUAGES.get, on_change=_chosen)
 
 
 def _chosen() -> None:
     """The reader picked a language: from now on the address carries it."""
+    st.session_state[KEPT] = st.session_state[LANGUAGE]
     st.session_state[CHOSEN] = True
 
 

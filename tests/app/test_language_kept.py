@@ -37,3 +37,17 @@ def test_a_teacher_who_picked_a_language_keeps_it_when_leading_again_switches_th
     again.session_state["lead_page"] = "present"  # as leading again does: the room's page, once
     again.run()
     assert not again.exception and again.session_state["language"] == "fr"
+
+
+def test_the_pickers_fallback_in_the_browser_is_the_readers_language():
+    """Walking the German lesson with three phones, one phone in three or four turned English on the Class
+    page with nobody touching the picker (traced on the server: a rerun from the browser carried the
+    picker's value 'en'). A browser's picker that lost its value (its phone's sidebar drawn again) falls
+    back to the element's default, which was the first language, English: it is the reader's now."""
+    from course.i18n import LANGUAGES
+
+    for code in ("de", "zh_CN"):
+        at = open_address({"lang": code})
+        picker = at.sidebar.selectbox(key="language")
+        assert list(LANGUAGES)[picker.proto.default] == code
+        assert picker.value == code
