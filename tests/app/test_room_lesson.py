@@ -9,16 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from course.steps import SCREENS
-from tests.app.test_present_fit import (
-    LOADED,
-    SCREEN_SHOWN,
-    next_screen,
-    present_softmax_in_a_room,
-    settled,
-    show_the_answers,
-)
-from tests.browser_env import ARTIFACTS, IDLE, PROJECTOR, no_exception_on
+from course.steps import screen_position
+from tests.app.test_present_fit import LOADED, present_softmax_in_a_room, settled, show_the_answers
+from tests.browser_env import ARTIFACTS, IDLE, PROJECTOR, no_exception_on, press_next, screen_shown
 
 pytestmark = pytest.mark.browser
 
@@ -101,13 +94,16 @@ def test_a_phone_shows_the_teachers_screen_first_after_a_question(live):
     teacher, code = asked_a_drawing(live)
     phone = browser.new_context(**PHONE).new_page()
     phone.goto(f"{url}/?room={code}")
-    phone.wait_for_function(SCREEN_SHOWN, arg=f"4 / {len(SCREENS)} · ", timeout=LOADED)
+    softmax = screen_position("softmax")
+    screen_shown(phone, softmax)
     draw_and_send(phone)
     teacher.wait_for_function("() => document.body.innerText.includes('1 of 1 answered')", timeout=LOADED)
     teacher.locator(".st-key-present_reveal button").click()
     phone.wait_for_selector(".st-key-own_forecast .js-plotly-plot", timeout=LOADED)
-    next_screen(teacher, 5)
-    phone.wait_for_function(SCREEN_SHOWN, arg=f"5 / {len(SCREENS)} · ", timeout=LOADED)
+    press_next(teacher)
+    screen_shown(teacher, softmax + 1)
+    settled(teacher)
+    screen_shown(phone, softmax + 1)
     phone.wait_for_selector(IDLE, timeout=LOADED)
     phone.wait_for_selector(".st-key-own_forecast .js-plotly-plot", timeout=LOADED)
     phone.wait_for_timeout(500)
