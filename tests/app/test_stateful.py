@@ -98,8 +98,9 @@ WRONG_CODES = ("QQQQ", "ZZ22", "abcd", "12")  # the last two cannot be codes at 
 WORDS = st.sampled_from(["the", "cat", "sat", "a", "dog", "ran", "<b>x</b>", "$y$", "**z**", "é", "猫", "🙂",
                          "le", "chat", "x" * LIMITS.token_chars, "x" * (LIMITS.token_chars + 1), "ca\u200bt"])
 TOKENS = st.lists(WORDS, min_size=0, max_size=LIMITS.editable + 2).map(" ".join)  # long ones: test_findings
-GOOD_VALUES = st.sampled_from(["0", "1", "-1.5", "2e-3", "0.25", "−3", "1e6"])
-BAD_VALUES = st.sampled_from(["", "abc", "1,5", "0x10", "inf", "1e308", "nan"])
+# '1,5' is 1.5 in every language since issue 40, 5 (mha_core.typed_number.read_cell); two marks are not
+GOOD_VALUES = st.sampled_from(["0", "1", "-1.5", "2e-3", "0.25", "−3", "1e6", "1,5"])
+BAD_VALUES = st.sampled_from(["", "abc", "1,5,0", "0x10", "inf", "1e308", "nan"])
 
 
 class Clock:
